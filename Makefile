@@ -1,0 +1,29 @@
+# Two commands for a fresh machine (Python 3.11 and Java 17, nothing else):
+#   make run    create .venv, install, start `twistd -n namesrv` on 127.0.0.1:9876
+#   make test   create .venv, install with test extras, run the whole suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN = $(VENV)/bin
+ARGS ?=
+
+.PHONY: run test bench clean
+
+$(BIN)/.installed: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet '.[test]'
+	touch $@
+
+run: $(BIN)/.installed
+	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall .
+	cd $(CURDIR) && $(BIN)/twistd -n --pidfile= namesrv $(ARGS)
+
+test: $(BIN)/.installed
+	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall .
+	$(BIN)/python -m pytest $(ARGS)
+
+bench: $(BIN)/.installed
+	$(BIN)/python -m bench $(ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info twisted/plugins/dropin.cache

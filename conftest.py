@@ -1,0 +1,9 @@
+"""Test-suite wide settings: hypothesis profile without deadlines (CI machines are noisy)."""
+
+try:
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile("ci")
+except ImportError:  # pragma: no cover
+    pass

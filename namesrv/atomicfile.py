@@ -1,0 +1,54 @@
+"""Crash-safe file replacement: temp file in the same directory, fsync, rename.
+
+A crash at any moment leaves either the old file or the new one, never a torn one.
+Blocking: call it from a thread (``deferToThread``) when the reactor must not wait.
+"""
+
+import os
+import shutil
+import tempfile
+
+
+def write_atomic(path, data, keep_backup=False):
+    """Replace ``path`` with ``data`` (bytes); with ``keep_backup`` keep the previous version as ``path.bak``."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if keep_backup and os.path.exists(path):
+            _replace_backup(path)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_directory(directory)
+
+
+def _replace_backup(path):
+    """Copy the current file to ``.bak`` atomically too (a torn .bak would be no backup)."""
+    bak = path + ".bak"
+    tmp = bak + ".tmp"
+    shutil.copyfile(path, tmp)
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, bak)
+
+
+def _fsync_directory(directory):
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

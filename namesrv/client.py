@@ -1,0 +1,103 @@
+"""Small remoting clients, for tests, benchmarks, fuzzers and operators' scripts.
+
+``BlockingRemotingClient`` talks over a plain socket (for use outside the reactor:
+against a `twistd namesrv` subprocess); ``RemotingClientProtocol`` is the Twisted
+twin, matching answers to requests by opaque as Java clients do.
+"""
+
+import itertools
+import socket
+import struct
+
+from twisted.internet import defer
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.protocols.basic import Int32StringReceiver
+
+from namesrv.protocol.codec import decode_frame, encode_frame
+
+_opaques = itertools.count(1)
+
+
+class BlockingRemotingClient:
+    def __init__(self, host="127.0.0.1", port=9876, timeout=10.0):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def send(self, command):
+        if not command.opaque:
+            command.opaque = next(_opaques)
+        self.sock.sendall(encode_frame(command))
+        return command.opaque
+
+    def call(self, command):
+        """Send ``command`` and return the answer with the same opaque."""
+        opaque = self.send(command)
+        while True:
+            answer = self.receive()
+            if answer.opaque == opaque:
+                return answer
+
+    def receive(self):
+        (length,) = struct.unpack(">i", self._read(4))
+        return decode_frame(self._read(length))
+
+    def _read(self, n):
+        chunks = []
+        while n:
+            chunk = self.sock.recv(n)
+            if not chunk:
+                raise ConnectionError("connection closed by the server")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class RemotingClientProtocol(Int32StringReceiver):
+    """Twisted client: ``call(command)`` returns a Deferred firing with the answer."""
+
+    MAX_LENGTH = 16 * 1024 * 1024
+
+    def __init__(self):
+        self.pending = {}
+        self.unsolicited = []
+        self.closed = defer.Deferred()
+
+    def call(self, command):
+        if not command.opaque:
+            command.opaque = next(_opaques)
+        d = defer.Deferred()
+        if not command.is_oneway:
+            self.pending[command.opaque] = d
+        self.transport.write(encode_frame(command))
+        if command.is_oneway:
+            d.callback(None)
+        return d
+
+    def stringReceived(self, frame):
+        answer = decode_frame(frame)
+        d = self.pending.pop(answer.opaque, None)
+        if d is None:
+            self.unsolicited.append(answer)
+        else:
+            d.callback(answer)
+
+    def connectionLost(self, reason):
+        pending, self.pending = self.pending, {}
+        for d in pending.values():
+            d.errback(reason)
+        if not self.closed.called:
+            self.closed.callback(None)
+
+
+def connect(reactor, host, port):
+    """A Deferred firing with a connected RemotingClientProtocol."""
+    return connectProtocol(TCP4ClientEndpoint(reactor, host, port), RemotingClientProtocol())

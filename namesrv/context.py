@@ -1,0 +1,34 @@
+"""What every processor of one running server shares."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class NullEventLog:
+    """An event log that drops everything (unit tests, or event logging switched off)."""
+
+    def emit(self, event, **fields):
+        pass
+
+    def record_request(self, code, response_code, micros, peer):
+        pass
+
+
+@dataclass
+class NamesrvContext:
+    """The shared state of one server.
+
+    - ``config``: the NamesrvConfig (live: processors read it on every request);
+    - ``routes``: the RouteInfoManager (the five route tables);
+    - ``kv``: the KVConfigManager;
+    - ``reactor``: for callLater / deferToThread;
+    - ``events``: the structured event log (``emit(event, **fields)``);
+    - ``server_id``: ``host:port`` of this server, for the event log.
+    """
+
+    config: Any
+    routes: Any
+    kv: Any
+    reactor: Any
+    events: Any = field(default_factory=NullEventLog)
+    server_id: str = "127.0.0.1:9876"

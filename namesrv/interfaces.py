@@ -1,0 +1,49 @@
+"""The interfaces that hold the server together.
+
+Processors are found as plugins: a dropin in ``twisted/plugins/`` provides an
+``IRequestProcessorFactory``; at start the service builds one processor per factory with
+the shared ``NamesrvContext`` and the registry maps each declared request code to it.
+"""
+
+from zope.interface import Attribute, Interface
+
+
+class IRemotingConnection(Interface):
+    """One client connection, as processors and the route tables see it.
+
+    The route tables keep the connection a broker registered on (Java keeps the Netty
+    channel) so that closing it, or expiring the broker, can find the other.
+    """
+
+    peer = Attribute("The peer's address as 'ip:port'.")
+    connection_id = Attribute("A number unique to this connection within the process.")
+
+    def close():
+        """Close the connection (used when a broker expires)."""
+
+
+class IRequestProcessor(Interface):
+    """Answers the request codes it declares."""
+
+    name = Attribute("Short name, used in logs and in duplicate-code errors.")
+    codes = Attribute("frozenset of the request codes this processor answers.")
+
+    def reject_request(request):
+        """``None`` to accept; or ``(response_code, remark)`` to refuse it for now (busy, disabled)."""
+
+    def process_request(request, connection):
+        """Answer ``request`` (a RemotingCommand) from ``connection`` (an IRemotingConnection).
+
+        Return a response RemotingCommand, ``None`` for no answer, or a Deferred of either.
+        An exception (or failed Deferred) becomes a SYSTEM_ERROR answer; a
+        ``HeaderFieldError`` keeps its message as the remark.
+        """
+
+
+class IRequestProcessorFactory(Interface):
+    """What a dropin provides: builds a processor for one running server."""
+
+    name = Attribute("Short name of the processor it builds.")
+
+    def build(context):
+        """Return an IRequestProcessor bound to ``context`` (a NamesrvContext)."""

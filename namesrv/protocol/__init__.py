@@ -1,0 +1,1 @@
+"""The remoting protocol: request codes, commands, header codecs and framing."""

@@ -1,0 +1,128 @@
+"""RemotingCommand: one request or response, independent of its serialization."""
+
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+from namesrv.protocol.codes import (
+    FLAG_ONEWAY,
+    FLAG_RESPONSE,
+    SERVER_VERSION,
+    LanguageCode,
+    SerializeType,
+)
+
+
+class HeaderFieldError(ValueError):
+    """A request header field is missing or malformed.
+
+    The registry answers SYSTEM_ERROR with ``str(error)`` as the remark; the wording
+    follows Java's ``the custom field <name> is null`` so operators recognise it.
+    """
+
+    def __init__(self, name, problem="is null"):
+        ValueError.__init__(self, "the custom field <%s> %s" % (name, problem))
+        self.field = name
+
+
+@dataclass
+class RemotingCommand:
+    """A decoded frame.
+
+    ``ext`` is ``None`` when the frame had no extFields at all and ``{}`` when it had an
+    empty map; Java writes ``"extFields":{}`` for responses with a typed but empty
+    header, and we keep that distinction so our answers match its bytes.
+    """
+
+    code: int
+    language: int = LanguageCode.JAVA
+    version: int = SERVER_VERSION
+    opaque: int = 0
+    flag: int = 0
+    remark: Optional[str] = None
+    ext: Optional[dict] = None
+    body: Optional[bytes] = None
+    serialize_type: int = SerializeType.JSON
+
+    # -- flags -------------------------------------------------------------
+    @property
+    def is_response(self):
+        return bool(self.flag & FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self):
+        return bool(self.flag & FLAG_ONEWAY)
+
+    # -- header fields -----------------------------------------------------
+    def get(self, name, default=None):
+        """An ext field as a string; an empty string counts as absent (as in ROCKETMQ headers)."""
+        if not self.ext:
+            return default
+        value = self.ext.get(name)
+        if value is None or value == "":
+            return default
+        return value
+
+    def require(self, name):
+        """A required (Java ``@CFNotNull``) string field."""
+        value = self.get(name)
+        if value is None:
+            raise HeaderFieldError(name)
+        return value
+
+    def get_int(self, name, default=None):
+        """An integer field (Java Integer/Long); a non-numeric value is an error, not a default."""
+        value = self.get(name)
+        if value is None:
+            return default
+        try:
+            return int(str(value).strip())
+        except ValueError:
+            raise HeaderFieldError(name, "is not a number: %r" % (value,))
+
+    def require_int(self, name):
+        value = self.get_int(name)
+        if value is None:
+            raise HeaderFieldError(name)
+        return value
+
+    def get_bool(self, name, default=None):
+        """A boolean field parsed the Java way: "true" in any case is true, anything else false."""
+        value = self.get(name)
+        if value is None:
+            return default
+        return str(value).strip().lower() == "true"
+
+    # -- answers -----------------------------------------------------------
+    def make_response(self, code=0, remark=None, ext=None, body=None):
+        """A response to this request: flag RESPONSE, same opaque, same serialize type."""
+        return RemotingCommand(
+            code=int(code),
+            language=LanguageCode.JAVA,
+            version=SERVER_VERSION,
+            opaque=self.opaque,
+            flag=FLAG_RESPONSE,
+            remark=remark,
+            ext=ext,
+            body=body,
+            serialize_type=self.serialize_type,
+        )
+
+    def with_changes(self, **changes):
+        return replace(self, **changes)
+
+
+def make_request(code, ext=None, body=None, opaque=0, version=SERVER_VERSION,
+                 oneway=False, serialize_type=SerializeType.JSON, language=LanguageCode.JAVA):
+    """A request command, for clients, tests and benchmarks."""
+    if ext is not None:
+        ext = {k: (v if isinstance(v, str) else _java_str(v)) for k, v in ext.items() if v is not None}
+    return RemotingCommand(
+        code=int(code), language=language, version=version, opaque=opaque,
+        flag=FLAG_ONEWAY if oneway else 0, ext=ext, body=body, serialize_type=serialize_type,
+    )
+
+
+def _java_str(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,98 @@
+"""Request code → processor, with one place that turns failures into answers."""
+
+import time
+
+from twisted.internet import defer
+from twisted.logger import Logger
+from twisted.plugin import getPlugins
+from zope.interface.verify import verifyObject
+
+from namesrv.context import NullEventLog
+from namesrv.interfaces import IRequestProcessor, IRequestProcessorFactory
+from namesrv.protocol.codes import ResponseCode, request_name
+from namesrv.protocol.command import HeaderFieldError
+
+log = Logger()
+
+
+class ProcessorConflictError(Exception):
+    """Two processors claim one request code: a start-up error naming both."""
+
+
+def load_processor_factories(package=None):
+    """Every IRequestProcessorFactory dropin found in ``package`` (default ``twisted.plugins``)."""
+    if package is None:
+        import twisted.plugins as package
+    factories = list(getPlugins(IRequestProcessorFactory, package))
+    return sorted(factories, key=lambda factory: factory.name)
+
+
+class ProcessorRegistry:
+    """Dispatches each request to the processor that declared its code.
+
+    Unknown codes answer REQUEST_CODE_NOT_SUPPORTED with the 5.x remark (4.9.8 sent
+    nothing and let the client time out). Oneway requests are processed but never
+    answered, errors included, as in Java.
+    """
+
+    def __init__(self, processors, events=None, timer=time.perf_counter):
+        self.events = events if events is not None else NullEventLog()
+        self.timer = timer
+        self.processors = list(processors)
+        self._by_code = {}
+        for processor in self.processors:
+            verifyObject(IRequestProcessor, processor)
+            for code in processor.codes:
+                other = self._by_code.get(code)
+                if other is not None:
+                    raise ProcessorConflictError(
+                        "request code %d (%s) is claimed by both processor %r and processor %r"
+                        % (code, request_name(code), other.name, processor.name))
+                self._by_code[code] = processor
+
+    @classmethod
+    def from_plugins(cls, context, package=None):
+        processors = [factory.build(context) for factory in load_processor_factories(package)]
+        return cls(processors, events=context.events)
+
+    def processor_for(self, code):
+        return self._by_code.get(code)
+
+    def dispatch(self, request, connection):
+        """Answer ``request``: a response command, ``None`` (oneway), or a Deferred of either."""
+        started = self.timer()
+        processor = self._by_code.get(request.code)
+        if processor is None:
+            response = request.make_response(
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, " request type %d not supported" % request.code)
+            return self._finish(request, response, connection, started)
+        rejected = processor.reject_request(request)
+        if rejected is not None:
+            code, remark = rejected
+            return self._finish(request, request.make_response(code, remark), connection, started)
+        try:
+            result = processor.process_request(request, connection)
+        except Exception as e:
+            result = self._error_response(request, processor, e)
+        if isinstance(result, defer.Deferred):
+            result.addErrback(lambda failure: self._error_response(request, processor, failure.value, failure))
+            result.addCallback(lambda response: self._finish(request, response, connection, started))
+            return result
+        return self._finish(request, result, connection, started)
+
+    def _error_response(self, request, processor, error, failure=None):
+        if isinstance(error, HeaderFieldError):
+            remark = str(error)
+        else:
+            remark = "%s: %s" % (type(error).__name__, error)
+            log.failure("processor {name} failed on {code} ({code_name})", failure,
+                        name=processor.name, code=request.code, code_name=request_name(request.code))
+        return request.make_response(ResponseCode.SYSTEM_ERROR, remark)
+
+    def _finish(self, request, response, connection, started):
+        micros = int((self.timer() - started) * 1e6)
+        self.events.record_request(request.code, response.code if response is not None else -1,
+                                   micros, connection.peer)
+        if request.is_oneway:
+            return None
+        return response

@@ -1,0 +1,138 @@
+"""Builds one running NameServer from a NamesrvConfig: tables, processors, port, timers."""
+
+import os
+
+from twisted.application import service
+from twisted.internet import defer, task
+from twisted.logger import Logger
+
+from namesrv.clock import MonotonicClock
+from namesrv.context import NamesrvContext, NullEventLog
+from namesrv.housekeeping import BrokerHousekeeping
+from namesrv.registry import ProcessorRegistry
+from namesrv.server import RemotingServerFactory
+
+log = Logger()
+
+
+class NamesrvService(service.Service):
+    """The NameServer as an IService: start listens and starts timers, stop undoes it all.
+
+    Start-up order follows Java's NamesrvController: load the KV file (a corrupt file
+    refuses to start), restore the route snapshot, then listen and schedule the
+    liveness scan (first after 5 s) and the KV print (first after 1 min).
+    """
+
+    name = "namesrv"
+
+    def __init__(self, config, reactor=None, plugin_package=None, clock=None, events=None):
+        from twisted.internet import reactor as default_reactor
+        from namesrv.kvconfig import KVConfigManager
+        from namesrv.routes import RouteInfoManager
+
+        self.config = config
+        self.reactor = reactor or default_reactor
+        self.clock = clock or MonotonicClock()
+        self.events = events if events is not None else _make_event_log(config, self.reactor)
+        self.kv = KVConfigManager(config.kvConfigPath, reactor=self.reactor, events=self.events)
+        self.kv.load()
+        self.routes = RouteInfoManager(clock=self.clock, events=self.events,
+                                       default_heartbeat_timeout_millis=config.brokerChannelExpiredTime)
+        self.snapshots = _make_snapshotter(config, self.routes, self.reactor)
+        self.context = NamesrvContext(config=config, routes=self.routes, kv=self.kv,
+                                      reactor=self.reactor, events=self.events,
+                                      server_id="%s:%s" % (config.bindAddress, config.listenPort))
+        self.registry = ProcessorRegistry.from_plugins(self.context, plugin_package)
+        self.housekeeping = BrokerHousekeeping(self.routes, self.events)
+        self.factory = RemotingServerFactory(self.registry, config, self.housekeeping, self.events)
+        self.port = None
+        self._timers = []
+        self._delayed = []
+        config.add_listener(self._config_changed)
+
+    # -- lifecycle -------------------------------------------------------------
+    def startService(self):
+        service.Service.startService(self)
+        if self.snapshots is not None:
+            self.snapshots.restore()
+        if hasattr(self.events, "start"):
+            self.events.start()
+        self.port = self.reactor.listenTCP(self.config.listenPort, self.factory,
+                                           backlog=self.config.serverSocketBacklog or 50,
+                                           interface=self.config.bindAddress)
+        address = self.port.getHost()
+        self.context.server_id = "%s:%s" % (address.host, address.port)
+        if hasattr(self.events, "server_id"):
+            self.events.server_id = self.context.server_id
+        self._scan = self._every(self._scan_not_active_brokers, self.config.scanNotActiveBrokerInterval / 1000.0, 5)
+        self._every(self.kv.print_all, self.config.kvConfigPrintInterval, 60)
+        if self.snapshots is not None:
+            self._every(self.snapshots.save_in_background, self.config.routeSnapshotInterval,
+                        self.config.routeSnapshotInterval)
+        if hasattr(self.events, "flush_aggregates"):
+            self._every(self.events.flush_aggregates, 1.0, 1.0)
+        log.info("The Name Server boot success. serializeType=JSON, address {addr}",
+                 addr=self.context.server_id)
+        self.events.emit("server_started", listen=self.context.server_id)
+
+    def _every(self, function, interval, first_delay):
+        call = task.LoopingCall(function)
+        call.clock = self.reactor
+        self._timers.append(call)
+        self._delayed.append(self.reactor.callLater(first_delay, self._start_timer, call, interval))
+        return call
+
+    def _start_timer(self, call, interval):
+        call.start(interval, now=True).addErrback(
+            lambda failure: log.failure("timer {fn} stopped", failure, fn=call.f))
+
+    def stopService(self):
+        service.Service.stopService(self)
+        for delayed in self._delayed:
+            if delayed.active():
+                delayed.cancel()
+        for call in self._timers:
+            if call.running:
+                call.stop()
+        stopping = []
+        if self.port is not None:
+            stopping.append(defer.maybeDeferred(self.port.stopListening))
+            self.port = None
+        self.factory.close_all()
+        if self.snapshots is not None:
+            self.snapshots.save_now()
+        self.kv.flush_sync()
+        self.events.emit("server_stopped", listen=self.context.server_id)
+        if hasattr(self.events, "stop"):
+            self.events.stop()
+        log.info("The Name Server stopped")
+        return defer.DeferredList(stopping)
+
+    # -- timers ------------------------------------------------------------------
+    def _scan_not_active_brokers(self):
+        self.housekeeping.scan_not_active_brokers()
+
+    def _config_changed(self, name, old, new):
+        if name == "scanNotActiveBrokerInterval" and self._scan.running:
+            self._scan.stop()
+            self._scan.start(new / 1000.0, now=False)
+
+
+def _make_event_log(config, reactor):
+    if not config.eventLogEnable:
+        return NullEventLog()
+    from namesrv.eventlog import EventLog
+    return EventLog(config.event_log_path(), server_id="%s:%s" % (config.bindAddress, config.listenPort),
+                    max_bytes=config.eventLogMaxBytes, backups=config.eventLogBackups, reactor=reactor)
+
+
+def _make_snapshotter(config, routes, reactor):
+    if not config.routeSnapshotEnable or not config.routeSnapshotPath:
+        return None
+    from namesrv.snapshotfile import RouteSnapshotFile
+    return RouteSnapshotFile(os.path.expanduser(config.routeSnapshotPath), routes, reactor)
+
+
+def make_service(config, reactor=None, plugin_package=None, clock=None, events=None):
+    """The tap-style factory: one NameServer service for ``config``."""
+    return NamesrvService(config, reactor=reactor, plugin_package=plugin_package, clock=clock, events=events)

@@ -1,0 +1,71 @@
+"""Warm restart: the route tables saved to a msgpack file and restored at start.
+
+The Java server forgets every route on restart, so clients get TOPIC_NOT_EXIST until
+brokers re-register (up to 30 s). We restore the last snapshot with every broker's
+heartbeat set to "now": routes are served at once, and brokers that do not come back
+expire by the usual rule. A bad snapshot is logged and ignored, never fatal.
+"""
+
+import os
+
+from twisted.internet import threads
+from twisted.logger import Logger
+
+from namesrv.atomicfile import write_atomic
+
+
+class RouteSnapshotFile:
+    log = Logger()
+
+    def __init__(self, path, routes, reactor):
+        self.path = path
+        self.routes = routes
+        self.reactor = reactor
+        self._writing = False
+
+    def restore(self):
+        from namesrv.routes.snapshot import SnapshotError, restore_snapshot
+
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            self.log.warn("route snapshot {path} unreadable, starting empty: {err}", path=self.path, err=e)
+            return False
+        try:
+            restore_snapshot(self.routes, data)
+        except SnapshotError as e:
+            self.log.warn("route snapshot {path} ignored: {err}", path=self.path, err=e)
+            return False
+        self.log.info("routes restored from {path}", path=self.path)
+        return True
+
+    def _encode(self):
+        from namesrv.routes.snapshot import encode_snapshot
+
+        return encode_snapshot(self.routes)
+
+    def save_in_background(self):
+        """Encode on the reactor (tables are only read there), write in a thread."""
+        if self._writing:
+            return None
+        data = self._encode()
+        self._writing = True
+        d = threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), write_atomic, self.path, data)
+
+        def done(result):
+            self._writing = False
+            return result
+
+        d.addBoth(done)
+        d.addErrback(lambda failure: self.log.failure("route snapshot write failed", failure))
+        return d
+
+    def save_now(self):
+        """Synchronous save for shutdown."""
+        try:
+            write_atomic(self.path, self._encode())
+        except OSError as e:
+            self.log.warn("route snapshot {path} not written: {err}", path=self.path, err=e)

@@ -1,0 +1,159 @@
+"""The framing protocol, byte by byte, on a StringTransport."""
+
+import struct
+
+from twisted.internet import defer, task
+from twisted.internet.testing import StringTransport
+
+from namesrv.protocol.codec import decode_frame, encode_frame
+from namesrv.protocol.codes import SerializeType
+from namesrv.protocol.command import make_request
+from namesrv.protocol.remoting import RemotingProtocol
+
+
+class EchoDispatcher:
+    """Answers every request with its code as the response code."""
+
+    def __init__(self):
+        self.seen = []
+        self.deferreds = []
+
+    def dispatch(self, request, connection):
+        self.seen.append(request)
+        if request.code == 999:
+            d = defer.Deferred()
+            self.deferreds.append((d, request))
+            return d
+        if request.is_oneway:
+            return None
+        return request.make_response(0, remark=str(request.code))
+
+
+def connect(**kwargs):
+    dispatcher = EchoDispatcher()
+    events = {"closed": [], "bad": []}
+    proto = RemotingProtocol(dispatcher, on_close=events["closed"].append,
+                             on_bad_frame=lambda p, reason: events["bad"].append(reason), **kwargs)
+    transport = StringTransport(peerAddress=None)
+    proto.makeConnection(transport)
+    return proto, transport, dispatcher, events
+
+
+def answers(transport):
+    data = transport.value()
+    transport.clear()
+    out = []
+    while data:
+        (length,) = struct.unpack(">i", data[:4])
+        out.append(decode_frame(data[4:4 + length]))
+        data = data[4 + length:]
+    return out
+
+
+def frame(code, opaque=1, **kwargs):
+    return encode_frame(make_request(code, {"topic": "T"}, opaque=opaque, **kwargs))
+
+
+def test_one_frame_split_byte_by_byte():
+    proto, transport, dispatcher, _ = connect()
+    for byte in frame(105, opaque=42):
+        proto.dataReceived(bytes([byte]))
+    [answer] = answers(transport)
+    assert answer.opaque == 42 and answer.is_response and answer.remark == "105"
+
+
+def test_several_frames_in_one_packet_answered_in_order():
+    proto, transport, dispatcher, _ = connect()
+    proto.dataReceived(frame(105, 1) + frame(106, 2) + frame(206, 3))
+    assert [(a.opaque, a.remark) for a in answers(transport)] == [(1, "105"), (2, "106"), (3, "206")]
+
+
+def test_rocketmq_request_answered_in_rocketmq():
+    proto, transport, _, _ = connect()
+    proto.dataReceived(frame(105, 9, serialize_type=SerializeType.ROCKETMQ))
+    raw = transport.value()
+    assert raw[4] == SerializeType.ROCKETMQ
+    [answer] = answers(transport)
+    assert answer.serialize_type == SerializeType.ROCKETMQ and answer.opaque == 9
+
+
+def test_oneway_gets_no_answer():
+    proto, transport, dispatcher, _ = connect()
+    proto.dataReceived(frame(904, oneway=True))
+    assert transport.value() == b"" and dispatcher.seen[0].is_oneway
+
+
+def test_responses_from_peers_are_dropped():
+    proto, transport, dispatcher, _ = connect()
+    response = make_request(105, opaque=5).make_response(0)
+    proto.dataReceived(encode_frame(response))
+    assert dispatcher.seen == [] and transport.value() == b""
+    assert not transport.disconnecting
+
+
+def test_deferred_answers_are_written_when_they_fire():
+    proto, transport, dispatcher, _ = connect()
+    proto.dataReceived(frame(999, 77))
+    assert transport.value() == b""
+    d, request = dispatcher.deferreds[0]
+    d.callback(request.make_response(0))
+    assert answers(transport)[0].opaque == 77
+
+
+def test_oversize_frame_closes_without_answer():
+    proto, transport, dispatcher, events = connect(max_frame_length=1024)
+    proto.dataReceived(struct.pack(">i", 1021) + b"\0" * 10)
+    assert transport.disconnecting and transport.value() == b""
+    assert "exceeds the limit" in events["bad"][0]
+
+
+def test_frame_at_the_limit_is_accepted():
+    proto, transport, dispatcher, events = connect(max_frame_length=1024)
+    request = make_request(105, {"topic": "T"}, opaque=3, body=b"")
+    raw = encode_frame(request)
+    pad = 1024 - len(raw)
+    request.body = b"x" * pad
+    raw = encode_frame(request)
+    assert len(raw) == 1024
+    proto.dataReceived(raw)
+    assert not transport.disconnecting and answers(transport)[0].opaque == 3
+
+
+def test_negative_length_closes():
+    proto, transport, _, events = connect()
+    proto.dataReceived(b"\xff\xff\xff\xf0" + b"\0" * 8)
+    assert transport.disconnecting and "negative" in events["bad"][0]
+
+
+def test_garbage_header_closes_and_later_frames_are_ignored():
+    proto, transport, dispatcher, events = connect()
+    garbage = struct.pack(">ii", 8, 4) + b"{{{{"
+    proto.dataReceived(garbage + frame(105, 1))
+    assert transport.disconnecting and dispatcher.seen == [] and transport.value() == b""
+    assert len(events["bad"]) == 1
+
+
+def test_bad_header_length_closes():
+    proto, transport, _, events = connect()
+    proto.dataReceived(struct.pack(">ii", 6, 100) + b"{}")
+    assert transport.disconnecting and "bad header length" in events["bad"][0]
+
+
+def test_idle_connection_is_closed_after_the_timeout():
+    clock = task.Clock()
+    proto = RemotingProtocol(EchoDispatcher(), idle_timeout=120)
+    proto.callLater = clock.callLater
+    transport = StringTransport()
+    proto.makeConnection(transport)
+    clock.advance(100)
+    proto.dataReceived(frame(105))
+    clock.advance(100)
+    assert not transport.disconnecting
+    clock.advance(21)
+    assert transport.disconnecting
+
+
+def test_connection_lost_reports_to_housekeeping():
+    proto, transport, _, events = connect()
+    proto.connectionLost(None)
+    assert events["closed"] == [proto]

@@ -1,0 +1,152 @@
+"""The processor registry: dispatch, fallbacks, failures, conflicts, plugin discovery."""
+
+import os
+import sys
+import textwrap
+import types
+
+import pytest
+from twisted.internet import defer
+from zope.interface import implementer
+
+from namesrv.interfaces import IRequestProcessor
+from namesrv.protocol.codes import ResponseCode
+from namesrv.protocol.command import HeaderFieldError, make_request
+from namesrv.registry import ProcessorConflictError, ProcessorRegistry, load_processor_factories
+
+
+class Conn:
+    peer = "127.0.0.1:5555"
+    connection_id = 1
+
+    def close(self):
+        pass
+
+
+@implementer(IRequestProcessor)
+class Fake:
+    def __init__(self, name, codes, handler, reject=None):
+        self.name = name
+        self.codes = frozenset(codes)
+        self.handler = handler
+        self.reject = reject
+
+    def reject_request(self, request):
+        return self.reject
+
+    def process_request(self, request, connection):
+        return self.handler(request)
+
+
+class Events:
+    def __init__(self):
+        self.requests = []
+
+    def emit(self, event, **fields):
+        pass
+
+    def record_request(self, code, response_code, micros, peer):
+        self.requests.append((code, response_code, peer))
+
+
+def test_unknown_code_answers_not_supported_with_java_remark():
+    events = Events()
+    registry = ProcessorRegistry([], events=events)
+    answer = registry.dispatch(make_request(9999, opaque=4), Conn())
+    assert answer.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    assert answer.remark == " request type 9999 not supported" and answer.opaque == 4
+    assert events.requests == [(9999, 3, "127.0.0.1:5555")]
+
+
+def test_oneway_unknown_code_gets_nothing():
+    assert ProcessorRegistry([]).dispatch(make_request(9999, oneway=True), Conn()) is None
+
+
+def test_handler_value_and_deferred():
+    registry = ProcessorRegistry([
+        Fake("a", [1], lambda r: r.make_response(0, "sync")),
+        Fake("b", [2], lambda r: defer.succeed(r.make_response(0, "async"))),
+    ])
+    assert registry.dispatch(make_request(1), Conn()).remark == "sync"
+    results = []
+    registry.dispatch(make_request(2), Conn()).addCallback(results.append)
+    assert results[0].remark == "async"
+
+
+def test_raising_handler_answers_system_error_and_goes_on():
+    def boom(request):
+        raise KeyError("nope")
+
+    registry = ProcessorRegistry([Fake("a", [1], boom), Fake("b", [2], lambda r: r.make_response(0))])
+    answer = registry.dispatch(make_request(1, opaque=8), Conn())
+    assert answer.code == ResponseCode.SYSTEM_ERROR and "KeyError" in answer.remark and answer.opaque == 8
+    assert registry.dispatch(make_request(2), Conn()).code == 0
+
+
+def test_header_field_error_keeps_its_message():
+    def needs_field(request):
+        request.require("brokerName")
+
+    answer = ProcessorRegistry([Fake("a", [1], needs_field)]).dispatch(make_request(1), Conn())
+    assert answer.code == 1 and answer.remark == "the custom field <brokerName> is null"
+
+
+def test_failed_deferred_answers_system_error():
+    registry = ProcessorRegistry([Fake("a", [1], lambda r: defer.fail(RuntimeError("disk gone")))])
+    results = []
+    registry.dispatch(make_request(1), Conn()).addCallback(results.append)
+    assert results[0].code == 1 and "disk gone" in results[0].remark
+
+
+def test_rejected_request_gets_the_processor_answer():
+    registry = ProcessorRegistry([Fake("a", [1], lambda r: 1 / 0, reject=(2, "busy"))])
+    answer = registry.dispatch(make_request(1), Conn())
+    assert (answer.code, answer.remark) == (2, "busy")
+
+
+def test_two_processors_claiming_one_code_is_an_error_naming_both():
+    with pytest.raises(ProcessorConflictError, match=r"105 .*'first'.*'second'"):
+        ProcessorRegistry([Fake("first", [105], None), Fake("second", [104, 105], None)])
+
+
+def test_builtin_dropins_are_found():
+    names = [factory.name for factory in load_processor_factories()]
+    assert {"default", "kvconfig", "route"} <= set(names)
+
+
+def test_third_party_processor_from_a_dropin_directory(tmp_path):
+    package = tmp_path / "extra_plugins"
+    package.mkdir()
+    (package / "echo_processor.py").write_text(textwrap.dedent("""
+        from zope.interface import implementer
+        from namesrv.interfaces import IRequestProcessor
+        from namesrv.plugin import ProcessorPlugin
+
+        @implementer(IRequestProcessor)
+        class Echo:
+            name = "echo"
+            codes = frozenset([7001])
+            def __init__(self, context):
+                self.context = context
+            def reject_request(self, request):
+                return None
+            def process_request(self, request, connection):
+                return request.make_response(0, body=request.body)
+
+        echo = ProcessorPlugin("echo", "extra_plugins.echo_processor", "Echo")
+    """))
+    (package / "__init__.py").write_text("")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import extra_plugins
+        factories = load_processor_factories(extra_plugins)
+        assert [f.name for f in factories] == ["echo"]
+        context = types.SimpleNamespace(events=Events())
+        registry = ProcessorRegistry.from_plugins(context, extra_plugins)
+        answer = registry.dispatch(make_request(7001, body=b"ping"), Conn())
+        assert answer.body == b"ping"
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in list(sys.modules):
+            if name.startswith("extra_plugins"):
+                del sys.modules[name]

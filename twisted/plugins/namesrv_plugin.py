@@ -1,0 +1,10 @@
+"""`twistd namesrv`: the RocketMQ NameServer."""
+
+from twisted.application.service import ServiceMaker
+
+namesrv = ServiceMaker(
+    "RocketMQ NameServer",
+    "namesrv.tap",
+    "A RocketMQ NameServer, wire-compatible with the Java one.",
+    "namesrv",
+)

@@ -1,0 +1,10 @@
+"""The built-in request processors: default, KV config and route."""
+
+from namesrv.plugin import ProcessorPlugin
+
+default = ProcessorPlugin("default", "processors.default", "DefaultProcessor",
+                          "GET/UPDATE_NAMESRV_CONFIG")
+kvconfig = ProcessorPlugin("kvconfig", "processors.kvconfig", "KVConfigProcessor",
+                           "PUT/GET/DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE")
+route = ProcessorPlugin("route", "processors.route", "RouteProcessor",
+                        "broker registration and every route query")
