@@ -7,19 +7,32 @@ from namesrv.protocol.remoting import RemotingProtocol
 
 
 class RemotingServerFactory(protocol.Factory):
-    """Tracks every open connection so close/idle trigger broker housekeeping and stop closes them."""
+    """Tracks every open connection, so close/idle trigger broker housekeeping and stop closes them all.
+
+    Above ``serverMaxConnections`` a new connection is closed at once (Java has no
+    such limit and lets a connection storm exhaust its file descriptors).
+    """
 
     log = Logger()
     noisy = False
 
-    def __init__(self, dispatcher, config, housekeeping, events):
+    def __init__(self, dispatcher, config, housekeeping, events, reactor=None):
         self.dispatcher = dispatcher
         self.config = config
         self.housekeeping = housekeeping
         self.events = events
+        self.reactor = reactor
         self.connections = {}
+        self.refused = 0
 
     def buildProtocol(self, addr):
+        limit = getattr(self.config, "serverMaxConnections", 0)
+        if limit and len(self.connections) >= limit:
+            self.refused += 1
+            if self.refused == 1 or self.refused % 1000 == 0:
+                self.log.warn("connection from {peer} refused: {n} connections open (serverMaxConnections); "
+                              "{refused} refused so far", peer=addr, n=len(self.connections), refused=self.refused)
+            return None
         proto = RemotingProtocol(
             self.dispatcher,
             on_open=self._connection_opened,
@@ -27,6 +40,8 @@ class RemotingServerFactory(protocol.Factory):
             idle_timeout=self.config.serverChannelMaxIdleTimeSeconds or None,
             max_frame_length=self.config.maxFrameLength,
             on_bad_frame=self._bad_frame,
+            slow_reader_timeout=getattr(self.config, "serverSlowReaderTimeoutSeconds", 30) or None,
+            reactor=self.reactor,
         )
         proto.factory = self
         return proto
@@ -42,5 +57,12 @@ class RemotingServerFactory(protocol.Factory):
         self.events.emit("bad_frame", peer=proto.peer, reason=reason)
 
     def close_all(self):
+        """Close every connection at shutdown, without housekeeping: the server leaves, not the brokers."""
+        self.housekeeping = _NoHousekeeping()
         for proto in list(self.connections.values()):
             proto.close()
+
+
+class _NoHousekeeping:
+    def connection_closed(self, connection):
+        pass

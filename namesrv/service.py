@@ -44,7 +44,7 @@ class NamesrvService(service.Service):
                                       server_id="%s:%s" % (config.bindAddress, config.listenPort))
         self.registry = ProcessorRegistry.from_plugins(self.context, plugin_package)
         self.housekeeping = BrokerHousekeeping(self.routes, self.events)
-        self.factory = RemotingServerFactory(self.registry, config, self.housekeeping, self.events)
+        self.factory = RemotingServerFactory(self.registry, config, self.housekeeping, self.events, self.reactor)
         self.port = None
         self._timers = []
         self._delayed = []
@@ -98,10 +98,11 @@ class NamesrvService(service.Service):
         if self.port is not None:
             stopping.append(defer.maybeDeferred(self.port.stopListening))
             self.port = None
-        self.factory.close_all()
+        # Save before closing connections: closing them is not brokers leaving.
         if self.snapshots is not None:
             self.snapshots.save_now()
         self.kv.flush_sync()
+        self.factory.close_all()
         self.events.emit("server_stopped", listen=self.context.server_id)
         if hasattr(self.events, "stop"):
             self.events.stop()

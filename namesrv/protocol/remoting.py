@@ -1,18 +1,21 @@
 """The Twisted protocol that frames remoting commands on a TCP connection."""
 
 import itertools
+import struct
 
-from twisted.internet import defer
+from twisted.internet import defer, protocol
 from twisted.logger import Logger
-from twisted.protocols.basic import Int32StringReceiver
 from twisted.protocols.policies import TimeoutMixin
 from zope.interface import implementer
+
+from twisted.internet.interfaces import IPushProducer
 
 from namesrv.interfaces import IRemotingConnection
 from namesrv.protocol.codec import FrameDecodeError, decode_frame, encode_frame
 from namesrv.protocol.codes import DEFAULT_MAX_FRAME_LENGTH
 
 _connection_ids = itertools.count(1)
+_LENGTH = struct.Struct(">i")
 
 
 def format_peer(address):
@@ -23,30 +26,40 @@ def format_peer(address):
     return "%s:%s" % (host, port)
 
 
-@implementer(IRemotingConnection)
-class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
+@implementer(IRemotingConnection, IPushProducer)
+class RemotingProtocol(protocol.Protocol, TimeoutMixin):
     """One connection: frames in, commands to the dispatcher, encoded answers out.
 
-    Like Java's NettyDecoder, a frame that cannot be decoded (too long, bad header
-    length, unknown serialize type, bad header) closes the connection without an
-    answer; the other connections are not affected.
+    Framing keeps one bytearray per connection, so a 16 MiB frame arriving in 64 KiB
+    pieces costs linear time (Twisted's IntNStringReceiver re-concatenates its buffer
+    on every read). Like Java's NettyDecoder, a frame that cannot be decoded (too
+    long, bad header length, unknown serialize type, bad header) closes the
+    connection without an answer; the other connections are not affected.
+
+    The protocol is its transport's streaming producer: when a peer stops reading
+    its answers and the transport's buffer fills up, we stop reading (and answering)
+    that peer until it drains; a peer paused longer than ``slow_reader_timeout``
+    is disconnected, so no peer can make the server's memory grow.
     """
 
     log = Logger()
-    MAX_LENGTH = DEFAULT_MAX_FRAME_LENGTH - 4
 
     def __init__(self, dispatcher, on_open=None, on_close=None, idle_timeout=None,
-                 max_frame_length=None, on_bad_frame=None):
+                 max_frame_length=None, on_bad_frame=None, slow_reader_timeout=None, reactor=None):
         self.dispatcher = dispatcher
         self.on_open = on_open
         self.on_close = on_close
         self.on_bad_frame = on_bad_frame
         self.idle_timeout = idle_timeout
-        if max_frame_length:
-            self.MAX_LENGTH = max_frame_length - 4
+        self.max_frame_length = max_frame_length or DEFAULT_MAX_FRAME_LENGTH
+        self.slow_reader_timeout = slow_reader_timeout
+        self._reactor = reactor
         self.connection_id = next(_connection_ids)
         self.peer = "?"
         self.closing = False
+        self.paused = False
+        self._buffer = bytearray()
+        self._slow_reader_call = None
 
     # -- IRemotingConnection -------------------------------------------------
     def close(self):
@@ -54,37 +67,107 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
         if self.transport is not None:
             self.transport.loseConnection()
 
+    def abort(self):
+        self.closing = True
+        if self.transport is not None:
+            abort = getattr(self.transport, "abortConnection", self.transport.loseConnection)
+            abort()
+
     # -- connection events ---------------------------------------------------
     def connectionMade(self):
         self.peer = format_peer(self.transport.getPeer())
+        if hasattr(self.transport, "registerProducer"):
+            self.transport.registerProducer(self, True)
         if self.on_open is not None:
             self.on_open(self)
         if self.idle_timeout:
             self.setTimeout(self.idle_timeout)
 
-    def connectionLost(self, reason):
+    def connectionLost(self, reason=None):
         self.setTimeout(None)
+        self._cancel_slow_reader()
         self.closing = True
+        self._buffer = bytearray()
         if self.on_close is not None:
-            self.on_close(self)
+            on_close, self.on_close = self.on_close, None
+            on_close(self)
 
     def timeoutConnection(self):
         self.log.info("closing idle connection {peer}", peer=self.peer)
         self.close()
 
+    # -- IPushProducer (for our transport's write buffer) ---------------------
+    def pauseProducing(self):
+        if self.paused or self.closing:
+            return
+        self.paused = True
+        self.transport.pauseProducing()
+        if self.slow_reader_timeout:
+            self._slow_reader_call = self._call_later(self.slow_reader_timeout, self._slow_reader)
+
+    def resumeProducing(self):
+        if not self.paused:
+            return
+        self.paused = False
+        self._cancel_slow_reader()
+        if self.closing:
+            return
+        self.transport.resumeProducing()
+        self._process()
+
+    def stopProducing(self):
+        self.closing = True
+
+    def _slow_reader(self):
+        self._slow_reader_call = None
+        self.log.warn("{peer} has not read its answers for {s}s; disconnecting", peer=self.peer,
+                      s=self.slow_reader_timeout)
+        if self.on_bad_frame is not None:
+            self.on_bad_frame(self, "slow reader: answers not read for %ss" % self.slow_reader_timeout)
+        self.abort()
+
+    def _cancel_slow_reader(self):
+        if self._slow_reader_call is not None and self._slow_reader_call.active():
+            self._slow_reader_call.cancel()
+        self._slow_reader_call = None
+
+    def _call_later(self, delay, f, *args):
+        if self._reactor is None:
+            from twisted.internet import reactor
+            self._reactor = reactor
+        return self._reactor.callLater(delay, f, *args)
+
+    # -- frames --------------------------------------------------------------
     def dataReceived(self, data):
         if self.closing:
             return
         if self.idle_timeout:
             self.resetTimeout()
-        Int32StringReceiver.dataReceived(self, data)
+        self._buffer += data
+        if not self.paused:
+            self._process()
 
-    def lengthLimitExceeded(self, length):
-        if length >= 2**31:
-            reason = "negative frame length %d" % (length - 2**32)
-        else:
-            reason = "frame of %d bytes exceeds the limit of %d" % (length + 4, self.MAX_LENGTH + 4)
-        self.bad_frame(reason)
+    def _process(self):
+        buffer = self._buffer
+        offset = 0
+        size = len(buffer)
+        while size - offset >= 4 and not self.paused and not self.closing:
+            (length,) = _LENGTH.unpack_from(buffer, offset)
+            if length < 0:
+                return self.bad_frame("negative frame length %d" % length)
+            if length + 4 > self.max_frame_length:
+                return self.bad_frame("frame of %d bytes exceeds the limit of %d"
+                                      % (length + 4, self.max_frame_length))
+            end = offset + 4 + length
+            if end > size:
+                break
+            frame = bytes(buffer[offset + 4:end])
+            offset = end
+            self.frame_received(frame)
+        if self.closing:
+            self._buffer = bytearray()
+        elif offset:
+            del buffer[:offset]
 
     def bad_frame(self, reason):
         if self.closing:
@@ -94,10 +177,7 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
             self.on_bad_frame(self, reason)
         self.close()
 
-    # -- frames --------------------------------------------------------------
-    def stringReceived(self, frame):
-        if self.closing:
-            return
+    def frame_received(self, frame):
         try:
             request = decode_frame(frame)
         except FrameDecodeError as e:
@@ -116,6 +196,6 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
             self.send(answer)
 
     def send(self, command):
-        if command is None or self.transport is None or not self.connected:
+        if command is None or self.transport is None or not self.connected or self.closing:
             return
         self.transport.write(encode_frame(command))

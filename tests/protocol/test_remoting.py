@@ -157,3 +157,45 @@ def test_connection_lost_reports_to_housekeeping():
     proto, transport, _, events = connect()
     proto.connectionLost(None)
     assert events["closed"] == [proto]
+
+
+def test_paused_connection_processes_nothing_until_resumed():
+    proto, transport, dispatcher, _ = connect()
+    assert transport.producer is proto and transport.streaming
+    proto.pauseProducing()
+    assert transport.producerState == "paused"
+    proto.dataReceived(frame(105, 1) + frame(105, 2))
+    assert dispatcher.seen == []
+    proto.resumeProducing()
+    assert transport.producerState == "producing"
+    assert [a.opaque for a in answers(transport)] == [1, 2]
+
+
+def test_slow_reader_is_disconnected_after_the_timeout():
+    clock = task.Clock()
+    proto, transport, _, events = connect(slow_reader_timeout=30, reactor=clock)
+    proto.pauseProducing()
+    clock.advance(29)
+    assert not transport.disconnecting
+    clock.advance(2)
+    assert transport.disconnecting and "slow reader" in events["bad"][0]
+
+
+def test_reader_that_drains_in_time_stays():
+    clock = task.Clock()
+    proto, transport, _, events = connect(slow_reader_timeout=30, reactor=clock)
+    proto.pauseProducing()
+    clock.advance(20)
+    proto.resumeProducing()
+    clock.advance(60)
+    assert not transport.disconnecting and events["bad"] == []
+
+
+def test_large_frame_in_small_pieces():
+    proto, transport, dispatcher, _ = connect()
+    request = make_request(105, {"topic": "T"}, opaque=11, body=b"b" * 300000)
+    raw = encode_frame(request)
+    for i in range(0, len(raw), 4096):
+        proto.dataReceived(raw[i:i + 4096])
+    assert dispatcher.seen[0].body == request.body
+    assert answers(transport)[0].opaque == 11

@@ -1,0 +1,87 @@
+"""Run `twistd -n namesrv` as a subprocess on a free 127.0.0.1 port, for integration tests."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from namesrv.client import BlockingRemotingClient
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TWISTD = os.path.join(os.path.dirname(sys.executable), "twistd")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class NamesrvProcess:
+    """One server process; ``properties`` are written to a `-c` file in ``workdir``."""
+
+    def __init__(self, workdir, properties=None, extra_pythonpath=(), port=None):
+        self.workdir = str(workdir)
+        self.port = port or free_port()
+        self.config_file = os.path.join(self.workdir, "namesrv.properties")
+        self.log_file = os.path.join(self.workdir, "twistd.log")
+        props = {
+            "listenPort": str(self.port),
+            "bindAddress": "127.0.0.1",
+            "kvConfigPath": os.path.join(self.workdir, "kvConfig.json"),
+            "routeSnapshotPath": os.path.join(self.workdir, "routes.snapshot"),
+            "logDir": os.path.join(self.workdir, "logs"),
+        }
+        props.update(properties or {})
+        with open(self.config_file, "w") as f:
+            for key, value in props.items():
+                f.write("%s=%s\n" % (key, value))
+        self.pythonpath = os.pathsep.join([*map(str, extra_pythonpath), REPO])
+        self.process = None
+
+    def command(self, *extra):
+        return [TWISTD, "-n", "--pidfile=", "--logfile", self.log_file, "namesrv", "-c", self.config_file, *extra]
+
+    def env(self):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = self.pythonpath
+        return env
+
+    def start(self, timeout=30.0):
+        self.process = subprocess.Popen(self.command(), cwd=self.workdir, env=self.env(),
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError("namesrv exited with %s:\n%s\n%s" % (
+                    self.process.returncode, self.process.stdout.read().decode(errors="replace"), self.log()))
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("namesrv did not listen within %ss:\n%s" % (timeout, self.log()))
+
+    def client(self):
+        return BlockingRemotingClient("127.0.0.1", self.port)
+
+    def stop(self, sig=signal.SIGTERM, timeout=20.0):
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else None
+        self.process.send_signal(sig)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        return self.process.returncode
+
+    def log(self):
+        try:
+            with open(self.log_file, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
