@@ -47,3 +47,23 @@ class IRequestProcessorFactory(Interface):
 
     def build(context):
         """Return an IRequestProcessor bound to ``context`` (a NamesrvContext)."""
+
+
+class IRequestPolicy(Interface):
+    """A check every request passes before its processor sees it (ACL, per-class limits).
+
+    Policies run in order; the first refusal answers the request.
+    """
+
+    def check(request, connection):
+        """``None`` to let the request through, or ``(response_code, remark)`` to refuse it."""
+
+    def done(request, connection, response_code):
+        """Called once for every request ``check`` let through, when its answer is ready."""
+
+
+class IRequestObserver(Interface):
+    """Sees every answered request (metrics, event log)."""
+
+    def record_request(code, response_code, micros, peer):
+        """``response_code`` is -1 when a oneway request got no answer."""

@@ -35,9 +35,11 @@ class ProcessorRegistry:
     answered, errors included, as in Java.
     """
 
-    def __init__(self, processors, events=None, timer=time.perf_counter):
+    def __init__(self, processors, events=None, timer=time.perf_counter, policies=(), observers=()):
         self.events = events if events is not None else NullEventLog()
         self.timer = timer
+        self.policies = list(policies)
+        self.observers = [self.events, *observers]
         self.processors = list(processors)
         self._by_code = {}
         for processor in self.processors:
@@ -51,9 +53,15 @@ class ProcessorRegistry:
                 self._by_code[code] = processor
 
     @classmethod
-    def from_plugins(cls, context, package=None):
+    def from_plugins(cls, context, package=None, policies=(), observers=()):
         processors = [factory.build(context) for factory in load_processor_factories(package)]
-        return cls(processors, events=context.events)
+        return cls(processors, events=context.events, policies=policies, observers=observers)
+
+    def add_policy(self, policy):
+        self.policies.append(policy)
+
+    def add_observer(self, observer):
+        self.observers.append(observer)
 
     def processor_for(self, code):
         return self._by_code.get(code)
@@ -66,9 +74,17 @@ class ProcessorRegistry:
             response = request.make_response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, " request type %d not supported" % request.code)
             return self._finish(request, response, connection, started)
+        passed = []
+        for policy in self.policies:
+            refused = policy.check(request, connection)
+            if refused is not None:
+                self._release(passed, request, connection, refused[0])
+                return self._finish(request, request.make_response(*refused), connection, started)
+            passed.append(policy)
         rejected = processor.reject_request(request)
         if rejected is not None:
             code, remark = rejected
+            self._release(passed, request, connection, code)
             return self._finish(request, request.make_response(code, remark), connection, started)
         try:
             result = processor.process_request(request, connection)
@@ -76,9 +92,20 @@ class ProcessorRegistry:
             result = self._error_response(request, processor, e)
         if isinstance(result, defer.Deferred):
             result.addErrback(lambda failure: self._error_response(request, processor, failure.value, failure))
-            result.addCallback(lambda response: self._finish(request, response, connection, started))
+            result.addCallback(self._finish_later, request, connection, started, passed)
             return result
+        if passed:
+            self._release(passed, request, connection, result.code if result is not None else -1)
         return self._finish(request, result, connection, started)
+
+    def _finish_later(self, response, request, connection, started, passed):
+        self._release(passed, request, connection, response.code if response is not None else -1)
+        return self._finish(request, response, connection, started)
+
+    @staticmethod
+    def _release(passed, request, connection, response_code):
+        for policy in passed:
+            policy.done(request, connection, response_code)
 
     def _error_response(self, request, processor, error, failure=None):
         if isinstance(error, HeaderFieldError):
@@ -91,8 +118,9 @@ class ProcessorRegistry:
 
     def _finish(self, request, response, connection, started):
         micros = int((self.timer() - started) * 1e6)
-        self.events.record_request(request.code, response.code if response is not None else -1,
-                                   micros, connection.peer)
+        response_code = response.code if response is not None else -1
+        for observer in self.observers:
+            observer.record_request(request.code, response_code, micros, connection.peer)
         if request.is_oneway:
             return None
         return response

@@ -150,3 +150,45 @@ def test_third_party_processor_from_a_dropin_directory(tmp_path):
         for name in list(sys.modules):
             if name.startswith("extra_plugins"):
                 del sys.modules[name]
+
+
+class Policy:
+    def __init__(self, refuse_codes=()):
+        self.refuse_codes = set(refuse_codes)
+        self.done_calls = []
+
+    def check(self, request, connection):
+        if request.code in self.refuse_codes:
+            return (16, "no permission for %d" % request.code)
+        return None
+
+    def done(self, request, connection, response_code):
+        self.done_calls.append((request.code, response_code))
+
+
+def test_policies_refuse_before_the_processor_and_are_released():
+    called = []
+    first, second = Policy(), Policy(refuse_codes=[2])
+    registry = ProcessorRegistry([Fake("a", [1, 2], lambda r: called.append(r.code) or r.make_response(0))],
+                                 policies=[first, second])
+    assert registry.dispatch(make_request(1), Conn()).code == 0
+    answer = registry.dispatch(make_request(2), Conn())
+    assert (answer.code, answer.remark) == (16, "no permission for 2") and called == [1]
+    assert first.done_calls == [(1, 0), (2, 16)] and second.done_calls == [(1, 0)]
+
+
+def test_policy_released_when_a_deferred_answer_fires():
+    policy = Policy()
+    d = defer.Deferred()
+    registry = ProcessorRegistry([Fake("a", [1], lambda r: d)], policies=[policy])
+    registry.dispatch(make_request(1), Conn())
+    assert policy.done_calls == []
+    d.callback(make_request(1).make_response(0))
+    assert policy.done_calls == [(1, 0)]
+
+
+def test_observers_see_every_request():
+    events, extra = Events(), Events()
+    registry = ProcessorRegistry([], events=events, observers=[extra])
+    registry.dispatch(make_request(5), Conn())
+    assert events.requests == extra.requests == [(5, 3, "127.0.0.1:5555")]
