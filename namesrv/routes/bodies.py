@@ -1,0 +1,376 @@
+"""Request and response bodies of the route requests (protocol bodies.md §3-§10).
+
+Decoding is lenient where fastjson is (unknown fields ignored, missing fields take the
+Java defaults, numbers given as strings accepted) and strict where Java fails (a body
+that is not JSON, a truncated compressed stream): those raise ``BodyDecodeError``.
+"""
+
+import struct
+import time
+import zlib
+
+from namesrv import fastjson
+from namesrv.routes.model import (
+    DataVersion, QueueData, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper)
+
+#: REGISTER_BROKER bodies switch from the bare wrapper to RegisterBrokerBody here (V3_0_11).
+VERSION_REGISTER_BODY = 37
+#: Routes are standard JSON for requesters at or above V4_9_4.
+VERSION_STANDARD_JSON = 401
+#: Compressed bodies carry the static-topic mapping section from V5_0_0 on.
+VERSION_MAPPING_SECTION = 413
+#: A compressed body may not inflate beyond this (a 16 MiB frame of deflated zeros would
+#: otherwise become gigabytes).
+MAX_INFLATED_BYTES = 256 * 1024 * 1024
+
+FILTER_TYPES = frozenset(["SINGLE_TAG", "MULTI_TAG"])
+_INT = struct.Struct(">i")
+
+
+class BodyDecodeError(ValueError):
+    """A request body that cannot be decoded; the request changes nothing."""
+
+
+def crc32(body):
+    """RocketMQ's ``UtilAll.crc32``: zlib CRC32 with the top bit cleared; an absent body is 0."""
+    if not body:
+        return 0
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+# -- small typed readers ------------------------------------------------------------
+
+def _int(value, default, name):
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        raise BodyDecodeError("%s is not a number: %r" % (name, value))
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise BodyDecodeError("%s is not a number: %r" % (name, value))
+
+
+def _bool(value, default, name):
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if isinstance(value, int):
+        return value != 0
+    raise BodyDecodeError("%s is not a boolean: %r" % (name, value))
+
+
+def _str(value, name):
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise BodyDecodeError("%s is not a string: %r" % (name, value))
+
+
+def _object(value, name):
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise BodyDecodeError("%s is not an object" % name)
+    return value
+
+
+def _json(data, what):
+    try:
+        return fastjson.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BodyDecodeError("%s is not valid JSON: %s" % (what, e))
+
+
+# -- DataVersion --------------------------------------------------------------------
+
+def data_version_from_json(value, name="dataVersion"):
+    """A DataVersion from its JSON object; a missing one is Java's ``new DataVersion()`` (now, 0)."""
+    value = _object(value, name)
+    if value is None:
+        return DataVersion(int(time.time() * 1000), 0, 0)
+    return DataVersion(
+        timestamp=_int(value.get("timestamp"), int(time.time() * 1000), name + ".timestamp"),
+        counter=_int(value.get("counter"), 0, name + ".counter"),
+        state_version=_int(value.get("stateVersion"), 0, name + ".stateVersion"))
+
+
+def decode_data_version(body):
+    """QUERY_DATA_VERSION's body; ``None`` when absent (5.x then answers changed=true)."""
+    if not body:
+        return None
+    return data_version_from_json(_json(body, "DataVersion"))
+
+
+def encode_data_version(data_version):
+    return fastjson.dumps_plain(data_version).encode("utf-8")
+
+
+# -- TopicConfig / wrapper ----------------------------------------------------------
+
+def topic_config_from_json(value, key=None):
+    value = _object(value, "topicConfig %r" % key)
+    name = _str(value.get("topicName"), "topicName")
+    if name is None:
+        name = key  # Java would file it under a null topic; the table key is what was meant
+    if not name:
+        raise BodyDecodeError("topic config without a topic name")
+    attributes = value.get("attributes")
+    if attributes is not None and not isinstance(attributes, dict):
+        attributes = None
+    return TopicConfig(
+        name,
+        read_queue_nums=_int(value.get("readQueueNums"), 16, "readQueueNums"),
+        write_queue_nums=_int(value.get("writeQueueNums"), 16, "writeQueueNums"),
+        perm=_int(value.get("perm"), 6, "perm"),
+        topic_filter_type=_str(value.get("topicFilterType"), "topicFilterType") or "SINGLE_TAG",
+        topic_sys_flag=_int(value.get("topicSysFlag"), 0, "topicSysFlag"),
+        order=_bool(value.get("order"), False, "order"),
+        attributes=attributes)
+
+
+def topic_config_from_text(text):
+    """The compressed form ``"<name> <read> <write> <perm> <filterType>[ <attributes JSON>]"``.
+
+    The text carries neither topicSysFlag nor order (both decode as 0/false). Like 5.x we
+    accept 5 or more parts and ignore attributes that do not parse.
+    """
+    parts = text.split(" ")
+    while parts and parts[-1] == "":
+        parts.pop()  # Java's split drops trailing empty strings
+    if len(parts) < 5:
+        raise BodyDecodeError("bad topic config text %r" % text)
+    name, read, write, perm, filter_type = parts[:5]
+    if not name:
+        raise BodyDecodeError("bad topic config text %r" % text)
+    if filter_type not in FILTER_TYPES:
+        raise BodyDecodeError("bad topicFilterType in %r" % text)
+    try:
+        read, write, perm = int(read), int(write), int(perm)
+    except ValueError:
+        raise BodyDecodeError("bad number in topic config text %r" % text)
+    attributes = None
+    if len(parts) >= 6:
+        try:
+            parsed = fastjson.loads(parts[5])
+            attributes = parsed if isinstance(parsed, dict) else None
+        except ValueError:
+            attributes = None
+    return TopicConfig(name, read, write, perm, filter_type, 0, False, attributes)
+
+
+def mapping_info_from_json(value, name="topicQueueMappingInfo"):
+    """A TopicQueueMappingInfo kept as its dict, with ``currIdMap`` keys made ints (fastjson writes them bare)."""
+    value = _object(value, name)
+    if value is None:
+        raise BodyDecodeError("%s is null" % name)
+    info = dict(value)
+    ids = info.get("currIdMap")
+    if isinstance(ids, dict):
+        try:
+            info["currIdMap"] = {int(k): v for k, v in ids.items()}
+        except (TypeError, ValueError):
+            raise BodyDecodeError("%s.currIdMap has a non-numeric key" % name)
+    if not isinstance(info.get("bname"), str):
+        raise BodyDecodeError("%s has no bname" % name)
+    return info
+
+
+def wrapper_from_json(value):
+    value = _object(value, "topicConfigSerializeWrapper")
+    if value is None:
+        return TopicConfigSerializeWrapper(data_version_from_json(None))
+    table = {}
+    raw_table = _object(value.get("topicConfigTable"), "topicConfigTable") or {}
+    for key, raw in raw_table.items():
+        if raw is None:
+            continue
+        config = topic_config_from_json(raw, str(key))
+        table[config.topic_name] = config
+    mappings = {}
+    raw_mappings = _object(value.get("topicQueueMappingInfoMap"), "topicQueueMappingInfoMap") or {}
+    for topic, raw in raw_mappings.items():
+        if raw is not None:
+            mappings[str(topic)] = mapping_info_from_json(raw)
+    return TopicConfigSerializeWrapper(data_version_from_json(value.get("dataVersion")), table, mappings)
+
+
+def _filter_servers(value):
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BodyDecodeError("filterServerList is not a list of strings")
+    return list(value)
+
+
+# -- RegisterBrokerBody -------------------------------------------------------------
+
+def decode_register_broker_body(body, compressed=False, version=VERSION_REGISTER_BODY):
+    """Decode a REGISTER_BROKER body the way the request ``version`` says (requests.md 103).
+
+    An absent body is an empty table with DataVersion (0, 0, 0).
+    """
+    if version < VERSION_REGISTER_BODY:
+        if not body:
+            return RegisterBrokerBody(TopicConfigSerializeWrapper(DataVersion(0, 0, 0)), None)
+        return RegisterBrokerBody(wrapper_from_json(_json(body, "TopicConfigSerializeWrapper")), None)
+    if not body:
+        return RegisterBrokerBody(TopicConfigSerializeWrapper(DataVersion(0, 0, 0)), [])
+    if compressed:
+        return decode_compressed_register_body(body, version >= VERSION_MAPPING_SECTION)
+    value = _object(_json(body, "RegisterBrokerBody"), "RegisterBrokerBody")
+    if value is None:
+        raise BodyDecodeError("RegisterBrokerBody is null")
+    filters = value["filterServerList"] if "filterServerList" in value else []  # explicit null: "not given"
+    return RegisterBrokerBody(wrapper_from_json(value.get("topicConfigSerializeWrapper")), _filter_servers(filters))
+
+
+class _Reader:
+    def __init__(self, data):
+        self.data = data
+        self.pos = 0
+
+    def int32(self, what):
+        if self.pos + 4 > len(self.data):
+            raise BodyDecodeError("compressed body truncated reading %s" % what)
+        (value,) = _INT.unpack_from(self.data, self.pos)
+        self.pos += 4
+        return value
+
+    def chunk(self, what):
+        length = self.int32(what + " length")
+        if length < 0 or self.pos + length > len(self.data):
+            raise BodyDecodeError("compressed body truncated reading %s" % what)
+        value = self.data[self.pos:self.pos + length]
+        self.pos += length
+        return value
+
+
+def _inflate(body):
+    inflater = zlib.decompressobj()
+    try:
+        data = inflater.decompress(body, MAX_INFLATED_BYTES)
+    except zlib.error as e:
+        raise BodyDecodeError("compressed body is not a zlib stream: %s" % e)
+    if inflater.unconsumed_tail:
+        raise BodyDecodeError("compressed body inflates beyond %d bytes" % MAX_INFLATED_BYTES)
+    return data  # a truncated stream yields what it holds; the reader then reports what is missing
+
+
+def decode_compressed_register_body(body, with_mapping_section=False):
+    """bodies.md §4.2: a zlib stream of int32-length-prefixed parts."""
+    reader = _Reader(_inflate(body))
+    data_version = data_version_from_json(_json(reader.chunk("DataVersion"), "DataVersion"))
+    count = reader.int32("topic count")
+    if count < 0:
+        raise BodyDecodeError("negative topic count %d" % count)
+    table = {}
+    for _ in range(count):
+        raw = reader.chunk("topic config")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BodyDecodeError("topic config text is not UTF-8")
+        config = topic_config_from_text(text)
+        table[config.topic_name] = config
+    raw_filters = reader.chunk("filterServerList")
+    try:
+        filters = _filter_servers(fastjson.loads(raw_filters))
+    except (ValueError, BodyDecodeError):
+        filters = []  # Java logs and goes on with an empty list
+    if filters is None:
+        filters = []
+    mappings = {}
+    if with_mapping_section:
+        for _ in range(max(0, reader.int32("mapping count"))):
+            info = mapping_info_from_json(_json(reader.chunk("mapping"), "TopicQueueMappingInfo"))
+            mappings[info.get("topic")] = info
+    return RegisterBrokerBody(TopicConfigSerializeWrapper(data_version, table, mappings), filters)
+
+
+def encode_compressed_register_body(data_version, topic_configs, filter_servers=(), mappings=None):
+    """The inverse of the decoder (tests and benchmarks play brokers with it)."""
+    def chunk(data):
+        return _INT.pack(len(data)) + data
+
+    parts = [chunk(fastjson.dumps_plain(data_version).encode("utf-8")), _INT.pack(len(topic_configs))]
+    for config in topic_configs:
+        text = "%s %d %d %d %s" % (config.topic_name, config.read_queue_nums, config.write_queue_nums,
+                                   config.perm, config.topic_filter_type)
+        if config.attributes is not None:
+            text += " " + fastjson.dumps_plain(config.attributes)
+        parts.append(chunk(text.encode("utf-8")))
+    parts.append(chunk(fastjson.dumps_plain(list(filter_servers)).encode("utf-8")))
+    if mappings is not None:
+        parts.append(_INT.pack(len(mappings)))
+        for info in mappings:
+            parts.append(chunk(fastjson.dumps_plain(info).encode("utf-8")))
+    return zlib.compress(b"".join(parts), 9)
+
+
+# -- TopicRouteData -----------------------------------------------------------------
+
+def use_standard_json(version, accept_standard_json_only):
+    """The route encoding rule of 4.9.8 and 5.x (PITFALLS 6: exactly this, nothing wider)."""
+    return version >= VERSION_STANDARD_JSON or bool(accept_standard_json_only)
+
+
+def encode_topic_route(route, standard):
+    if standard:
+        return fastjson.dumps_standard(route).encode("ascii")
+    return fastjson.dumps_plain(route).encode("utf-8")
+
+
+def decode_queue_datas(body):
+    """REGISTER_TOPIC_IN_NAMESRV's TopicRouteData body; only ``queueDatas`` is used."""
+    value = _object(_json(body, "TopicRouteData"), "TopicRouteData")
+    if value is None:
+        return []
+    raw = value.get("queueDatas")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise BodyDecodeError("queueDatas is not a list")
+    result = []
+    for item in raw:
+        item = _object(item, "queueData")
+        if item is None:
+            continue
+        result.append(QueueData(
+            _str(item.get("brokerName"), "brokerName"),
+            _int(item.get("readQueueNums"), 0, "readQueueNums"),
+            _int(item.get("writeQueueNums"), 0, "writeQueueNums"),
+            _int(item.get("perm"), 0, "perm"),
+            _int(item.get("topicSysFlag"), 0, "topicSysFlag")))
+    return result
+
+
+# -- other answers (always plain fastjson, like Java) ---------------------------------
+
+def encode_cluster_info(broker_addr_table, cluster_addr_table):
+    """ClusterInfo: ``{"brokerAddrTable":{name: BrokerData}, "clusterAddrTable":{cluster: [names]}}``."""
+    clusters = {cluster: sorted(names) for cluster, names in cluster_addr_table.items()}
+    return fastjson.dumps_plain({"brokerAddrTable": broker_addr_table, "clusterAddrTable": clusters}).encode("utf-8")
+
+
+def encode_topic_list(topics, broker_addr=None):
+    return fastjson.dumps_plain({"brokerAddr": broker_addr, "topicList": list(topics)}).encode("utf-8")
+
+
+def encode_kv_table(table):
+    return fastjson.dumps_plain({"table": table}).encode("utf-8")
+
+
+def encode_broker_member_group(cluster, broker_name, broker_addrs):
+    group = {"brokerAddrs": broker_addrs, "brokerName": broker_name, "cluster": cluster}
+    return fastjson.dumps_plain({"brokerMemberGroup": group}).encode("utf-8")

@@ -1,0 +1,222 @@
+"""Read-only questions to the route tables, and the caches that make the hot ones cheap.
+
+Clients poll GET_ROUTEINFO_BY_TOPIC every 30 s per topic; Java deep-copies and encodes
+each answer under a lock (PITFALLS 8). Here the ENCODED body is cached per topic and
+(standard JSON?, acting-master rewrite?, orderTopicConf) and dropped precisely when
+something it was built from changes: the topic's QueueData or static-topic mapping, the
+BrokerData of one of its brokers, or the filter servers of one of their addresses. A
+heartbeat that changes nothing drops nothing. Cluster info and the all-topics list are
+cached by generation counters (PITFALLS 7).
+"""
+
+from namesrv.routes import bodies
+from namesrv.routes.model import (
+    FLAG_UNIT, FLAG_UNIT_SUB, MASTER_ID, PERM_WRITE, SYNC_BROKER_MEMBER_GROUP_PREFIX, TopicRouteData)
+
+_MAX_VARIANTS_PER_TOPIC = 8
+
+
+class RouteQueries:
+    """Mixin of RouteInfoManager: everything that reads the tables without changing them."""
+
+    def _init_caches(self):
+        self._route_cache = {}       # topic -> {(standard, acting, orderTopicConf): bytes}
+        self._topics_generation = 0  # bumped when a topic appears or disappears
+        self._brokers_generation = 0  # bumped when BrokerData or cluster sets change
+        self._topic_list_body = None
+        self._cluster_info_body = None
+
+    # -- invalidation hooks (called by the manager) -----------------------------------
+    def _topic_set_changed(self):
+        self._topics_generation += 1
+        self._topic_list_body = None
+
+    def _queue_data_changed(self, topic):
+        self._route_cache.pop(topic, None)
+
+    def _brokers_changed(self):
+        self._brokers_generation += 1
+        self._cluster_info_body = None
+
+    def _broker_data_changed(self, broker_name):
+        self._brokers_changed()
+        self._invalidate_broker_routes(broker_name)
+
+    def _invalidate_broker_routes(self, broker_name):
+        cache = self._route_cache
+        if cache:
+            for topic in self._broker_topics.get(broker_name, ()):
+                cache.pop(topic, None)
+
+    # -- routes ------------------------------------------------------------------------
+    def pickup_topic_route(self, topic, support_acting_master=False):
+        """The route of ``topic`` as a TopicRouteData of copies, or None (TOPIC_NOT_EXIST).
+
+        Arrays are sorted by broker name (Java's order is a HashMap's, i.e. arbitrary).
+        """
+        queue_map = self.topic_queue_table.get(topic)
+        if not queue_map:
+            return None
+        broker_datas = []
+        filter_servers = {}
+        for broker_name in sorted(queue_map):
+            broker_data = self.broker_addr_table.get(broker_name)
+            if broker_data is None:
+                continue
+            copy = broker_data.copy()
+            broker_datas.append(copy)
+            if self.filter_server_table:
+                for addr in copy.broker_addrs.values():
+                    servers = self.filter_server_table.get((copy.cluster, addr))
+                    if servers is not None:
+                        filter_servers[addr] = list(servers)
+        if not broker_datas:
+            return None
+        queue_datas = [queue_map[name].copy() for name in sorted(queue_map)]
+        mapping = self.topic_queue_mapping_info_table.get(topic)
+        if mapping is not None:
+            mapping = {name: _copy_mapping(info) for name, info in mapping.items()}
+        route = TopicRouteData(queue_datas, broker_datas, filter_servers, mapping)
+        if support_acting_master:
+            _apply_acting_master(topic, route)
+        return route
+
+    def route_body(self, topic, standard, order_topic_conf=None, support_acting_master=False):
+        """The encoded TopicRouteData answer for ``topic``, or None when there is no route."""
+        variants = self._route_cache.get(topic)
+        key = (standard, support_acting_master, order_topic_conf)
+        if variants is not None:
+            body = variants.get(key)
+            if body is not None:
+                return body
+        route = self.pickup_topic_route(topic, support_acting_master)
+        if route is None:
+            return None
+        route.order_topic_conf = order_topic_conf
+        body = bodies.encode_topic_route(route, standard)
+        if variants is None:
+            variants = self._route_cache[topic] = {}
+        elif len(variants) >= _MAX_VARIANTS_PER_TOPIC:
+            variants.clear()
+        variants[key] = body
+        return body
+
+    def topic_broker_names(self, topic):
+        queue_map = self.topic_queue_table.get(topic)
+        return sorted(queue_map) if queue_map else []
+
+    # -- cluster info --------------------------------------------------------------------
+    def cluster_info_body(self):
+        """GET_BROKER_CLUSTER_INFO's body (plain fastjson), rebuilt only after broker changes."""
+        if self._cluster_info_body is None:
+            self._cluster_info_body = bodies.encode_cluster_info(self.broker_addr_table, self.cluster_addr_table)
+        return self._cluster_info_body
+
+    def get_all_cluster_info(self):
+        """Copies: ({brokerName: BrokerData}, {cluster: set(brokerName)})."""
+        return ({name: bd.copy() for name, bd in self.broker_addr_table.items()},
+                {cluster: set(names) for cluster, names in self.cluster_addr_table.items()})
+
+    def broker_member_group(self, cluster, broker_name):
+        """GET_BROKER_MEMBER_GROUP: a copy of the broker's id -> address map ({} if unknown)."""
+        broker_data = self.broker_addr_table.get(broker_name)
+        return dict(broker_data.broker_addrs) if broker_data is not None else {}
+
+    # -- topic lists ---------------------------------------------------------------------
+    def topic_names(self):
+        return sorted(self.topic_queue_table)
+
+    def all_topic_list_body(self):
+        if self._topic_list_body is None:
+            self._topic_list_body = bodies.encode_topic_list(sorted(self.topic_queue_table))
+        return self._topic_list_body
+
+    def topics_by_cluster(self, cluster):
+        """Topics with QueueData on any broker of ``cluster`` (unknown cluster: [])."""
+        topics = set()
+        for broker_name in self.cluster_addr_table.get(cluster, ()):
+            topics.update(self._broker_topics.get(broker_name, ()))
+        return sorted(topics)
+
+    def system_topic_list(self):
+        """(cluster names + broker names, an address of some broker or None)."""
+        topics = set()
+        for cluster, names in self.cluster_addr_table.items():
+            topics.add(cluster)
+            topics.update(names)
+        broker_addr = None
+        for name in sorted(self.broker_addr_table):
+            addrs = self.broker_addr_table[name].broker_addrs
+            if addrs:
+                broker_addr = addrs[min(addrs)]
+                break
+        return sorted(topics), broker_addr
+
+    def _topics_by_first_sys_flag(self, accept):
+        """Java tests the topicSysFlag of the first QueueData of each topic only."""
+        result = []
+        for topic, queue_map in self.topic_queue_table.items():
+            if queue_map and accept(next(iter(queue_map.values())).topic_sys_flag):
+                result.append(topic)
+        return sorted(result)
+
+    def unit_topics(self):
+        return self._topics_by_first_sys_flag(lambda flag: flag & FLAG_UNIT)
+
+    def has_unit_sub_topics(self):
+        return self._topics_by_first_sys_flag(lambda flag: flag & FLAG_UNIT_SUB)
+
+    def has_unit_sub_ununit_topics(self):
+        return self._topics_by_first_sys_flag(lambda flag: flag & FLAG_UNIT_SUB and not flag & FLAG_UNIT)
+
+    def stats(self):
+        """Sizes of the tables, for logs and metrics."""
+        return {"topics": len(self.topic_queue_table), "brokerNames": len(self.broker_addr_table),
+                "clusters": len(self.cluster_addr_table), "liveBrokers": len(self.broker_live_table),
+                "filterServers": len(self.filter_server_table), "cachedRoutes": len(self._route_cache)}
+
+
+def _copy_mapping(info):
+    copy = dict(info)
+    if isinstance(copy.get("currIdMap"), dict):
+        copy["currIdMap"] = dict(copy["currIdMap"])
+    return copy
+
+
+def _apply_acting_master(topic, route):
+    """5.x supportActingMaster: show the smallest-id slave of a masterless, read-only group as id 0.
+
+    Only the answer changes, never the tables.
+    """
+    if topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX) or not route.broker_datas or not route.queue_datas:
+        return
+    if not any(bd.broker_addrs and MASTER_ID not in bd.broker_addrs for bd in route.broker_datas):
+        return
+    perms = {qd.broker_name: qd.perm for qd in route.queue_datas}
+    for broker_data in route.broker_datas:
+        addrs = broker_data.broker_addrs
+        if not addrs or MASTER_ID in addrs or not broker_data.enable_acting_master:
+            continue
+        perm = perms.get(broker_data.broker_name)
+        if perm is not None and not perm & PERM_WRITE:
+            addrs[MASTER_ID] = addrs.pop(min(addrs))
+
+
+def filter_by_zone(route, zone_name):
+    """5.x ZoneRouteRPCHook on a route answer: keep the brokers of ``zone_name`` (case-insensitive)
+    and every group without a master; drop the others' QueueData and filter servers."""
+    wanted = zone_name.lower()
+    kept, removed = [], []
+    for broker_data in route.broker_datas:
+        in_zone = broker_data.zone_name is not None and broker_data.zone_name.lower() == wanted
+        if in_zone or MASTER_ID not in broker_data.broker_addrs:
+            kept.append(broker_data)
+        else:
+            removed.append(broker_data)
+    removed_names = {bd.broker_name for bd in removed}
+    route.broker_datas = kept
+    route.queue_datas = [qd for qd in route.queue_datas if qd.broker_name not in removed_names]
+    for broker_data in removed:
+        for addr in broker_data.broker_addrs.values():
+            route.filter_server_table.pop(addr, None)
+    return route

@@ -1,0 +1,126 @@
+"""Warm restart: the route tables as msgpack, and back.
+
+Restored brokers get ``last_update`` = now and no connection: routes are served at once
+and brokers that do not come back expire by the usual rule (their connection being gone,
+only expiry or a new registration touches them). Restoring validates everything into a
+fresh manager first and only then swaps the tables in: a bad snapshot raises
+SnapshotError and leaves the manager untouched.
+"""
+
+import msgpack
+
+from namesrv.routes.model import BrokerData, BrokerLiveInfo, DataVersion, QueueData
+
+FORMAT = "rocketmq-namesrv-routes"
+FORMAT_VERSION = 1
+
+
+class SnapshotError(ValueError):
+    """The snapshot is corrupt, of another format or of an unsupported version."""
+
+
+def encode_snapshot(routes):
+    data = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "topics": {topic: [[qd.broker_name, qd.read_queue_nums, qd.write_queue_nums, qd.perm, qd.topic_sys_flag]
+                           for qd in queue_map.values()]
+                   for topic, queue_map in routes.topic_queue_table.items()},
+        "brokers": [[bd.broker_name, bd.cluster, bd.zone_name, bd.enable_acting_master,
+                     [[broker_id, addr] for broker_id, addr in bd.broker_addrs.items()]]
+                    for bd in routes.broker_addr_table.values()],
+        "clusters": {cluster: sorted(names) for cluster, names in routes.cluster_addr_table.items()},
+        "live": [[cluster, addr, live.broker_name, live.broker_id, live.ha_server_addr,
+                  live.heartbeat_timeout_millis,
+                  [live.data_version.timestamp, live.data_version.counter, live.data_version.state_version]]
+                 for (cluster, addr), live in routes.broker_live_table.items()],
+        "filters": [[cluster, addr, list(servers)] for (cluster, addr), servers in routes.filter_server_table.items()],
+        "mappings": routes.topic_queue_mapping_info_table,
+    }
+    return msgpack.packb(data, use_bin_type=True)
+
+
+def restore_snapshot(routes, data, emit_events=True):
+    """Replace the tables of ``routes`` with the snapshot ``data`` (all or nothing)."""
+    try:
+        decoded = msgpack.unpackb(data, raw=False, strict_map_key=False)
+    except Exception as e:  # msgpack raises several unrelated types on garbage
+        raise SnapshotError("not a route snapshot: %s" % e)
+    if not isinstance(decoded, dict) or decoded.get("format") != FORMAT:
+        raise SnapshotError("not a route snapshot")
+    if decoded.get("version") != FORMAT_VERSION:
+        raise SnapshotError("unsupported route snapshot version %r" % (decoded.get("version"),))
+    fresh = type(routes)(clock=routes.clock, default_heartbeat_timeout_millis=routes.default_heartbeat_timeout_millis)
+    try:
+        with fresh._changing():
+            _load(fresh, decoded, routes.clock.seconds())
+        fresh.check_invariants()
+    except SnapshotError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, AssertionError) as e:
+        raise SnapshotError("corrupt route snapshot: %s" % e)
+    before = {topic: routes.topic_broker_names(topic) for topic in routes.topic_queue_table}
+    _adopt(routes, fresh)
+    if emit_events:
+        for topic in sorted(set(before) | set(routes.topic_queue_table)):
+            after = routes.topic_broker_names(topic)
+            if before.get(topic, []) != after:
+                routes.events.emit("topic_route_changed", topic=topic, before=before.get(topic, []), after=after)
+
+
+def _string(value, what):
+    if not isinstance(value, str):
+        raise SnapshotError("%s is not a string" % what)
+    return value
+
+
+def _integer(value, what):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SnapshotError("%s is not an integer" % what)
+    return value
+
+
+def _optional_string(value, what):
+    return None if value is None else _string(value, what)
+
+
+def _load(fresh, decoded, now):
+    for name, cluster, zone, acting, addrs in decoded["brokers"]:
+        broker_data = BrokerData(_string(cluster, "cluster"), _string(name, "brokerName"), {},
+                                 _optional_string(zone, "zoneName"), bool(acting))
+        for broker_id, addr in addrs:
+            broker_data.broker_addrs[_integer(broker_id, "brokerId")] = _string(addr, "brokerAddr")
+        fresh.broker_addr_table[name] = broker_data
+    for cluster, names in decoded["clusters"].items():
+        fresh.cluster_addr_table[_string(cluster, "cluster")] = {_string(n, "brokerName") for n in names}
+    for topic, queue_datas in decoded["topics"].items():
+        _string(topic, "topic")
+        for name, read, write, perm, sys_flag in queue_datas:
+            fresh._put_queue_data(topic, QueueData(_string(name, "brokerName"), _integer(read, "readQueueNums"),
+                                                   _integer(write, "writeQueueNums"), _integer(perm, "perm"),
+                                                   _integer(sys_flag, "topicSysFlag")))
+    for cluster, addr, name, broker_id, ha, timeout, (timestamp, counter, state) in decoded["live"]:
+        version = DataVersion(_integer(timestamp, "timestamp"), _integer(counter, "counter"),
+                              _integer(state, "stateVersion"))
+        live = BrokerLiveInfo(now, _integer(timeout, "heartbeatTimeoutMillis"), version, None,
+                              _optional_string(ha, "haServerAddr"), _optional_string(name, "brokerName"),
+                              None if broker_id is None else _integer(broker_id, "brokerId"))
+        fresh._bind_live((_string(cluster, "cluster"), _string(addr, "brokerAddr")), live)
+    for cluster, addr, servers in decoded["filters"]:
+        fresh.filter_server_table[(_string(cluster, "cluster"), _string(addr, "brokerAddr"))] = \
+            [_string(s, "filterServer") for s in servers]
+    for topic, by_broker in decoded["mappings"].items():
+        if not isinstance(by_broker, dict) or not all(isinstance(info, dict) for info in by_broker.values()):
+            raise SnapshotError("bad static-topic mapping of %r" % (topic,))
+        fresh.topic_queue_mapping_info_table[_string(topic, "topic")] = by_broker
+
+
+def _adopt(routes, fresh):
+    """Take over every table (and index/cache) of ``fresh``; the manager keeps its clock and events."""
+    routes._reset_tables()
+    for attribute in ("topic_queue_table", "broker_addr_table", "cluster_addr_table", "broker_live_table",
+                      "filter_server_table", "topic_queue_mapping_info_table", "_broker_topics", "_by_connection",
+                      "_deadlines"):
+        setattr(routes, attribute, getattr(fresh, attribute))
+    routes._topic_set_changed()
+    routes._brokers_changed()

@@ -1,0 +1,288 @@
+"""The route processor: broker registration and every route/topic query (requests.md).
+
+Java splits these between DefaultRequestProcessor and (5.x) ClientRequestProcessor; they
+share one set of tables, so here they are one processor. Configuration is read from
+``context.config`` on every request (UPDATE_NAMESRV_CONFIG takes effect at once).
+
+Where we differ from Java:
+- missing or malformed header fields answer SYSTEM_ERROR naming the field (Java: mostly
+  an NPE text), and nothing is changed;
+- UNREGISTER_BROKER is applied before answering (5.x queues it; the answer is the same);
+- a refused or undecodable registration changes nothing (see namesrv/routes/manager.py).
+"""
+
+import time
+
+from zope.interface import implementer
+
+from namesrv.interfaces import IRequestProcessor
+from namesrv.protocol.codes import RequestCode, ResponseCode
+from namesrv.protocol.command import HeaderFieldError
+from namesrv.routes import bodies
+from namesrv.routes.bodies import BodyDecodeError
+from namesrv.routes.model import ORDER_TOPIC_CONFIG
+from namesrv.routes.queries import filter_by_zone
+
+#: 5.x's FAQUrl.APPLY_TOPIC_URL (4.9.8: http://rocketmq.apache.org/docs/faq/).
+FAQ_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+ZONE_MODE = "__ZONE_MODE"
+ZONE_NAME = "__ZONE_NAME"
+
+_DEFAULTS = {
+    "orderMessageEnable": False,
+    "enableAllTopicList": True,
+    "enableTopicList": True,
+    "needWaitForService": False,
+    "waitSecondsForService": 45,
+    "supportActingMaster": False,
+    "returnOrderTopicConfigToBroker": True,
+    "deleteTopicWithBrokerRegistration": False,
+}
+
+
+def _topic_not_exist_remark(topic):
+    return "No topic route info in name server for the topic: %s\nSee %s for further details." % (topic, FAQ_URL)
+
+
+@implementer(IRequestProcessor)
+class RouteProcessor:
+    name = "route"
+    codes = frozenset([
+        RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.GET_ROUTEINFO_BY_TOPIC,
+        RequestCode.GET_BROKER_CLUSTER_INFO, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+        RequestCode.ADD_WRITE_PERM_OF_BROKER, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+        RequestCode.DELETE_TOPIC_IN_NAMESRV, RequestCode.REGISTER_TOPIC_IN_NAMESRV,
+        RequestCode.GET_TOPICS_BY_CLUSTER, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS,
+        RequestCode.GET_UNIT_TOPIC_LIST, RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST,
+        RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST, RequestCode.QUERY_DATA_VERSION,
+        RequestCode.GET_BROKER_MEMBER_GROUP, RequestCode.BROKER_HEARTBEAT,
+    ])
+
+    def __init__(self, context, timer=time.perf_counter):
+        self.context = context
+        self.timer = timer
+        self.started = context.reactor.seconds()
+        self._handlers = {
+            RequestCode.REGISTER_BROKER: self.register_broker,
+            RequestCode.UNREGISTER_BROKER: self.unregister_broker,
+            RequestCode.GET_ROUTEINFO_BY_TOPIC: self.get_route_info_by_topic,
+            RequestCode.GET_BROKER_CLUSTER_INFO: self.get_broker_cluster_info,
+            RequestCode.WIPE_WRITE_PERM_OF_BROKER: self.wipe_write_perm_of_broker,
+            RequestCode.ADD_WRITE_PERM_OF_BROKER: self.add_write_perm_of_broker,
+            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.get_all_topic_list,
+            RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic,
+            RequestCode.REGISTER_TOPIC_IN_NAMESRV: self.register_topic,
+            RequestCode.GET_TOPICS_BY_CLUSTER: self.get_topics_by_cluster,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.get_system_topic_list,
+            RequestCode.GET_UNIT_TOPIC_LIST: self._topic_list_handler("unit_topics"),
+            RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: self._topic_list_handler("has_unit_sub_topics"),
+            RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: self._topic_list_handler("has_unit_sub_ununit_topics"),
+            RequestCode.QUERY_DATA_VERSION: self.query_data_version,
+            RequestCode.GET_BROKER_MEMBER_GROUP: self.get_broker_member_group,
+            RequestCode.BROKER_HEARTBEAT: self.broker_heartbeat,
+        }
+
+    # -- IRequestProcessor ------------------------------------------------------------
+    def reject_request(self, request):
+        return None
+
+    def process_request(self, request, connection):
+        return self._handlers[request.code](request, connection)
+
+    # -- helpers ------------------------------------------------------------------------
+    @property
+    def routes(self):
+        return self.context.routes
+
+    def _config(self, name):
+        return getattr(self.context.config, name, _DEFAULTS[name])
+
+    @staticmethod
+    def _require_present(request, name):
+        """A required String that may be empty (Java's @CFNotNull only refuses null)."""
+        value = (request.ext or {}).get(name)
+        if value is None:
+            raise HeaderFieldError(name)
+        return value
+
+    @staticmethod
+    def _error(request, remark):
+        return request.make_response(ResponseCode.SYSTEM_ERROR, remark)
+
+    def _order_topic_config_body(self):
+        if not self._config("returnOrderTopicConfigToBroker"):
+            return None
+        return self.context.kv.kv_table_body(ORDER_TOPIC_CONFIG)
+
+    # -- REGISTER_BROKER / UNREGISTER_BROKER -------------------------------------------
+    def register_broker(self, request, connection):
+        started = self.timer()
+        broker_name = request.require("brokerName")
+        broker_addr = request.require("brokerAddr")
+        cluster = request.require("clusterName")
+        ha_server_addr = self._require_present(request, "haServerAddr")
+        broker_id = request.require_int("brokerId")
+        compressed = request.get_bool("compressed", False)
+        body_crc32 = request.get_int("bodyCrc32", 0)
+        heartbeat_timeout = request.get_int("heartbeatTimeoutMillis")
+        enable_acting_master = request.get_bool("enableActingMaster")
+        zone_name = request.get(ZONE_NAME)
+
+        body = request.body
+        if body_crc32 != 0 and bodies.crc32(body) != body_crc32:
+            return self._error(request, "crc32 not match")
+        try:
+            decoded = bodies.decode_register_broker_body(body, compressed, request.version)
+        except BodyDecodeError as e:
+            return self._error(request, "Failed to decode RegisterBrokerBody: %s" % e)
+
+        wrapper = decoded.topic_config_wrapper
+        result = self.routes.register_broker(
+            cluster, broker_addr, broker_name, broker_id, ha_server_addr, wrapper, decoded.filter_server_list,
+            connection, zone_name=zone_name, heartbeat_timeout_millis=heartbeat_timeout,
+            enable_acting_master=enable_acting_master,
+            delete_topic_with_broker_registration=bool(self._config("deleteTopicWithBrokerRegistration")))
+        if result is None:
+            return self._error(request, "register broker failed")
+
+        ext = {}  # Java's typed (empty) response header: "extFields":{}
+        if result.master_addr is not None:
+            if result.ha_server_addr is not None:
+                ext["haServerAddr"] = result.ha_server_addr  # Java's HashMap writes it first
+            ext["masterAddr"] = result.master_addr
+        response = request.make_response(ResponseCode.SUCCESS, None, ext, self._order_topic_config_body())
+        if not result.stale:
+            self.context.events.emit(
+                "broker_registered" if result.first else "broker_heartbeat",
+                cluster=cluster, brokerName=broker_name, brokerId=broker_id, brokerAddr=broker_addr,
+                topics=len(wrapper.topic_config_table), dataVersion=wrapper.data_version.as_event(),
+                changed=result.changed, bodyBytes=len(body) if body else 0, compressed=compressed,
+                us=int((self.timer() - started) * 1e6))
+        return response
+
+    def unregister_broker(self, request, connection):
+        broker_name = request.require("brokerName")
+        broker_addr = request.require("brokerAddr")
+        cluster = request.require("clusterName")
+        broker_id = request.require_int("brokerId")
+        if self.routes.unregister_broker(cluster, broker_addr, broker_name, broker_id):
+            self.context.events.emit("broker_unregistered", cluster=cluster, brokerName=broker_name,
+                                     brokerId=broker_id, brokerAddr=broker_addr, reason="request")
+        return request.make_response(ResponseCode.SUCCESS)
+
+    # -- routes ---------------------------------------------------------------------------
+    def _ready(self):
+        if not self._config("needWaitForService"):
+            return True
+        elapsed = self.context.reactor.seconds() - self.started
+        # A clock set backwards must not hold the grace forever (PITFALLS 5).
+        return elapsed < 0 or elapsed >= float(self._config("waitSecondsForService"))
+
+    def get_route_info_by_topic(self, request, connection):
+        topic = request.require("topic")
+        if not self._ready():
+            return self._error(request, "name server not ready")
+        standard = bodies.use_standard_json(request.version, request.get_bool("acceptStandardJsonOnly", False))
+        order_topic_conf = None
+        if self._config("orderMessageEnable"):
+            order_topic_conf = self.context.kv.get(ORDER_TOPIC_CONFIG, topic)
+        acting = bool(self._config("supportActingMaster"))
+        zone = request.get(ZONE_NAME)
+        if request.get_bool(ZONE_MODE, False) and zone is not None and zone.strip():
+            body = self._zone_route_body(topic, zone, order_topic_conf, acting)
+        else:
+            body = self.routes.route_body(topic, standard, order_topic_conf, acting)
+        if body is None:
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, _topic_not_exist_remark(topic))
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    def _zone_route_body(self, topic, zone, order_topic_conf, acting):
+        """5.x ZoneRouteRPCHook: keep the zone's brokers (and masterless ones); always plain JSON."""
+        route = self.routes.pickup_topic_route(topic, acting)
+        if route is None:
+            return None
+        route.order_topic_conf = order_topic_conf
+        filter_by_zone(route, zone)
+        return bodies.encode_topic_route(route, standard=False)
+
+    def get_broker_cluster_info(self, request, connection):
+        return request.make_response(ResponseCode.SUCCESS, body=self.routes.cluster_info_body())
+
+    def get_broker_member_group(self, request, connection):
+        cluster = request.require("clusterName")
+        broker_name = request.require("brokerName")
+        addrs = self.routes.broker_member_group(cluster, broker_name)
+        return request.make_response(ResponseCode.SUCCESS,
+                                     body=bodies.encode_broker_member_group(cluster, broker_name, addrs))
+
+    # -- permissions and topics -------------------------------------------------------------
+    def wipe_write_perm_of_broker(self, request, connection):
+        count = self.routes.wipe_write_perm_of_broker(request.require("brokerName"))
+        return request.make_response(ResponseCode.SUCCESS, ext={"wipeTopicCount": str(count)})
+
+    def add_write_perm_of_broker(self, request, connection):
+        count = self.routes.add_write_perm_of_broker(request.require("brokerName"))
+        return request.make_response(ResponseCode.SUCCESS, ext={"addTopicCount": str(count)})
+
+    def get_all_topic_list(self, request, connection):
+        if not self._config("enableAllTopicList"):
+            return self._error(request, "disable")
+        return request.make_response(ResponseCode.SUCCESS, body=self.routes.all_topic_list_body())
+
+    def delete_topic(self, request, connection):
+        topic = request.require("topic")
+        self.routes.delete_topic(topic, request.get("clusterName"))
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def register_topic(self, request, connection):
+        topic = request.require("topic")
+        if request.body:
+            try:
+                queue_datas = bodies.decode_queue_datas(request.body)
+            except BodyDecodeError as e:
+                return self._error(request, "Failed to decode TopicRouteData: %s" % e)
+            self.routes.register_topic(topic, queue_datas)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def get_topics_by_cluster(self, request, connection):
+        if not self._config("enableTopicList"):
+            return self._error(request, "disable")
+        topics = self.routes.topics_by_cluster(request.require("cluster"))
+        return request.make_response(ResponseCode.SUCCESS, body=bodies.encode_topic_list(topics))
+
+    def get_system_topic_list(self, request, connection):
+        topics, broker_addr = self.routes.system_topic_list()
+        return request.make_response(ResponseCode.SUCCESS, body=bodies.encode_topic_list(topics, broker_addr))
+
+    def _topic_list_handler(self, query):
+        def handler(request, connection):
+            if not self._config("enableTopicList"):
+                return self._error(request, "disable")
+            topics = getattr(self.routes, query)()
+            return request.make_response(ResponseCode.SUCCESS, body=bodies.encode_topic_list(topics))
+        return handler
+
+    # -- liveness ---------------------------------------------------------------------------
+    def query_data_version(self, request, connection):
+        request.require("brokerName")
+        broker_addr = request.require("brokerAddr")
+        cluster = request.require("clusterName")
+        request.require_int("brokerId")
+        try:
+            data_version = bodies.decode_data_version(request.body)
+        except BodyDecodeError as e:
+            return self._error(request, "Failed to decode DataVersion: %s" % e)
+        changed, stored = self.routes.query_data_version(cluster, broker_addr, data_version)
+        body = bodies.encode_data_version(stored) if stored is not None else None
+        return request.make_response(ResponseCode.SUCCESS, ext={"changed": "true" if changed else "false"},
+                                     body=body)
+
+    def broker_heartbeat(self, request, connection):
+        cluster = request.require("clusterName")
+        broker_addr = request.require("brokerAddr")
+        request.require("brokerName")
+        for name in ("brokerId", "epoch", "maxOffset", "confirmOffset", "heartbeatTimeoutMills",
+                     "electionPriority"):
+            request.get_int(name)  # controller-mode fields: ignored, but a bad number is still an error
+        self.routes.broker_heartbeat(cluster, broker_addr)
+        return request.make_response(ResponseCode.SUCCESS)

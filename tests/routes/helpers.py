@@ -1,0 +1,85 @@
+"""Builders shared by the route tests: topic tables, fake connections, an event recorder."""
+
+from twisted.internet.task import Clock
+
+from namesrv.routes import RouteInfoManager
+from namesrv.routes.model import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+
+CLUSTER = "DefaultCluster"
+BROKER = "broker-a"
+MASTER_ADDR = "127.0.0.1:10911"
+SLAVE_ADDR = "127.0.0.1:30911"
+MASTER_HA = "127.0.0.1:20911"
+SLAVE_HA = "127.0.0.1:40911"
+
+
+class Conn:
+    """A fake IRemotingConnection."""
+
+    _ids = iter(range(1, 1 << 30))
+
+    def __init__(self, port=None):
+        self.connection_id = next(self._ids)
+        self.peer = "127.0.0.1:%d" % (port or 50000 + self.connection_id % 10000)
+        self.closed = False
+
+    def close(self):
+        self.closed = True
+
+    def __repr__(self):
+        return "<Conn %d>" % self.connection_id
+
+
+class Events:
+    """Records every emitted event as (name, fields)."""
+
+    def __init__(self):
+        self.emitted = []
+
+    def emit(self, event, **fields):
+        self.emitted.append((event, fields))
+
+    def record_request(self, code, response_code, micros, peer):
+        pass
+
+    def named(self, name):
+        return [fields for event, fields in self.emitted if event == name]
+
+    def clear(self):
+        del self.emitted[:]
+
+
+def new_routes(clock=None, events=None):
+    return RouteInfoManager(clock=clock or Clock(), events=events)
+
+
+def topic(name, queues=8, perm=6, sys_flag=0):
+    return TopicConfig(name, queues, queues, perm, "SINGLE_TAG", sys_flag)
+
+
+def wrapper(*topics, counter=1, timestamp=1700000000000, state=0, mappings=None):
+    configs = [t if isinstance(t, TopicConfig) else topic(t) for t in topics]
+    return TopicConfigSerializeWrapper(DataVersion(timestamp, counter, state), {c.topic_name: c for c in configs},
+                                       mappings or {})
+
+
+def register(routes, *topics, cluster=CLUSTER, name=BROKER, addr=MASTER_ADDR, broker_id=0, ha=None, counter=1,
+             conn=None, acting=None, timeout=None, state=0, filters=(), delete_topics=False, base_topic=True,
+             zone=None, mappings=None):
+    """Register like the Java tests do: every table also carries ``baseTopic`` unless told otherwise."""
+    names = (["baseTopic"] if base_topic else []) + list(topics)
+    return routes.register_broker(
+        cluster, addr, name, broker_id, ha or addr, wrapper(*names, counter=counter, state=state, mappings=mappings),
+        list(filters), conn, zone_name=zone, heartbeat_timeout_millis=timeout, enable_acting_master=acting,
+        delete_topic_with_broker_registration=delete_topics)
+
+
+def addrs_of(routes, topic_name, support_acting_master=True):
+    route = routes.pickup_topic_route(topic_name, support_acting_master)
+    assert route is not None, "no route for %s" % topic_name
+    assert len(route.broker_datas) == 1
+    return route.broker_datas[0].broker_addrs
+
+
+def perm_of(routes, topic_name, broker_name=BROKER):
+    return routes.topic_queue_table[topic_name][broker_name].perm

@@ -1,0 +1,105 @@
+"""Warm restart snapshots: round trip, liveness after restore, all-or-nothing on bad data."""
+
+import msgpack
+import pytest
+from twisted.internet.task import Clock
+
+from namesrv.routes.snapshot import SnapshotError, encode_snapshot, restore_snapshot
+from tests.routes.helpers import (
+    BROKER, CLUSTER, MASTER_ADDR, SLAVE_ADDR, Conn, Events, new_routes, register)
+
+
+def populated(clock):
+    routes = new_routes(clock)
+    register(routes, "T", "U", conn=Conn(), acting=True, zone="z1", filters=["f:1"], state=3,
+             mappings={"U": {"bname": BROKER, "currIdMap": {0: 0, 1: 1}, "topic": "U", "epoch": 2}})
+    register(routes, "T", addr=SLAVE_ADDR, broker_id=1, conn=Conn(), acting=True, timeout=10000)
+    register(routes, "T", "V", cluster="C2", name="broker-b", addr="127.0.0.1:2")
+    routes.wipe_write_perm_of_broker("broker-b")
+    return routes
+
+
+def test_round_trip_restores_every_table():
+    clock = Clock()
+    original = populated(clock)
+    clock.advance(50)
+    events = Events()
+    restored = new_routes(clock, events)
+    restore_snapshot(restored, encode_snapshot(original))
+    restored.check_invariants()
+    for topic in original.topic_names():
+        assert restored.route_body(topic, True) == original.route_body(topic, True)
+        assert restored.route_body(topic, False) == original.route_body(topic, False)
+    assert restored.cluster_info_body() == original.cluster_info_body()
+    assert restored.topic_queue_mapping_info_table == original.topic_queue_mapping_info_table
+    assert restored.filter_server_table == original.filter_server_table
+    live = restored.broker_live_table[(CLUSTER, MASTER_ADDR)]
+    assert live.connection is None and live.last_update == 50
+    assert live.data_version == original.broker_live_table[(CLUSTER, MASTER_ADDR)].data_version
+    assert (live.broker_name, live.broker_id) == (BROKER, 0)
+    assert {e["topic"] for e in events.named("topic_route_changed")} == {"T", "U", "V", "baseTopic"}
+
+
+def test_restored_brokers_expire_by_the_usual_rule_or_re_register():
+    clock = Clock()
+    restored = new_routes(clock)
+    restore_snapshot(restored, encode_snapshot(populated(clock)))
+    conn = Conn()
+    register(restored, "T", "U", conn=conn, acting=True, zone="z1", filters=["f:1"], state=3)
+    clock.advance(11)
+    assert [e.broker_addr for e in restored.scan_not_active_brokers()] == [SLAVE_ADDR]  # 10 s timeout
+    clock.advance(110)
+    assert sorted(e.broker_addr for e in restored.scan_not_active_brokers()) == sorted(["127.0.0.1:2", MASTER_ADDR])
+    restored.check_invariants()
+    assert restored.topic_names() == []
+
+
+def test_restore_replaces_what_was_there():
+    clock = Clock()
+    routes = new_routes(clock)
+    register(routes, "Old", name="old", addr="o:1", conn=Conn())
+    restore_snapshot(routes, encode_snapshot(populated(clock)))
+    routes.check_invariants()
+    assert "Old" not in routes.topic_queue_table and "old" not in routes.broker_addr_table
+
+
+@pytest.mark.parametrize("data", [
+    b"",
+    b"garbage",
+    msgpack.packb({"format": "something else", "version": 1}),
+    msgpack.packb({"format": "rocketmq-namesrv-routes", "version": 99}),
+    msgpack.packb([1, 2, 3]),
+])
+def test_foreign_or_old_data_is_refused(data):
+    routes = populated(Clock())
+    before = routes.cluster_info_body(), routes.topic_names()
+    with pytest.raises(SnapshotError):
+        restore_snapshot(routes, data)
+    assert (routes.cluster_info_body(), routes.topic_names()) == before
+
+
+def _corrupt(key, value):
+    decoded = msgpack.unpackb(encode_snapshot(populated(Clock())), raw=False, strict_map_key=False)
+    decoded[key] = value
+    return msgpack.packb(decoded, use_bin_type=True)
+
+
+@pytest.mark.parametrize("data", [
+    lambda: encode_snapshot(populated(Clock()))[:-7],
+    lambda: _corrupt("brokers", [["b", "c", None, False, [["x", "a:1"]]]]),
+    lambda: _corrupt("topics", {"T": [["ghost", 1, 1, 6, 0]]}),    # QueueData of an unknown broker
+    lambda: _corrupt("clusters", {"C": []}),
+    lambda: _corrupt("live", [["c", "a", "b", 0, None, "soon", [1, 1, 0]]]),
+    lambda: _corrupt("mappings", {"T": ["not", "a", "map"]}),
+    lambda: _corrupt("live", None),
+])
+def test_corrupt_snapshot_is_refused_without_partial_load(data):
+    clock = Clock()
+    routes = new_routes(clock)
+    conn = Conn()
+    register(routes, "Mine", name="mine", addr="m:1", conn=conn)
+    with pytest.raises(SnapshotError):
+        restore_snapshot(routes, data())
+    routes.check_invariants()
+    assert routes.topic_names() == ["Mine", "baseTopic"]
+    assert len(routes.on_connection_closed(conn)) == 1
