@@ -47,7 +47,7 @@ def decode_frame(frame):
 def decode_json_header(header):
     try:
         data = json.loads(bytes(header).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise FrameDecodeError("undecodable JSON header: %s" % e)
     if not isinstance(data, dict):
         raise FrameDecodeError("JSON header is not an object")
@@ -72,7 +72,7 @@ def decode_json_header(header):
             remark=remark,
             ext=ext,
         )
-    except (TypeError, ValueError, OverflowError) as e:
+    except (TypeError, ValueError, OverflowError, RecursionError) as e:
         if isinstance(e, FrameDecodeError):
             raise
         raise FrameDecodeError("bad JSON header field: %s" % e)
@@ -119,6 +119,8 @@ def decode_rocketmq_header(header):
     code, language, version, opaque, flag = _ROCKETMQ_FIXED.unpack_from(header, 0)
     pos = _ROCKETMQ_FIXED.size
     remark, pos = _read_string(header, pos, 4)
+    if pos + 4 > size:
+        raise FrameDecodeError("truncated ROCKETMQ header")
     (ext_length,) = _INT.unpack_from(header, pos)
     pos += 4
     if ext_length < 0 or ext_length > size - pos:
@@ -171,21 +173,21 @@ def encode_json_header(command):
     if command.remark is not None:
         parts.append(',"remark":' + json.dumps(command.remark, ensure_ascii=False))
     parts.append(',"serializeTypeCurrentRPC":"JSON","version":%d}' % command.version)
-    return "".join(parts).encode("utf-8")
+    return "".join(parts).encode("utf-8", "replace")  # lone surrogates → '?', as Java's encoder
 
 
 def encode_rocketmq_header(command):
     out = [_ROCKETMQ_FIXED.pack(_short(command.code), command.language, _short(command.version),
                                 command.opaque, command.flag)]
-    remark = command.remark.encode("utf-8") if command.remark else b""
+    remark = command.remark.encode("utf-8", "replace") if command.remark else b""
     out.append(_INT.pack(len(remark)))
     out.append(remark)
     entries = []
     for key, value in (command.ext or {}).items():
         if key is None or value is None:
             continue
-        k = key.encode("utf-8")
-        v = str(value).encode("utf-8")
+        k = key.encode("utf-8", "replace")
+        v = str(value).encode("utf-8", "replace")
         entries.append(struct.pack(">h", len(k)) + k + _INT.pack(len(v)) + v)
     ext = b"".join(entries)
     out.append(_INT.pack(len(ext)))
