@@ -1,0 +1,205 @@
+"""Workload isolation: per-class admission limits and a scheduler that keeps route reads first.
+
+Java gives each kind of work its own thread pool with a bounded queue (clientRequestThreadPoolQueueCapacity
+50000 for route reads in 5.x, defaultThreadPoolQueueCapacity 10000 for the rest) and answers
+SYSTEM_BUSY ``[OVERLOAD]system busy, start flow control for a while`` when a queue is full.
+We have one reactor thread, so isolation has two parts:
+
+- ``ClassLimitPolicy`` (an IRequestPolicy) counts, per class, the requests waiting in the
+  scheduler plus those being processed (a processor may answer with a Deferred, e.g. after
+  decoding a big registration in a thread), and their body bytes; past a class's limit it
+  answers SYSTEM_BUSY instead of letting memory grow.
+- ``PriorityDispatcher`` sits between the connections and the registry. Route reads (and
+  codes no processor declared) are answered at once; broker-control and admin requests
+  wait in one FIFO queue per class and are run in turns of at most
+  ``isolationTurnBudgetMillis``, round-robin between classes, giving the reactor back
+  between turns. A storm of registrations therefore delays a route read by at most one
+  turn plus one request, instead of by the whole storm.
+"""
+
+import collections
+import time
+
+from twisted.internet import defer
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from namesrv.interfaces import IRequestPolicy
+from namesrv.protocol.codes import RequestCode, ResponseCode
+from namesrv.security.classes import ADMIN_READ, ADMIN_WRITE, ALL_CLASSES, BROKER_CONTROL, ROUTE_READ
+
+log = Logger()
+
+OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
+
+#: class -> (count property, default, bytes property or None, default bytes); 0 means unlimited.
+LIMIT_PROPERTIES = {
+    ROUTE_READ: ("routeReadMaxInFlight", 50000, None, 0),
+    BROKER_CONTROL: ("brokerControlMaxInFlight", 10000, "brokerControlMaxInFlightBytes", 256 * 1024 * 1024),
+    ADMIN_READ: ("adminReadMaxInFlight", 1000, None, 0),
+    ADMIN_WRITE: ("adminWriteMaxInFlight", 1000, None, 0),
+}
+
+#: Requests whose only effect is to tie a broker's liveness to their connection: not worth
+#: running once that connection has closed (housekeeping for it has already run).
+_LIVENESS_CODES = frozenset((RequestCode.REGISTER_BROKER, RequestCode.BROKER_HEARTBEAT))
+
+
+def _size(request):
+    return len(request.body) if request.body else 0
+
+
+@implementer(IRequestPolicy)
+class ClassLimitPolicy:
+    """Bounded admission per request class (limits are read live from the config)."""
+
+    def __init__(self, classifier, config, listeners=()):
+        self.classifier = classifier
+        self.config = config
+        self.listeners = list(listeners)
+        self.in_flight = dict.fromkeys(ALL_CLASSES, 0)
+        self.in_flight_bytes = dict.fromkeys(ALL_CLASSES, 0)
+        self.waiting = dict.fromkeys(ALL_CLASSES, 0)
+        self.waiting_bytes = dict.fromkeys(ALL_CLASSES, 0)
+        self.refused = dict.fromkeys(ALL_CLASSES, 0)
+
+    def limits(self, request_class):
+        count_name, count_default, bytes_name, bytes_default = LIMIT_PROPERTIES[request_class]
+        count = int(getattr(self.config, count_name, count_default) or 0)
+        max_bytes = int(getattr(self.config, bytes_name, bytes_default) or 0) if bytes_name else 0
+        return count, max_bytes
+
+    def would_admit(self, request_class, size):
+        count, max_bytes = self.limits(request_class)
+        held = self.in_flight[request_class] + self.waiting[request_class]
+        if count and held >= count:
+            return False
+        held_bytes = self.in_flight_bytes[request_class] + self.waiting_bytes[request_class]
+        # One request bigger than the whole budget still passes when nothing else is held.
+        if max_bytes and held_bytes and held_bytes + size > max_bytes:
+            return False
+        return True
+
+    # -- the scheduler's side ----------------------------------------------------
+    def enqueued(self, request_class, size):
+        self.waiting[request_class] += 1
+        self.waiting_bytes[request_class] += size
+
+    def dequeued(self, request_class, size):
+        self.waiting[request_class] -= 1
+        self.waiting_bytes[request_class] -= size
+
+    # -- IRequestPolicy ----------------------------------------------------------
+    def check(self, request, connection):
+        request_class = self.classifier.classify(request.code)
+        size = _size(request)
+        if not self.would_admit(request_class, size):
+            n = self.refused[request_class] = self.refused[request_class] + 1
+            for listener in self.listeners:
+                listener.rejected(request_class, "overload")
+            if n == 1 or n % 1000 == 0:
+                log.warn("{cls} over its limit ({held} held): answering SYSTEM_BUSY ({n} so far)",
+                         cls=request_class, held=self.in_flight[request_class] + self.waiting[request_class], n=n)
+            return (ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)
+        self.in_flight[request_class] += 1
+        self.in_flight_bytes[request_class] += size
+        return None
+
+    def done(self, request, connection, response_code):
+        request_class = self.classifier.classify(request.code)
+        self.in_flight[request_class] -= 1
+        self.in_flight_bytes[request_class] -= _size(request)
+
+
+class PriorityDispatcher:
+    """The connections' dispatcher: route reads at once, the other classes in time-boxed turns."""
+
+    def __init__(self, registry, classifier, limits, config, reactor, timer=time.perf_counter,
+                 immediate=(ROUTE_READ,), listeners=()):
+        self.registry = registry
+        self.classifier = classifier
+        self.limits = limits
+        self.config = config
+        self.reactor = reactor
+        self.timer = timer
+        self.immediate = frozenset(immediate)
+        self.listeners = list(listeners)
+        self.queues = {cls: collections.deque() for cls in ALL_CLASSES if cls not in self.immediate}
+        self._order = collections.deque(self.queues)
+        self._call = None
+        self.dropped = 0
+
+    def enabled(self):
+        return bool(getattr(self.config, "isolationSchedulerEnable", True))
+
+    def dispatch(self, request, connection):
+        request_class = self.classifier.classify(request.code)
+        if (request_class in self.immediate or not self.enabled()
+                or self.registry.processor_for(request.code) is None):
+            return self.registry.dispatch(request, connection)
+        size = _size(request)
+        if not self.limits.would_admit(request_class, size):
+            return self.registry.dispatch(request, connection)  # the policy answers SYSTEM_BUSY
+        self.limits.enqueued(request_class, size)
+        answer = None if request.is_oneway else defer.Deferred()
+        self.queues[request_class].append((request, connection, answer, size, self.timer()))
+        self._schedule()
+        return answer
+
+    def pending(self):
+        return sum(len(queue) for queue in self.queues.values())
+
+    def _schedule(self):
+        if self._call is None:
+            self._call = self.reactor.callLater(0, self._turn)
+
+    def _turn(self):
+        self._call = None
+        budget = max(0, int(getattr(self.config, "isolationTurnBudgetMillis", 5) or 0)) / 1000.0
+        deadline = self.timer() + budget
+        while self.pending():
+            request_class = self._order[0]
+            self._order.rotate(-1)
+            queue = self.queues[request_class]
+            if queue:
+                self._run(request_class, *queue.popleft())
+                if self.timer() >= deadline:
+                    break
+        if self.pending():
+            self._schedule()
+
+    def _run(self, request_class, request, connection, answer, size, queued_at):
+        self.limits.dequeued(request_class, size)
+        waited = self.timer() - queued_at
+        for listener in self.listeners:
+            listener.queue_waited(request_class, waited)
+        if request.code in _LIVENESS_CODES and getattr(connection, "closing", False):
+            self.dropped += 1
+            if answer is not None:
+                answer.callback(None)
+            return
+        try:
+            result = self.registry.dispatch(request, connection)
+        except Exception as e:  # the registry answers processor failures itself; this is a policy bug
+            log.failure("dispatching {code} failed", code=request.code)
+            result = None if request.is_oneway else request.make_response(ResponseCode.SYSTEM_ERROR, str(e))
+        if answer is None:
+            if isinstance(result, defer.Deferred):
+                result.addErrback(lambda failure: log.failure("oneway request failed", failure))
+            return
+        if isinstance(result, defer.Deferred):
+            result.chainDeferred(answer)
+        else:
+            answer.callback(result)
+
+    def stop(self):
+        """Forget queued work at shutdown (their connections are being closed)."""
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+        self._call = None
+        for request_class, queue in self.queues.items():
+            while queue:
+                request, connection, answer, size, _ = queue.popleft()
+                self.limits.dequeued(request_class, size)
+                if answer is not None:
+                    answer.callback(None)

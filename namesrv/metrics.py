@@ -1,0 +1,262 @@
+"""Prometheus metrics: requests by code, latency per class, route-table sizes, refusals, bad frames, drops.
+
+Each server has its own ``CollectorRegistry`` (several servers can run in one test process).
+Counters and histograms are updated on the reactor thread as requests finish; the state
+that lives elsewhere (route tables, connections, event-log drops, in-flight counts) is
+read on the reactor thread when a scrape arrives, then the text is rendered in the
+reactor's thread pool by ``prometheus_client``'s WSGI app, so a scrape never holds the
+reactor for longer than a few ``len()`` calls, and no thread reads the route tables.
+
+The route tables are read duck-typed (``broker_count()`` or ``len(broker_live_table)``,
+and the same for topics and clusters), so the metrics do not depend on their internals.
+"""
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.exposition import generate_latest, make_wsgi_app
+from twisted.application import service
+from twisted.logger import Logger
+from twisted.web import resource, server, wsgi
+
+from namesrv.protocol.codes import RequestCode
+from namesrv.security.classes import ALL_CLASSES
+
+log = Logger()
+
+PREFIX = "rocketmq_namesrv_"
+LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                   0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+#: (metric name, methods to try, attributes whose len() to take) for the route-table gauges.
+_ROUTE_GAUGES = (
+    ("active_brokers", "Brokers with a live entry (brokerLiveTable).",
+     ("broker_count", "live_broker_count"), ("broker_live_table", "live_brokers")),
+    ("topics", "Topics with at least one queue (topicQueueTable).",
+     ("topic_count",), ("topic_queue_table", "topics")),
+    ("clusters", "Clusters (clusterAddrTable).",
+     ("cluster_count",), ("cluster_addr_table", "clusters")),
+)
+
+#: Attribute names an event log may use for the number of events it dropped.
+_DROP_ATTRIBUTES = ("dropped", "dropped_events", "drops")
+
+
+def _count(obj, methods, attributes):
+    if obj is None:
+        return None
+    for name in methods:
+        method = getattr(obj, name, None)
+        if callable(method):
+            return method()
+    for name in attributes:
+        value = getattr(obj, name, None)
+        if value is not None and not callable(value):
+            return len(value)
+    return None
+
+
+class NamesrvMetrics:
+    """An IRequestObserver plus the listeners the policies, the scheduler and the event log call."""
+
+    def __init__(self, classifier, routes=None, factory=None, events=None, limits=None,
+                 dispatcher=None, tls=None, acl_store=None, registry=None):
+        self.classifier = classifier
+        self.routes = routes
+        self.factory = factory
+        self.events = events
+        self.limits = limits
+        self.dispatcher = dispatcher
+        self.tls = tls
+        self.acl_store = acl_store
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self._known_codes = {int(code): code.name for code in RequestCode}
+        self.requests = Counter(PREFIX + "requests", "Requests answered, by request code and response code "
+                                "(-1: oneway, no answer).", ["code", "name", "request_class", "response_code"],
+                                registry=self.registry)
+        self.latency = Histogram(PREFIX + "request_duration_seconds", "Time from dispatch to answer, per class.",
+                                 ["request_class"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.queue_wait = Histogram(PREFIX + "queue_wait_seconds", "Time a request waited in its class's queue "
+                                    "before processing.", ["request_class"], buckets=LATENCY_BUCKETS,
+                                    registry=self.registry)
+        self.rejected_requests = Counter(PREFIX + "rejected_requests", "Requests refused before processing, by "
+                                         "class and reason (acl, broker_allowlist, overload).",
+                                         ["request_class", "reason"], registry=self.registry)
+        self.expirations = Counter(PREFIX + "broker_expirations", "Brokers removed because their heartbeat "
+                                   "was too old.", registry=self.registry)
+        self.unregistrations = Counter(PREFIX + "broker_unregistrations", "Brokers removed, by reason "
+                                       "(request, channel_closed, expired).", ["reason"], registry=self.registry)
+        self.bad_frames = Counter(PREFIX + "bad_frames", "Connections closed for a frame that could not be "
+                                  "decoded (or a peer that stopped reading).", registry=self.registry)
+        for request_class in ALL_CLASSES:
+            self.latency.labels(request_class)
+            for reason in ("acl", "broker_allowlist", "overload"):
+                self.rejected_requests.labels(request_class, reason)
+        self._children = {}
+        self._snapshot = {}
+        self.registry.register(_SnapshotCollector(self))
+
+    # -- IRequestObserver ----------------------------------------------------------
+    def record_request(self, code, response_code, micros, peer):
+        key = (code, response_code)
+        children = self._children.get(key)
+        if children is None:
+            request_class = self.classifier.classify(code)
+            name = self._known_codes.get(code)
+            label = str(code) if name is not None or self.classifier.known(code) else "other"
+            children = (self.requests.labels(label, name or "OTHER", request_class, str(response_code)),
+                        self.latency.labels(request_class))
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(micros / 1e6)
+
+    # -- listeners ---------------------------------------------------------------
+    def rejected(self, request_class, reason):
+        self.rejected_requests.labels(request_class, reason).inc()
+
+    def queue_waited(self, request_class, seconds):
+        self.queue_wait.labels(request_class).observe(seconds)
+
+    def event(self, event, fields):
+        if event == "broker_expired":
+            self.expirations.inc()
+        elif event == "broker_unregistered":
+            self.unregistrations.labels(str(fields.get("reason", "unknown"))).inc()
+        elif event == "bad_frame":
+            self.bad_frames.inc()
+
+    # -- scrape ------------------------------------------------------------------
+    def refresh(self):
+        """Read the state that lives elsewhere; call on the reactor thread."""
+        snapshot = {}
+        for name, _, methods, attributes in _ROUTE_GAUGES:
+            try:
+                snapshot[name] = _count(self.routes, methods, attributes)
+            except Exception:
+                log.failure("reading {name} for metrics failed", name=name)
+                snapshot[name] = None
+        if self.factory is not None:
+            snapshot["connections"] = len(getattr(self.factory, "connections", ()))
+            snapshot["connections_refused"] = getattr(self.factory, "refused", 0)
+        for name in _DROP_ATTRIBUTES:
+            value = getattr(self.events, name, None)
+            if isinstance(value, int):
+                snapshot["event_log_dropped"] = value
+                break
+        if self.limits is not None:
+            snapshot["in_flight"] = dict(self.limits.in_flight)
+            snapshot["queued"] = dict(self.limits.waiting)
+        if self.tls is not None:
+            snapshot["tls"] = dict(self.tls.counts)
+        if self.acl_store is not None:
+            snapshot["acl"] = (self.acl_store.reloads, self.acl_store.reload_failures,
+                               len(self.acl_store.table.accounts))
+        self._snapshot = snapshot
+        return snapshot
+
+    def exposition(self):
+        """The text a scrape returns (refreshes first): for tests and tools."""
+        self.refresh()
+        return generate_latest(self.registry)
+
+    def resource(self, reactor):
+        return _MetricsResource(self, reactor)
+
+
+class _SnapshotCollector:
+    """Families built from the last ``refresh()``."""
+
+    def __init__(self, metrics):
+        self.metrics = metrics
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        snap = self.metrics._snapshot
+        for name, help_text, _, _ in _ROUTE_GAUGES:
+            if snap.get(name) is not None:
+                yield GaugeMetricFamily(PREFIX + name, help_text, value=snap[name])
+        if "connections" in snap:
+            yield GaugeMetricFamily(PREFIX + "connections", "Open client and broker connections.",
+                                    value=snap["connections"])
+            yield CounterMetricFamily(PREFIX + "connections_refused", "Connections closed at once because "
+                                      "serverMaxConnections were open.", value=snap["connections_refused"])
+        if "event_log_dropped" in snap:
+            yield CounterMetricFamily(PREFIX + "event_log_dropped", "Events the event log dropped "
+                                      "(its queue was full).", value=snap["event_log_dropped"])
+        if "in_flight" in snap:
+            in_flight = GaugeMetricFamily(PREFIX + "in_flight_requests", "Requests being processed, per class.",
+                                          labels=["request_class"])
+            queued = GaugeMetricFamily(PREFIX + "queued_requests", "Requests waiting in their class's queue.",
+                                       labels=["request_class"])
+            for request_class in ALL_CLASSES:
+                in_flight.add_metric([request_class], snap["in_flight"].get(request_class, 0))
+                queued.add_metric([request_class], snap["queued"].get(request_class, 0))
+            yield in_flight
+            yield queued
+        if "tls" in snap:
+            family = CounterMetricFamily(PREFIX + "accepted_connections", "Connections by how they started "
+                                         "(tls, plain) and those closed for the wrong kind (refused_tls, "
+                                         "refused_plain).", labels=["kind"])
+            for kind, value in sorted(snap["tls"].items()):
+                family.add_metric([kind], value)
+            yield family
+        if "acl" in snap:
+            reloads, failures, accounts = snap["acl"]
+            family = CounterMetricFamily(PREFIX + "acl_reloads", "ACL file reloads.", labels=["result"])
+            family.add_metric(["ok"], reloads)
+            family.add_metric(["failed"], failures)
+            yield family
+            yield GaugeMetricFamily(PREFIX + "acl_accounts", "Accounts in the ACL file.", value=accounts)
+
+
+class _MetricsResource(resource.Resource):
+    """Refreshes on the reactor thread, then lets prometheus_client render in the thread pool."""
+
+    isLeaf = True
+
+    def __init__(self, metrics, reactor):
+        resource.Resource.__init__(self)
+        self.metrics = metrics
+        self.wsgi = wsgi.WSGIResource(reactor, reactor.getThreadPool(), make_wsgi_app(metrics.registry))
+
+    def render(self, request):
+        self.metrics.refresh()
+        return self.wsgi.render(request)
+
+
+class _QuietSite(server.Site):
+    def log(self, request):
+        pass
+
+
+class MetricsHttpService(service.Service):
+    """Serves ``/metrics`` on ``port`` (0 picks a free one: tests) at ``interface``."""
+
+    name = "prometheus"
+
+    def __init__(self, metrics, port, interface="127.0.0.1", reactor=None):
+        self.metrics = metrics
+        self.port_number = port
+        self.interface = interface
+        self.reactor = reactor
+        self.port = None
+
+    def startService(self):
+        service.Service.startService(self)
+        reactor = self.reactor
+        if reactor is None:
+            from twisted.internet import reactor
+        root = resource.Resource()
+        root.putChild(b"metrics", self.metrics.resource(reactor))
+        site = _QuietSite(root)
+        site.noisy = False
+        self.port = reactor.listenTCP(self.port_number, site, interface=self.interface)
+        log.info("Prometheus metrics on http://{host}:{port}/metrics", host=self.interface,
+                 port=self.port.getHost().port)
+
+    def stopService(self):
+        service.Service.stopService(self)
+        port, self.port = self.port, None
+        if port is not None:
+            return port.stopListening()

@@ -1,0 +1,170 @@
+"""Request policies: the ACL 1.0 signature check per request class, and the broker address allow-list.
+
+The signature check follows the broker's ``PlainPermissionManager.validate`` step by step
+(global white list, AccessKey present, AccessKey known, account white list, signature,
+admin flag) and uses its messages as remarks. Where we differ:
+
+- a refusal answers NO_PERMISSION (16); Java's broker throws ``AclException``, which its
+  remoting layer turns into SYSTEM_ERROR (1) with the exception text;
+- ``admin: true`` is needed for every ``admin_write`` request (Java's broker asks it for
+  its own admin codes only; Java's NameServer checks nothing);
+- signatures are compared in constant time (Java uses ``String.equals``);
+- ``SecurityToken`` is signed content only; there is no STS behind it (as in Java 4.9).
+"""
+
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from namesrv.interfaces import IRequestPolicy
+from namesrv.protocol.codes import ResponseCode, request_name
+from namesrv.security.aclfile import AclFileError, AclTable, load_acl_file
+from namesrv.security.addresses import AddressMatcher, peer_host
+from namesrv.security.classes import ADMIN_WRITE, BROKER_CONTROL, parse_class_list
+from namesrv.security.signature import ACCESS_KEY, signature_matches
+
+log = Logger()
+
+
+class AclStore:
+    """The current credentials, replaced as a whole when the file changes (a bad file keeps the old ones)."""
+
+    def __init__(self, path, table=None):
+        self.path = path
+        self.table = table if table is not None else AclTable()
+        self.reloads = 0
+        self.reload_failures = 0
+
+    def load(self):
+        """First load: a bad or missing file is an error (refuse to start rather than run unguarded)."""
+        self.table = load_acl_file(self.path)
+        log.info("ACL: {n} account(s) loaded from {path}", n=len(self.table.accounts), path=self.path)
+        return self.table
+
+    def reload(self, changed=None):
+        try:
+            table = load_acl_file(self.path)
+        except AclFileError as e:
+            self.reload_failures += 1
+            log.error("ACL: {error}; keeping the {n} account(s) loaded before", error=str(e),
+                      n=len(self.table.accounts))
+            return False
+        self.table = table
+        self.reloads += 1
+        log.info("ACL: {path} changed, {n} account(s) loaded", path=self.path, n=len(table.accounts))
+        return True
+
+
+class _Refusals:
+    """Tells listeners about refusals and logs the first and every 1000th per reason."""
+
+    def __init__(self, listeners):
+        self.listeners = listeners
+        self.counts = {}
+
+    def refuse(self, reason, request_class, request, peer, remark):
+        n = self.counts[reason] = self.counts.get(reason, 0) + 1
+        for listener in self.listeners:
+            listener.rejected(request_class, reason)
+        if n == 1 or n % 1000 == 0:
+            log.warn("refused {code_name} ({code}) from {peer}: {remark} ({n} {reason} refusals so far)",
+                     code_name=request_name(request.code), code=request.code, peer=peer,
+                     remark=remark, n=n, reason=reason)
+        return (ResponseCode.NO_PERMISSION, remark)
+
+
+class _LiveSetting:
+    """A property read on every request but parsed only when its text changes."""
+
+    def __init__(self, config, name, default, parse):
+        self.config, self.name, self.default, self.parse = config, name, default, parse
+        self._text = object()
+        self._value = None
+
+    def get(self):
+        text = getattr(self.config, self.name, self.default)
+        if text != self._text:
+            try:
+                self._value = self.parse(text)
+            except ValueError as e:
+                if self._value is None:
+                    raise
+                log.error("{name}={text!r} ignored, keeping the previous value: {error}",
+                          name=self.name, text=text, error=str(e))
+            self._text = text
+        return self._value
+
+
+@implementer(IRequestPolicy)
+class AclPolicy:
+    """Requires a valid ``AclClientRPCHook`` signature for the classes in ``aclSignedClasses``."""
+
+    def __init__(self, store, classifier, config, listeners=()):
+        self.store = store
+        self.classifier = classifier
+        self.signed_classes = _LiveSetting(config, "aclSignedClasses", ADMIN_WRITE, parse_class_list)
+        self.signed_classes.get()
+        self._refusals = _Refusals(list(listeners))
+
+    def check(self, request, connection):
+        request_class = self.classifier.classify(request.code)
+        if request_class not in self.signed_classes.get():
+            return None
+        host = peer_host(connection.peer)
+        problem = self.problem(request, request_class, host)
+        if problem is None:
+            return None
+        return self._refusals.refuse("acl", request_class, request, connection.peer, problem)
+
+    def done(self, request, connection, response_code):
+        pass
+
+    def problem(self, request, request_class, host):
+        """``None`` when the request may pass, else the remark saying why not."""
+        table = self.store.table
+        if table.global_white_addresses.matches(host):
+            return None
+        access_key = request.get(ACCESS_KEY)
+        if access_key is None:
+            return ("No accessKey is configured: request code %d (%s) is %s and must be signed "
+                    "with an AccessKey and SecretKey" % (request.code, request_name(request.code), request_class))
+        account = table.account(access_key)
+        if account is None:
+            return "No acl config for %s" % access_key
+        if account.white_addresses.matches(host):
+            return None
+        if not signature_matches(request.ext, request.body, request.version, account.secret_key):
+            return "Check signature failed for accessKey=%s" % access_key
+        if request_class == ADMIN_WRITE and not account.admin:
+            return "Need admin permission for request code=%d, but accessKey=%s is not" % (request.code, access_key)
+        return None
+
+
+@implementer(IRequestPolicy)
+class BrokerAllowListPolicy:
+    """Broker-control requests only from the addresses in ``brokerAllowedAddresses`` (empty: anyone).
+
+    The connection's address is checked, never the ``brokerAddr`` header, which the sender chooses.
+    """
+
+    def __init__(self, classifier, config, listeners=()):
+        self.classifier = classifier
+        self.allowed = _LiveSetting(config, "brokerAllowedAddresses", "", AddressMatcher.parse)
+        self.allowed.get()
+        self._refusals = _Refusals(list(listeners))
+
+    def check(self, request, connection):
+        allowed = self.allowed.get()
+        if not allowed:
+            return None
+        request_class = self.classifier.classify(request.code)
+        if request_class != BROKER_CONTROL:
+            return None
+        host = peer_host(connection.peer)
+        if allowed.matches(host):
+            return None
+        remark = ("%s (%d) from %s refused: the address is not in brokerAllowedAddresses"
+                  % (request_name(request.code), request.code, host))
+        return self._refusals.refuse("broker_allowlist", request_class, request, connection.peer, remark)
+
+    def done(self, request, connection, response_code):
+        pass

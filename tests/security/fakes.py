@@ -1,0 +1,96 @@
+"""Small stand-ins shared by the security tests: processors, connections, a service shell."""
+
+import types
+
+from twisted.internet import defer
+from zope.interface import implementer
+
+from namesrv.context import NullEventLog
+from namesrv.interfaces import IRequestProcessor
+from namesrv.protocol.codes import RequestCode, request_name
+from namesrv.registry import ProcessorRegistry
+from namesrv.server import RemotingServerFactory
+
+
+class Conn:
+    def __init__(self, peer="127.0.0.1:5555", closing=False):
+        self.peer = peer
+        self.connection_id = 1
+        self.closing = closing
+
+    def close(self):
+        self.closing = True
+
+
+@implementer(IRequestProcessor)
+class Echo:
+    """Answers every declared code with SUCCESS and remark = the code's name; ``hold`` makes answers Deferred."""
+
+    def __init__(self, codes=None, name="echo"):
+        self.name = name
+        self.codes = frozenset(codes if codes is not None else (int(c) for c in RequestCode))
+        self.seen = []
+        self.hold = False
+        self.held = []
+
+    def reject_request(self, request):
+        return None
+
+    def process_request(self, request, connection):
+        self.seen.append(request.code)
+        answer = request.make_response(0, request_name(request.code))
+        if self.hold:
+            d = defer.Deferred()
+            self.held.append((d, answer))
+            return d
+        return answer
+
+    def release_all(self):
+        held, self.held = self.held, []
+        for d, answer in held:
+            d.callback(answer)
+
+
+class Events(NullEventLog):
+    def __init__(self):
+        self.emitted = []
+        self.requests = []
+
+    def emit(self, event, **fields):
+        self.emitted.append((event, fields))
+
+    def record_request(self, code, response_code, micros, peer):
+        self.requests.append((code, response_code))
+
+
+class Housekeeping:
+    def __init__(self):
+        self.closed = []
+
+    def connection_closed(self, connection):
+        self.closed.append(connection)
+
+
+def config(**values):
+    base = dict(serverChannelMaxIdleTimeSeconds=120, maxFrameLength=16 * 1024 * 1024, bindAddress="127.0.0.1",
+                serverSlowReaderTimeoutSeconds=30)
+    base.update(values)
+    return types.SimpleNamespace(**base)
+
+
+class Routes:
+    def __init__(self):
+        self.topic_queue_table = {"t1": [], "t2": []}
+        self.broker_live_table = {("c", "1.1.1.1:10911"): object()}
+        self.cluster_addr_table = {"c": {"b"}}
+
+
+def service(reactor, processor=None, **values):
+    """The attributes secure_service reads from a NamesrvService, built from the real registry and factory."""
+    events = Events()
+    cfg = config(**values)
+    processor = processor or Echo()
+    registry = ProcessorRegistry([processor], events=events)
+    factory = RemotingServerFactory(registry, cfg, Housekeeping(), events, reactor)
+    return types.SimpleNamespace(config=cfg, reactor=reactor, registry=registry, factory=factory,
+                                 events=events, routes=Routes(), processor=processor)
