@@ -10,6 +10,7 @@ from namesrv.clock import MonotonicClock
 from namesrv.context import NamesrvContext, NullEventLog
 from namesrv.housekeeping import BrokerHousekeeping
 from namesrv.registry import ProcessorRegistry
+from namesrv.security.wiring import secure_service
 from namesrv.server import RemotingServerFactory
 
 log = Logger()
@@ -45,6 +46,7 @@ class NamesrvService(service.Service):
         self.registry = ProcessorRegistry.from_plugins(self.context, plugin_package)
         self.housekeeping = BrokerHousekeeping(self.routes, self.events)
         self.factory = RemotingServerFactory(self.registry, config, self.housekeeping, self.events, self.reactor)
+        self.listen_factory = secure_service(self)
         self.port = None
         self._timers = []
         self._delayed = []
@@ -57,25 +59,28 @@ class NamesrvService(service.Service):
             self.snapshots.restore()
         if hasattr(self.events, "start"):
             self.events.start()
-        self.port = self.reactor.listenTCP(self.config.listenPort, self.factory,
+        self.security.startService()
+        self.port = self.reactor.listenTCP(self.config.listenPort, self.listen_factory,
                                            backlog=self.config.serverSocketBacklog or 50,
                                            interface=self.config.bindAddress)
         address = self.port.getHost()
         self.context.server_id = "%s:%s" % (address.host, address.port)
         if hasattr(self.events, "server_id"):
             self.events.server_id = self.context.server_id
-        self._scan = self._every(self._scan_not_active_brokers, self.config.scanNotActiveBrokerInterval / 1000.0, 5)
-        self._every(self.kv.print_all, self.config.kvConfigPrintInterval, 60)
+        config = self.config
+        self._scan = self._every(self._scan_not_active_brokers, lambda: config.scanNotActiveBrokerInterval / 1000.0, 5)
+        self._every(self.kv.print_all, lambda: config.kvConfigPrintInterval, 60)
         if self.snapshots is not None:
-            self._every(self.snapshots.save_in_background, self.config.routeSnapshotInterval,
-                        self.config.routeSnapshotInterval)
+            self._every(self.snapshots.save_in_background, lambda: config.routeSnapshotInterval,
+                        config.routeSnapshotInterval)
         if hasattr(self.events, "flush_aggregates"):
-            self._every(self.events.flush_aggregates, 1.0, 1.0)
+            self._every(self.events.flush_aggregates, lambda: 1.0, 1.0)
         log.info("The Name Server boot success. serializeType=JSON, address {addr}",
                  addr=self.context.server_id)
         self.events.emit("server_started", listen=self.context.server_id)
 
     def _every(self, function, interval, first_delay):
+        """A LoopingCall of ``function`` every ``interval()`` seconds, the first after ``first_delay``."""
         call = task.LoopingCall(function)
         call.clock = self.reactor
         self._timers.append(call)
@@ -83,7 +88,7 @@ class NamesrvService(service.Service):
         return call
 
     def _start_timer(self, call, interval):
-        call.start(interval, now=True).addErrback(
+        call.start(interval(), now=True).addErrback(
             lambda failure: log.failure("timer {fn} stopped", failure, fn=call.f))
 
     def stopService(self):
@@ -98,6 +103,7 @@ class NamesrvService(service.Service):
         if self.port is not None:
             stopping.append(defer.maybeDeferred(self.port.stopListening))
             self.port = None
+        stopping.append(defer.maybeDeferred(self.security.stopService))
         # Save before closing connections: closing them is not brokers leaving.
         if self.snapshots is not None:
             self.snapshots.save_now()

@@ -55,6 +55,6 @@ def makeService(options):
 
     try:
         return make_service(options.config)
-    except (KVConfigError, ProcessorConflictError) as e:
+    except (KVConfigError, ProcessorConflictError, ValueError) as e:
         sys.stderr.write("namesrv: refusing to start: %s\n" % e)
         raise SystemExit(1)

@@ -1,0 +1,5 @@
+"""Namespaced key/value configuration, persisted like Java's KVConfigManager."""
+
+from namesrv.kvconfig.store import KVConfigError, KVConfigManager
+
+__all__ = ["KVConfigError", "KVConfigManager"]
