@@ -70,6 +70,11 @@ PROPERTIES = [
     # ours
     Property("brokerChannelExpiredTime", int, 120000, "ms without heartbeat before a broker expires (when it sends no heartbeatTimeoutMillis)"),
     Property("maxFrameLength", int, 16777216, "largest frame accepted, length field included (Java frameMaxLength)"),
+    Property("maxHeaderLength", int, 1048576, "largest frame header accepted (JSON or ROCKETMQ)"),
+    Property("maxExtFields", int, 128, "most extFields one request may carry"),
+    Property("maxRequestBodyLength", int, 1048576, "largest body of any request but REGISTER_BROKER (checked as soon as the header is in)"),
+    Property("maxInflatedBodyLength", int, 67108864, "largest inflated size of a compressed REGISTER_BROKER body"),
+    Property("serverReadFrameTimeoutSeconds", int, 60, "close a connection whose started frame is not complete after this long"),
     Property("serverMaxConnections", int, 10000, "connections above this are closed at once (0 = no limit)"),
     Property("serverSlowReaderTimeoutSeconds", int, 30, "disconnect a peer that has not read its answers for this long"),
     Property("routeSnapshotEnable", bool, True, "save and restore the route tables (warm restart)"),

@@ -3,7 +3,7 @@
 from twisted.internet import protocol
 from twisted.logger import Logger
 
-from namesrv.protocol.remoting import RemotingProtocol
+from namesrv.protocol.remoting import FrameLimits, RemotingProtocol
 
 
 class RemotingServerFactory(protocol.Factory):
@@ -42,6 +42,7 @@ class RemotingServerFactory(protocol.Factory):
             on_bad_frame=self._bad_frame,
             slow_reader_timeout=getattr(self.config, "serverSlowReaderTimeoutSeconds", 30) or None,
             reactor=self.reactor,
+            limits=FrameLimits.from_config(self.config),
         )
         proto.factory = self
         return proto

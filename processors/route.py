@@ -132,7 +132,9 @@ class RouteProcessor:
         if body_crc32 != 0 and bodies.crc32(body) != body_crc32:
             return self._error(request, "crc32 not match")
         try:
-            decoded = bodies.decode_register_broker_body(body, compressed, request.version)
+            decoded = bodies.decode_register_broker_body(
+                body, compressed, request.version,
+                getattr(self.context.config, "maxInflatedBodyLength", None) or bodies.MAX_INFLATED_BYTES)
         except BodyDecodeError as e:
             return self._error(request, "Failed to decode RegisterBrokerBody: %s" % e)
 

@@ -12,10 +12,32 @@ from twisted.internet.interfaces import IPushProducer
 
 from namesrv.interfaces import IRemotingConnection
 from namesrv.protocol.codec import FrameDecodeError, decode_frame, encode_frame
-from namesrv.protocol.codes import DEFAULT_MAX_FRAME_LENGTH
+from namesrv.protocol.codes import DEFAULT_MAX_FRAME_LENGTH, RequestCode
 
 _connection_ids = itertools.count(1)
 _LENGTH = struct.Struct(">i")
+
+#: Codes whose body may exceed ``maxRequestBodyLength`` (a broker's whole topic table).
+BIG_BODY_CODES = frozenset([RequestCode.REGISTER_BROKER])
+
+
+class FrameLimits:
+    """Per-connection limits beyond Java's frame length; 0 or None switches one off."""
+
+    def __init__(self, max_header_length=0, max_ext_fields=0, max_request_body_length=0,
+                 read_frame_timeout=0):
+        self.max_header_length = max_header_length
+        self.max_ext_fields = max_ext_fields
+        self.max_request_body_length = max_request_body_length
+        self.read_frame_timeout = read_frame_timeout
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(getattr(config, "maxHeaderLength", 0), getattr(config, "maxExtFields", 0),
+                   getattr(config, "maxRequestBodyLength", 0), getattr(config, "serverReadFrameTimeoutSeconds", 0))
+
+
+NO_LIMITS = FrameLimits()
 
 
 def format_peer(address):
@@ -45,7 +67,8 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
     log = Logger()
 
     def __init__(self, dispatcher, on_open=None, on_close=None, idle_timeout=None,
-                 max_frame_length=None, on_bad_frame=None, slow_reader_timeout=None, reactor=None):
+                 max_frame_length=None, on_bad_frame=None, slow_reader_timeout=None, reactor=None,
+                 limits=NO_LIMITS):
         self.dispatcher = dispatcher
         self.on_open = on_open
         self.on_close = on_close
@@ -58,8 +81,11 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         self.peer = "?"
         self.closing = False
         self.paused = False
+        self.limits = limits
         self._buffer = bytearray()
         self._slow_reader_call = None
+        self._partial_checked = False
+        self._frame_timer = None
 
     # -- IRemotingConnection -------------------------------------------------
     def close(self):
@@ -86,6 +112,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
     def connectionLost(self, reason=None):
         self.setTimeout(None)
         self._cancel_slow_reader()
+        self._cancel_frame_timer()
         self.closing = True
         self._buffer = bytearray()
         if self.on_close is not None:
@@ -160,14 +187,67 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
                                       % (length + 4, self.max_frame_length))
             end = offset + 4 + length
             if end > size:
+                if not self._partial_checked and size - offset >= 8:
+                    self._check_partial(buffer, offset, length)
                 break
             frame = bytes(buffer[offset + 4:end])
             offset = end
+            self._partial_checked = False
             self.frame_received(frame)
         if self.closing:
             self._buffer = bytearray()
-        elif offset:
+            return
+        if offset:
             del buffer[:offset]
+        self._watch_partial_frame()
+
+    def _check_partial(self, buffer, offset, length):
+        """Refuse an oversized frame from its header, before its body is buffered."""
+        limits = self.limits
+        (word,) = _LENGTH.unpack_from(buffer, offset + 4)
+        header_length = word & 0xFFFFFF
+        if limits.max_header_length and header_length > limits.max_header_length:
+            self._partial_checked = True
+            return self.bad_frame("header of %d bytes exceeds maxHeaderLength %d"
+                                  % (header_length, limits.max_header_length))
+        if len(buffer) - offset < 8 + header_length:
+            return
+        self._partial_checked = True
+        body_length = length - 4 - header_length
+        if not limits.max_request_body_length or body_length <= limits.max_request_body_length:
+            return
+        try:
+            request = decode_frame(bytes(buffer[offset + 4:offset + 8 + header_length]))
+        except FrameDecodeError as e:
+            return self.bad_frame(str(e))
+        self._check_body_length(request.code, body_length)
+
+    def _check_body_length(self, code, body_length):
+        limit = self.limits.max_request_body_length
+        if limit and body_length > limit and code not in BIG_BODY_CODES:
+            self.bad_frame("body of %d bytes for request code %d exceeds maxRequestBodyLength %d"
+                           % (body_length, code, limit))
+            return False
+        return True
+
+    def _watch_partial_frame(self):
+        """A started frame must complete within ``read_frame_timeout`` (slowloris)."""
+        timeout = self.limits.read_frame_timeout
+        if not timeout:
+            return
+        if not self._buffer:
+            self._cancel_frame_timer()
+        elif self._frame_timer is None:
+            self._frame_timer = self._call_later(timeout, self._frame_timed_out, timeout)
+
+    def _frame_timed_out(self, timeout):
+        self._frame_timer = None
+        self.bad_frame("frame not completed within %ss" % timeout)
+
+    def _cancel_frame_timer(self):
+        if self._frame_timer is not None and self._frame_timer.active():
+            self._frame_timer.cancel()
+        self._frame_timer = None
 
     def bad_frame(self, reason):
         if self.closing:
@@ -178,10 +258,20 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         self.close()
 
     def frame_received(self, frame):
+        limits = self.limits
+        if limits.max_header_length and len(frame) >= 4:
+            header_length = _LENGTH.unpack_from(frame, 0)[0] & 0xFFFFFF
+            if header_length > limits.max_header_length:
+                return self.bad_frame("header of %d bytes exceeds maxHeaderLength %d"
+                                      % (header_length, limits.max_header_length))
         try:
             request = decode_frame(frame)
         except FrameDecodeError as e:
             self.bad_frame(str(e))
+            return
+        if limits.max_ext_fields and request.ext and len(request.ext) > limits.max_ext_fields:
+            return self.bad_frame("%d extFields exceed maxExtFields %d" % (len(request.ext), limits.max_ext_fields))
+        if request.body and not self._check_body_length(request.code, len(request.body)):
             return
         if request.is_response:
             self.log.debug("dropping a response from {peer} (opaque {opaque}): nothing pending",

@@ -215,7 +215,8 @@ def _filter_servers(value):
 
 # -- RegisterBrokerBody -------------------------------------------------------------
 
-def decode_register_broker_body(body, compressed=False, version=VERSION_REGISTER_BODY):
+def decode_register_broker_body(body, compressed=False, version=VERSION_REGISTER_BODY,
+                                max_inflated=MAX_INFLATED_BYTES):
     """Decode a REGISTER_BROKER body the way the request ``version`` says (requests.md 103).
 
     An absent body is an empty table with DataVersion (0, 0, 0).
@@ -227,7 +228,7 @@ def decode_register_broker_body(body, compressed=False, version=VERSION_REGISTER
     if not body:
         return RegisterBrokerBody(TopicConfigSerializeWrapper(DataVersion(0, 0, 0)), [])
     if compressed:
-        return decode_compressed_register_body(body, version >= VERSION_MAPPING_SECTION)
+        return decode_compressed_register_body(body, version >= VERSION_MAPPING_SECTION, max_inflated)
     value = _object(_json(body, "RegisterBrokerBody"), "RegisterBrokerBody")
     if value is None:
         raise BodyDecodeError("RegisterBrokerBody is null")
@@ -256,20 +257,21 @@ class _Reader:
         return value
 
 
-def _inflate(body):
+def _inflate(body, limit=MAX_INFLATED_BYTES):
+    """Inflate at most ``limit`` bytes: a small "zip bomb" body must not take the server's memory."""
     inflater = zlib.decompressobj()
     try:
-        data = inflater.decompress(body, MAX_INFLATED_BYTES)
+        data = inflater.decompress(body, limit)
     except zlib.error as e:
         raise BodyDecodeError("compressed body is not a zlib stream: %s" % e)
     if inflater.unconsumed_tail:
-        raise BodyDecodeError("compressed body inflates beyond %d bytes" % MAX_INFLATED_BYTES)
+        raise BodyDecodeError("compressed body inflates beyond %d bytes" % limit)
     return data  # a truncated stream yields what it holds; the reader then reports what is missing
 
 
-def decode_compressed_register_body(body, with_mapping_section=False):
+def decode_compressed_register_body(body, with_mapping_section=False, max_inflated=MAX_INFLATED_BYTES):
     """bodies.md §4.2: a zlib stream of int32-length-prefixed parts."""
-    reader = _Reader(_inflate(body))
+    reader = _Reader(_inflate(body, max_inflated))
     data_version = data_version_from_json(_json(reader.chunk("DataVersion"), "DataVersion"))
     count = reader.int32("topic count")
     if count < 0:
