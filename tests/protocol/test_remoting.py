@@ -199,3 +199,55 @@ def test_large_frame_in_small_pieces():
         proto.dataReceived(raw[i:i + 4096])
     assert dispatcher.seen[0].body == request.body
     assert answers(transport)[0].opaque == 11
+
+
+from namesrv.protocol.remoting import FrameLimits
+
+
+def test_header_over_max_header_length_closes():
+    proto, transport, dispatcher, events = connect(limits=FrameLimits(max_header_length=64))
+    proto.dataReceived(encode_frame(make_request(105, {"topic": "T" * 100})))
+    assert transport.disconnecting and "maxHeaderLength" in events["bad"][0] and dispatcher.seen == []
+
+
+def test_too_many_ext_fields_closes():
+    proto, transport, dispatcher, events = connect(limits=FrameLimits(max_ext_fields=3))
+    proto.dataReceived(encode_frame(make_request(105, {"a": "1", "b": "2", "c": "3", "d": "4"})))
+    assert transport.disconnecting and "maxExtFields" in events["bad"][0]
+
+
+def test_big_body_refused_from_its_header_before_the_body_arrives():
+    proto, transport, dispatcher, events = connect(limits=FrameLimits(max_request_body_length=1000))
+    raw = encode_frame(make_request(105, {"topic": "T"}, body=b"x" * 100000))
+    proto.dataReceived(raw[:200])
+    assert transport.disconnecting and "maxRequestBodyLength" in events["bad"][0]
+
+
+def test_register_broker_may_carry_a_big_body():
+    proto, transport, dispatcher, events = connect(limits=FrameLimits(max_request_body_length=1000))
+    raw = encode_frame(make_request(103, {"brokerName": "b"}, opaque=5, body=b"x" * 100000))
+    proto.dataReceived(raw[:200])
+    proto.dataReceived(raw[200:])
+    assert not transport.disconnecting and dispatcher.seen[0].code == 103
+
+
+def test_frame_not_completed_in_time_closes():
+    clock = task.Clock()
+    proto, transport, dispatcher, events = connect(limits=FrameLimits(read_frame_timeout=60), reactor=clock)
+    raw = frame(105, 1)
+    proto.dataReceived(raw[:5])
+    clock.advance(59)
+    proto.dataReceived(raw[5:6])
+    assert not transport.disconnecting
+    clock.advance(2)
+    assert transport.disconnecting and "not completed" in events["bad"][0]
+
+
+def test_completed_frames_stop_the_frame_timer():
+    clock = task.Clock()
+    proto, transport, dispatcher, events = connect(limits=FrameLimits(read_frame_timeout=60), reactor=clock)
+    raw = frame(105, 1)
+    proto.dataReceived(raw[:5])
+    proto.dataReceived(raw[5:])
+    clock.advance(120)
+    assert not transport.disconnecting and events["bad"] == []
