@@ -33,7 +33,6 @@ class NamesrvProcess:
             "kvConfigPath": os.path.join(self.workdir, "kvConfig.json"),
             "routeSnapshotPath": os.path.join(self.workdir, "routes.snapshot"),
             "logDir": os.path.join(self.workdir, "logs"),
-            "eventLogEnable": "false",
         }
         props.update(properties or {})
         with open(self.config_file, "w") as f:

@@ -193,3 +193,25 @@ def test_conflicting_third_party_processor_refuses_to_start(tmp_path):
     out = subprocess.run(server.command(), env=server.env(), capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "'route'" in out.stdout + out.stderr and "'thief'" in out.stdout + out.stderr
+
+
+def test_event_log_records_what_happened(tmp_path):
+    server = NamesrvProcess(tmp_path).start()
+    broker = server.client()
+    broker.call(register_request("C", "broker-e", "127.0.0.1:10666", topics=["Ev1", "Ev2"]))
+    broker.call(register_request("C", "broker-e", "127.0.0.1:10666", topics=["Ev1", "Ev2"]))
+    with server.client() as client:
+        for _ in range(20):
+            client.call(route_request("Ev1"))
+    broker.close()
+    with server.client() as client:  # the close is housekept before this answer
+        client.call(route_request("Ev1"))
+    assert_clean_stop(server)
+    with open(tmp_path / "logs" / "namesrv-events.log") as f:
+        events = [json.loads(line) for line in f]
+    kinds = [e["event"] for e in events]
+    assert kinds.count("broker_registered") == 1 and kinds.count("broker_heartbeat") == 1
+    assert "channel_closed" in kinds and "topic_route_changed" in kinds
+    assert all(e["server"] == "127.0.0.1:%d" % server.port for e in events)
+    routes = [e for e in events if e["event"] == "request" and e["code"] == 105 and e["resp"] == 0]
+    assert sum(e["count"] for e in routes) >= 20
