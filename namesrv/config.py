@@ -1,21 +1,54 @@
-"""Every NameServer property with its Java name, type, default and meaning."""
+"""Every NameServer property with its Java name, type, default and meaning, and the live config.
+
+Names are the Java field names of NamesrvConfig and NettyServerConfig (4.9 and 5.x), so an
+existing ``namesrv.properties`` keeps working; our own additions follow the same style.
+Where Java parses a bad value silently (``Integer.parseInt`` failing leaves the default,
+``Boolean.parseBoolean("yes")`` is false), we refuse it with a message naming the key:
+a typo must not quietly change behaviour.
+"""
 
 import os
+import re
 from dataclasses import dataclass
 
-from namesrv.properties import format_properties, load_properties_file
+from twisted.logger import Logger
+
+from namesrv.properties import PropertiesError, format_properties, load_properties_file
+
+log = Logger()
 
 
 class ConfigError(ValueError):
-    """A property has a value of the wrong type; the message names file, key and value."""
+    """A property cannot be applied; the message names the source (file), the key and the value."""
 
 
 @dataclass(frozen=True)
 class Property:
     name: str
-    type: type
+    kind: str           # Java type: "int", "long", "boolean" or "String"
     default: object
     description: str
+    path: bool = False  # a file or directory: "~" is expanded
+
+    @property
+    def type(self):
+        return {"int": int, "long": int, "boolean": bool, "String": str}[self.kind]
+
+
+def Int(name, default, description):
+    return Property(name, "int", default, description)
+
+
+def Long(name, default, description):
+    return Property(name, "long", default, description)
+
+
+def Bool(name, default, description):
+    return Property(name, "boolean", default, description)
+
+
+def Str(name, default, description, path=False):
+    return Property(name, "String", default, description, path)
 
 
 def _home(*parts):
@@ -27,110 +60,148 @@ def _home(*parts):
 DEFAULT_BLACK_LIST = ("configBlackList;configStorePath;kvConfigPath;aclEnable;aclFile;aclSignedClasses;"
                       "brokerAllowedAddresses;tlsMode;prometheusListenPort")
 
+#: Always refused by UPDATE_NAMESRV_CONFIG, whatever configBlackList says (Java hard-codes these).
+ALWAYS_BLACK_LISTED = frozenset(["configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"])
+
 PROPERTIES = [
-    # NamesrvConfig (4.9 and 5.x)
-    Property("rocketmqHome", str, "", "RocketMQ installation directory (default: $ROCKETMQ_HOME); base of a relative aclFile"),
-    Property("kvConfigPath", str, _home("namesrv", "kvConfig.json"), "KV config store file"),
-    Property("configStorePath", str, _home("namesrv", "namesrv.properties"), "where UPDATE_NAMESRV_CONFIG persists; the -c file when given"),
-    Property("productEnvName", str, "center", "cluster-test product environment name"),
-    Property("clusterTest", bool, False, "cluster-test mode (not implemented; kept for compatibility)"),
-    Property("orderMessageEnable", bool, False, "add orderTopicConf from the ORDER_TOPIC_CONFIG KV namespace to routes"),
-    Property("configBlackList", str, DEFAULT_BLACK_LIST, "keys UPDATE_NAMESRV_CONFIG refuses (rocketmqHome always); Java's default plus our security keys"),
-    Property("returnOrderTopicConfigToBroker", bool, True, "send the ORDER_TOPIC_CONFIG KV table in REGISTER_BROKER answers"),
-    Property("clientRequestThreadPoolNums", int, 8, "Java route-query pool size (informational here)"),
-    Property("defaultThreadPoolNums", int, 16, "Java default pool size (informational here)"),
-    Property("clientRequestThreadPoolQueueCapacity", int, 50000, "Java route-query queue capacity (informational here)"),
-    Property("defaultThreadPoolQueueCapacity", int, 10000, "Java default queue capacity (informational here)"),
-    Property("scanNotActiveBrokerInterval", int, 10000, "ms between dead-broker scans (Java 5.x default 5000; 4.9 scans every 10 s)"),
-    Property("unRegisterBrokerQueueCapacity", int, 3000, "Java unregister queue capacity (unregistration is immediate here)"),
-    Property("supportActingMaster", bool, False, "show the smallest slave as read-only master when a master is gone"),
-    Property("enableAllTopicList", bool, True, "allow GET_ALL_TOPIC_LIST_FROM_NAMESERVER"),
-    Property("enableTopicList", bool, True, "allow GET_TOPICS_BY_CLUSTER and the unit topic lists"),
-    Property("notifyMinBrokerIdChanged", bool, False, "notify brokers of min broker id changes (not sent)"),
-    Property("enableControllerInNamesrv", bool, False, "embedded controller (not supported)"),
-    Property("needWaitForService", bool, False, "refuse route queries during the start-up grace"),
-    Property("waitSecondsForService", int, 45, "length of the start-up grace in seconds"),
-    Property("deleteTopicWithBrokerRegistration", bool, False, "a master registration removes topics it no longer reports"),
+    # NamesrvConfig, 4.9 and 5.x
+    Str("rocketmqHome", "", "RocketMQ installation directory (empty: $ROCKETMQ_HOME); base of a relative aclFile", path=True),
+    Str("kvConfigPath", _home("namesrv", "kvConfig.json"), "KV config store file", path=True),
+    Str("configStorePath", _home("namesrv", "namesrv.properties"), "where UPDATE_NAMESRV_CONFIG persists; the -c file when given", path=True),
+    Str("productEnvName", "center", "cluster-test product environment name"),
+    Bool("clusterTest", False, "cluster-test mode (not implemented; kept for compatibility)"),
+    Bool("orderMessageEnable", False, "add orderTopicConf from the ORDER_TOPIC_CONFIG KV namespace to routes"),
+    Str("configBlackList", DEFAULT_BLACK_LIST, "keys UPDATE_NAMESRV_CONFIG refuses (rocketmqHome always); Java's default plus our security keys"),
+    # NamesrvConfig, 5.x only
+    Bool("returnOrderTopicConfigToBroker", True, "send the ORDER_TOPIC_CONFIG KV table in REGISTER_BROKER answers (5.x)"),
+    Int("clientRequestThreadPoolNums", 8, "Java 5.x route-query pool size (informational here)"),
+    Int("defaultThreadPoolNums", 16, "Java 5.x default pool size (informational here)"),
+    Int("clientRequestThreadPoolQueueCapacity", 50000, "Java 5.x route-query queue capacity (informational here)"),
+    Int("defaultThreadPoolQueueCapacity", 10000, "Java 5.x default queue capacity (informational here)"),
+    Long("scanNotActiveBrokerInterval", 10000, "ms between dead-broker scans (as 4.9's fixed 10 s; Java 5.x default 5000)"),
+    Int("unRegisterBrokerQueueCapacity", 3000, "Java 5.x unregister queue capacity (unregistration is immediate here)"),
+    Bool("supportActingMaster", False, "show the smallest slave as read-only master when a master is gone (5.x)"),
+    Bool("enableAllTopicList", True, "allow GET_ALL_TOPIC_LIST_FROM_NAMESERVER (5.x)"),
+    Bool("enableTopicList", True, "allow GET_TOPICS_BY_CLUSTER and the unit topic lists (5.x)"),
+    Bool("notifyMinBrokerIdChanged", False, "notify brokers of min broker id changes (5.x; not sent here)"),
+    Bool("enableControllerInNamesrv", False, "embedded controller (5.x; not supported)"),
+    Bool("needWaitForService", False, "refuse route queries during the start-up grace (5.x)"),
+    Int("waitSecondsForService", 45, "length of the start-up grace in seconds (5.x)"),
+    Bool("deleteTopicWithBrokerRegistration", False, "a master registration removes topics it no longer reports (5.x)"),
     # NettyServerConfig
-    Property("bindAddress", str, "127.0.0.1", "address to listen on (Java: 0.0.0.0)"),
-    Property("listenPort", int, 9876, "TCP port"),
-    Property("serverWorkerThreads", int, 8, "Java worker threads (informational here)"),
-    Property("serverCallbackExecutorThreads", int, 0, "Java callback threads (informational here)"),
-    Property("serverSelectorThreads", int, 3, "Java selector threads (informational here)"),
-    Property("serverOnewaySemaphoreValue", int, 256, "Java oneway semaphore (informational here)"),
-    Property("serverAsyncSemaphoreValue", int, 64, "Java async semaphore (informational here)"),
-    Property("serverChannelMaxIdleTimeSeconds", int, 120, "close connections idle this long"),
-    Property("serverSocketSndBufSize", int, 0, "socket send buffer (0 = OS default)"),
-    Property("serverSocketRcvBufSize", int, 0, "socket receive buffer (0 = OS default)"),
-    Property("writeBufferHighWaterMark", int, 0, "Java write buffer high water mark (informational here)"),
-    Property("writeBufferLowWaterMark", int, 0, "Java write buffer low water mark (informational here)"),
-    Property("serverSocketBacklog", int, 1024, "listen backlog"),
-    Property("serverPooledByteBufAllocatorEnable", bool, True, "Java buffer pooling (informational here)"),
-    Property("useEpollNativeSelector", bool, False, "Java epoll selector (informational here)"),
+    Str("bindAddress", "127.0.0.1", "address to listen on (Java 5.x: 0.0.0.0; 4.9 always every interface)"),
+    Int("listenPort", 9876, "TCP port"),
+    Int("serverWorkerThreads", 8, "Java worker threads (informational here)"),
+    Int("serverCallbackExecutorThreads", 0, "Java callback threads (informational here)"),
+    Int("serverSelectorThreads", 3, "Java selector threads (informational here)"),
+    Int("serverOnewaySemaphoreValue", 256, "Java oneway semaphore (informational here)"),
+    Int("serverAsyncSemaphoreValue", 64, "Java async semaphore (informational here)"),
+    Int("serverChannelMaxIdleTimeSeconds", 120, "close connections idle this long"),
+    Int("serverSocketSndBufSize", 0, "socket send buffer (0 = OS default)"),
+    Int("serverSocketRcvBufSize", 0, "socket receive buffer (0 = OS default)"),
+    Int("writeBufferHighWaterMark", 0, "Java write buffer high water mark (informational here)"),
+    Int("writeBufferLowWaterMark", 0, "Java write buffer low water mark (informational here)"),
+    Int("serverSocketBacklog", 1024, "listen backlog"),
+    Bool("serverNettyWorkerGroupEnable", True, "Java 5.x separate Netty worker group (informational here)"),
+    Bool("serverPooledByteBufAllocatorEnable", True, "Java buffer pooling (informational here)"),
+    Bool("enableShutdownGracefully", False, "Java 5.x graceful Netty shutdown (informational here)"),
+    Int("shutdownWaitTimeSeconds", 30, "Java 5.x graceful shutdown wait (informational here)"),
+    Bool("useEpollNativeSelector", False, "Java epoll selector (informational here)"),
     # ours
-    Property("brokerChannelExpiredTime", int, 120000, "ms without heartbeat before a broker expires (when it sends no heartbeatTimeoutMillis)"),
-    Property("maxFrameLength", int, 16777216, "largest frame accepted, length field included (Java frameMaxLength)"),
-    Property("maxHeaderLength", int, 1048576, "largest frame header accepted (JSON or ROCKETMQ)"),
-    Property("maxExtFields", int, 128, "most extFields one request may carry"),
-    Property("maxRequestBodyLength", int, 1048576, "largest body of any request but REGISTER_BROKER (checked as soon as the header is in)"),
-    Property("maxInflatedBodyLength", int, 67108864, "largest inflated size of a compressed REGISTER_BROKER body"),
-    Property("serverReadFrameTimeoutSeconds", int, 60, "close a connection whose started frame is not complete after this long"),
-    Property("serverMaxConnections", int, 10000, "connections above this are closed at once (0 = no limit)"),
-    Property("serverSlowReaderTimeoutSeconds", int, 30, "disconnect a peer that has not read its answers for this long"),
-    Property("routeSnapshotEnable", bool, True, "save and restore the route tables (warm restart)"),
-    Property("routeSnapshotPath", str, _home("namesrv", "routeSnapshot.msgpack"), "route snapshot file"),
-    Property("routeSnapshotInterval", int, 30, "seconds between route snapshots"),
-    Property("eventLogEnable", bool, True, "write the structured event log"),
-    Property("logDir", str, _home("logs", "rocketmqlogs"), "directory of the event log"),
-    Property("eventLogPath", str, "", "event log file (empty: <logDir>/namesrv-events.log)"),
-    Property("eventLogMaxBytes", int, 104857600, "rotate the event log at this size"),
-    Property("eventLogBackups", int, 10, "rotated event log files kept"),
-    Property("kvConfigPrintInterval", int, 600, "seconds between KV table prints to the log"),
+    Long("brokerChannelExpiredTime", 120000, "ms without heartbeat before a broker expires (when it sends no heartbeatTimeoutMillis)"),
+    Int("maxFrameLength", 16777216, "largest frame accepted, length field included (Java frameMaxLength)"),
+    Int("maxHeaderLength", 1048576, "largest frame header accepted (JSON or ROCKETMQ)"),
+    Int("maxExtFields", 128, "most extFields one request may carry"),
+    Int("maxRequestBodyLength", 1048576, "largest body of any request but REGISTER_BROKER (checked as soon as the header is in)"),
+    Int("maxInflatedBodyLength", 67108864, "largest inflated size of a compressed REGISTER_BROKER body"),
+    Int("serverReadFrameTimeoutSeconds", 60, "close a connection whose started frame is not complete after this long"),
+    Int("serverMaxConnections", 10000, "connections above this are closed at once (0 = no limit)"),
+    Int("serverSlowReaderTimeoutSeconds", 30, "disconnect a peer that has not read its answers for this long"),
+    Bool("routeSnapshotEnable", True, "save and restore the route tables (warm restart)"),
+    Str("routeSnapshotPath", _home("namesrv", "routeSnapshot.msgpack"), "route snapshot file", path=True),
+    Int("routeSnapshotInterval", 30, "seconds between route snapshots"),
+    Bool("eventLogEnable", True, "write the structured event log"),
+    Str("logDir", _home("logs", "rocketmqlogs"), "directory of the event log", path=True),
+    Str("eventLogPath", "", "event log file (empty: <logDir>/namesrv-events.log)", path=True),
+    Long("eventLogMaxBytes", 104857600, "rotate the event log at this size"),
+    Int("eventLogBackups", 10, "rotated event log files kept"),
+    Int("kvConfigPrintInterval", 600, "seconds between KV table prints to the log"),
     # security and operations (namesrv/security, namesrv/isolation.py, namesrv/metrics.py)
-    Property("aclEnable", bool, False, "require signed requests (RocketMQ ACL 1.0) for aclSignedClasses"),
-    Property("aclFile", str, "conf/plain_acl.yml", "credentials (Java plain_acl.yml format), relative to rocketmqHome; reloaded on change"),
-    Property("aclSignedClasses", str, "adminWrite", "classes that must be signed: routeRead, brokerControl, adminRead, adminWrite or all"),
-    Property("brokerAllowedAddresses", str, "", "IPs/CIDRs allowed to send broker-control requests (empty: anyone)"),
-    Property("routeReadMaxInFlight", int, 50000, "route reads in flight before SYSTEM_BUSY (0 = unlimited)"),
-    Property("brokerControlMaxInFlight", int, 10000, "broker-control requests in flight before SYSTEM_BUSY"),
-    Property("brokerControlMaxInFlightBytes", int, 268435456, "broker-control request bodies held before SYSTEM_BUSY"),
-    Property("adminReadMaxInFlight", int, 1000, "admin reads in flight before SYSTEM_BUSY"),
-    Property("adminWriteMaxInFlight", int, 1000, "admin writes in flight before SYSTEM_BUSY"),
-    Property("isolationSchedulerEnable", bool, True, "answer route reads first; run other classes in bounded turns"),
-    Property("isolationTurnBudgetMillis", int, 5, "longest scheduler turn before the reactor gets control back"),
-    Property("tlsMode", str, "disabled", "disabled, permissive (TLS and plain on one port) or enforcing"),
-    Property("tlsServerCertPath", str, "", "PEM certificate chain (watched for changes)"),
-    Property("tlsServerKeyPath", str, "", "PEM private key (watched for changes)"),
-    Property("tlsServerKeyPasswordFile", str, "", "file holding the key's password"),
-    Property("tlsServerNeedClientAuth", str, "none", "client certificates: none, optional or require"),
-    Property("tlsServerTrustCertPath", str, "", "CA bundle for client certificates"),
-    Property("tlsTestModeEnable", bool, False, "self-signed certificate when no paths are set (tests only)"),
-    Property("prometheusListenPort", int, 0, "Prometheus metrics HTTP port (0 = off), bound to bindAddress"),
-    Property("fileWatchIntervalMillis", int, 500, "how often the ACL and TLS files are checked for changes"),
+    Bool("aclEnable", False, "require signed requests (RocketMQ ACL 1.0) for aclSignedClasses"),
+    Str("aclFile", "conf/plain_acl.yml", "credentials (Java plain_acl.yml format), relative to rocketmqHome; reloaded on change"),
+    Str("aclSignedClasses", "adminWrite", "classes that must be signed: routeRead, brokerControl, adminRead, adminWrite or all"),
+    Str("brokerAllowedAddresses", "", "IPs/CIDRs allowed to send broker-control requests (empty: anyone)"),
+    Int("routeReadMaxInFlight", 50000, "route reads in flight before SYSTEM_BUSY (0 = unlimited)"),
+    Int("brokerControlMaxInFlight", 10000, "broker-control requests in flight before SYSTEM_BUSY"),
+    Long("brokerControlMaxInFlightBytes", 268435456, "broker-control request bodies held before SYSTEM_BUSY"),
+    Int("adminReadMaxInFlight", 1000, "admin reads in flight before SYSTEM_BUSY"),
+    Int("adminWriteMaxInFlight", 1000, "admin writes in flight before SYSTEM_BUSY"),
+    Bool("isolationSchedulerEnable", True, "answer route reads first; run other classes in bounded turns"),
+    Int("isolationTurnBudgetMillis", 5, "longest scheduler turn before the reactor gets control back"),
+    Str("tlsMode", "disabled", "disabled, permissive (TLS and plain on one port) or enforcing"),
+    Str("tlsServerCertPath", "", "PEM certificate chain (watched for changes)"),
+    Str("tlsServerKeyPath", "", "PEM private key (watched for changes)"),
+    Str("tlsServerKeyPasswordFile", "", "file holding the key's password"),
+    Str("tlsServerNeedClientAuth", "none", "client certificates: none, optional or require"),
+    Str("tlsServerTrustCertPath", "", "CA bundle for client certificates"),
+    Bool("tlsTestModeEnable", False, "self-signed certificate when no paths are set (tests only)"),
+    Int("prometheusListenPort", 0, "Prometheus metrics HTTP port (0 = off), bound to bindAddress"),
+    Int("fileWatchIntervalMillis", 500, "how often the ACL and TLS files are checked for changes"),
 ]
 
 _BY_NAME = {p.name: p for p in PROPERTIES}
-_PATHS = {"kvConfigPath", "configStorePath", "routeSnapshotPath", "logDir", "eventLogPath"}
+_INTEGER = re.compile(r"[+-]?[0-9]+\Z")
+_RANGES = {"int": (-2 ** 31, 2 ** 31 - 1), "long": (-2 ** 63, 2 ** 63 - 1)}
+
+
+def property_named(name):
+    """The Property called ``name``, or None for a key we do not know."""
+    return _BY_NAME.get(name)
 
 
 def parse_value(prop, text):
-    """Parse like the Java setters, but refuse what does not parse (Java silently ignores it)."""
-    text = text.strip()
-    if prop.type is bool:
+    """``text`` as a value of ``prop``; ValueError says what is wrong with it.
+
+    Blanks around the value are ignored for every type (Java 5.x trims only Strings, so
+    ``listenPort=9876 `` silently keeps Java's default: here it means 9876).
+    """
+    text = str(text).strip()
+    if prop.kind == "boolean":
         lowered = text.lower()
         if lowered not in ("true", "false"):
-            raise ValueError("not a boolean (true/false)")
+            raise ValueError("not a boolean (true or false)")
         return lowered == "true"
-    if prop.type is int:
-        return int(text)
+    if prop.kind in _RANGES:
+        if not _INTEGER.match(text):
+            raise ValueError("not an integer")
+        value = int(text)
+        low, high = _RANGES[prop.kind]
+        if not low <= value <= high:
+            raise ValueError("out of range for a Java %s" % prop.kind)
+        return value
+    if prop.path:
+        if prop.name == "rocketmqHome" and not text:
+            text = os.environ.get("ROCKETMQ_HOME", "")
+        return os.path.expanduser(text) if text else text
     return text
 
 
+def java_text(value):
+    """A value as Java prints it (``true``/``false`` for booleans)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
 class NamesrvConfig:
+    """The live configuration: read by attribute (``cfg.listenPort``), changed only by update().
+
+    Keys that are not properties (a ``-c`` file may hold NettyClientConfig keys or others)
+    are kept as extras and reported by GET_NAMESRV_CONFIG, as Java does.
+    """
+
     def __init__(self):
-        values = {p.name: p.default for p in PROPERTIES}
-        values["rocketmqHome"] = os.environ.get("ROCKETMQ_HOME", "")
-        values.update({name: os.path.expanduser(values[name]) for name in _PATHS if values[name]})
+        values = {p.name: parse_value(p, java_text(p.default)) for p in PROPERTIES}
         object.__setattr__(self, "_values", values)
         object.__setattr__(self, "_extras", {})
         object.__setattr__(self, "_listeners", [])
@@ -144,71 +215,87 @@ class NamesrvConfig:
     def __setattr__(self, name, value):
         raise AttributeError("use update() to change %s" % name)
 
+    def __contains__(self, name):
+        """True for a property or an extra key already present (Java's "the property must exist")."""
+        return name in self._values or name in self._extras
+
     def names(self):
         return sorted(set(self._values) | set(self._extras))
 
-    def get(self, name):
+    def get(self, name, default=None):
         if name in self._values:
             return self._values[name]
-        return self._extras.get(name)
+        return self._extras.get(name, default)
+
+    def extras(self):
+        return dict(self._extras)
 
     def add_listener(self, callback):
+        """``callback(name, old, new)`` after every change that update() applies."""
         self._listeners.append(callback)
 
+    def remove_listener(self, callback):
+        self._listeners.remove(callback)
+
     def black_list(self):
+        """Keys UPDATE_NAMESRV_CONFIG refuses: the configBlackList entries and the hard-coded four."""
         listed = {k.strip() for k in self.configBlackList.split(";") if k.strip()}
-        return listed | {"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"}
+        return listed | ALWAYS_BLACK_LISTED
 
     def update(self, mapping, source="update"):
+        """Apply ``mapping`` (name → text) all or nothing; returns {name: (old, new)} of what changed.
+
+        Raises ConfigError, before changing anything, when a value does not parse.
+        """
         parsed, extras = {}, {}
         for key, text in mapping.items():
             prop = _BY_NAME.get(key)
             if prop is None:
-                extras[key] = str(text)
+                extras[key] = java_text(text)
                 continue
             try:
-                value = parse_value(prop, str(text))
+                parsed[key] = parse_value(prop, text)
             except ValueError as e:
-                raise ConfigError("%s: bad value %r for %s (%s): %s"
-                                  % (source, text, key, prop.type.__name__, e))
-            if key in _PATHS and value:
-                value = os.path.expanduser(value)
-            parsed[key] = value
+                raise ConfigError("%s: bad value %r for %s (%s): %s" % (source, text, key, prop.kind, e))
         changes = {}
-        for key, value in parsed.items():
-            old = self._values[key]
-            self._values[key] = value
-            if old != value:
-                changes[key] = (old, value)
-        for key, value in extras.items():
-            old = self._extras.get(key)
-            self._extras[key] = value
-            if old != value:
-                changes[key] = (old, value)
+        for table, updates in ((self._values, parsed), (self._extras, extras)):
+            for key, value in updates.items():
+                old = table.get(key)
+                table[key] = value
+                if old != value:
+                    changes[key] = (old, value)
         for key, (old, new) in changes.items():
+            log.info("config {key} changed from {old!r} to {new!r} ({source})", key=key, old=old, new=new,
+                     source=source)
             for listener in list(self._listeners):
-                listener(key, old, new)
+                try:
+                    listener(key, old, new)
+                except Exception:
+                    log.failure("config listener {listener} failed on {key}", listener=listener, key=key)
         return changes
 
     def load_file(self, path):
-        mapping = load_properties_file(path)
+        """Apply the properties file ``path`` (the ``-c`` file); returns the keys that are not properties.
+
+        As Java's NamesrvStartup, configStorePath becomes this file (made absolute: twistd
+        may change directory), so UPDATE_NAMESRV_CONFIG persists into it.
+        """
+        try:
+            mapping = load_properties_file(path)
+        except OSError as e:
+            raise ConfigError("cannot read config file %s: %s" % (path, e.strerror or e))
+        except PropertiesError as e:
+            raise ConfigError("%s: %s" % (path, e))
         unknown = [key for key in mapping if key not in _BY_NAME]
-        mapping = dict(mapping)
-        mapping["configStorePath"] = os.path.abspath(path)  # as Java's NamesrvStartup: the -c file wins
+        mapping["configStorePath"] = os.path.abspath(os.path.expanduser(path))
         self.update(mapping, source=path)
         return unknown
 
     def to_properties_text(self):
-        items = [(name, self.get(name)) for name in self.names()]
-        return format_properties((k, java_text(v)) for k, v in items if v is not None)
+        """Every property and extra, sorted by key, one ``key=value`` line each (Java 5.x order)."""
+        return format_properties((name, java_text(self.get(name))) for name in self.names())
 
     def event_log_path(self):
         if self.eventLogPath:
             return self.eventLogPath
         return os.path.join(self.logDir, "namesrv-events.log")
-
-
-def java_text(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)

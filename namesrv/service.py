@@ -108,6 +108,10 @@ class NamesrvService(service.Service):
         if self.snapshots is not None:
             self.snapshots.save_now()
         self.kv.flush_sync()
+        for processor in self.registry.processors:
+            stop = getattr(processor, "stop", None)  # optional: processors with state to flush
+            if stop is not None:
+                stop()
         self.factory.close_all()
         self.events.emit("server_stopped", listen=self.context.server_id)
         if hasattr(self.events, "stop"):

@@ -1,8 +1,13 @@
 """The KV config processor: PUT/GET/DELETE_KV_CONFIG and GET_KVLIST_BY_NAMESPACE.
 
-PUT and DELETE answer once the change is on disk (Java answers after its synchronous
-write too); a failed write (disk full, read-only directory) answers SYSTEM_ERROR with
-the reason, and the value stays in memory so the next successful write persists it.
+PUT and DELETE change the table at once (a GET right after sees the change) and answer
+once the change is on disk, as Java answers after its synchronous write. A failed write
+(disk full, read-only directory) answers SYSTEM_ERROR ``kv config persist failed: ...``
+(Java logs the error and answers SUCCESS); the value stays in memory and the next
+successful write, or the shutdown flush, persists it.
+
+Java stores a null value when PUT has no ``value``; a GET then says not found. We refuse
+it (SYSTEM_ERROR naming the field). An empty value (possible in a JSON header) is a value.
 """
 
 from zope.interface import implementer
@@ -20,13 +25,16 @@ class KVConfigProcessor:
 
     def __init__(self, context):
         self.context = context
-        self.kv = context.kv
         self._handlers = {
             RequestCode.PUT_KV_CONFIG: self.put_kv_config,
             RequestCode.GET_KV_CONFIG: self.get_kv_config,
             RequestCode.DELETE_KV_CONFIG: self.delete_kv_config,
             RequestCode.GET_KVLIST_BY_NAMESPACE: self.get_kv_list_by_namespace,
         }
+
+    @property
+    def kv(self):
+        return self.context.kv
 
     def reject_request(self, request):
         return None
@@ -39,24 +47,17 @@ class KVConfigProcessor:
         value = request.ext.get("value") if request.ext else None
         if value is None:
             raise HeaderFieldError("value")
-        return self._persisted(request, self.kv.put(namespace, key, value))
+        return _answer_when_persisted(request, self.kv.put(namespace, key, value))
 
     def delete_kv_config(self, request):
         namespace, key = request.require("namespace"), request.require("key")
-        return self._persisted(request, self.kv.delete(namespace, key))
-
-    @staticmethod
-    def _persisted(request, written):
-        written.addCallbacks(
-            lambda _: request.make_response(ResponseCode.SUCCESS),
-            lambda failure: request.make_response(ResponseCode.SYSTEM_ERROR,
-                                                  "kv config persist failed: %s" % (failure.value,)))
-        return written
+        return _answer_when_persisted(request, self.kv.delete(namespace, key))
 
     def get_kv_config(self, request):
         namespace, key = request.require("namespace"), request.require("key")
         value = self.kv.get(namespace, key)
         if value is None:
+            # Java's typed (empty) response header: the answer carries "extFields":{}.
             return request.make_response(ResponseCode.QUERY_NOT_FOUND,
                                          "No config item, Namespace: %s Key: %s" % (namespace, key), ext={})
         return request.make_response(ResponseCode.SUCCESS, ext={"value": value})
@@ -67,3 +68,10 @@ class KVConfigProcessor:
         if body is None:
             return request.make_response(ResponseCode.QUERY_NOT_FOUND, "No config item, Namespace: %s" % namespace)
         return request.make_response(ResponseCode.SUCCESS, body=body)
+
+
+def _answer_when_persisted(request, written):
+    return written.addCallbacks(
+        lambda _: request.make_response(ResponseCode.SUCCESS),
+        lambda failure: request.make_response(ResponseCode.SYSTEM_ERROR,
+                                              "kv config persist failed: %s" % (failure.value,)))

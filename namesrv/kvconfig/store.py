@@ -3,16 +3,21 @@
 The file has Java's format, ``{"configTable":{ns:{k:v}}}``, so a Java deployment's
 ``kvConfig.json`` loads unchanged and ours loads in Java. Every change rewrites the
 whole file, as Java does, but atomically (temp file, fsync, rename, one ``.bak``) and
-in a thread, one write at a time: a burst of changes costs one write of the latest
-table, and the reactor never waits for the disk.
+in a thread, one write at a time, a burst of changes coalesced into one write of the
+latest table (see filewriter.py): the reactor never waits for the disk.
+
+Differences from Java's KVConfigManager, on purpose:
+- a file that cannot be read or parsed (or is empty) refuses to start: Java starts
+  empty over an unreadable file and then overwrites it at the first change;
+- temp files left by a writer killed mid-write are removed at load.
 """
 
 import json
+import os
 
-from twisted.internet import defer, threads
 from twisted.logger import Logger
 
-from namesrv.atomicfile import write_atomic
+from namesrv.kvconfig.filewriter import SerialFileWriter
 
 
 class KVConfigError(Exception):
@@ -24,31 +29,34 @@ class KVConfigManager:
 
     def __init__(self, path, reactor=None, events=None):
         self.path = path
-        self.reactor = reactor
         self.events = events
         self.table = {}
-        self._dirty = False
-        self._writing = None
-        self._waiters = []
+        self._writer = SerialFileWriter(path, self.encode, reactor=reactor, keep_backup=True,
+                                        what="KV config file")
 
     # -- loading --------------------------------------------------------------
     def load(self):
+        """Read the file; a missing file is an empty table, anything unusable raises KVConfigError."""
+        _remove_stale_temp_files(self.path)
         try:
             with open(self.path, "rb") as f:
                 data = f.read()
         except FileNotFoundError:
             self.table = {}
+            self.log.info("KV config file {path} absent: starting with an empty table", path=self.path)
             return
         except OSError as e:
-            raise KVConfigError("cannot read KV config file %s: %s" % (self.path, e))
+            raise KVConfigError("cannot read KV config file %s: %s%s"
+                                % (self.path, e.strerror or e, _backup_hint(self.path)))
         self.table = parse_kv_file(data, self.path)
-        self.log.info("KV config loaded from {path}: {n} namespaces", path=self.path, n=len(self.table))
+        self.log.info("load KV config table OK: {path}, {n} namespaces", path=self.path, n=len(self.table))
 
     # -- reads ------------------------------------------------------------------
     def get(self, namespace, key):
         return self.table.get(namespace, {}).get(key)
 
     def namespace(self, namespace):
+        """A copy of one namespace's entries; None when the namespace was never created."""
         table = self.table.get(namespace)
         return None if table is None else dict(table)
 
@@ -57,22 +65,32 @@ class KVConfigManager:
         table = self.table.get(namespace)
         if table is None:
             return None
-        return json.dumps({"table": table}, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return _compact_json({"table": table})
 
     # -- changes --------------------------------------------------------------
     def put(self, namespace, key, value):
-        self.table.setdefault(namespace, {})[key] = value
-        self.log.info("putKVConfig {ns} {key} {value}", ns=namespace, key=key, value=value)
-        self._emit("put", namespace, key)
-        return self._persist()
+        """Set a value now; the Deferred fires when it is on disk (fails if the write fails)."""
+        entries = self.table.get(namespace)
+        if entries is None:
+            entries = self.table[namespace] = {}
+            self.log.info("putKVConfig create new Namespace {ns}", ns=namespace)
+        previous = entries.get(key)
+        entries[key] = value
+        self.log.info("putKVConfig {what} config item, Namespace: {ns} Key: {key} Value: {value}",
+                      what="create new" if previous is None else "update", ns=namespace, key=key, value=value)
+        if previous != value:
+            self._emit("put", namespace, key)
+        return self._writer.changed()
 
     def delete(self, namespace, key):
         """Remove ``key``; the namespace stays even when empty, and the file is rewritten, like Java."""
-        removed = self.table.get(namespace, {}).pop(key, None)
+        entries = self.table.get(namespace)
+        removed = None if entries is None else entries.pop(key, None)
         if removed is not None:
-            self.log.info("deleteKVConfig {ns} {key} {value}", ns=namespace, key=key, value=removed)
-        self._emit("delete", namespace, key)
-        return self._persist()
+            self.log.info("deleteKVConfig delete a config item, Namespace: {ns} Key: {key} Value: {value}",
+                          ns=namespace, key=key, value=removed)
+            self._emit("delete", namespace, key)
+        return self._writer.changed()
 
     def _emit(self, op, namespace, key):
         if self.events is not None:
@@ -80,87 +98,91 @@ class KVConfigManager:
 
     # -- persistence ------------------------------------------------------------
     def encode(self):
-        return json.dumps({"configTable": self.table}, ensure_ascii=False,
-                          separators=(",", ":")).encode("utf-8")
-
-    def _persist(self):
-        """A Deferred firing when a write that includes the current table is on disk."""
-        d = defer.Deferred()
-        self._waiters.append(d)
-        self._dirty = True
-        if self._writing is None:
-            self._start_write()
-        return d
-
-    def _start_write(self):
-        data = self.encode()
-        waiters, self._waiters = self._waiters, []
-        self._dirty = False
-        if self.reactor is None:
-            from twisted.internet import reactor
-            self.reactor = reactor
-        self._writing = threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(),
-                                                  write_atomic, self.path, data, True)
-        self._writing.addCallbacks(self._written, self._failed, callbackArgs=(waiters,), errbackArgs=(waiters,))
-
-    def _written(self, _, waiters):
-        self._writing = None
-        for d in waiters:
-            d.callback(None)
-        if self._dirty:
-            self._start_write()
-
-    def _failed(self, failure, waiters):
-        self._writing = None
-        self.log.error("KV config file {path} not written: {err}", path=self.path, err=failure.value)
-        for d in waiters:
-            d.errback(failure)
-        if self._dirty:
-            self._start_write()
+        """The whole table in Java's file format (compact, UTF-8, like fastjson)."""
+        return _compact_json({"configTable": self.table})
 
     def flush(self):
-        """A Deferred firing once everything changed so far is on disk."""
-        if self._writing is None and not self._dirty:
-            return defer.succeed(None)
-        return self._persist()
+        """A Deferred firing once every change so far is on disk (retrying a failed write)."""
+        return self._writer.flush()
 
     def flush_sync(self):
-        """Write the table now, on this thread (shutdown: the reactor is stopping anyway)."""
-        if self._writing is None and not self._dirty and not self._waiters:
-            return
-        try:
-            write_atomic(self.path, self.encode(), keep_backup=True)
-        except OSError as e:
-            self.log.error("KV config file {path} not written at shutdown: {err}", path=self.path, err=e)
+        """Write pending changes now, on this thread (stopService); False if the write failed."""
+        return self._writer.flush_sync()
+
+    @property
+    def pending(self):
+        return self._writer.pending
 
     # -- the periodic print -------------------------------------------------------
     def print_all(self):
+        """Java's printAllPeriodically: the table size, then one line per entry."""
         self.log.info("--------------------------------------------------------")
         self.log.info("configTable SIZE: {n}", n=len(self.table))
-        for namespace, entries in self.table.items():
-            for key, value in entries.items():
+        for namespace, entries in list(self.table.items()):
+            for key, value in list(entries.items()):
                 self.log.info("configTable NS: {ns} Key: {key} Value: {value}", ns=namespace, key=key, value=value)
 
 
+def _compact_json(value):
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
 def parse_kv_file(data, path):
-    """Validate and decode a kvConfig.json; any problem names the file."""
+    """Validate and decode a kvConfig.json; any problem raises KVConfigError naming the file."""
+    def corrupt(problem):
+        return KVConfigError("KV config file %s is corrupt: %s%s" % (path, problem, _backup_hint(path)))
+
+    if not data.strip():
+        raise corrupt("it is empty (a torn write by another server?)")
     try:
-        decoded = json.loads(data.decode("utf-8"))
+        decoded = json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError) as e:
-        raise KVConfigError("KV config file %s is corrupt: %s" % (path, e))
+        raise corrupt(e)
     if not isinstance(decoded, dict):
-        raise KVConfigError("KV config file %s is corrupt: not a JSON object" % path)
-    table = decoded.get("configTable", {})
+        raise corrupt("not a JSON object")
+    table = decoded.get("configTable")
     if table is None:
         table = {}
     if not isinstance(table, dict):
-        raise KVConfigError("KV config file %s is corrupt: configTable is not an object" % path)
+        raise corrupt("configTable is not an object")
     result = {}
     for namespace, entries in table.items():
         if entries is None:
             entries = {}
         if not isinstance(entries, dict):
-            raise KVConfigError("KV config file %s is corrupt: namespace %r is not an object" % (path, namespace))
-        result[namespace] = {str(k): (v if isinstance(v, str) else json.dumps(v)) for k, v in entries.items()
-                             if v is not None}
+            raise corrupt("namespace %r is not an object" % namespace)
+        result[namespace] = {key: _as_string(value) for key, value in entries.items() if value is not None}
     return result
+
+
+def _as_string(value):
+    """fastjson reads a number or boolean into a String map as its text; so do we."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _backup_hint(path):
+    bak = path + ".bak"
+    if os.path.exists(bak):
+        return " (the previous version is in %s: restore it, or delete %s to start empty)" % (bak, path)
+    if os.path.exists(path):
+        return " (delete it to start with an empty table)"
+    return ""
+
+
+def _remove_stale_temp_files(path):
+    """write_atomic's temp files (``<name>.*.tmp``, ``<name>.bak.tmp``) left by a killed writer."""
+    directory, name = os.path.split(os.path.abspath(path))
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for candidate in names:
+        if candidate.startswith(name + ".") and candidate.endswith(".tmp"):
+            try:
+                os.unlink(os.path.join(directory, candidate))
+                KVConfigManager.log.warn("removed {tmp} left by an interrupted write",
+                                         tmp=os.path.join(directory, candidate))
+            except OSError:
+                pass

@@ -2,80 +2,181 @@ import os
 
 import pytest
 
-from namesrv.config import PROPERTIES, ConfigError, NamesrvConfig
+from namesrv.config import PROPERTIES, ConfigError, NamesrvConfig, property_named
 from namesrv.confgen import render
+from namesrv.properties import parse_properties
+
+#: Field names of the Java classes (read from NamesrvConfig.java / NettyServerConfig.java).
+JAVA_4_9 = ("rocketmqHome kvConfigPath configStorePath productEnvName clusterTest orderMessageEnable configBlackList "
+            "listenPort serverWorkerThreads serverCallbackExecutorThreads serverSelectorThreads "
+            "serverOnewaySemaphoreValue serverAsyncSemaphoreValue serverChannelMaxIdleTimeSeconds "
+            "serverSocketSndBufSize serverSocketRcvBufSize writeBufferHighWaterMark writeBufferLowWaterMark "
+            "serverSocketBacklog serverPooledByteBufAllocatorEnable useEpollNativeSelector").split()
+JAVA_5_X = JAVA_4_9 + ("returnOrderTopicConfigToBroker clientRequestThreadPoolNums defaultThreadPoolNums "
+                       "clientRequestThreadPoolQueueCapacity defaultThreadPoolQueueCapacity "
+                       "scanNotActiveBrokerInterval unRegisterBrokerQueueCapacity supportActingMaster "
+                       "enableAllTopicList enableTopicList notifyMinBrokerIdChanged enableControllerInNamesrv "
+                       "needWaitForService waitSecondsForService deleteTopicWithBrokerRegistration bindAddress "
+                       "serverNettyWorkerGroupEnable enableShutdownGracefully shutdownWaitTimeSeconds").split()
 
 
-def test_defaults_match_the_java_nameserver():
+def test_defaults():
     config = NamesrvConfig()
-    assert config.listenPort == 9876
+    assert config.listenPort == 9876 and config.bindAddress == "127.0.0.1"
     assert config.serverChannelMaxIdleTimeSeconds == 120
-    assert config.orderMessageEnable is False
+    assert config.orderMessageEnable is False and config.returnOrderTopicConfigToBroker is True
     assert config.kvConfigPath == os.path.expanduser("~/namesrv/kvConfig.json")
+    assert config.routeSnapshotPath == os.path.expanduser("~/namesrv/routeSnapshot.msgpack")
     assert config.waitSecondsForService == 45 and config.enableAllTopicList is True
+    assert config.scanNotActiveBrokerInterval == 10000 and config.brokerChannelExpiredTime == 120000
+    assert config.maxFrameLength == 16777216 and config.kvConfigPrintInterval == 600
+    assert config.eventLogMaxBytes == 104857600 and config.eventLogBackups == 10
 
 
-def test_every_key_java_4_9_8_reports_is_present():
-    # the keys the captured GET_NAMESRV_CONFIG answer of a 4.9.8 server listed (shared/vectors/README.md)
-    java = ("clusterTest configBlackList configStorePath kvConfigPath listenPort orderMessageEnable productEnvName "
-            "rocketmqHome serverAsyncSemaphoreValue serverCallbackExecutorThreads serverChannelMaxIdleTimeSeconds "
-            "serverOnewaySemaphoreValue serverPooledByteBufAllocatorEnable serverSelectorThreads serverSocketBacklog "
-            "serverSocketRcvBufSize serverSocketSndBufSize serverWorkerThreads useEpollNativeSelector "
-            "writeBufferHighWaterMark writeBufferLowWaterMark").split()
-    assert set(java) <= set(NamesrvConfig().names())
+def test_every_java_field_is_a_property():
+    names = set(NamesrvConfig().names())
+    assert set(JAVA_5_X) <= names
+    assert property_named("scanNotActiveBrokerInterval").kind == "long"
+    assert all(p.description and "\n" not in p.description for p in PROPERTIES)
+    assert len({p.name for p in PROPERTIES}) == len(PROPERTIES)
+
+
+def test_rocketmq_home_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("ROCKETMQ_HOME", "/opt/rocketmq")
+    config = NamesrvConfig()
+    assert config.rocketmqHome == "/opt/rocketmq"
+    config.update({"rocketmqHome": ""})  # as the generated conf file says: empty means the environment
+    assert config.rocketmqHome == "/opt/rocketmq"
+    monkeypatch.delenv("ROCKETMQ_HOME")
+    assert NamesrvConfig().rocketmqHome == ""  # unset: we start anyway (Java exits)
 
 
 def test_load_file_applies_types_keeps_unknown_keys_and_sets_config_store_path(tmp_path):
     path = tmp_path / "n.properties"
-    path.write_text("listenPort=19876\norderMessageEnable=TRUE\nmyCustomKey=x\nkvConfigPath= /tmp/kv.json \n")
+    path.write_text("listenPort=19876\norderMessageEnable=TRUE\nmyCustomKey=x\nkvConfigPath= /tmp/kv.json \n"
+                    "routeSnapshotPath=~/snap\n")
     config = NamesrvConfig()
     assert config.load_file(str(path)) == ["myCustomKey"]
     assert config.listenPort == 19876 and config.orderMessageEnable is True
     assert config.kvConfigPath == "/tmp/kv.json"
+    assert config.routeSnapshotPath == os.path.expanduser("~/snap")
     assert config.configStorePath == str(path)
+    assert "myCustomKey" in config and config.get("myCustomKey") == "x"
     assert "myCustomKey=x\n" in config.to_properties_text()
 
 
-def test_malformed_value_refuses_and_changes_nothing(tmp_path):
+@pytest.mark.parametrize("content, key", [
+    ("listenPort=1234\nserverChannelMaxIdleTimeSeconds=soon\n", "serverChannelMaxIdleTimeSeconds"),
+    ("listenPort=1234\nserverSocketBacklog=1_024\n", "serverSocketBacklog"),
+    ("listenPort=1234\nserverWorkerThreads=0x10\n", "serverWorkerThreads"),
+    ("listenPort=1234\nlistenPort=2147483648\n", "listenPort"),            # beyond a Java int
+    ("listenPort=1234\nscanNotActiveBrokerInterval=9223372036854775808\n", "scanNotActiveBrokerInterval"),
+    ("listenPort=1234\nclusterTest=yes\n", "clusterTest"),
+])
+def test_malformed_value_refuses_naming_file_key_value_and_changes_nothing(tmp_path, content, key):
     path = tmp_path / "bad.properties"
-    path.write_text("listenPort=1234\nserverChannelMaxIdleTimeSeconds=soon\n")
+    path.write_text(content)
     config = NamesrvConfig()
-    with pytest.raises(ConfigError, match=r"bad\.properties.*'soon'.*serverChannelMaxIdleTimeSeconds"):
+    with pytest.raises(ConfigError) as info:
         config.load_file(str(path))
-    assert config.listenPort == 9876
+    message = str(info.value)
+    assert "bad.properties" in message and key in message and content.split("=")[-1].strip() in message
+    assert config.listenPort == 9876 and config.configStorePath.endswith("namesrv.properties")
+    assert "bad.properties" not in config.configStorePath
 
 
-def test_bad_boolean_is_an_error():
-    with pytest.raises(ConfigError, match="orderMessageEnable"):
-        NamesrvConfig().update({"orderMessageEnable": "yes"})
+def test_unreadable_or_unparseable_file_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="absent.properties"):
+        NamesrvConfig().load_file(str(tmp_path / "absent.properties"))
+    path = tmp_path / "escape.properties"
+    path.write_text("productEnvName=\\u12\n")
+    with pytest.raises(ConfigError, match="escape.properties.*uxxxx"):
+        NamesrvConfig().load_file(str(path))
 
 
-def test_update_notifies_listeners_of_changes_only():
+def test_java_style_values_are_accepted():
+    config = NamesrvConfig()
+    config.update({"orderMessageEnable": " True ", "listenPort": "+10911 ", "productEnvName": "  prod  ",
+                   "scanNotActiveBrokerInterval": "9000000000"})
+    assert config.orderMessageEnable is True and config.listenPort == 10911
+    assert config.productEnvName == "prod" and config.scanNotActiveBrokerInterval == 9000000000
+
+
+def test_update_is_all_or_nothing():
+    config = NamesrvConfig()
+    with pytest.raises(ConfigError, match="UPDATE.*'often'.*waitSecondsForService"):
+        config.update({"orderMessageEnable": "true", "waitSecondsForService": "often", "extra": "1"},
+                      source="UPDATE")
+    assert config.orderMessageEnable is False and "extra" not in config
+
+
+def test_update_notifies_listeners_of_changes_only_after_applying():
     config = NamesrvConfig()
     seen = []
-    config.add_listener(lambda *change: seen.append(change))
-    changes = config.update({"orderMessageEnable": "true", "listenPort": "9876"})
-    assert changes == {"orderMessageEnable": (False, True)}
-    assert seen == [("orderMessageEnable", False, True)]
+
+    def broken(name, old, new):
+        raise RuntimeError("a broken listener must not stop the others")
+
+    config.add_listener(broken)
+    config.add_listener(lambda name, old, new: seen.append((name, old, new, config.get(name))))
+    changes = config.update({"orderMessageEnable": "true", "listenPort": "9876", "custom": "v"})
+    assert changes == {"orderMessageEnable": (False, True), "custom": (None, "v")}
+    assert sorted(seen) == [("custom", None, "v", "v"), ("orderMessageEnable", False, True, True)]
+
+
+def test_attributes_are_read_only():
+    config = NamesrvConfig()
+    with pytest.raises(AttributeError):
+        config.listenPort = 1
+    with pytest.raises(AttributeError):
+        config.noSuchProperty
 
 
 def test_black_list_always_holds_java_hard_coded_keys():
     config = NamesrvConfig()
-    config.update({"configBlackList": "listenPort"})
+    assert {"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome", "aclEnable"} <= config.black_list()
+    config.update({"configBlackList": " listenPort ;; "})
     assert config.black_list() == {"listenPort", "configBlackList", "configStorePath", "kvConfigPath",
                                    "rocketmqHome"}
 
 
-def test_print_is_sorted_key_value_lines():
-    lines = NamesrvConfig().to_properties_text().splitlines()
-    assert lines == sorted(lines) and "listenPort=9876" in lines and "clusterTest=false" in lines
+def test_print_is_sorted_and_reads_back_to_the_same_values(tmp_path):
+    config = NamesrvConfig()
+    config.update({"productEnvName": "C:\\prod été", "zzExtra": "1"})
+    text = config.to_properties_text()
+    lines = text.splitlines()
+    assert [line.split("=")[0] for line in lines] == sorted(config.names())
+    assert "listenPort=9876" in lines and "clusterTest=false" in lines and "zzExtra=1" in lines
+    path = tmp_path / "printed.properties"
+    path.write_text(text)
+    again = NamesrvConfig()
+    assert again.load_file(str(path)) == ["zzExtra"]
+    assert all(again.get(n) == config.get(n) for n in config.names() if n != "configStorePath")
+
+
+def test_event_log_path():
+    config = NamesrvConfig()
+    assert config.event_log_path() == os.path.join(os.path.expanduser("~/logs/rocketmqlogs"), "namesrv-events.log")
+    config.update({"eventLogPath": "~/ev.log"})
+    assert config.event_log_path() == os.path.expanduser("~/ev.log")
+
+
+SHIPPED = os.path.join(os.path.dirname(__file__), "..", "..", "conf", "namesrv.properties")
+
+
+def test_shipped_properties_file_is_generated_from_the_table():
+    with open(SHIPPED) as f:
+        assert f.read() == render(), "regenerate: python -m namesrv.confgen > conf/namesrv.properties"
 
 
 def test_shipped_properties_file_lists_every_property_with_its_default():
-    shipped = os.path.join(os.path.dirname(__file__), "..", "..", "conf", "namesrv.properties")
-    with open(shipped) as f:
-        assert f.read() == render(), "regenerate: python -m namesrv.confgen > conf/namesrv.properties"
-    config = NamesrvConfig()
-    unknown = config.load_file(shipped)
-    assert unknown == []
-    assert {p.name for p in PROPERTIES} <= set(config.names())
+    with open(SHIPPED) as f:
+        text = f.read()
+    listed = parse_properties(text)
+    assert list(listed) == [p.name for p in PROPERTIES]
+    for prop in PROPERTIES:
+        assert "# %s\n%s=" % (prop.description, prop.name) in text
+    config, defaults = NamesrvConfig(), NamesrvConfig()
+    assert config.load_file(SHIPPED) == []
+    assert {n: config.get(n) for n in config.names() if n != "configStorePath"} == \
+        {n: defaults.get(n) for n in defaults.names() if n != "configStorePath"}
