@@ -37,11 +37,42 @@ _NUL_RUNS = re.compile(r"(?:\\u0000)+", re.I)
 
 
 def loads(data):
-    """Decode fastjson output (``bytes`` as UTF-8, or ``str``); raises ``ValueError``."""
+    """Decode fastjson output (``bytes`` as UTF-8, or ``str``); raises ``ValueError``.
+
+    A ``\\uD800``-style escape can put a lone UTF-16 surrogate in a string, which Python
+    cannot encode back to UTF-8 later (Java writes ``?`` for it): such strings are
+    cleaned here, so nothing unencodable ever reaches the tables.
+    """
     if isinstance(data, (bytes, bytearray, memoryview)):
         text = bytes(data).decode("utf-8")
     else:
         text = data
+    value = _loads(text)
+    if "\\u" in text:
+        value = clean_surrogates(value)
+    return value
+
+
+def clean_surrogates(value):
+    """``value`` with lone surrogates in every string (keys too) replaced by ``?``, like Java's encoder."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8") if _has_surrogate(value) else value
+    if isinstance(value, dict):
+        return {clean_surrogates(k): clean_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_surrogates(v) for v in value]
+    return value
+
+
+def _has_surrogate(text):
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _loads(text):
     try:
         return json.loads(text)
     except JSONDecodeError as error:

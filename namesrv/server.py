@@ -1,9 +1,15 @@
 """The listening side: builds a RemotingProtocol per connection and tracks them all."""
 
+import resource
+
 from twisted.internet import protocol
 from twisted.logger import Logger
 
 from namesrv.protocol.remoting import FrameLimits, RemotingProtocol
+
+
+#: descriptors kept free for the server's own files and threads
+DESCRIPTOR_RESERVE = 64
 
 
 class RemotingServerFactory(protocol.Factory):
@@ -25,8 +31,21 @@ class RemotingServerFactory(protocol.Factory):
         self.connections = {}
         self.refused = 0
 
-    def buildProtocol(self, addr):
+    def connection_limit(self):
+        """``serverMaxConnections``, clamped so that connections never take the descriptors
+        the server needs for itself (KV and config writes, snapshots, the event log)."""
         limit = getattr(self.config, "serverMaxConnections", 0)
+        try:
+            soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        except (OSError, ValueError):
+            return limit
+        if soft == resource.RLIM_INFINITY:
+            return limit
+        ceiling = max(1, soft - DESCRIPTOR_RESERVE)
+        return min(limit, ceiling) if limit else ceiling
+
+    def buildProtocol(self, addr):
+        limit = self.connection_limit()
         if limit and len(self.connections) >= limit:
             self.refused += 1
             if self.refused == 1 or self.refused % 1000 == 0:

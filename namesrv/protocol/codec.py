@@ -7,6 +7,7 @@ A frame is ``int32 length`` (bytes after itself) · ``int32 serializeType<<24 | 
 import json
 import struct
 
+from namesrv.fastjson import clean_surrogates
 from namesrv.protocol.codes import LanguageCode, SerializeType
 from namesrv.protocol.command import RemotingCommand
 
@@ -51,6 +52,8 @@ def decode_json_header(header):
         raise FrameDecodeError("undecodable JSON header: %s" % e)
     if not isinstance(data, dict):
         raise FrameDecodeError("JSON header is not an object")
+    if b"\\u" in header:  # only escapes can produce lone surrogates; Java would write them as '?'
+        data = clean_surrogates(data)
     try:
         code = _json_int(data, "code", None)
         if code is None:

@@ -199,6 +199,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             return
         if offset:
             del buffer[:offset]
+            self._cancel_frame_timer()  # the frame it timed is complete; time the next one afresh
         self._watch_partial_frame()
 
     def _check_partial(self, buffer, offset, length):
