@@ -49,7 +49,10 @@ def loads(data):
         text = data
     value = _loads(text)
     if "\\u" in text:
-        value = clean_surrogates(value)
+        try:
+            value = clean_surrogates(value)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply")
     return value
 
 

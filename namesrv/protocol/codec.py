@@ -52,8 +52,6 @@ def decode_json_header(header):
         raise FrameDecodeError("undecodable JSON header: %s" % e)
     if not isinstance(data, dict):
         raise FrameDecodeError("JSON header is not an object")
-    if b"\\u" in header:  # only escapes can produce lone surrogates; Java would write them as '?'
-        data = clean_surrogates(data)
     try:
         code = _json_int(data, "code", None)
         if code is None:
@@ -66,6 +64,10 @@ def decode_json_header(header):
         remark = data.get("remark")
         if remark is not None and not isinstance(remark, str):
             remark = str(remark)
+        if b"\\u" in header:  # only escapes make lone surrogates; Java writes them as '?'
+            remark = clean_surrogates(remark)
+            if ext:
+                ext = {clean_surrogates(k): clean_surrogates(v) for k, v in ext.items()}
         return RemotingCommand(
             code=code,
             language=_json_language(data.get("language")),
