@@ -1,15 +1,19 @@
 """The structured event log: one JSON object per line, for the Spark reports in spark/.
 
-``emit`` never blocks and never raises: it encodes the line and puts it on a bounded
-queue that one writer thread appends to the file (flushing per batch, rotating by size
-and at day change, keeping ``backups`` old files). When the queue is full the event is
-counted in ``dropped`` instead of slowing the server down.
+``emit`` never blocks and never raises: it encodes the line once and puts it on a bounded
+queue that ONE writer thread appends to the file (flushing once per batch, rotating to
+``.1`` … ``.N`` by size and when the day changes). When the queue is full the event is
+counted in ``dropped`` instead of slowing the reactor down. The Java NameServer has no
+such log; its ``namesrv.log`` (logback, size-rotated) is parsed by the Spark jobs instead.
 
-Requests are aggregated: ``record_request`` folds every request into a per-second
-bucket per (code, response code), and one ``request`` event per bucket carries the
-count, the latency sum and maximum, a log2 latency histogram (mergeable in Spark into
-per-minute percentiles) and the number of distinct peers. Route queries at any rate
-therefore cost at most a few lines per second.
+Requests are aggregated: ``record_request`` folds every request into a per-second bucket
+per (code, response code), and one ``request`` event per bucket carries ``count``,
+``usSum``, ``usMax``, ``us`` (the mean), a log2 latency histogram ``hist``
+(``{"<upper bound µs>": count}``, mergeable into per-minute percentiles in Spark), the
+request ``name`` and ``peers`` (distinct peers, counted up to 10,000). Route queries at any
+rate therefore cost at most a few lines per second. A second's buckets are written lazily by
+the next ``record_request``/``emit`` after it ends, by ``flush_aggregates()`` (the service
+calls it every second) and by ``stop()``.
 """
 
 import json
@@ -23,6 +27,8 @@ from twisted.logger import Logger
 from namesrv.protocol.codes import request_name
 
 _STOP = object()
+_MAX_PEERS = 10000
+_BATCH = 1000
 
 
 def histogram_bucket(micros):
@@ -31,7 +37,41 @@ def histogram_bucket(micros):
     return 1 << (micros - 1).bit_length()
 
 
+def encode_line(record):
+    """The record as one line of UTF-8 JSON (unencodable text is escaped, never an error)."""
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text.encode("utf-8", "backslashreplace") + b"\n"
+
+
+class _Bucket:
+    __slots__ = ("count", "us_sum", "us_max", "hist", "peers")
+
+    def __init__(self):
+        self.count = 0
+        self.us_sum = 0
+        self.us_max = 0
+        self.hist = {}
+        self.peers = set()
+
+    def add(self, micros, peer):
+        self.count += 1
+        self.us_sum += micros
+        if micros > self.us_max:
+            self.us_max = micros
+        upper = histogram_bucket(micros)
+        self.hist[upper] = self.hist.get(upper, 0) + 1
+        if len(self.peers) < _MAX_PEERS:
+            self.peers.add(peer)
+
+
 class EventLog:
+    """``<logDir>/namesrv-events.log``: see the module docstring.
+
+    ``clock`` (seconds since the epoch) stamps events and decides the day for rotation;
+    ``reactor``, when given, receives the writer thread's warnings through ``callFromThread``.
+    ``written`` and ``dropped`` are counters for metrics.
+    """
+
     log = Logger()
 
     def __init__(self, path, server_id, max_bytes=100 * 1024 * 1024, backups=10, reactor=None,
@@ -40,46 +80,61 @@ class EventLog:
         self.server_id = server_id
         self.max_bytes = max_bytes
         self.backups = backups
+        self.reactor = reactor
         self.clock = clock
         self.written = 0
-        self.dropped = 0
+        self._dropped_queue = 0   # only the producer (reactor) thread changes it
+        self._dropped_io = 0      # only the writer thread changes it
         self._queue = queue.Queue(queue_size)
         self._thread = None
         self._second = None
         self._buckets = {}
+        self._listeners = []
+
+    @property
+    def dropped(self):
+        return self._dropped_queue + self._dropped_io
+
+    def add_listener(self, callback):
+        """Call ``callback(event, fields)`` on every ``emit`` (metrics); its failures are logged."""
+        self._listeners.append(callback)
 
     # -- producers (reactor thread) ---------------------------------------------
     def emit(self, event, **fields):
-        record = {"ts": int(self.clock() * 1000), "event": event, "server": self.server_id}
-        record.update(fields)
-        self._roll_second(record["ts"] // 1000)
-        self._put(record)
+        try:
+            now_ms = int(self.clock() * 1000)
+            self._roll_second(now_ms // 1000)
+            record = {"ts": now_ms, "event": event, "server": self.server_id}
+            record.update(fields)
+            self._put(record)
+        except Exception:
+            self._dropped_queue += 1
+            self.log.failure("event {event} not logged", event=event)
+        for listener in self._listeners:
+            try:
+                listener(event, fields)
+            except Exception:
+                self.log.failure("event listener failed on {event}", event=event)
 
     def _put(self, record):
         try:
-            line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+            line = encode_line(record)
         except (TypeError, ValueError):
-            self.dropped += 1
+            self._dropped_queue += 1
             return
         try:
             self._queue.put_nowait(line)
         except queue.Full:
-            self.dropped += 1
+            self._dropped_queue += 1
 
     def record_request(self, code, response_code, micros, peer):
         second = int(self.clock())
         self._roll_second(second)
-        bucket = self._buckets.get((code, response_code))
+        key = (code, response_code)
+        bucket = self._buckets.get(key)
         if bucket is None:
-            bucket = self._buckets[(code, response_code)] = [0, 0, 0, {}, set()]
-        bucket[0] += 1
-        bucket[1] += micros
-        if micros > bucket[2]:
-            bucket[2] = micros
-        upper = histogram_bucket(micros)
-        bucket[3][upper] = bucket[3].get(upper, 0) + 1
-        if len(bucket[4]) < 10000:
-            bucket[4].add(peer)
+            bucket = self._buckets[key] = _Bucket()
+        bucket.add(int(micros), peer)
 
     def _roll_second(self, second):
         if self._second is None:
@@ -89,18 +144,18 @@ class EventLog:
             self._second = second
 
     def flush_aggregates(self, force=False):
-        """Emit the finished second's ``request`` events (the service also calls this every second)."""
+        """Emit the finished second's ``request`` events (``force``: the running second too)."""
         if not self._buckets:
             return
         if not force and int(self.clock()) == self._second:
             return
         ts = self._second * 1000
         buckets, self._buckets = self._buckets, {}
-        for (code, response_code), (count, us_sum, us_max, hist, peers) in buckets.items():
+        for (code, response_code), b in buckets.items():
             self._put({"ts": ts, "event": "request", "server": self.server_id, "code": code,
-                       "name": request_name(code), "resp": response_code, "count": count, "usSum": us_sum,
-                       "usMax": us_max, "us": us_sum // count if count else 0,
-                       "hist": {str(k): v for k, v in sorted(hist.items())}, "peers": len(peers)})
+                       "name": request_name(code), "resp": response_code, "count": b.count,
+                       "us": b.us_sum // b.count, "usSum": b.us_sum, "usMax": b.us_max,
+                       "hist": {str(k): v for k, v in sorted(b.hist.items())}, "peers": len(b.peers)})
 
     # -- lifecycle ----------------------------------------------------------------
     def start(self):
@@ -111,75 +166,94 @@ class EventLog:
         self._thread = threading.Thread(target=self._run, name="namesrv-event-log", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout=10.0):
+    def stop(self, timeout=5.0):
+        """Write the pending aggregates and every queued line; waits at most about ``2 * timeout``."""
         self.flush_aggregates(force=True)
-        if self._thread is None:
+        thread, self._thread = self._thread, None
+        if thread is None:
             return
         try:
             self._queue.put(_STOP, timeout=timeout)
         except queue.Full:
-            pass
-        self._thread.join(timeout)
-        self._thread = None
+            self.log.warn("event log {path}: queue still full at stop", path=self.path)
+            return
+        thread.join(timeout)
+        if thread.is_alive():
+            self.log.warn("event log {path}: writer still busy at stop; lines may be lost", path=self.path)
 
     # -- the writer thread ------------------------------------------------------------
     def _run(self):
-        writer = _RotatingWriter(self.path, self.max_bytes, self.backups)
+        writer = _RotatingWriter(self.path, self.max_bytes, self.backups, self.clock)
         try:
-            while True:
-                line = self._queue.get()
-                batch = [line]
-                while len(batch) < 1000:
+            stop = False
+            while not stop:
+                batch = [self._queue.get()]
+                while len(batch) < _BATCH:
                     try:
                         batch.append(self._queue.get_nowait())
                     except queue.Empty:
                         break
-                stop = _STOP in batch
-                lines = [item for item in batch if item is not _STOP]
+                if _STOP in batch:
+                    stop = True
+                    batch = [line for line in batch if line is not _STOP]
                 try:
-                    writer.write(lines)
-                    self.written += len(lines)
-                except OSError as e:
-                    self.dropped += len(lines)
-                    self.log.warn("event log {path} write failed: {err}", path=self.path, err=e)
-                if stop:
-                    return
+                    writer.write(batch)
+                    self.written += len(batch)
+                except Exception as e:  # a full disk must not kill the writer
+                    self._dropped_io += len(batch)
+                    writer.close()
+                    self._warn("event log {path} write failed: {err}", path=self.path, err=e)
         finally:
             writer.close()
 
+    def _warn(self, fmt, **kw):
+        if self.reactor is not None:
+            self.reactor.callFromThread(self.log.warn, fmt, **kw)
+        else:
+            self.log.warn(fmt, **kw)
+
 
 class _RotatingWriter:
-    """Appends lines; rotates to ``.1`` … ``.N`` by size and when the day changes."""
+    """Appends lines; rotates to ``.1`` … ``.N`` by size and when the (local) day changes."""
 
-    def __init__(self, path, max_bytes, backups):
+    def __init__(self, path, max_bytes, backups, clock):
         self.path = path
         self.max_bytes = max_bytes
         self.backups = max(0, backups)
+        self.clock = clock
         self.file = None
         self.day = None
+        self.size = 0
+
+    def _today(self):
+        return time.strftime("%Y-%m-%d", time.localtime(self.clock()))
 
     def write(self, lines):
-        today = time.strftime("%Y-%m-%d")
+        today = self._today()
         if self.file is None:
             self._open()
-            self.day = today
-        if self.day != today:
+            # A file left by an earlier run on an earlier day is rotated before today's lines.
+            if self.size and self.day != today:
+                self._rotate()
+        elif self.day != today:
             self._rotate()
-            self.day = today
-        chunk, size = [], self.file.tell()
-        for line in lines:
-            data = line.encode("utf-8") + b"\n"
-            if self.max_bytes and size + len(data) > self.max_bytes and size > 0:
+        self.day = today
+        chunk = []
+        for data in lines:
+            if self.max_bytes and self.size and self.size + len(data) > self.max_bytes:
                 self.file.write(b"".join(chunk))
-                chunk, size = [], 0
+                chunk = []
                 self._rotate()
             chunk.append(data)
-            size += len(data)
+            self.size += len(data)
         self.file.write(b"".join(chunk))
         self.file.flush()
 
     def _open(self):
         self.file = open(self.path, "ab")
+        self.size = self.file.tell()
+        if self.size:
+            self.day = time.strftime("%Y-%m-%d", time.localtime(os.path.getmtime(self.path)))
 
     def _rotate(self):
         self.file.close()
@@ -195,5 +269,7 @@ class _RotatingWriter:
 
     def close(self):
         if self.file is not None:
-            self.file.close()
-            self.file = None
+            try:
+                self.file.close()
+            finally:
+                self.file = None

@@ -69,3 +69,124 @@ def test_full_queue_drops_instead_of_blocking(tmp_path):
 
 def test_histogram_buckets_are_powers_of_two():
     assert [histogram_bucket(v) for v in (0, 1, 2, 3, 4, 5, 1000)] == [1, 1, 2, 4, 4, 8, 1024]
+
+
+# -- added: day rotation, lazy flush, robustness --------------------------------------------
+
+def test_a_new_day_rotates_the_file(tmp_path):
+    clock = Clock(1700000000.0)
+    path = tmp_path / "e.log"
+    log = EventLog(str(path), "s:1", clock=clock)
+    log.start()
+    log.emit("kv_changed", op="put", namespace="n", key="day1")
+    log.stop()
+    clock.now += 86400
+    log.start()
+    log.emit("kv_changed", op="put", namespace="n", key="day2")
+    log.stop()
+    assert [l["key"] for l in read_lines(path)] == ["day2"]
+    assert [l["key"] for l in read_lines(str(path) + ".1")] == ["day1"]
+
+
+def test_a_file_left_from_an_earlier_day_is_rotated_first(tmp_path):
+    import os
+    path = tmp_path / "e.log"
+    path.write_text('{"ts":1,"event":"old","server":"s:1"}\n')
+    os.utime(path, (1600000000, 1600000000))
+    log = EventLog(str(path), "s:1", clock=Clock(1700000000.0))
+    log.start()
+    log.emit("kv_changed", op="put", namespace="n", key="k")
+    log.stop()
+    assert [l["event"] for l in read_lines(path)] == ["kv_changed"]
+    assert [l["event"] for l in read_lines(str(path) + ".1")] == ["old"]
+
+
+def test_flush_aggregates_waits_for_the_second_to_end(tmp_path):
+    clock = Clock(1700000000.2)
+    log = EventLog(str(tmp_path / "e.log"), "s:1", clock=clock)
+    log.record_request(105, 0, 7, "p")
+    log.flush_aggregates()
+    assert log._queue.qsize() == 0          # the second is still running
+    clock.now += 1
+    log.flush_aggregates()
+    assert log._queue.qsize() == 1
+    log.start()
+    log.stop()
+    (line,) = read_lines(tmp_path / "e.log")
+    assert line == {"ts": 1700000000000, "event": "request", "server": "s:1", "code": 105,
+                    "name": "GET_ROUTEINFO_BY_TOPIC", "resp": 0, "count": 1, "us": 7, "usSum": 7,
+                    "usMax": 7, "hist": {"8": 1}, "peers": 1}
+
+
+def test_an_event_in_a_later_second_flushes_the_aggregate_before_itself(tmp_path):
+    clock = Clock()
+    log = EventLog(str(tmp_path / "e.log"), "s:1", clock=clock)
+    log.start()
+    log.record_request(99999, 1, 3, "p")
+    clock.now += 2.5
+    log.emit("bad_frame", peer="p", reason="r")
+    log.stop()
+    lines = read_lines(tmp_path / "e.log")
+    assert [l["event"] for l in lines] == ["request", "bad_frame"]
+    assert lines[0]["name"] == "UNKNOWN_99999" and lines[0]["ts"] == 1700000000000
+    assert lines[1]["ts"] == 1700000002500
+
+
+def test_histograms_of_the_same_second_merge_into_percentiles(tmp_path):
+    clock = Clock()
+    log = EventLog(str(tmp_path / "e.log"), "s:1", clock=clock)
+    log.start()
+    for micros in [1, 2, 3, 4, 5, 900, 1025]:
+        log.record_request(105, 0, micros, "p")
+    log.stop()
+    (line,) = read_lines(tmp_path / "e.log")
+    assert line["hist"] == {"1": 1, "2": 1, "4": 2, "8": 1, "1024": 1, "2048": 1}
+    assert line["usMax"] == 1025 and line["us"] == sum([1, 2, 3, 4, 5, 900, 1025]) // 7
+
+
+def test_emit_never_raises_and_counts_what_it_cannot_encode(tmp_path):
+    log = EventLog(str(tmp_path / "e.log"), "s:1", clock=Clock())
+    cyclic = []
+    cyclic.append(cyclic)
+    log.emit("config_changed", key="k", old=cyclic, new=1)
+    log.emit("config_changed", key="k", old=b"\xff", new="\udc80")   # bytes and a lone surrogate
+    log.start()
+    log.stop()
+    assert log.dropped == 1 and log.written == 1
+    (line,) = read_lines(tmp_path / "e.log")
+    assert line["old"] == "b'\\xff'" and line["new"] == "\udc80"   # escaped in the file: valid UTF-8
+
+
+def test_listeners_see_every_event_and_their_failures_are_contained(tmp_path):
+    seen = []
+    log = EventLog(str(tmp_path / "e.log"), "s:1", clock=Clock())
+    log.add_listener(lambda event, fields: 1 / 0)
+    log.add_listener(lambda event, fields: seen.append((event, fields)))
+    log.emit("broker_expired", brokerAddr="a", ageMs=1)
+    assert seen == [("broker_expired", {"brokerAddr": "a", "ageMs": 1})]
+
+
+def test_a_write_error_is_counted_and_the_writer_survives(tmp_path):
+    target = tmp_path / "dir-not-file"
+    target.mkdir()                           # open("dir", "ab") fails: IsADirectoryError
+    log = EventLog(str(target), "s:1", clock=Clock())
+    log.start()
+    log.emit("bad_frame", peer="p", reason="r")
+    log.stop()
+    assert log.dropped == 1 and log.written == 0
+    target.rmdir()
+    log.start()
+    log.emit("bad_frame", peer="p", reason="r")
+    log.stop()
+    assert log.written == 1 and len(read_lines(target)) == 1
+
+
+def test_stop_is_bounded_and_idempotent(tmp_path):
+    log = EventLog(str(tmp_path / "e.log"), "s:1", clock=Clock(), queue_size=2)
+    log.stop()                               # never started
+    log.start()
+    for _ in range(50):
+        log.emit("bad_frame", peer="p", reason="r")
+    log.stop(timeout=1.0)
+    log.stop()
+    assert log.written + log.dropped == 50

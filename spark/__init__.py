@@ -1,0 +1,21 @@
+"""PySpark reports over NameServer event logs: ``python -m spark.report --input DIR --output OUT``.
+
+Reads our JSON event logs (``namesrv-events.log*``, written by ``namesrv.eventlog``) and the Java
+NameServer's ``namesrv.log*`` (logback text) into one normalized event table, then writes one table per
+report (Parquet + a single CSV) and ``report.html`` with PNG charts. Modules, one job each:
+
+- ``session``: the SparkSession (local[*] by default, the cluster's master under spark-submit);
+- ``schema``: the normalized event columns and the JSON event schema;
+- ``javalog``: Java ``namesrv.log`` line layout and message patterns (4.9 and 5.x) as Spark columns;
+- ``ingest``: read, classify (event / ignored / continuation / malformed / blank), normalize, stage;
+- ``liveness``: broker sessions, heartbeat gaps, expirations, flaps (report 1);
+- ``heartbeat``: heartbeat interval distribution and drift (report 2);
+- ``request_mix``: request mix, latency percentiles and error rates (report 3);
+- ``topic_churn``: topic broker-set churn and vanished topics (report 4);
+- ``disagreement``: brokers known to one name server but not another (report 5);
+- ``output``: Parquet/CSV writers and file moves through the Hadoop FileSystem API (hdfs://, s3a://);
+- ``charts`` and ``htmlreport``: matplotlib PNGs and the HTML summary (small aggregates only);
+- ``report``: the entry point; ``gen_logs``: synthetic logs with a ground-truth sidecar.
+
+Nothing here imports the server: the jobs run on a cluster without it.
+"""

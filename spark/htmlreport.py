@@ -1,0 +1,105 @@
+"""``report.html``: one self-describing page over the tables, with the PNG charts beside it.
+
+Times are shown in UTC. Every table of the run is linked as CSV; the page shows its top rows only.
+"""
+
+import datetime
+import html
+
+TIME_COLUMNS = {"firstTs", "lastTs", "firstSeen", "lastSeen", "start", "end", "expiredAt", "reRegisteredAt",
+                "firstLateAt", "lastLateAt", "minute", "firstMinute", "lastMinute", "vanishedAt", "returnedAt",
+                "firstChange", "lastChange"}
+
+SECTIONS = [
+    ("inputs", "Inputs", ["lines_by_kind"], ["input_lines", "servers"],
+     "Lines read per kind: <b>json</b> and <b>java</b> lines are events; <b>java_other</b> are Java log lines "
+     "without an event we use; <b>continuation</b> are stack-trace lines; <b>malformed</b> lines are counted "
+     "and skipped."),
+    ("liveness", "1. Broker liveness", ["liveness_events", "liveness_sessions"],
+     ["broker_liveness", "broker_sessions", "broker_flaps"],
+     "Per name server and broker: sessions (registered until expired or unregistered), heartbeat gaps "
+     "(p50/p99/max), expirations, and flaps: an expiration followed by a re-registration on the same server "
+     "within {flap_minutes} minutes."),
+    ("heartbeat", "2. Heartbeat intervals", ["heartbeat_intervals", "heartbeat_drift"],
+     ["heartbeat_intervals", "heartbeat_drift"],
+     "Time between two registrations of a broker on a server. Brokers with intervals above "
+     "{drift_limit_s} s are listed as drifting (brokers re-register every 30 s, servers expire them after "
+     "120 s)."),
+    ("requests", "3. Request mix and latency", ["requests", "request_latency", "request_errors"],
+     ["request_minutely", "request_codes", "request_responses"],
+     "Requests per code, server and minute with p50/p99 latency (upper bounds of log2 µs buckets) and the "
+     "error rate (answers with a response code above 0, e.g. TOPIC_NOT_EXIST)."),
+    ("topics", "4. Topic route churn", ["topic_churn", "topic_vanished"], ["topic_churn", "topic_vanished"],
+     "Topics whose broker set changed most (on the server that saw most), and topics that vanished (no broker "
+     "left) and for how long."),
+    ("disagreement", "5. Name server disagreement", ["ns_disagreement"],
+     ["ns_disagreement", "ns_disagreement_minutes"],
+     "Intervals (at least {min_disagreement_ms} ms) where a broker was known to some active name servers but "
+     "not to others: the window in which clients may get different routes depending on the server they ask."),
+]
+
+_TOPS = {"inputs": "servers", "liveness": "liveness_top", "heartbeat": "drift_top", "requests": "codes",
+         "topics": "churn_top", "disagreement": "disagreement_top"}
+_EXTRA = {"liveness": ("Flaps", "flaps_top"), "topics": ("Longest vanishings", "vanished_top"),
+          "requests": ("Responses", "responses")}
+
+
+def _cell(name, value):
+    if value is None:
+        return ""
+    if name in TIME_COLUMNS and isinstance(value, int):
+        return datetime.datetime.fromtimestamp(value / 1000.0, tz=datetime.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M:%S")
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join("%s: %s" % kv for kv in sorted(value.items()))
+    if isinstance(value, float):
+        return "%.4g" % value
+    return str(value)
+
+
+def table(columns, rows, limit=20):
+    if not rows:
+        return "<p class='empty'>(no rows)</p>"
+    head = "".join("<th>%s</th>" % html.escape(c) for c in columns)
+    body = "".join("<tr>%s</tr>" % "".join("<td>%s</td>" % html.escape(_cell(c, v)) for c, v in zip(columns, row))
+                   for row in rows[:limit])
+    return "<table><thead><tr>%s</tr></thead><tbody>%s</tbody></table>" % (head, body)
+
+
+def render(d, summary, options, chart_dir="charts"):
+    """The page as a string; ``summary``: {table: rows}; ``options``: the run's parameters."""
+    out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>NameServer event report</title>",
+           "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;"
+           "font-size:12px;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+           "th{background:#eee}img{max-width:100%;display:block;margin:.5em 0}.empty{color:#888}"
+           ".warn{color:#a00}</style></head><body>",
+           "<h1>NameServer event report</h1>"]
+    first, last = d.get("first"), d.get("last")
+    span = "no events" if first is None else "%s to %s (UTC)" % (_cell("start", first), _cell("end", last))
+    malformed = dict(d["kinds"]).get("malformed", 0)
+    out.append("<p>Inputs: %s<br>Events from %s; %d server(s); %d malformed line(s).</p>" % (
+        html.escape(", ".join(options.get("inputs", []))), html.escape(span), len(d["servers"][1]), malformed))
+    if options.get("missing"):
+        out.append("<p class='warn'>Inputs that matched nothing: %s</p>" % html.escape(", ".join(options["missing"])))
+    out.append("<ul>%s</ul>" % "".join("<li><a href='#%s'>%s</a></li>" % (key, html.escape(title))
+                                       for key, title, *_ in SECTIONS))
+    for key, title, images, tables, text in SECTIONS:
+        out.append("<h2 id='%s'>%s</h2><p>%s</p>" % (key, html.escape(title), text.format(**options)))
+        for image in images:
+            out.append("<img src='%s/%s.png' alt='%s'>" % (chart_dir, image, image))
+        out.append("<p>Tables: %s</p>" % ", ".join(
+            "<a href='%s.csv'>%s.csv</a> (%d rows, also <code>%s.parquet</code>)" % (t, t, summary.get(t, 0), t)
+            for t in tables))
+        out.append(table(*d[_TOPS[key]]))
+        if key in _EXTRA:
+            label, item = _EXTRA[key]
+            out.append("<h3>%s</h3>" % label + table(*d[item]))
+        if key == "inputs":
+            out.append("<h3>Lines by kind</h3>" + table(["kind", "lines"], [list(kv) for kv in d["kinds"]]))
+            if d["samples"]:
+                out.append("<h3>Malformed lines (first %d)</h3>" % len(d["samples"])
+                           + table(["file", "line"], [list(s) for s in d["samples"]]))
+    out.append("</body></html>")
+    return "\n".join(out)

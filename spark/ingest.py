@@ -1,0 +1,171 @@
+"""Read both log formats into one table of classified lines, staged once as Parquet.
+
+Every input line becomes one row with a ``kind`` (see ``schema.KIND_*``): malformed lines are
+counted, never fatal. Our JSON lines are parsed with ``from_json`` and a fixed schema; other lines
+are tried as Java ``namesrv.log`` lines (``javalog``). Everything runs in the executors; the driver
+only lists the input paths.
+
+The classified lines are written once to ``<out>/_work/lines`` (partitioned by event, so each report
+reads only its events and columns) and every report reads from there: the raw logs are scanned once.
+"""
+
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from spark import javalog
+from spark.schema import (BROKER_EVENTS, EVENT_COLUMNS, EVENT_TYPES, IDENTITY_EVENT, JSON_SCHEMA, KIND_BLANK,
+                          KIND_CONTINUATION, KIND_JAVA, KIND_JAVA_OTHER, KIND_JSON, KIND_MALFORMED)
+
+RAW_SAMPLE_CHARS = 300
+LINE_SCHEMA = T.StructType([T.StructField("value", T.StringType()), T.StructField("file", T.StringType())])
+
+
+def hadoop_path(spark, path):
+    jvm = spark._jvm
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    return p, p.getFileSystem(spark._jsc.hadoopConfiguration())
+
+
+def split_inputs(inputs):
+    """``--input`` values (repeatable, comma-separated) as one list of paths or globs."""
+    result = []
+    for item in inputs if isinstance(inputs, (list, tuple)) else [inputs]:
+        result.extend(part.strip() for part in str(item).split(",") if part.strip())
+    return result
+
+
+def resolve_inputs(spark, inputs):
+    """(existing, missing): which paths/globs match anything, checked through the Hadoop FileSystem."""
+    existing, missing = [], []
+    for item in split_inputs(inputs):
+        path, fs = hadoop_path(spark, item)
+        try:
+            statuses = fs.globStatus(path)
+        except Exception:  # noqa: BLE001 - an unreachable file system is a missing input, reported
+            statuses = None
+        (existing if statuses else missing).append(item)
+    return existing, missing
+
+
+def read_lines(spark, inputs):
+    """(DataFrame[value, file], missing inputs). Directories are read recursively; .gz is inflated."""
+    existing, missing = resolve_inputs(spark, inputs)
+    if not existing:
+        return spark.createDataFrame([], LINE_SCHEMA), missing
+    df = (spark.read.option("recursiveFileLookup", "true").option("ignoreCorruptFiles", "true")
+          .text(existing))
+    return df.select("value", F.col("_metadata.file_path").alias("file")), missing
+
+
+def classify(lines, java_tz=javalog.DEFAULT_TZ):
+    """One row per line: ``kind``, the normalized event columns (NULL unless an event) and ``raw``."""
+    v = F.col("value")
+    stripped = F.ltrim(v)
+    is_blank = F.trim(v) == ""
+    is_json = stripped.startswith("{")
+    step1 = lines.select(
+        "value", "file",
+        is_blank.alias("_blank"), is_json.alias("_isjson"),
+        F.when(is_json, F.from_json(v, JSON_SCHEMA)).alias("_j"),
+        F.when(~is_json & ~is_blank, javalog.layout(v)).alias("_l"),
+    )
+    j, lay = F.col("_j"), F.col("_l")
+    step1 = step1.select("*", F.when(lay.isNotNull(), javalog.message_kind(lay["msg"])).alias("_jk"))
+    java_fields = javalog.event_columns(lay["msg"], F.col("_jk"))
+    jf_names = set(java_fields) - {"event"}
+    json_ok = j["ts"].isNotNull() & j["event"].isNotNull()
+    step2 = step1.select(
+        "*",
+        F.when(lay.isNotNull(), java_fields["event"]).alias("_jevent"),
+        F.when(lay.isNotNull() & java_fields["event"].isNotNull(),
+               F.struct(*[java_fields[name].alias(name) for name in java_fields if name != "event"])).alias("_jf"),
+    )
+    kind = (F.when(F.col("_blank"), KIND_BLANK)
+            .when(F.col("_isjson"), F.when(json_ok, KIND_JSON).otherwise(KIND_MALFORMED))
+            .when(lay.isNotNull(), F.when(F.col("_jevent").isNotNull(), KIND_JAVA).otherwise(KIND_JAVA_OTHER))
+            .when(v.rlike(javalog.CONTINUATION), KIND_CONTINUATION)
+            .otherwise(KIND_MALFORMED))
+    step3 = step2.select("*", kind.alias("kind"))
+    is_j, is_java = F.col("kind") == KIND_JSON, F.col("kind") == KIND_JAVA
+    jf = F.col("_jf")
+    path_server = javalog.server_from_path(F.col("file"))
+
+    def column(name):
+        if name == "file":
+            return F.col("file")
+        if name == "source":
+            return F.when(is_j, "json").when(is_java, "java")
+        if name == "server":
+            return F.when(is_j, F.coalesce(j["server"], path_server)).when(is_java, path_server)
+        if name == "ts":
+            return F.when(is_j, j["ts"]).when(is_java, javalog.timestamp_ms(lay["date"], lay["millis"], java_tz))
+        if name == "event":
+            return F.when(is_j, j["event"]).when(is_java, F.col("_jevent"))
+        if name == "added":
+            return F.when(is_j, F.when(j["before"].isNotNull() & j["after"].isNotNull(),
+                                       F.array_except(j["after"], j["before"]))).when(is_java, jf["added"])
+        if name == "removed":
+            return F.when(is_j, F.when(j["before"].isNotNull() & j["after"].isNotNull(),
+                                       F.array_except(j["before"], j["after"]))).when(is_java, jf["removed"])
+        java_value = jf[name] if name in jf_names else F.lit(None)
+        return F.when(is_j, j[name]).when(is_java, java_value.cast(EVENT_TYPES[name]))
+
+    columns = [column(name).cast(EVENT_TYPES[name]).alias(name) for name in EVENT_COLUMNS]
+    raw = F.when(F.col("kind") == KIND_MALFORMED, F.substring(v, 1, RAW_SAMPLE_CHARS)).alias("raw")
+    return step3.select(F.col("kind"), *columns, raw)
+
+
+def stage(spark, inputs, path, java_tz=javalog.DEFAULT_TZ):
+    """Classify every input line and write them to ``path`` (Parquet, partitioned by event).
+
+    Returns the list of inputs that matched nothing.
+    """
+    lines, missing = read_lines(spark, inputs)
+    classify(lines, java_tz).write.mode("overwrite").partitionBy("event").parquet(path)
+    return missing
+
+
+def load_stage(spark, path):
+    return spark.read.parquet(path)
+
+
+def events_of(staged):
+    """The normalized events (JSON and Java), without the Java-only identity rows."""
+    return staged.filter(F.col("kind").isin(KIND_JSON, KIND_JAVA) & (F.col("event") != IDENTITY_EVENT)
+                         & F.col("ts").isNotNull() & F.col("server").isNotNull())
+
+
+def broker_identities(staged):
+    """brokerAddr -> latest known cluster, brokerName, brokerId (small: one row per broker address)."""
+    rows = staged.filter(F.col("event").isin(*BROKER_EVENTS, IDENTITY_EVENT) & F.col("brokerAddr").isNotNull())
+
+    def latest(name):
+        return F.max_by(F.col(name), F.when(F.col(name).isNotNull(), F.col("ts"))).alias("_" + name)
+
+    return rows.groupBy("brokerAddr").agg(latest("cluster"), latest("brokerName"), latest("brokerId"))
+
+
+def broker_events(staged):
+    """Broker lifecycle events with cluster/brokerName/brokerId filled in where a Java line lacks them."""
+    ids = broker_identities(staged)
+    rows = events_of(staged).filter(F.col("event").isin(*BROKER_EVENTS) & F.col("brokerAddr").isNotNull())
+    joined = rows.join(F.broadcast(ids), "brokerAddr", "left")
+    return joined.select(
+        "server", "ts", "event", "brokerAddr", "reason", "ageMs", "source",
+        F.coalesce("cluster", "_cluster").alias("cluster"),
+        F.coalesce("brokerName", "_brokerName").alias("brokerName"),
+        F.coalesce("brokerId", "_brokerId").alias("brokerId"))
+
+
+def line_counts(staged):
+    """Lines per (file, server, kind): the input summary, malformed lines included."""
+    return (staged.groupBy("file", "kind")
+            .agg(F.count(F.lit(1)).alias("lines"), F.max("server").alias("server"))
+            .select("file", "server", "kind", "lines"))
+
+
+def server_windows(staged):
+    """Per server: first and last event time and event count (the span it was observed)."""
+    return (events_of(staged).groupBy("server")
+            .agg(F.min("ts").alias("firstTs"), F.max("ts").alias("lastTs"), F.count(F.lit(1)).alias("events"),
+                 F.concat_ws(",", F.sort_array(F.collect_set("source"))).alias("sources")))

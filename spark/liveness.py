@@ -1,0 +1,122 @@
+"""Report 1: broker liveness per name server: sessions, heartbeat gaps, expirations, flaps.
+
+Per (server, brokerAddr) the lifecycle events are ordered by time (ties: expired, unregistered,
+registered, heartbeat) and read as a state machine, with window functions only (one sort per broker,
+no self-join, cost linear in the number of events):
+
+- a *contact* (registered or heartbeat) after nothing or after an end starts a *session*; the first
+  end (expired or unregistered) after a contact ends it. A log that starts while a broker is already
+  registered therefore starts its session at the first heartbeat seen;
+- a *heartbeat gap* is the time between two consecutive contacts, unless the broker left cleanly in
+  between (unregistered for a request or a closed channel): gaps across an expiration are counted, as
+  they are what made the server expire the broker;
+- a *flap* is an expiration followed by the next session start on the same server within
+  ``flap_minutes``.
+
+Gap percentiles use ``percentile_approx`` (exact up to 10,000 gaps per broker, rank error below
+0.01 % above that).
+"""
+
+from pyspark import StorageLevel
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+CONTACTS = ("broker_registered", "broker_heartbeat")
+PRIORITY = {"broker_expired": 0, "broker_unregistered": 1, "broker_registered": 2, "broker_heartbeat": 3}
+KEY = ["server", "brokerAddr"]
+ORDER = ["ts", "_prio"]
+
+
+def _priority():
+    expr = None
+    for event, prio in PRIORITY.items():
+        expr = F.when(F.col("event") == event, prio) if expr is None else expr.when(F.col("event") == event, prio)
+    return expr
+
+
+def timeline(broker_events):
+    """Broker events in order with ``gap`` (ms since the previous contact) and session markers."""
+    w = Window.partitionBy(*KEY).orderBy(*ORDER)
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
+    rows = broker_events.select("server", "brokerAddr", "cluster", "brokerName", "brokerId", "ts", "event",
+                                "reason", _priority().alias("_prio"),
+                                F.col("event").isin(*CONTACTS).alias("contact"))
+    rows = rows.select("*", F.lag("event").over(w).alias("_prevEvent"), F.lag("contact").over(w).alias("_prevContact"))
+    clean_end = ((F.col("event") == "broker_unregistered")
+                 & (F.coalesce(F.col("reason"), F.lit("")) != "expired")
+                 & (F.coalesce(F.col("_prevEvent"), F.lit("")) != "broker_expired"))
+    rows = rows.select(
+        "*",
+        F.last(F.when(F.col("contact"), F.col("ts")), ignorenulls=True).over(before).alias("_prevContactTs"),
+        F.last(F.when(clean_end, F.col("ts")), ignorenulls=True).over(before).alias("_prevBreakTs"))
+    gap = F.when(F.col("contact") & F.col("_prevContactTs").isNotNull()
+                 & (F.col("_prevBreakTs").isNull() | (F.col("_prevBreakTs") <= F.col("_prevContactTs"))),
+                 F.col("ts") - F.col("_prevContactTs"))
+    starts = F.col("contact") & ~F.coalesce(F.col("_prevContact"), F.lit(False))
+    ends = ~F.col("contact") & F.coalesce(F.col("_prevContact"), F.lit(False))
+    return rows.select("server", "brokerAddr", "cluster", "brokerName", "brokerId", "ts", "event", "reason",
+                       "_prio", "contact", gap.alias("gap"), starts.alias("sessionStart"), ends.alias("sessionEnd"))
+
+
+def boundaries(tl):
+    """Session starts and ends, each with the next boundary's time and event (strictly alternating)."""
+    w = Window.partitionBy(*KEY).orderBy(*ORDER)
+    b = tl.filter(F.col("sessionStart") | F.col("sessionEnd"))
+    return b.select("*", F.lead("ts").over(w).alias("nextTs"), F.lead("event").over(w).alias("nextEvent"),
+                    F.lead("reason").over(w).alias("nextReason"))
+
+
+def sessions(bounds, windows):
+    """One row per session: start, end (the server's last event when still open), why it ended."""
+    s = bounds.filter(F.col("sessionStart")).join(F.broadcast(windows.select("server", "lastTs")), "server", "left")
+    end = F.coalesce(F.col("nextTs"), F.col("lastTs"))
+    return s.select("server", "cluster", "brokerName", "brokerId", "brokerAddr", F.col("ts").alias("start"),
+                    end.alias("end"), (end - F.col("ts")).alias("durationMs"),
+                    F.col("nextEvent").alias("endEvent"), F.col("nextReason").alias("endReason"),
+                    F.col("nextTs").isNull().alias("open"))
+
+
+def flaps(bounds, flap_minutes):
+    """Expirations followed by a new session on the same server within ``flap_minutes``."""
+    e = bounds.filter(F.col("sessionEnd") & (F.col("event") == "broker_expired") & F.col("nextTs").isNotNull())
+    down = F.col("nextTs") - F.col("ts")
+    return (e.filter(down <= flap_minutes * 60000)
+            .select("server", "cluster", "brokerName", "brokerId", "brokerAddr", F.col("ts").alias("expiredAt"),
+                    F.col("nextTs").alias("reRegisteredAt"), down.alias("downMs")))
+
+
+def summary(tl, flap_rows):
+    """Per (server, broker): registrations, heartbeats, expirations, flaps and heartbeat gap statistics."""
+    def count_of(event):
+        return F.sum(F.when(F.col("event") == event, 1).otherwise(0)).alias(event.split("_", 1)[1])
+
+    pct = F.percentile_approx("gap", [0.5, 0.99], 10000)
+    agg = (tl.groupBy(*KEY)
+           .agg(F.max("cluster").alias("cluster"), F.max("brokerName").alias("brokerName"),
+                F.max("brokerId").alias("brokerId"), count_of("broker_registered"),
+                count_of("broker_heartbeat"), count_of("broker_expired"), count_of("broker_unregistered"),
+                F.sum(F.col("sessionStart").cast("int")).alias("sessions"),
+                F.min("ts").alias("firstSeen"), F.max("ts").alias("lastSeen"),
+                F.count("gap").alias("gaps"), pct.alias("_p"), F.max("gap").alias("gapMaxMs")))
+    flap_counts = flap_rows.groupBy(*KEY).agg(F.count(F.lit(1)).alias("flaps"))
+    return (agg.join(flap_counts, KEY, "left")
+            .select("cluster", "brokerName", "brokerId", "brokerAddr", "server",
+                    F.col("registered").alias("registrations"), F.col("heartbeat").alias("heartbeats"),
+                    F.col("expired").alias("expirations"), F.col("unregistered").alias("unregistrations"),
+                    F.coalesce(F.col("flaps"), F.lit(0)).alias("flaps"), "sessions", "firstSeen", "lastSeen",
+                    "gaps", F.col("_p")[0].alias("gapP50Ms"), F.col("_p")[1].alias("gapP99Ms"), "gapMaxMs"))
+
+
+class Liveness:
+    """The liveness tables of one run; ``timeline`` is persisted while the reports use it."""
+
+    def __init__(self, broker_events, windows, flap_minutes=10):
+        self.timeline = timeline(broker_events).persist(StorageLevel.MEMORY_AND_DISK)
+        self.bounds = boundaries(self.timeline).persist(StorageLevel.MEMORY_AND_DISK)
+        self.sessions = sessions(self.bounds, windows)
+        self.flaps = flaps(self.bounds, flap_minutes)
+        self.summary = summary(self.timeline, self.flaps)
+
+    def release(self):
+        self.timeline.unpersist()
+        self.bounds.unpersist()

@@ -1,0 +1,145 @@
+"""Entry point: ``python -m spark.report --input DIR_OR_GLOB --output OUT_DIR [--master local[*]]``.
+
+Also runs unchanged under ``spark-submit`` (package the ``spark`` directory with ``--py-files``); inputs
+and output may be on any Hadoop file system (``hdfs://``, ``s3a://``, ``file:``). Writes into OUT_DIR:
+
+- ``<table>.parquet/`` and ``<table>.csv`` (one file, header row) for every table in ``TABLES``;
+- ``report.html`` and ``charts/*.png``.
+
+Times in the tables are epoch milliseconds (UTC); each CSV adds a readable ``<column>Utc`` twin.
+An empty or missing input gives the same files with no rows. Malformed lines are counted
+(``input_lines``) and skipped.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from spark import digest, disagreement, heartbeat, htmlreport, ingest, javalog, request_mix, topic_churn
+from spark.liveness import Liveness
+from spark.output import LocalStaging, OutputDir
+from spark.session import get_session
+
+WORK = "_work/lines"
+
+#: table name -> (epoch-ms columns, which get a readable twin in the CSV; CSV row order)
+TABLES = {
+    "input_lines": ((), ("file", "kind")),
+    "servers": (("firstTs", "lastTs"), ("server",)),
+    "broker_liveness": (("firstSeen", "lastSeen"), ("cluster", "brokerName", "brokerAddr", "server")),
+    "broker_sessions": (("start", "end"), ("cluster", "brokerName", "brokerAddr", "server", "start")),
+    "broker_flaps": (("expiredAt", "reRegisteredAt"), ("expiredAt", "server", "brokerAddr")),
+    "heartbeat_intervals": ((), ("cluster", "bucketS")),
+    "heartbeat_drift": (("firstLateAt", "lastLateAt"), ("cluster", "brokerName", "brokerAddr", "server")),
+    "request_minutely": (("minute",), ("server", "minute", "code")),
+    "request_codes": (("firstMinute", "lastMinute"), ("code",)),
+    "request_responses": ((), ("code", "resp")),
+    "topic_vanished": (("vanishedAt", "returnedAt"), ("topic", "server", "vanishedAt")),
+    "topic_churn": (("firstChange", "lastChange"), ("topic",)),
+    "ns_disagreement": (("start", "end"), ("brokerAddr", "start")),
+    "ns_disagreement_minutes": (("minute",), ("minute", "brokerAddr")),
+}
+
+DEFAULTS = {"flap_minutes": 10.0, "heartbeat_period_s": 30.0, "drift_tolerance_s": 5.0,
+            "min_disagreement_ms": 1000, "java_tz": javalog.DEFAULT_TZ, "top": 20, "keep_work": False}
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="python -m spark.report", description=__doc__.split("\n\n")[0])
+    p.add_argument("--input", action="append", required=True,
+                   help="directory (read recursively), file or glob; repeat or comma-separate for several")
+    p.add_argument("--output", required=True, help="report directory (created; its tables are overwritten)")
+    p.add_argument("--master", default=None,
+                   help="Spark master (default local[*]; under spark-submit, the one spark-submit chose)")
+    p.add_argument("--flap-minutes", type=float, default=DEFAULTS["flap_minutes"],
+                   help="an expiration followed by a re-registration within this many minutes is a flap")
+    p.add_argument("--heartbeat-period-s", type=float, default=DEFAULTS["heartbeat_period_s"],
+                   help="the brokers' registration period")
+    p.add_argument("--drift-tolerance-s", type=float, default=DEFAULTS["drift_tolerance_s"],
+                   help="intervals above period + tolerance are late")
+    p.add_argument("--min-disagreement-ms", type=int, default=DEFAULTS["min_disagreement_ms"],
+                   help="shorter disagreement intervals are ignored")
+    p.add_argument("--java-tz", default=DEFAULTS["java_tz"],
+                   help="time zone of Java namesrv.log timestamps (logback_namesrv.xml writes GMT+8)")
+    p.add_argument("--top", type=int, default=DEFAULTS["top"], help="rows per table shown in report.html")
+    p.add_argument("--keep-work", action="store_true", help="keep the staged, classified lines (_work/lines)")
+    return p
+
+
+def run(spark, inputs, output, **options):
+    """Build every table, the charts and ``report.html``; returns a summary (row counts, timings)."""
+    opts = dict(DEFAULTS, **options)
+    started = time.time()
+    out = OutputDir(spark, output)
+    missing = ingest.stage(spark, inputs, out.path(WORK), opts["java_tz"])
+    staged = ingest.load_stage(spark, out.path(WORK))
+    t = {}
+
+    def write(name, df):
+        t[name] = out.write_table(name, df, *TABLES[name])
+        return t[name]
+
+    write("input_lines", ingest.line_counts(staged))
+    windows = write("servers", ingest.server_windows(staged))
+    events = ingest.events_of(staged)
+
+    live = Liveness(ingest.broker_events(staged), windows, opts["flap_minutes"])
+    write("broker_liveness", live.summary)
+    sessions = write("broker_sessions", live.sessions)
+    write("broker_flaps", live.flaps)
+    write("heartbeat_intervals", heartbeat.distribution(live.timeline))
+    write("heartbeat_drift", heartbeat.drift(live.timeline, opts["heartbeat_period_s"], opts["drift_tolerance_s"]))
+    live.release()
+
+    req = request_mix.requests(events)
+    minute = write("request_minutely", request_mix.minutely(req))
+    write("request_codes", request_mix.per_code(minute))
+    write("request_responses", request_mix.responses(req))
+
+    te = topic_churn.topic_events(events)
+    gone = write("topic_vanished", topic_churn.vanished(te, windows))
+    write("topic_churn", topic_churn.churn(te, gone))
+
+    servers = disagreement.server_list(windows)
+    iv = write("ns_disagreement", disagreement.intervals(sessions, windows, servers, opts["min_disagreement_ms"]))
+    write("ns_disagreement_minutes", disagreement.minutes(iv))
+
+    counts = {name: df.count() for name, df in t.items()}
+    data = digest.collect(staged, t, opts["top"])
+    page_opts = dict(opts, inputs=ingest.split_inputs(inputs), missing=missing,
+                     drift_limit_s="%g" % (opts["heartbeat_period_s"] + opts["drift_tolerance_s"]))
+    with LocalStaging() as local:
+        images = digest.draw(data, os.path.join(local, "charts"))
+        for image in images.values():
+            out.put_file(os.path.join(local, "charts", image), "charts/" + image)
+        page = os.path.join(local, "report.html")
+        with open(page, "w", encoding="utf-8") as f:
+            f.write(htmlreport.render(data, counts, page_opts))
+        out.put_file(page, "report.html")
+    if not opts["keep_work"]:
+        out.delete("_work")
+    return {"output": output, "tables": counts, "lines": dict(data["kinds"]), "missing": missing,
+            "seconds": round(time.time() - started, 1)}
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    from pyspark.sql import SparkSession
+    existing = SparkSession.getActiveSession()
+    spark = get_session(args.master)
+    try:
+        summary = run(spark, args.input, args.output, flap_minutes=args.flap_minutes,
+                      heartbeat_period_s=args.heartbeat_period_s, drift_tolerance_s=args.drift_tolerance_s,
+                      min_disagreement_ms=args.min_disagreement_ms, java_tz=args.java_tz, top=args.top,
+                      keep_work=args.keep_work)
+    finally:
+        if existing is None:
+            spark.stop()
+    print(json.dumps(summary, indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

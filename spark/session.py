@@ -1,0 +1,74 @@
+"""The SparkSession for the reports.
+
+``python -m spark.report`` defaults to ``local[*]``; under ``spark-submit`` (the JVM is already up and
+``PYSPARK_GATEWAY_PORT`` is set) the master and resources come from spark-submit, unless ``--master``
+is given explicitly. The runtime settings the jobs rely on are set by ``configure`` on any session.
+"""
+
+import os
+
+from pyspark.sql import SparkSession
+
+#: Runtime settings the jobs depend on (safe to set on an existing session).
+RUNTIME_CONF = {
+    # Minute buckets and Java log timestamps are computed in UTC whatever the machine's zone.
+    "spark.sql.session.timeZone": "UTC",
+    # A malformed value in a log line must become NULL, never fail the job (Spark 4 defaults to ANSI).
+    "spark.sql.ansi.enabled": "false",
+    # Write the event-partitioned staging table without sorting every task's rows first.
+    "spark.sql.maxConcurrentOutputFileWriters": "32",
+}
+
+#: Settings for a local session only (a cluster keeps its own).
+LOCAL_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.adaptive.enabled": "true",
+}
+
+
+def under_spark_submit():
+    return bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+
+
+def local_cores(master):
+    """Cores of a ``local``/``local[N]``/``local[*]`` master."""
+    inside = master[master.find("[") + 1:master.find("]")] if "[" in master else "1"
+    if inside.split(",")[0] == "*":
+        return os.cpu_count() or 1
+    try:
+        return max(1, int(inside.split(",")[0]))
+    except ValueError:
+        return os.cpu_count() or 1
+
+
+def get_session(master=None, app_name="namesrv-report", conf=None):
+    """An existing active session, or a new one (``local[*]`` unless spark-submit chose a master).
+
+    A local session gets 2 shuffle partitions per core (the 200 default costs seconds per stage on
+    small inputs; adaptive execution still splits big ones) and logs only errors.
+    """
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return configure(active)
+    builder = SparkSession.builder.appName(app_name)
+    if master is None and not under_spark_submit():
+        master = "local[*]"
+    local = master is not None and master.startswith("local")
+    if master is not None:
+        builder = builder.master(master)
+    if local:
+        for key, value in dict(LOCAL_CONF, **{"spark.sql.shuffle.partitions": str(2 * local_cores(master))}).items():
+            builder = builder.config(key, value)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if local:
+        spark.sparkContext.setLogLevel("ERROR")
+    return configure(spark)
+
+
+def configure(spark):
+    for key, value in RUNTIME_CONF.items():
+        spark.conf.set(key, value)
+    return spark

@@ -1,0 +1,94 @@
+"""One local[2] SparkSession for every Spark test, and the generated inputs and reports they share.
+
+The reports are built once per session (each full run is a few dozen small Spark jobs), then many
+tests check their tables against plain-Python answers (``oracle``) from the same generated events.
+"""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+
+
+def _java_available():
+    try:
+        return subprocess.run(["java", "-version"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+if not _java_available():  # pragma: no cover
+    pytest.skip("no Java runtime for Spark", allow_module_level=True)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from spark.session import get_session
+    session = get_session("local[2]", app_name="namesrv-report-tests", conf={
+        "spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false", "spark.default.parallelism": "2",
+        "spark.driver.memory": "1g"})
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory):
+    """3 JSON servers x 6 brokers x 20 topics x 3 h with 3 flaps, an outage, a partition, 2 restarts, a drift."""
+    from spark import gen_logs
+    out = str(tmp_path_factory.mktemp("gen-json"))
+    truth = gen_logs.generate(out, servers=3, brokers=6, topics=20, hours=3, seed=7, flaps=3, outages=1,
+                              partitions=1, restarts=2, drifts=1)
+    return out, truth
+
+
+@pytest.fixture(scope="session")
+def generated_report(spark, generated, tmp_path_factory):
+    from spark import report
+    out = str(tmp_path_factory.mktemp("report-json"))
+    summary = report.run(spark, [generated[0]], out)
+    return out, summary
+
+
+@pytest.fixture(scope="session")
+def mixed(tmp_path_factory):
+    """The same kind of fleet, the first 2 of 3 servers writing the Java 4.9 namesrv.log."""
+    from spark import gen_logs
+    out = str(tmp_path_factory.mktemp("gen-mixed"))
+    truth = gen_logs.generate(out, servers=3, brokers=5, topics=12, hours=2.5, seed=11, flaps=2, outages=1,
+                              partitions=1, restarts=2, drifts=0, java_servers=2)
+    return out, truth
+
+
+@pytest.fixture(scope="session")
+def mixed_report(spark, mixed, tmp_path_factory):
+    from spark import report
+    out = str(tmp_path_factory.mktemp("report-mixed"))
+    return out, report.run(spark, [mixed[0]], out)
+
+
+@pytest.fixture(scope="session")
+def samples_report(spark, tmp_path_factory):
+    from spark import report
+    out = str(tmp_path_factory.mktemp("report-samples"))
+    inputs = [os.path.join(DATA, d) for d in ("eventlog", "java49", "java5", "malformed")]
+    return out, report.run(spark, inputs, out, keep_work=True)
+
+
+def table(spark, out, name):
+    return [row.asDict(recursive=True) for row in spark.read.parquet(os.path.join(out, name + ".parquet")).collect()]
+
+
+@pytest.fixture
+def read_table(spark):
+    return lambda out, name: table(spark, out, name)
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    yield tmp_path
+    shutil.rmtree(tmp_path, ignore_errors=True)
