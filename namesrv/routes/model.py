@@ -17,6 +17,19 @@ SYNC_BROKER_MEMBER_GROUP_PREFIX = "rmq_sys_SYNC_BROKER_MEMBER_"
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 
 
+class _ValueEquality:
+    """Equal when of the same class with equal ``_key()``; mutable, so unhashable."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None
+
+
 class DataVersion:
     """A broker's topic-table version. Equality is 5.x's: stateVersion, timestamp and counter.
 
@@ -83,7 +96,7 @@ class TopicConfig:
                 "writeQueueNums": self.write_queue_nums}
 
 
-class QueueData:
+class QueueData(_ValueEquality):
     """One broker's queues of one topic."""
 
     __slots__ = ("broker_name", "read_queue_nums", "write_queue_nums", "perm", "topic_sys_flag")
@@ -107,17 +120,6 @@ class QueueData:
     def _key(self):
         return (self.broker_name, self.read_queue_nums, self.write_queue_nums, self.perm, self.topic_sys_flag)
 
-    def __eq__(self, other):
-        if not isinstance(other, QueueData):
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __ne__(self, other):
-        result = self.__eq__(other)
-        return result if result is NotImplemented else not result
-
-    __hash__ = None
-
     def __repr__(self):
         return "QueueData(%r, read=%r, write=%r, perm=%r, sys_flag=%r)" % self._key()
 
@@ -126,7 +128,7 @@ class QueueData:
                 "topicSysFlag": self.topic_sys_flag, "writeQueueNums": self.write_queue_nums}
 
 
-class BrokerData:
+class BrokerData(_ValueEquality):
     """A broker group: its name, cluster and ``broker_addrs`` (brokerId -> "ip:port").
 
     ``enable_acting_master`` is always written (5.x), ``zone_name`` only when set.
@@ -150,17 +152,6 @@ class BrokerData:
 
     def _key(self):
         return (self.cluster, self.broker_name, self.broker_addrs, self.zone_name, self.enable_acting_master)
-
-    def __eq__(self, other):
-        if not isinstance(other, BrokerData):
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __ne__(self, other):
-        result = self.__eq__(other)
-        return result if result is NotImplemented else not result
-
-    __hash__ = None
 
     def __repr__(self):
         return "BrokerData(%r, %r, %r, zone=%r, acting=%r)" % self._key()
