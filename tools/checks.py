@@ -266,7 +266,6 @@ def rss_kib(pid, field="VmRSS"):
 def server_log(server):
     """The whole twistd log of a NamesrvProcess, rotated files (twistd.log.N, oldest first) included."""
     import glob
-    import os
 
     def rank(path):
         suffix = path[len(server.log_file):].lstrip(".")

@@ -154,7 +154,7 @@ def encode_json_header(draft):
 
 def _as_int(value, bits):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        value = hash(repr(value))
+        value = zlib.crc32(repr(value).encode("utf-8", "surrogatepass"))  # not hash(): seeds must replay
     value = int(value) if value == value and abs(value) != float("inf") else 0
     mask = (1 << bits) - 1
     value &= mask

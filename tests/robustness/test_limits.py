@@ -10,8 +10,6 @@ import struct
 import time
 import zlib
 
-import pytest
-
 from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, SerializeType
 from namesrv.protocol.command import make_request

@@ -10,8 +10,6 @@ import json
 import socket
 import struct
 
-import pytest
-
 from namesrv.protocol.codec import decode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
