@@ -125,8 +125,16 @@ def stage(spark, inputs, path, java_tz=javalog.DEFAULT_TZ):
     return missing
 
 
+def stage_schema():
+    """The staged table's schema (given when reading: an empty input leaves no Parquet file to infer from)."""
+    fields = [T.StructField("kind", T.StringType())]
+    fields += [T.StructField(name, EVENT_TYPES[name]) for name in EVENT_COLUMNS if name != "event"]
+    fields += [T.StructField("raw", T.StringType()), T.StructField("event", T.StringType())]
+    return T.StructType(fields)
+
+
 def load_stage(spark, path):
-    return spark.read.parquet(path)
+    return spark.read.schema(stage_schema()).parquet(path)
 
 
 def events_of(staged):

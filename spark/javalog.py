@@ -41,7 +41,7 @@ from pyspark.sql import functions as F
 
 LAYOUT = (r"^(\d{3,4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:[,.](\d{3}))?\s+"
           r"(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\s+(.*?) - (.*)$")
-CONTINUATION = (r"^(\s+at |\s+\.\.\. \d+ more|\s*Caused by: |\s*Suppressed: |"
+CONTINUATION = (r"^(\s+at |\s+\.\.\. \d+ (more|common frames omitted)|\s*Caused by: |\s*Suppressed: |"
                 r"[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)+(Exception|Error|Throwable)(: .*)?$)")
 DEFAULT_TZ = "GMT+08:00"
 
@@ -67,7 +67,7 @@ _PATTERNS = {
 
 #: Path parts that name a server: ``10.0.0.1_9876``, ``ns1:9876``, ``namesrv_10.0.0.1_9876.log`` (the
 #: occurrence nearest to the file wins).
-SERVER_IN_PATH = (r"^.*[/_@-]((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][A-Za-z0-9.-]*?)[_:](\d{2,5})"
+SERVER_IN_PATH = (r"^(?:.*[/_])?((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][A-Za-z0-9.-]*?)[_:](\d{2,5})"
                   r"(?:[/_.-].*)?$")
 #: File names that say nothing about the server (their directory is used instead).
 STANDARD_NAMES = ("namesrv", "namesrv_default", "namesrv-events", "namesrv_events", "rocketmq_client",

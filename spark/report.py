@@ -65,6 +65,8 @@ def build_parser():
                    help="time zone of Java namesrv.log timestamps (logback_namesrv.xml writes GMT+8)")
     p.add_argument("--top", type=int, default=DEFAULTS["top"], help="rows per table shown in report.html")
     p.add_argument("--keep-work", action="store_true", help="keep the staged, classified lines (_work/lines)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="Spark setting for a session this command creates (e.g. spark.driver.memory=4g)")
     return p
 
 
@@ -128,7 +130,8 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     from pyspark.sql import SparkSession
     existing = SparkSession.getActiveSession()
-    spark = get_session(args.master)
+    conf = dict(item.split("=", 1) for item in args.conf if "=" in item)
+    spark = get_session(args.master, conf=conf)
     try:
         summary = run(spark, args.input, args.output, flap_minutes=args.flap_minutes,
                       heartbeat_period_s=args.heartbeat_period_s, drift_tolerance_s=args.drift_tolerance_s,

@@ -62,12 +62,19 @@ def _rate(errors, total):
 
 
 def minutely(req):
-    agg = (req.groupBy(*KEYS)
-           .agg(F.max("name").alias("name"), F.sum("count").alias("requests"),
-                F.sum(F.when(F.col("resp") > 0, F.col("count")).otherwise(0)).alias("errors"),
-                F.sum("usSum").alias("usSum"), F.max("usMax").alias("usMax"), F.max("peers").alias("peersMax"),
-                F.flatten(F.collect_list(F.map_entries("hist"))).alias("_e")))
-    rows = _with_percentiles(agg, "_e", "requests")
+    """Per (server, minute, code): totals, and percentiles from the minute's merged histogram.
+
+    Histogram buckets are summed with an ordinary hash aggregation over the exploded entries (a few
+    per event) and only the merged buckets (about ten per row) are collected into arrays.
+    """
+    totals = (req.groupBy(*KEYS)
+              .agg(F.max("name").alias("name"), F.sum("count").alias("requests"),
+                   F.sum(F.when(F.col("resp") > 0, F.col("count")).otherwise(0)).alias("errors"),
+                   F.sum("usSum").alias("usSum"), F.max("usMax").alias("usMax"), F.max("peers").alias("peersMax")))
+    buckets = (req.select(*KEYS, F.explode("hist").alias("key", "n"))
+               .groupBy(*KEYS, "key").agg(F.sum("n").alias("value"))
+               .groupBy(*KEYS).agg(F.collect_list(F.struct("key", "value")).alias("_e")))
+    rows = _with_percentiles(totals.join(buckets, KEYS, "left"), "_e", "requests")
     return rows.select("server", "minute", "code", "name", "requests", "errors",
                        _rate(F.col("errors"), F.col("requests")).alias("errorRate"),
                        F.round(F.col("usSum") / F.col("requests"), 1).alias("usMean"),
