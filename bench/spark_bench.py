@@ -62,7 +62,8 @@ def main(argv=None):
         elapsed, summary = run_report(directory, out, args.master, args.driver_memory)
         result = {"bench": "spark_report", "target": size, "rows": lines, "master": args.master,
                   "wall_seconds": round(elapsed, 1), "report_seconds": summary["seconds"],
-                  "rows_per_second": round(lines / elapsed), "rows_per_second_in_report": round(lines / summary["seconds"]),
+                  "rows_per_second": round(lines / elapsed),
+                  "rows_per_second_in_report": round(lines / summary["seconds"]),
                   "generate_seconds": round(gen_seconds, 1), "input_mb": round(_size_mb(directory), 1),
                   "cpus": os.cpu_count(), "loadavg": os.getloadavg()[0]}
         results.append(result)

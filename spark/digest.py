@@ -95,7 +95,6 @@ def collect(staged, tables, top=20):
            .agg(F.countDistinct("brokerAddr").alias("n")).collect())
     d["disagreement_series"] = {"brokers in disagreement": [(r["b"], r["n"]) for r in dis]}
     d["disagreement_top"] = _rows(tables["ns_disagreement"], [F.desc("durationMs"), "brokerAddr"], top)
-    d["disagreement_total"] = tables["ns_disagreement"].count()
     return d
 
 

@@ -32,14 +32,14 @@ def server_list(windows):
 
 def _deltas(sess, windows):
     """(brokerAddr, ts, server, dKnown, dActive) at every session and server-span boundary."""
+    def delta(df, ts, known, active):
+        return df.select("brokerAddr", F.col(ts).alias("ts"), "server", F.lit(known).alias("dk"),
+                         F.lit(active).alias("da"))
+
     known = sess.select("brokerAddr", "server", "start", "end")
-    starts = known.select("brokerAddr", F.col("start").alias("ts"), "server", F.lit(1).alias("dk"), F.lit(0).alias("da"))
-    ends = known.select("brokerAddr", F.col("end").alias("ts"), "server", F.lit(-1).alias("dk"), F.lit(0).alias("da"))
-    brokers = known.select("brokerAddr").distinct()
-    spans = brokers.crossJoin(F.broadcast(windows.select("server", "firstTs", "lastTs")))
-    up = spans.select("brokerAddr", F.col("firstTs").alias("ts"), "server", F.lit(0).alias("dk"), F.lit(1).alias("da"))
-    down = spans.select("brokerAddr", F.col("lastTs").alias("ts"), "server", F.lit(0).alias("dk"), F.lit(-1).alias("da"))
-    return starts.unionByName(ends).unionByName(up).unionByName(down)
+    spans = known.select("brokerAddr").distinct().crossJoin(F.broadcast(windows.select("server", "firstTs", "lastTs")))
+    return (delta(known, "start", 1, 0).unionByName(delta(known, "end", -1, 0))
+            .unionByName(delta(spans, "firstTs", 0, 1)).unionByName(delta(spans, "lastTs", 0, -1)))
 
 
 def intervals(sess, windows, servers, min_ms=1000):
@@ -47,9 +47,11 @@ def intervals(sess, windows, servers, min_ms=1000):
     if len(servers) < 2:
         return spark.createDataFrame([], INTERVAL_SCHEMA)
     deltas = _deltas(sess, windows)
-    per_ts = deltas.groupBy("brokerAddr", "ts").agg(
-        *[F.sum(F.when(F.col("server") == s, F.col("dk")).otherwise(0)).alias("dk%d" % i) for i, s in enumerate(servers)],
-        *[F.sum(F.when(F.col("server") == s, F.col("da")).otherwise(0)).alias("da%d" % i) for i, s in enumerate(servers)])
+    def of(column, i, server):
+        return F.sum(F.when(F.col("server") == server, F.col(column)).otherwise(0)).alias("%s%d" % (column, i))
+
+    per_ts = deltas.groupBy("brokerAddr", "ts").agg(*[of("dk", i, s) for i, s in enumerate(servers)],
+                                                    *[of("da", i, s) for i, s in enumerate(servers)])
     w = Window.partitionBy("brokerAddr").orderBy("ts")
     running = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     state = per_ts.select("brokerAddr", "ts",

@@ -299,7 +299,8 @@ class Server:
         changed = {topic: after for topic, _, after in changes}
         for topic in snapshot:
             qd = queue_data(b.name) if topic in changed else "null"
-            log(ms, "INFO", thread, "remove topic[%s %s], from topicQueueTable, because channel destroyed" % (topic, qd))
+            log(ms, "INFO", thread, "remove topic[%s %s], from topicQueueTable, because channel destroyed"
+                % (topic, qd))
             if topic in changed and not changed[topic]:
                 log(ms, "INFO", thread, "remove topic[%s] all queue, from topicQueueTable, because channel destroyed"
                     % topic)
@@ -320,7 +321,8 @@ class Server:
             log(ms, "INFO", thread, "unregisterBroker, remove name from brokerAddrTable OK, %s" % b.name)
             log(ms, "INFO", thread, "unregisterBroker, remove name from clusterAddrTable OK, %s" % b.name)
         for topic, _, after in changes:
-            log(ms, "INFO", thread, "removeTopicByBrokerName, remove one broker's topic %s %s" % (topic, queue_data(b.name)))
+            log(ms, "INFO", thread, "removeTopicByBrokerName, remove one broker's topic %s %s"
+                % (topic, queue_data(b.name)))
             if not after:
                 log(ms, "INFO", thread, "removeTopicByBrokerName, remove the topic all queue %s" % topic)
 

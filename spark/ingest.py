@@ -77,11 +77,13 @@ def classify(lines, java_tz=javalog.DEFAULT_TZ):
     step2 = step1.select(
         "*",
         F.when(lay.isNotNull(), java_fields["event"]).alias("_jevent"),
+        F.when(lay.isNotNull(), javalog.timestamp_ms(lay["date"], lay["millis"], java_tz)).alias("_jts"),
         F.when(lay.isNotNull() & java_fields["event"].isNotNull(),
                F.struct(*[java_fields[name].alias(name) for name in java_fields if name != "event"])).alias("_jf"),
     )
     kind = (F.when(F.col("_blank"), KIND_BLANK)
             .when(F.col("_isjson"), F.when(json_ok, KIND_JSON).otherwise(KIND_MALFORMED))
+            .when(lay.isNotNull() & F.col("_jts").isNull(), KIND_MALFORMED)   # e.g. month 13
             .when(lay.isNotNull(), F.when(F.col("_jevent").isNotNull(), KIND_JAVA).otherwise(KIND_JAVA_OTHER))
             .when(v.rlike(javalog.CONTINUATION), KIND_CONTINUATION)
             .otherwise(KIND_MALFORMED))
@@ -95,10 +97,10 @@ def classify(lines, java_tz=javalog.DEFAULT_TZ):
             return F.col("file")
         if name == "source":
             return F.when(is_j, "json").when(is_java, "java")
-        if name == "server":
-            return F.when(is_j, F.coalesce(j["server"], path_server)).when(is_java, path_server)
+        if name == "server":  # every line gets one (malformed lines too, for the input summary)
+            return F.coalesce(F.when(is_j, j["server"]), path_server)
         if name == "ts":
-            return F.when(is_j, j["ts"]).when(is_java, javalog.timestamp_ms(lay["date"], lay["millis"], java_tz))
+            return F.when(is_j, j["ts"]).when(is_java, F.col("_jts"))
         if name == "event":
             return F.when(is_j, j["event"]).when(is_java, F.col("_jevent"))
         if name == "added":
@@ -143,33 +145,40 @@ def events_of(staged):
                          & F.col("ts").isNotNull() & F.col("server").isNotNull())
 
 
-def broker_identities(staged):
-    """brokerAddr -> latest known cluster, brokerName, brokerId (small: one row per broker address)."""
+def broker_identities(staged, keys=("brokerAddr",)):
+    """``keys`` -> latest known cluster, brokerName, brokerId (small: one row per broker address)."""
     rows = staged.filter(F.col("event").isin(*BROKER_EVENTS, IDENTITY_EVENT) & F.col("brokerAddr").isNotNull())
+    suffix = "_" + "_".join(keys)
 
     def latest(name):
-        return F.max_by(F.col(name), F.when(F.col(name).isNotNull(), F.col("ts"))).alias("_" + name)
+        return F.max_by(F.col(name), F.when(F.col(name).isNotNull(), F.col("ts"))).alias(name + suffix)
 
-    return rows.groupBy("brokerAddr").agg(latest("cluster"), latest("brokerName"), latest("brokerId"))
+    return rows.groupBy(*keys).agg(latest("cluster"), latest("brokerName"), latest("brokerId"))
 
 
 def broker_events(staged):
-    """Broker lifecycle events with cluster/brokerName/brokerId filled in where a Java line lacks them."""
-    ids = broker_identities(staged)
+    """Broker lifecycle events with cluster/brokerName/brokerId filled in where a Java line lacks them.
+
+    A Java line that does not name its broker takes the name last seen for that address on the same
+    server (the master's "master address change" lines), else on any server (a slave is named only by
+    our JSON logs). An address is assumed to keep its broker name.
+    """
+    own = broker_identities(staged, ("server", "brokerAddr"))
+    anywhere = broker_identities(staged)
     rows = events_of(staged).filter(F.col("event").isin(*BROKER_EVENTS) & F.col("brokerAddr").isNotNull())
-    joined = rows.join(F.broadcast(ids), "brokerAddr", "left")
-    return joined.select(
-        "server", "ts", "event", "brokerAddr", "reason", "ageMs", "source",
-        F.coalesce("cluster", "_cluster").alias("cluster"),
-        F.coalesce("brokerName", "_brokerName").alias("brokerName"),
-        F.coalesce("brokerId", "_brokerId").alias("brokerId"))
+    joined = (rows.join(F.broadcast(own), ["server", "brokerAddr"], "left")
+              .join(F.broadcast(anywhere), "brokerAddr", "left"))
+
+    def filled(name):
+        return F.coalesce(name, name + "_server_brokerAddr", name + "_brokerAddr").alias(name)
+
+    return joined.select("server", "ts", "event", "brokerAddr", "reason", "ageMs", "source",
+                         filled("cluster"), filled("brokerName"), filled("brokerId"))
 
 
 def line_counts(staged):
     """Lines per (file, server, kind): the input summary, malformed lines included."""
-    return (staged.groupBy("file", "kind")
-            .agg(F.count(F.lit(1)).alias("lines"), F.max("server").alias("server"))
-            .select("file", "server", "kind", "lines"))
+    return staged.groupBy("file", "server", "kind").agg(F.count(F.lit(1)).alias("lines"))
 
 
 def server_windows(staged):

@@ -1,7 +1,13 @@
 """Entry point: ``python -m spark.report --input DIR_OR_GLOB --output OUT_DIR [--master local[*]]``.
 
-Also runs unchanged under ``spark-submit`` (package the ``spark`` directory with ``--py-files``); inputs
-and output may be on any Hadoop file system (``hdfs://``, ``s3a://``, ``file:``). Writes into OUT_DIR:
+Also runs unchanged under ``spark-submit``; only the driver runs Python (there is no Python UDF), so the
+package is needed on the driver only::
+
+    zip -r spark-jobs.zip spark
+    spark-submit --master yarn --deploy-mode cluster --py-files spark-jobs.zip spark/report.py \
+        --input hdfs:///logs/namesrv --output s3a://reports/namesrv/2024-03
+
+Inputs and output may be on any Hadoop file system (``hdfs://``, ``s3a://``, ``file:``). Writes into OUT_DIR:
 
 - ``<table>.parquet/`` and ``<table>.csv`` (one file, header row) for every table in ``TABLES``;
 - ``report.html`` and ``charts/*.png``.
@@ -108,9 +114,10 @@ def run(spark, inputs, output, **options):
     iv = write("ns_disagreement", disagreement.intervals(sessions, windows, servers, opts["min_disagreement_ms"]))
     write("ns_disagreement_minutes", disagreement.minutes(iv))
 
-    counts = {name: df.count() for name, df in t.items()}
+    counts = row_counts(t)
     data = digest.collect(staged, t, opts["top"])
     page_opts = dict(opts, inputs=ingest.split_inputs(inputs), missing=missing,
+                     flap_minutes="%g" % opts["flap_minutes"],
                      drift_limit_s="%g" % (opts["heartbeat_period_s"] + opts["drift_tolerance_s"]))
     with LocalStaging() as local:
         images = digest.draw(data, os.path.join(local, "charts"))
@@ -124,6 +131,16 @@ def run(spark, inputs, output, **options):
         out.delete("_work")
     return {"output": output, "tables": counts, "lines": dict(data["kinds"]), "missing": missing,
             "seconds": round(time.time() - started, 1)}
+
+
+def row_counts(tables):
+    """{table: rows} in one Spark job (a union of the tables' Parquet scans), not one job per table."""
+    from functools import reduce
+    from pyspark.sql import functions as F
+    tagged = [df.select(F.lit(name).alias("table")) for name, df in tables.items()]
+    found = {r["table"]: r["count"] for r in reduce(lambda a, b: a.unionByName(b), tagged)
+             .groupBy("table").count().collect()}
+    return {name: found.get(name, 0) for name in tables}
 
 
 def main(argv=None):

@@ -46,7 +46,8 @@ def requests(events):
     return r.select("server", (F.floor(F.col("ts") / 60000) * 60000).cast("long").alias("minute"), "code",
                     F.coalesce(F.col("name"), F.concat(F.lit("UNKNOWN_"), F.col("code").cast("string"))).alias("name"),
                     F.coalesce(F.col("resp"), F.lit(0)).alias("resp"), count.alias("count"),
-                    F.coalesce(F.col("usSum"), us * count).alias("usSum"), F.coalesce(F.col("usMax"), us).alias("usMax"),
+                    F.coalesce(F.col("usSum"), us * count).alias("usSum"),
+                    F.coalesce(F.col("usMax"), us).alias("usMax"),
                     hist.alias("hist"), F.coalesce(F.col("peers"), F.lit(1)).alias("peers"))
 
 
@@ -86,7 +87,8 @@ def per_code(minute_rows):
     """Totals per code, with percentiles from the minute histograms merged."""
     totals = (minute_rows.groupBy("code")
               .agg(F.max("name").alias("name"), F.sum("requests").alias("requests"), F.sum("errors").alias("errors"),
-                   F.sum("usSum").alias("usSum"), F.max("usMax").alias("usMax"), F.countDistinct("server").alias("servers"),
+                   F.sum("usSum").alias("usSum"), F.max("usMax").alias("usMax"),
+                   F.countDistinct("server").alias("servers"),
                    F.min("minute").alias("firstMinute"), F.max("minute").alias("lastMinute")))
     buckets = (minute_rows.select("code", F.explode("hist").alias("b", "n"))
                .groupBy("code", "b").agg(F.sum("n").alias("n"))

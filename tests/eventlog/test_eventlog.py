@@ -155,6 +155,7 @@ def test_emit_never_raises_and_counts_what_it_cannot_encode(tmp_path):
     assert log.dropped == 1 and log.written == 1
     (line,) = read_lines(tmp_path / "e.log")
     assert line["old"] == "b'\\xff'" and line["new"] == "\udc80"   # escaped in the file: valid UTF-8
+    (tmp_path / "e.log").read_bytes().decode("utf-8")
 
 
 def test_listeners_see_every_event_and_their_failures_are_contained(tmp_path):

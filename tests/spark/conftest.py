@@ -65,18 +65,17 @@ def mixed(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def mixed_report(spark, mixed, tmp_path_factory):
+def formats_report(spark, mixed, tmp_path_factory):
+    """One report over the mixed fleet plus every sample of tests/data (their server ids differ)."""
     from spark import report
-    out = str(tmp_path_factory.mktemp("report-mixed"))
-    return out, report.run(spark, [mixed[0]], out)
-
-
-@pytest.fixture(scope="session")
-def samples_report(spark, tmp_path_factory):
-    from spark import report
-    out = str(tmp_path_factory.mktemp("report-samples"))
-    inputs = [os.path.join(DATA, d) for d in ("eventlog", "java49", "java5", "malformed")]
+    out = str(tmp_path_factory.mktemp("report-formats"))
+    inputs = [mixed[0]] + [os.path.join(DATA, d) for d in SAMPLES]
     return out, report.run(spark, inputs, out, keep_work=True)
+
+
+SAMPLES = ("eventlog", "java49", "java5", "malformed")
+SAMPLE_SERVERS = {"10.0.1.21:9876": "json", "10.0.1.22:9876": "java", "10.0.1.23:9876": "java",
+                  "10.0.1.24:9876": "json"}
 
 
 def table(spark, out, name):

@@ -44,23 +44,23 @@ def test_java49_broker_lifecycle(java49):
     assert server == {"10.0.1.22:9876"}
     reg = events(java49, "broker_registered")
     assert [(r["brokerAddr"], r["ts"]) for r in reg] == [
-        ("10.0.2.11:10911", utc_ms("2024-02-29 23:59:40")),      # from the rotated .gz of the day before
-        ("10.0.2.11:10911", utc_ms("2024-03-01 08:00:04")), ("10.0.2.12:10911", utc_ms("2024-03-01 08:00:06")),
-        ("10.0.2.13:10911", utc_ms("2024-03-01 08:00:09")), ("10.0.2.13:10911", utc_ms("2024-03-01 08:05:09"))]
+        ("10.0.4.11:10911", utc_ms("2024-02-29 23:59:40")),      # from the rotated .gz of the day before
+        ("10.0.4.11:10911", utc_ms("2024-03-01 08:00:04")), ("10.0.4.12:10911", utc_ms("2024-03-01 08:00:06")),
+        ("10.0.4.13:10911", utc_ms("2024-03-01 08:00:09")), ("10.0.4.13:10911", utc_ms("2024-03-01 08:05:09"))]
     beats = events(java49, "broker_heartbeat")
     assert [(r["brokerAddr"], r["cluster"], r["brokerName"], r["brokerId"]) for r in beats[:2]] == [
-        ("10.0.2.11:10911", "DefaultCluster", "broker-a", 0), ("10.0.2.13:10911", "DefaultCluster", "broker-b", 0)]
+        ("10.0.4.11:10911", "DefaultCluster", "broker-a", 0), ("10.0.4.13:10911", "DefaultCluster", "broker-b", 0)]
     assert len(beats) == 5        # "master address change from A to A": one per master registration
     (expired,) = events(java49, "broker_expired")
     assert (expired["brokerAddr"], expired["ts"], expired["ageMs"]) == (
-        "10.0.2.13:10911", utc_ms("2024-03-01 08:03:20"), None)
+        "10.0.4.13:10911", utc_ms("2024-03-01 08:03:20"), None)
     unreg = events(java49, "broker_unregistered")
     assert [(r["brokerAddr"], r["reason"]) for r in unreg] == [
-        ("10.0.2.12:10911", "request"), ("10.0.2.11:10911", "channel_closed")]
+        ("10.0.4.12:10911", "request"), ("10.0.4.11:10911", "channel_closed")]
     closed = events(java49, "channel_closed")
-    assert [r["peer"] for r in closed] == ["10.0.2.13:40522", "10.0.2.11:51202"]
+    assert [r["peer"] for r in closed] == ["10.0.4.13:40522", "10.0.4.11:51202"]
     ids = [(r["brokerAddr"], r["brokerId"]) for r in events(java49, "broker_identity")]
-    assert ("10.0.2.13:10911", 0) in ids and ("10.0.2.11:10911", None) not in ids
+    assert ("10.0.4.13:10911", 0) in ids and ("10.0.4.11:10911", None) not in ids
 
 
 def test_java49_topic_changes(java49):
@@ -90,11 +90,11 @@ def test_java49_other_lines_are_counted_not_events(java49):
 def test_java5_wording(java5):
     reg = events(java5, "broker_registered")
     assert [(r["brokerAddr"], r["cluster"]) for r in reg] == [
-        ("10.0.2.31:10911", "ProdCluster"), ("10.0.2.32:10911", "ProdCluster"), ("10.0.2.32:10911", "ProdCluster")]
+        ("10.0.4.31:10911", "ProdCluster"), ("10.0.4.32:10911", "ProdCluster"), ("10.0.4.32:10911", "ProdCluster")]
     (expired,) = events(java5, "broker_expired")
-    assert (expired["brokerAddr"], expired["cluster"]) == ("10.0.2.32:10911", "ProdCluster")
+    assert (expired["brokerAddr"], expired["cluster"]) == ("10.0.4.32:10911", "ProdCluster")
     (unreg,) = events(java5, "broker_unregistered")
-    assert (unreg["brokerAddr"], unreg["reason"]) == ("10.0.2.32:10911", "unknown")
+    assert (unreg["brokerAddr"], unreg["reason"]) == ("10.0.4.32:10911", "unknown")
     topics = [(r["topic"], r["before"], r["after"], r["removed"]) for r in events(java5, "topic_route_changed")]
     assert topics == [("TopicTest", [], ["broker-c"], None),
                       ("%RETRY%GroupA", [], ["broker-c", "broker-d"], None),
@@ -107,11 +107,14 @@ def test_millisecond_layout_and_time_zone(spark):
         ("2024-03-01 08:00:35,123 INFO RemotingExecutorThread_2 - cluster [C] brokerName [b] master address change "
          "from 10.0.0.1:10911 to 10.0.0.1:10911", "file:/x/10.9.9.9_9876/namesrv.log"),
         ("2024-03-01 08:00:35 INFO t - new broker registered, 10.0.0.1:10911 HAServer: 10.0.0.1:10912",
+         "file:/x/ns1:9876/namesrv.log"),
+        ("2024-13-01 08:00:35 INFO t - new broker registered, 10.0.0.1:10911 HAServer: 10.0.0.1:10912",
          "file:/x/ns1:9876/namesrv.log")], ["value", "file"])
-    got = ingest.classify(rows, java_tz="UTC").select("ts", "event", "server").collect()
+    got = ingest.classify(rows, java_tz="UTC").select("ts", "event", "server", "kind").collect()
     base = utc_ms("2024-03-01 08:00:35") + GMT8
-    assert [tuple(r) for r in got] == [(base + 123, "broker_heartbeat", "10.9.9.9:9876"),
-                                       (base, "broker_registered", "ns1:9876")]
+    assert [tuple(r) for r in got] == [(base + 123, "broker_heartbeat", "10.9.9.9:9876", "java"),
+                                       (base, "broker_registered", "ns1:9876", "java"),
+                                       (None, None, "ns1:9876", "malformed")]
 
 
 @pytest.mark.parametrize("path, server", [
@@ -128,30 +131,37 @@ def test_server_id_from_the_path(spark, path, server):
     assert df.select(javalog.server_from_path(F.col("file"))).collect()[0][0] == server
 
 
-def test_mixed_java_and_json_servers_report_the_same_flaps(mixed, mixed_report, read_table):
+def test_mixed_java_and_json_servers_report_the_same_flaps(mixed, formats_report, read_table):
     """Two servers write the Java 4.9 log, one our JSON: every format finds its flaps and expirations."""
-    out, summary = mixed_report
+    out, summary = formats_report
     truth = mixed[1]
+    ours = {s["id"] for s in truth["servers"]}
     java_ids = {s["id"] for s in truth["servers"] if s["format"] == "java"}
-    assert summary["lines"]["java"] > 0 and summary["lines"]["json"] > 0 and "malformed" not in summary["lines"]
+
+    def rows(name):
+        return [r for r in read_table(out, name) if r["server"] in ours]
+
+    lines = {}
+    for r in rows("input_lines"):
+        lines[r["kind"]] = lines.get(r["kind"], 0) + r["lines"]
+    assert lines["java"] > 0 and lines["json"] > 0 and "malformed" not in lines
 
     def second(server, ms):                # Java lines have whole seconds
         return ms // 1000 * 1000 if server in java_ids else ms
 
-    flaps = {(r["server"], r["brokerAddr"], r["expiredAt"], r["reRegisteredAt"]) for r in read_table(out, "broker_flaps")}
+    flaps = {(r["server"], r["brokerAddr"], r["expiredAt"], r["reRegisteredAt"]) for r in rows("broker_flaps")}
     assert flaps == {(f["server"], f["brokerAddr"], second(f["server"], f["expiredAt"]),
                       second(f["server"], f["reRegisteredAt"])) for f in truth["flaps"]}
-    expirations = {(r["server"], r["brokerAddr"]): r["expirations"] for r in read_table(out, "broker_liveness")
+    expirations = {(r["server"], r["brokerAddr"]): r["expirations"] for r in rows("broker_liveness")
                    if r["expirations"]}
     want = {}
     for e in truth["expirations"]:
         want[(e["server"], e["brokerAddr"])] = want.get((e["server"], e["brokerAddr"]), 0) + 1
     assert expirations == want
     brokers = {b["brokerAddr"]: b for b in truth["brokers"]}
-    for r in read_table(out, "broker_liveness"):   # Java rows get cluster/brokerName from other lines
+    for r in rows("broker_liveness"):   # Java rows get cluster/brokerName from other lines
         assert (r["cluster"], r["brokerName"]) == (brokers[r["brokerAddr"]]["cluster"],
                                                    brokers[r["brokerAddr"]]["brokerName"])
         if r["server"] in java_ids and brokers[r["brokerAddr"]]["brokerId"] != 0:
             assert r["heartbeats"] == 0            # Java logs no registration of a slave after the first
-    vanished = read_table(out, "topic_vanished")
-    assert {r["server"] for r in vanished} >= java_ids
+    assert {r["server"] for r in rows("topic_vanished")} >= java_ids

@@ -28,7 +28,8 @@ def test_every_line_is_an_event_and_every_server_is_seen(generated, generated_re
 
 def test_the_injected_flaps_are_found_exactly(generated, generated_report, read_table, live):
     out, _ = generated_report
-    found = {(r["server"], r["brokerAddr"], r["expiredAt"], r["reRegisteredAt"]) for r in read_table(out, "broker_flaps")}
+    found = {(r["server"], r["brokerAddr"], r["expiredAt"], r["reRegisteredAt"])
+             for r in read_table(out, "broker_flaps")}
     truth = {(f["server"], f["brokerAddr"], f["expiredAt"], f["reRegisteredAt"]) for f in generated[1]["flaps"]}
     assert found == truth == live[1]
     injected = [i for i in generated[1]["injected"] if i["kind"] in ("flap", "partition")]
@@ -68,7 +69,8 @@ def test_liveness_counts_and_gap_percentiles_match(generated_report, read_table,
 def test_sessions_match_and_clean_restarts_end_them(generated, generated_report, read_table, live):
     out, _ = generated_report
     span = oracle.windows(oracle.read_events(generated[0]))
-    got = {(r["server"], r["brokerAddr"], r["start"], r["end"], r["endEvent"]) for r in read_table(out, "broker_sessions")}
+    got = {(r["server"], r["brokerAddr"], r["start"], r["end"], r["endEvent"])
+           for r in read_table(out, "broker_sessions")}
     want = {(k[0], k[1], s, e if e is not None else span[k[0]][1], why)
             for k, info in live[0].items() for s, e, why in info["session_list"]}
     assert got == want
