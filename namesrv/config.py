@@ -126,6 +126,8 @@ PROPERTIES = [
     Long("eventLogMaxBytes", 104857600, "rotate the event log at this size"),
     Int("eventLogBackups", 10, "rotated event log files kept"),
     Int("kvConfigPrintInterval", 600, "seconds between KV table prints to the log"),
+    Bool("answerCacheEnable", True, "replay whole answers to repeated route reads (off when ACL is on)"),
+    Int("answerCacheMaxEntries", 65536, "distinct cached request frames before the cache starts over"),
     # security and operations (namesrv/security, namesrv/isolation.py, namesrv/metrics.py)
     Bool("aclEnable", False, "require signed requests (RocketMQ ACL 1.0) for aclSignedClasses"),
     Str("aclFile", "conf/plain_acl.yml", "credentials (Java plain_acl.yml format), relative to rocketmqHome; reloaded on change"),

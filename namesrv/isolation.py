@@ -90,6 +90,10 @@ class ClassLimitPolicy:
         self.waiting_bytes[request_class] -= size
 
     # -- IRequestPolicy ----------------------------------------------------------
+    def allows_cached_answer(self, code):
+        """A cached answer is written at once and holds nothing in flight: always admitted."""
+        return True
+
     def check(self, request, connection):
         request_class = self.classifier.classify(request.code)
         size = _size(request)

@@ -41,6 +41,8 @@ class ProcessorRegistry:
         self.policies = list(policies)
         self.observers = [self.events, *observers]
         self.processors = list(processors)
+        self.answer_cache = None     # set by the service; invalidated when policies/observers change
+        self._cache_allowed = {}
         self._by_code = {}
         for processor in self.processors:
             verifyObject(IRequestProcessor, processor)
@@ -59,9 +61,29 @@ class ProcessorRegistry:
 
     def add_policy(self, policy):
         self.policies.append(policy)
+        self._policies_changed()
 
     def add_observer(self, observer):
         self.observers.append(observer)
+        self._policies_changed()
+
+    def _policies_changed(self):
+        self._cache_allowed = {}
+        if self.answer_cache is not None:
+            self.answer_cache.invalidate()
+
+    def allows_cached_answer(self, code):
+        """May an answer to ``code`` be replayed without running the policies again?
+
+        Only if every policy says so (``allows_cached_answer(code)``); a policy that does not
+        know the method (the ACL check, third-party policies) keeps every request on the slow path.
+        """
+        allowed = self._cache_allowed.get(code)
+        if allowed is None:
+            allowed = self._cache_allowed[code] = self._by_code.get(code) is not None and all(
+                getattr(policy, "allows_cached_answer", None) is not None and policy.allows_cached_answer(code)
+                for policy in self.policies)
+        return allowed
 
     def processor_for(self, code):
         return self._by_code.get(code)

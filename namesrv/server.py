@@ -30,6 +30,7 @@ class RemotingServerFactory(protocol.Factory):
         self.reactor = reactor
         self.connections = {}
         self.refused = 0
+        self.answer_cache = None   # an AnswerCache shared by every connection (set by the service)
 
     def connection_limit(self):
         """``serverMaxConnections``, clamped so that connections never take the descriptors
@@ -62,6 +63,7 @@ class RemotingServerFactory(protocol.Factory):
             slow_reader_timeout=getattr(self.config, "serverSlowReaderTimeoutSeconds", 30) or None,
             reactor=self.reactor,
             limits=FrameLimits.from_config(self.config),
+            answer_cache=self.answer_cache,
         )
         proto.factory = self
         return proto

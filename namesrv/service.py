@@ -48,6 +48,8 @@ class NamesrvService(service.Service):
         self.housekeeping = BrokerHousekeeping(self.routes, self.events)
         self.factory = RemotingServerFactory(self.registry, config, self.housekeeping, self.events, self.reactor)
         self.listen_factory = secure_service(self)
+        self.answer_cache = _make_answer_cache(config, self.registry, self.routes, self.kv)
+        self.factory.answer_cache = self.answer_cache
         self.port = None
         self._timers = []
         self._delayed = []
@@ -132,6 +134,19 @@ class NamesrvService(service.Service):
         if name == "scanNotActiveBrokerInterval" and self._scan.running:
             self._scan.stop()
             self._scan.start(new / 1000.0, now=False)
+
+
+def _make_answer_cache(config, registry, routes, kv):
+    """Whole answers for repeated route reads, dropped on any change to what they were built from."""
+    if not config.answerCacheEnable:
+        return None
+    from namesrv.answercache import AnswerCache
+    cache = AnswerCache(registry, max_entries=config.answerCacheMaxEntries)
+    registry.answer_cache = cache
+    routes.add_change_listener(cache.invalidate)
+    kv.change_listeners.append(cache.invalidate)
+    config.add_listener(cache.invalidate)
+    return cache
 
 
 def _make_event_log(config, reactor):

@@ -195,8 +195,11 @@ class RouteProcessor:
         else:
             body = self.routes.route_body(topic, standard, order_topic_conf, acting)
         if body is None:
-            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, _topic_not_exist_remark(topic))
-        return request.make_response(ResponseCode.SUCCESS, body=body)
+            response = request.make_response(ResponseCode.TOPIC_NOT_EXIST, _topic_not_exist_remark(topic))
+        else:
+            response = request.make_response(ResponseCode.SUCCESS, body=body)
+        response.cacheable = True   # tables, config and KV config: all invalidate the AnswerCache
+        return response
 
     def _zone_route_body(self, topic, zone, order_topic_conf, acting):
         """5.x ZoneRouteRPCHook: keep the zone's brokers (and masterless ones); always plain JSON."""
@@ -208,7 +211,9 @@ class RouteProcessor:
         return bodies.encode_topic_route(route, standard=False)
 
     def get_broker_cluster_info(self, request, connection):
-        return request.make_response(ResponseCode.SUCCESS, body=self.routes.cluster_info_body())
+        response = request.make_response(ResponseCode.SUCCESS, body=self.routes.cluster_info_body())
+        response.cacheable = True
+        return response
 
     def get_broker_member_group(self, request, connection):
         cluster = request.require("clusterName")

@@ -31,6 +31,8 @@ class KVConfigManager:
         self.path = path
         self.events = events
         self.table = {}
+        #: called with no arguments after every change (e.g. AnswerCache.invalidate)
+        self.change_listeners = []
         self._writer = SerialFileWriter(path, self.encode, reactor=reactor, keep_backup=True,
                                         what="KV config file")
 
@@ -93,6 +95,8 @@ class KVConfigManager:
         return self._writer.changed()
 
     def _emit(self, op, namespace, key):
+        for callback in self.change_listeners:
+            callback()
         if self.events is not None:
             self.events.emit("kv_changed", op=op, namespace=namespace, key=key)
 

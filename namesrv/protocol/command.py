@@ -42,6 +42,9 @@ class RemotingCommand:
     ext: Optional[dict] = None
     body: Optional[bytes] = None
     serialize_type: int = SerializeType.JSON
+    #: set by a processor on an answer that depends only on the request's header and on state
+    #: whose every change invalidates the AnswerCache (see namesrv/answercache.py)
+    cacheable: bool = field(default=False, compare=False, repr=False)
 
     # -- flags -------------------------------------------------------------
     @property

@@ -68,8 +68,9 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
 
     def __init__(self, dispatcher, on_open=None, on_close=None, idle_timeout=None,
                  max_frame_length=None, on_bad_frame=None, slow_reader_timeout=None, reactor=None,
-                 limits=NO_LIMITS):
+                 limits=NO_LIMITS, answer_cache=None):
         self.dispatcher = dispatcher
+        self.answer_cache = answer_cache
         self.on_open = on_open
         self.on_close = on_close
         self.on_bad_frame = on_bad_frame
@@ -178,6 +179,8 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         buffer = self._buffer
         offset = 0
         size = len(buffer)
+        cache = self.answer_cache
+        cached = []   # answers from the cache, written together (before any slow-path answer)
         while size - offset >= 4 and not self.paused and not self.closing:
             (length,) = _LENGTH.unpack_from(buffer, offset)
             if length < 0:
@@ -193,7 +196,17 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             frame = bytes(buffer[offset + 4:end])
             offset = end
             self._partial_checked = False
+            if cache is not None:
+                answer = cache.answer(frame, self.peer)
+                if answer is not None:
+                    cached.append(answer)
+                    continue
+                if cached:
+                    self._write_cached(cached)
+                    cached = []
             self.frame_received(frame)
+        if cached:
+            self._write_cached(cached)
         if self.closing:
             self._buffer = bytearray()
             return
@@ -284,7 +297,13 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         if isinstance(answer, defer.Deferred):
             answer.addCallback(self.send)
         else:
+            if answer.cacheable and self.answer_cache is not None:
+                self.answer_cache.remember(frame, request, answer)
             self.send(answer)
+
+    def _write_cached(self, answers):
+        if self.transport is not None and self.connected and not self.closing:
+            self.transport.write(b"".join(answers) if len(answers) > 1 else answers[0])
 
     def send(self, command):
         if command is None or self.transport is None or not self.connected or self.closing:

@@ -25,24 +25,37 @@ class RouteQueries:
         self._brokers_generation = 0  # bumped when BrokerData or cluster sets change
         self._topic_list_body = None
         self._cluster_info_body = None
+        self._changed()   # a reset (snapshot restore) is a change too
+
+    def add_change_listener(self, callback):
+        """``callback()`` after any change a read could see (e.g. AnswerCache.invalidate); kept across resets."""
+        self.__dict__.setdefault("change_listeners", []).append(callback)
+
+    def _changed(self):
+        for callback in self.__dict__.get("change_listeners", ()):
+            callback()
 
     # -- invalidation hooks (called by the manager) -----------------------------------
     def _topic_set_changed(self):
         self._topics_generation += 1
         self._topic_list_body = None
+        self._changed()
 
     def _queue_data_changed(self, topic):
         self._route_cache.pop(topic, None)
+        self._changed()
 
     def _brokers_changed(self):
         self._brokers_generation += 1
         self._cluster_info_body = None
+        self._changed()
 
     def _broker_data_changed(self, broker_name):
         self._brokers_changed()
         self._invalidate_broker_routes(broker_name)
 
     def _invalidate_broker_routes(self, broker_name):
+        self._changed()
         cache = self._route_cache
         if cache:
             for topic in self._broker_topics.get(broker_name, ()):

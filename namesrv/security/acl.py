@@ -152,6 +152,10 @@ class BrokerAllowListPolicy:
         self.allowed.get()
         self._refusals = _Refusals(list(listeners))
 
+    def allows_cached_answer(self, code):
+        """Only broker-control requests are checked, and those are never cached."""
+        return self.classifier.classify(code) != BROKER_CONTROL
+
     def check(self, request, connection):
         allowed = self.allowed.get()
         if not allowed:

@@ -1,0 +1,333 @@
+"""The AnswerCache: replayed answers are byte-identical to fresh ones, and never stale.
+
+The whole service in-process (no listening port): a RemotingProtocol from the service's own
+factory on a StringTransport, task.Clock for time.
+"""
+
+import json
+import struct
+
+import pytest
+from twisted.internet import task
+from twisted.internet.testing import StringTransport
+from twisted.python.failure import Failure
+
+from namesrv.protocol.codec import decode_frame, encode_frame
+from namesrv.protocol.codes import RequestCode, ResponseCode, SerializeType
+from namesrv.protocol.command import make_request
+from namesrv.routes.model import ORDER_TOPIC_CONFIG
+from namesrv.service import make_service
+from tests.brokers import register_request, route_request
+from tests.test_service import make_config
+
+
+class SyncPool:
+    def callInThreadWithCallback(self, on_result, f, *args, **kwargs):
+        try:
+            result, ok = f(*args, **kwargs), True
+        except Exception:
+            result, ok = Failure(), False
+        on_result(ok, result)
+
+
+class Reactor(task.Clock):
+    """A Clock whose threads run at once (the KV file is written synchronously)."""
+
+    def getThreadPool(self):
+        return SyncPool()
+
+    def callFromThread(self, f, *args, **kwargs):
+        f(*args, **kwargs)
+
+
+class Recorder:
+    def __init__(self):
+        self.requests = []
+
+    def record_request(self, code, response_code, micros, peer):
+        self.requests.append((code, response_code, peer))
+
+
+@pytest.fixture
+def server(tmp_path):
+    made = []
+
+    def make(**props):
+        svc = make_service(make_config(tmp_path, **props), clock=task.Clock(), reactor=Reactor())
+        made.append(svc)
+        return svc
+
+    yield make
+    for svc in made:
+        svc.kv.flush_sync()
+
+
+def connect(svc):
+    proto = svc.factory.buildProtocol(None)
+    transport = StringTransport()
+    proto.makeConnection(transport)
+    return proto, transport
+
+
+def answers(transport):
+    data = transport.value()
+    transport.clear()
+    out = []
+    while data:
+        (length,) = struct.unpack(">i", data[:4])
+        out.append((data[:4 + length], decode_frame(data[4:4 + length])))
+        data = data[4 + length:]
+    return out
+
+
+def ask(proto, transport, *requests):
+    proto.dataReceived(b"".join(encode_frame(r) for r in requests))
+    proto._reactor.advance(0)     # broker-control requests run in the scheduler's next turn
+    return answers(transport)
+
+
+def register(proto, transport, topics=("T1", "T2"), broker="b1", addr="127.0.0.1:10911", counter=1, **kw):
+    ((_, answer),) = ask(proto, transport, register_request("C", broker, addr, topics=list(topics),
+                                                            counter=counter, **kw))
+    assert answer.code == ResponseCode.SUCCESS
+    return answer
+
+
+def route(topic, opaque, **kwargs):
+    return route_request(topic, opaque=opaque, **kwargs)
+
+
+def test_a_repeated_route_read_is_replayed_byte_for_byte(server):
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport)
+    cache = svc.answer_cache
+    ((first_bytes, first),) = ask(proto, transport, route("T1", 7))
+    assert first.code == ResponseCode.SUCCESS and cache.hits == 0 and len(cache) == 1
+    ((again_bytes, again),) = ask(proto, transport, route("T1", 123456))
+    assert cache.hits == 1
+    assert again.opaque == 123456 and again.body == first.body
+    assert again_bytes == encode_frame(first.with_changes(opaque=123456))
+
+
+def test_pipelined_reads_get_every_opaque_back(server):
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ask(proto, transport, route("T1", 1), route("T2", 2))
+    opaques = [-5, 0, 9, 2**31 - 1, -2**31, 77]
+    got = ask(proto, transport, *[route("T1" if i % 2 else "T2", o) for i, o in enumerate(opaques)])
+    assert [a.opaque for _, a in got] == opaques
+    assert svc.answer_cache.hits == len(opaques)
+    assert [json.loads(a.body)["queueDatas"][0]["brokerName"] for _, a in got] == ["b1"] * len(opaques)
+
+
+def test_a_route_change_is_seen_at_once(server):
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ((_, before),) = ask(proto, transport, route("T1", 1))
+    register(proto, transport, broker="b2", addr="127.0.0.2:10911")
+    ((_, after),) = ask(proto, transport, route("T1", 2))
+    names = sorted(q["brokerName"] for q in json.loads(after.body)["queueDatas"])
+    assert names == ["b1", "b2"] and before.body != after.body
+
+
+def test_an_unchanged_heartbeat_keeps_the_cache(server):
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ask(proto, transport, route("T1", 1))
+    invalidations = svc.answer_cache.invalidations
+    register(proto, transport)           # the same topics and dataVersion
+    ask(proto, transport, route("T1", 2))
+    assert svc.answer_cache.invalidations == invalidations and svc.answer_cache.hits == 1
+
+
+def test_topic_not_exist_is_cached_until_the_topic_appears(server):
+    svc = server()
+    proto, transport = connect(svc)
+    ((_, missing),) = ask(proto, transport, route("Later", 1))
+    ((_, still),) = ask(proto, transport, route("Later", 2))
+    assert missing.code == still.code == ResponseCode.TOPIC_NOT_EXIST and svc.answer_cache.hits == 1
+    assert still.remark == missing.remark and "Later" in still.remark
+    register(proto, transport, topics=("Later", "Other"))
+    ((_, found),) = ask(proto, transport, route("Later", 3))
+    assert found.code == ResponseCode.SUCCESS
+
+
+def test_a_broker_going_away_is_seen_at_once(server):
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ask(proto, transport, route("T1", 1))
+    reader, reader_transport = connect(svc)
+    ask(reader, reader_transport, route("T1", 2))
+    proto.connectionLost(None)           # the broker's channel closes: housekeeping unregisters it
+    ((_, gone),) = ask(reader, reader_transport, route("T1", 3))
+    assert gone.code == ResponseCode.TOPIC_NOT_EXIST
+
+
+def test_kv_and_config_changes_invalidate(server):
+    svc = server(orderMessageEnable="true")
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ((_, plain),) = ask(proto, transport, route("T1", 1))
+    assert "orderTopicConf" not in json.loads(plain.body)
+    svc.kv.put(ORDER_TOPIC_CONFIG, "T1", "b1:4")
+    ((_, ordered),) = ask(proto, transport, route("T1", 2))
+    assert json.loads(ordered.body)["orderTopicConf"] == "b1:4"
+    svc.config.update({"orderMessageEnable": "false"})
+    ((_, off),) = ask(proto, transport, route("T1", 3))
+    assert "orderTopicConf" not in json.loads(off.body)
+
+
+def test_rocketmq_headers_are_cached_too(server):
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport)
+    rmq = SerializeType.ROCKETMQ
+    ((first_bytes, first),) = ask(proto, transport, route("T1", 5, serialize_type=rmq))
+    ((again_bytes, again),) = ask(proto, transport, route("T1", -99, serialize_type=rmq))
+    assert svc.answer_cache.hits == 1 and again.opaque == -99
+    assert again_bytes == encode_frame(first.with_changes(opaque=-99))
+
+
+def test_json_and_rocketmq_and_versions_do_not_share_answers(server):
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ask(proto, transport, route("T1", 1), route("T1", 2, serialize_type=SerializeType.ROCKETMQ),
+        route("T1", 3, version=500))
+    assert svc.answer_cache.hits == 0 and len(svc.answer_cache) == 3
+
+
+def test_observers_see_cached_answers(server):
+    svc = server()
+    recorder = Recorder()
+    svc.registry.add_observer(recorder)
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ask(proto, transport, route("T1", 1), route("T1", 2), route("T1", 3))
+    reads = [r for r in recorder.requests if r[0] == RequestCode.GET_ROUTEINFO_BY_TOPIC]
+    assert len(reads) == 3 and svc.answer_cache.hits == 2
+    assert {r[1] for r in reads} == {ResponseCode.SUCCESS}
+
+
+def _raw(header, opaque_text):
+    """A JSON route request with its header written by hand (``opaque_text`` as the opaque literal)."""
+    text = header % opaque_text
+    data = text.encode()
+    return struct.pack(">ii", 4 + len(data), len(data)) + data
+
+
+HEADER = '{"code":105,"extFields":{"topic":"T1"},"flag":0,"language":"JAVA","opaque":%s,"version":399}'
+
+
+@pytest.mark.parametrize("opaque_text", ["007", "-0", "99999999999", "2147483648", "1.5"])
+def test_odd_opaque_literals_take_the_slow_path(server, opaque_text):
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport)
+    proto.dataReceived(_raw(HEADER, "12"))
+    answers(transport)
+    hits = svc.answer_cache.hits
+    proto.dataReceived(_raw(HEADER, opaque_text))
+    assert svc.answer_cache.hits == hits            # decoded (and answered or refused) the slow way
+
+
+def test_frames_with_two_opaques_or_escapes_are_not_cached(server):
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport)
+    stored = len(svc.answer_cache)
+    twice = '{"code":105,"extFields":{"opaque":"1","topic":"T1"},"flag":0,"opaque":%s,"version":399}'
+    escaped = '{"code":105,"extFields":{"topic":"T\\u0031"},"flag":0,"opaque":%s,"version":399}'
+    for header in (twice, escaped):
+        for opaque in ("4", "5"):
+            proto.dataReceived(_raw(header, opaque))
+            ((_, answer),) = answers(transport)
+            assert answer.code == ResponseCode.SUCCESS and answer.opaque == int(opaque)
+    assert len(svc.answer_cache) == stored and svc.answer_cache.hits == 0
+
+
+def test_oneway_reads_are_not_answered_from_the_cache(server):
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ask(proto, transport, route("T1", 1))
+    assert ask(proto, transport, route("T1", 2, oneway=True)) == []
+    assert svc.answer_cache.hits == 0
+
+
+def test_not_ready_answers_are_not_cached(server):
+    svc = server(needWaitForService="true", waitSecondsForService="45")
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ((_, early),) = ask(proto, transport, route("T1", 1))
+    assert early.code == ResponseCode.SYSTEM_ERROR and len(svc.answer_cache) == 0
+    svc.reactor.advance(46)
+    ((_, ready),) = ask(proto, transport, route("T1", 2))
+    assert ready.code == ResponseCode.SUCCESS
+
+
+def test_acl_keeps_every_request_on_the_slow_path(server, tmp_path):
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text("accounts:\n- accessKey: rocketmq2\n  secretKey: '12345678'\n  admin: true\n")
+    svc = server(aclEnable="true", aclFile=str(acl))
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ask(proto, transport, route("T1", 1), route("T1", 2))
+    assert svc.answer_cache.hits == 0 and len(svc.answer_cache) == 0
+    assert not svc.registry.allows_cached_answer(RequestCode.GET_ROUTEINFO_BY_TOPIC)
+
+
+def test_the_cache_is_bounded(server):
+    svc = server(answerCacheMaxEntries="3")
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ask(proto, transport, *[route("X%d" % i, i) for i in range(10)])
+    assert len(svc.answer_cache) <= 3
+
+
+def test_switched_off_by_property(server):
+    svc = server(answerCacheEnable="false")
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ((_, a),), ((_, b),) = ask(proto, transport, route("T1", 1)), ask(proto, transport, route("T1", 2))
+    assert svc.answer_cache is None and a.body == b.body
+
+
+def test_cluster_info_is_cached_and_follows_registrations(server):
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport)
+    info = make_request(RequestCode.GET_BROKER_CLUSTER_INFO)
+    ((_, one),) = ask(proto, transport, info)
+    register(proto, transport, broker="b2", addr="127.0.0.2:10911")
+    ((_, two),) = ask(proto, transport, info.with_changes(opaque=5))
+    assert b'"b2"' not in one.body and b'"clusterAddrTable":{"C":["b1","b2"]}' in two.body
+
+
+@pytest.mark.parametrize("raw", [b"", b"\x00", b"\x00\x00\x00", b"\x01\x00\x00\x00\x00\x69"])
+def test_short_frames_are_refused_as_before(server, raw):
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ask(proto, transport, route("T1", 1))
+    proto.dataReceived(struct.pack(">i", len(raw)) + raw)
+    assert proto.closing and transport.value() == b""
+
+
+def test_a_snapshot_restore_keeps_invalidating(server, tmp_path):
+    from namesrv.routes.snapshot import encode_snapshot, restore_snapshot
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ask(proto, transport, route("T1", 1))
+    restore_snapshot(svc.routes, encode_snapshot(svc.routes))     # what a warm restart does
+    assert len(svc.answer_cache) == 0
+    ask(proto, transport, route("T1", 2))
+    svc.routes.unregister_broker("C", "127.0.0.1:10911", "b1", 0)
+    ((_, gone),) = ask(proto, transport, route("T1", 3))
+    assert gone.code == ResponseCode.TOPIC_NOT_EXIST
