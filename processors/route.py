@@ -11,6 +11,7 @@ Where we differ from Java:
 - a refused or undecodable registration changes nothing (see namesrv/routes/manager.py).
 """
 
+import hashlib
 import time
 
 from zope.interface import implementer
@@ -44,6 +45,16 @@ def _topic_not_exist_remark(topic):
     return "No topic route info in name server for the topic: %s\nSee %s for further details." % (topic, FAQ_URL)
 
 
+class _AppliedRegistration:
+    __slots__ = ("fingerprint", "generation", "topics", "data_version")
+
+    def __init__(self, fingerprint, generation, topics, data_version):
+        self.fingerprint = fingerprint
+        self.generation = generation
+        self.topics = topics
+        self.data_version = data_version
+
+
 @implementer(IRequestProcessor)
 class RouteProcessor:
     name = "route"
@@ -60,6 +71,10 @@ class RouteProcessor:
 
     def __init__(self, context, timer=time.perf_counter):
         self.context = context
+        #: (cluster, brokerAddr) -> the last registration applied: an identical one, with no table
+        #: change since, only refreshes liveness (its body is not decoded again)
+        self._last_registrations = {}
+        self.unchanged_skipped = 0
         self.timer = timer
         self.started = context.reactor.seconds()
         self._handlers = {
@@ -131,6 +146,15 @@ class RouteProcessor:
         body = request.body
         if body_crc32 != 0 and bodies.crc32(body) != body_crc32:
             return self._error(request, "crc32 not match")
+        fingerprint = self._fingerprint(request)
+        last = self._last_registrations.get((cluster, broker_addr))
+        if last is not None and last.fingerprint == fingerprint:
+            result = self.routes.refresh_unchanged_registration(cluster, broker_addr, last.generation, connection,
+                                                                heartbeat_timeout)
+            if result is not None:
+                self.unchanged_skipped += 1
+                return self._registered(request, result, cluster, broker_name, broker_id, broker_addr,
+                                        last.topics, last.data_version, body, compressed, started)
         try:
             decoded = bodies.decode_register_broker_body(
                 body, compressed, request.version,
@@ -146,7 +170,28 @@ class RouteProcessor:
             delete_topic_with_broker_registration=bool(self._config("deleteTopicWithBrokerRegistration")))
         if result is None:
             return self._error(request, "register broker failed")
+        topics, data_version = len(wrapper.topic_config_table), wrapper.data_version.as_event()
+        if not result.stale:
+            self._remember_registration(cluster, broker_addr, fingerprint, topics, data_version)
+        return self._registered(request, result, cluster, broker_name, broker_id, broker_addr, topics, data_version,
+                                body, compressed, started)
 
+    @staticmethod
+    def _fingerprint(request):
+        """What must be identical for a registration to be "the same as last time": header and body."""
+        digest = hashlib.blake2b(request.body or b"", digest_size=20).digest()
+        return request.version, request.serialize_type, tuple(sorted((request.ext or {}).items())), digest
+
+    def _remember_registration(self, cluster, broker_addr, fingerprint, topics, data_version):
+        remembered = self._last_registrations
+        if len(remembered) > 2 * len(self.routes.broker_live_table) + 1024:   # forget brokers that left
+            for key in [k for k in remembered if k not in self.routes.broker_live_table]:
+                del remembered[key]
+        remembered[(cluster, broker_addr)] = _AppliedRegistration(
+            fingerprint, self.routes.change_generation, topics, data_version)
+
+    def _registered(self, request, result, cluster, broker_name, broker_id, broker_addr, topics, data_version,
+                    body, compressed, started):
         ext = {}  # Java's typed (empty) response header: "extFields":{}
         if result.master_addr is not None:
             if result.ha_server_addr is not None:
@@ -157,7 +202,7 @@ class RouteProcessor:
             self.context.events.emit(
                 "broker_registered" if result.first else "broker_heartbeat",
                 cluster=cluster, brokerName=broker_name, brokerId=broker_id, brokerAddr=broker_addr,
-                topics=len(wrapper.topic_config_table), dataVersion=wrapper.data_version.as_event(),
+                topics=topics, dataVersion=data_version,
                 changed=result.changed, bodyBytes=len(body) if body else 0, compressed=compressed,
                 us=int((self.timer() - started) * 1e6))
         return response

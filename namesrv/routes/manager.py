@@ -245,7 +245,11 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
                                             ha_server_addr, broker_name, broker_id))
         if filter_server_list is not None:
             self._set_filter_servers(key, filter_server_list)
+        self._tell_master(result, cluster, addrs, broker_id)
+        return result
 
+    def _tell_master(self, result, cluster, addrs, broker_id):
+        """A slave's answer names its live master (masterAddr, haServerAddr)."""
         if broker_id != MASTER_ID:
             master_addr = addrs.get(MASTER_ID)
             if master_addr is not None:
@@ -253,6 +257,30 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
                 if master is not None:
                     result.master_addr = master_addr
                     result.ha_server_addr = master.ha_server_addr
+
+    def refresh_unchanged_registration(self, cluster, broker_addr, generation, connection=None,
+                                       heartbeat_timeout_millis=None):
+        """Apply a registration identical (header and body) to the last one applied for this broker.
+
+        Valid only while nothing in the tables has changed since that one was applied
+        (``generation`` is the ``change_generation`` recorded right after it): re-applying
+        it would then change nothing but the broker's liveness, which is all this does,
+        without decoding the body. Returns the RegisterBrokerResult, or None when the
+        caller must take the full path.
+        """
+        if generation != self.__dict__.get("change_generation", 0):
+            return None
+        key = (cluster, broker_addr)
+        live = self.broker_live_table.get(key)
+        broker_data = self.broker_addr_table.get(live.broker_name) if live is not None else None
+        if broker_data is None or broker_data.broker_addrs.get(live.broker_id) != broker_addr:
+            return None
+        timeout = self.default_heartbeat_timeout_millis if heartbeat_timeout_millis is None \
+            else heartbeat_timeout_millis
+        self._bind_live(key, BrokerLiveInfo(self.clock.seconds(), timeout, live.data_version, connection,
+                                            live.ha_server_addr, live.broker_name, live.broker_id))
+        result = RegisterBrokerResult(first=False, changed=False)
+        self._tell_master(result, cluster, broker_data.broker_addrs, live.broker_id)
         return result
 
     # -- live entries and filter servers ----------------------------------------------

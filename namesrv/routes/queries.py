@@ -32,6 +32,7 @@ class RouteQueries:
         self.__dict__.setdefault("change_listeners", []).append(callback)
 
     def _changed(self):
+        self.change_generation = self.__dict__.get("change_generation", 0) + 1
         for callback in self.__dict__.get("change_listeners", ()):
             callback()
 

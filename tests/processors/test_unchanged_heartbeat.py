@@ -1,0 +1,123 @@
+"""An identical REGISTER_BROKER with no table change since the last one only refreshes liveness.
+
+Every answer and table state must be what the full path would give; only the body is not decoded.
+"""
+
+import pytest
+
+from namesrv.protocol.codes import RequestCode, ResponseCode
+from namesrv.routes import bodies
+from tests.brokers import register_request, route_request
+from tests.processors.test_route_processor import Conn, req, world  # noqa: F401 (fixture)
+
+C = RequestCode
+TOPICS = ["A", "B", "C"]
+
+
+@pytest.fixture
+def no_decode(monkeypatch):
+    """Make any further body decode fail loudly: the shortcut must not need it."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the body was decoded")
+
+    def arm():
+        monkeypatch.setattr(bodies, "decode_register_broker_body", refuse)
+    return arm
+
+
+def master(**kw):
+    return register_request("C", "broker-a", "127.0.0.1:10911", topics=TOPICS, ha_addr="127.0.0.1:10912", **kw)
+
+
+def slave(**kw):
+    return register_request("C", "broker-a", "127.0.0.1:10921", broker_id=1, topics=TOPICS, **kw)
+
+
+def test_an_identical_heartbeat_is_not_decoded_and_refreshes_liveness(world, no_decode):
+    first = world.call(master())
+    world.clock.advance(30)
+    no_decode()
+    again = world.call(master(opaque=9))
+    assert (again.code, again.ext, again.body) == (first.code, first.ext, first.body)
+    assert world.processor.unchanged_skipped == 1
+    live = world.routes.broker_live_table[("C", "127.0.0.1:10911")]
+    assert live.last_update == world.clock.seconds() and live.connection is world.conn
+    beats = world.events.named("broker_heartbeat")
+    assert beats[-1]["topics"] == 3 and beats[-1]["changed"] is False
+    assert beats[-1]["dataVersion"] == world.events.named("broker_registered")[0]["dataVersion"]
+
+
+def test_the_slave_still_learns_its_master(world, no_decode):
+    world.call(master())
+    full = world.call(slave(), Conn(2))
+    no_decode()
+    quick = world.call(slave(), Conn(2))
+    assert quick.ext == full.ext == {"haServerAddr": "127.0.0.1:10912", "masterAddr": "127.0.0.1:10911"}
+    assert world.processor.unchanged_skipped == 1
+
+
+def test_a_deleted_topic_comes_back_with_the_next_heartbeat(world):
+    world.call(master())
+    world.call(master())
+    assert world.processor.unchanged_skipped == 1
+    assert world.call(req(C.DELETE_TOPIC_IN_NAMESRV, {"topic": "B"})).code == ResponseCode.SUCCESS
+    assert world.call(route_request("B")).code == ResponseCode.TOPIC_NOT_EXIST
+    world.call(master())                     # a table change since: the full path, as Java
+    assert world.processor.unchanged_skipped == 1
+    assert world.call(route_request("B")).code == ResponseCode.SUCCESS
+
+
+def test_any_change_elsewhere_takes_the_full_path(world):
+    world.call(master())
+    world.call(register_request("C", "broker-b", "127.0.0.2:10911", topics=["X", "Y"]), Conn(3))
+    world.call(master())
+    assert world.processor.unchanged_skipped == 0
+    world.call(master())
+    assert world.processor.unchanged_skipped == 1
+
+
+@pytest.mark.parametrize("change", [
+    dict(counter=2),                                        # a new dataVersion
+    dict(extra_ext={"heartbeatTimeoutMillis": "60000"}),    # a header field
+    dict(compressed=True),                                  # the same topics, encoded differently
+])
+def test_a_different_registration_is_decoded(world, change):
+    world.call(master())
+    world.call(master(**change))
+    assert world.processor.unchanged_skipped == 0
+
+
+def test_a_new_connection_is_bound(world):
+    world.call(master())
+    other = Conn(7)
+    world.call(master(), other)
+    assert world.processor.unchanged_skipped == 1
+    assert world.routes.broker_live_table[("C", "127.0.0.1:10911")].connection is other
+
+
+def test_an_expired_broker_registers_in_full(world):
+    world.call(master())
+    world.clock.advance(121)
+    world.routes.scan_not_active_brokers()
+    assert world.call(route_request("A")).code == ResponseCode.TOPIC_NOT_EXIST
+    world.call(master())
+    assert world.processor.unchanged_skipped == 0
+    assert world.call(route_request("A")).code == ResponseCode.SUCCESS
+
+
+def test_a_refused_body_is_never_remembered(world):
+    bad = master()
+    bad.body = b"{not json"
+    bad.ext["bodyCrc32"] = "0"
+    for _ in range(2):
+        assert world.call(bad).code == ResponseCode.SYSTEM_ERROR
+    assert world.processor.unchanged_skipped == 0
+
+
+def test_forgotten_brokers_do_not_pile_up(world):
+    world.call(master())
+    remembered = world.processor._last_registrations
+    for i in range(1100):
+        remembered[("gone", "127.0.9.%d:1" % i)] = object()
+    world.call(register_request("C", "broker-z", "127.0.0.9:10911", topics=["Z1", "Z2"]), Conn(9))
+    assert set(remembered) == {("C", "127.0.0.1:10911"), ("C", "127.0.0.9:10911")}
