@@ -17,19 +17,21 @@ Correctness rests on three rules:
   store and the configuration call it on every change, and the registry when a policy
   or observer is added. A heartbeat that changes nothing invalidates nothing.
 - **Which frames match**: the key is the request frame with the opaque's bytes cut out
-  (JSON: the digits after the only ``"opaque":``, the header length counted without
-  them; ROCKETMQ: the 4 bytes at a fixed offset), so two frames share a key only if they
-  differ in nothing but the opaque.
+  (JSON: the digits after the only ``"opaque":``; ROCKETMQ: the 4 bytes at a fixed
+  offset), so two frames share a key only if they differ in nothing but the opaque. (A
+  JSON opaque with one more digit changes the header-length word too: a different key,
+  filled by one more slow-path answer.)
   A frame is stored only after the slow path decoded it and its opaque was found where
   the key expects it; a looked-up JSON opaque must be a plain int32 literal, else the
   frame takes the slow path (which answers or closes exactly as before).
 
-Observers still see every request (code, response code, µs, peer), so metrics and the
-event log's per-second request aggregates count cached answers too.
+Observers still see every request: the protocol calls ``report(peer)`` after each read,
+and each observer gets the replayed answers per (code, response code), in bulk through
+``record_requests`` when it has one, so metrics and the event log's per-second request
+aggregates count cached answers too.
 """
 
 import struct
-import time
 
 from namesrv.protocol.codes import SerializeType
 
@@ -37,9 +39,8 @@ _PAIR = struct.Struct(">ii")
 _INT = struct.Struct(">i")
 _OPAQUE_KEY = b'"opaque":'
 _OPAQUE_KEY_LEN = len(_OPAQUE_KEY)
-_DIGITS = frozenset(b"0123456789")
-_MINUS = ord("-")
 _ZERO = ord("0")
+_INT32_MAX_DIGITS = b"2147483647"
 _JSON = SerializeType.JSON
 _ROCKETMQ = SerializeType.ROCKETMQ
 #: A sentinel opaque, unlikely to appear anywhere else in an encoded answer.
@@ -49,39 +50,40 @@ _SENTINEL_RMQ = struct.pack(">i", _SENTINEL)
 
 
 def _json_opaque_span(frame):
-    """(start, stop) of the opaque's digits in a JSON-header frame, or None if not a plain int32."""
+    """(start, stop) of the opaque's digits in a JSON-header frame, or None if not a plain int32.
+
+    The digits end at the next ``,`` (or ``}`` when the opaque is the header's last field);
+    anything but an optional ``-`` and 1 to 10 digits without a leading zero is refused.
+    """
     at = frame.find(_OPAQUE_KEY)
     if at < 0:
         return None
-    start = stop = at + _OPAQUE_KEY_LEN
-    end = len(frame)
-    if stop < end and frame[stop] == _MINUS:
-        stop += 1
-    first = stop
-    while stop < end and frame[stop] in _DIGITS:
-        stop += 1
-    digits = stop - first
-    if digits == 0 or digits > 10 or (frame[first] == _ZERO and (digits > 1 or first > start)):
-        return None
-    if digits == 10 and not -2**31 <= int(frame[start:stop]) < 2**31:
-        return None
+    start = at + _OPAQUE_KEY_LEN
+    stop = frame.find(b",", start)
+    if stop < 0 or not _plain_int(frame[start:stop]):
+        stop = frame.find(b"}", start)
+        if stop < 0 or not _plain_int(frame[start:stop]):
+            return None
     return start, stop
 
 
-def _json_key(frame, start, stop):
-    """The frame without its opaque digits, and its type/header-length word without their count."""
-    return _INT.unpack_from(frame, 0)[0] - stop + start, frame[4:start] + frame[stop:]
+def _plain_int(text):
+    digits = text[1:] if text[:1] == b"-" else text
+    size = len(digits)
+    if not 0 < size <= 10 or not digits.isdigit() or (digits[0] == _ZERO and (size > 1 or digits is not text)):
+        return False
+    return size < 10 or -2**31 <= int(text) < 2**31
 
 
 class AnswerCache:
     """Request frame (minus opaque) → the answer frame (minus opaque), for cacheable answers."""
 
-    def __init__(self, registry, max_entries=65536, max_frame_length=1024, timer=time.perf_counter):
+    def __init__(self, registry, max_entries=65536, max_frame_length=1024):
         self.registry = registry
         self.max_entries = max_entries
         self.max_frame_length = max_frame_length
-        self.timer = timer
         self._entries = {}
+        self._counts = {}
         self.hits = 0
         self.stores = 0
         self.invalidations = 0
@@ -102,33 +104,52 @@ class AnswerCache:
         entries = self._entries
         if not entries or not 4 <= len(frame) <= self.max_frame_length:
             return None
-        started = self.timer()
-        if frame[0] == _JSON:
-            span = _json_opaque_span(frame)
-            if span is None:
+        kind = frame[0]
+        if kind == _JSON:
+            at = frame.find(_OPAQUE_KEY)
+            if at < 0:
                 return None
-            start, stop = span
-            entry = entries.get((_INT.unpack_from(frame, 0)[0] - stop + start, frame[4:start] + frame[stop:]))
-            if entry is None:
-                return None
-            prefix, suffix, body, word, fixed, code, response_code = entry
+            start = at + _OPAQUE_KEY_LEN
+            stop = frame.find(b",", start)
             opaque = frame[start:stop]
-            header_length = fixed + len(opaque)
-            answer = b"".join((_PAIR.pack(4 + header_length + len(body), word | header_length),
-                               prefix, opaque, suffix, body))
-        elif frame[0] == _ROCKETMQ and len(frame) >= 13:
+            # the common case inline: a non-negative int32 without a leading zero (for equal
+            # lengths, comparing digit strings compares numbers); anything else the long way
+            size = len(opaque)
+            if (stop < 0 or not opaque.isdigit() or size > 10 or (opaque[0] == _ZERO and size > 1)
+                    or (size == 10 and opaque > _INT32_MAX_DIGITS)):
+                span = _json_opaque_span(frame)
+                if span is None:
+                    return None
+                start, stop = span
+                opaque = frame[start:stop]
+            entry = entries.get(frame[:start] + frame[stop:])
+        elif kind == _ROCKETMQ and len(frame) >= 13:
+            opaque = frame[9:13]
             entry = entries.get(frame[:9] + frame[13:])
-            if entry is None:
-                return None
-            prefix, suffix, body, word, fixed, code, response_code = entry
-            answer = b"".join((prefix, frame[9:13], suffix))
         else:
             return None
+        if entry is None:
+            return None
+        head, tail, counted = entry
         self.hits += 1
-        micros = int((self.timer() - started) * 1e6)
-        for observer in self.registry.observers:
-            observer.record_request(code, response_code, micros, peer)
-        return answer
+        counts = self._counts
+        counts[counted] = counts.get(counted, 0) + 1
+        return b"".join((head, opaque, tail))
+
+    def report(self, peer):
+        """Tell the observers about the answers replayed since the last report (one peer's batch).
+
+        Their handling time is reported as 0 µs: a replay costs well under one.
+        """
+        counts, self._counts = self._counts, {}
+        for (code, response_code), count in counts.items():
+            for observer in self.registry.observers:
+                bulk = getattr(observer, "record_requests", None)
+                if bulk is not None:
+                    bulk(code, response_code, count, 0, peer)
+                else:
+                    for _ in range(count):
+                        observer.record_request(code, response_code, 0, peer)
 
     # -- filling ------------------------------------------------------------------
     def remember(self, frame, request, response):
@@ -161,26 +182,27 @@ class AnswerCache:
         span = _json_opaque_span(frame)
         if span is None or int(frame[span[0]:span[1]]) != request.opaque:
             return None
-        template = self._template(response)
-        word, header_bytes, body = template
+        word, header_bytes, body = self._template(response)
         cut = header_bytes.find(_SENTINEL_JSON)
         if cut < 0 or header_bytes.find(_SENTINEL_JSON, cut + 1) >= 0:
             return None
         prefix, suffix = header_bytes[:cut], header_bytes[cut + len(_SENTINEL_JSON):]
-        key = _json_key(frame, *span)
-        return key, (prefix, suffix, body, word, len(prefix) + len(suffix), request.code, response.code)
+        # Frames sharing this key have as many opaque digits as this one (the header-length
+        # word is part of the key), so the answer's lengths can be fixed now.
+        header_length = len(prefix) + (span[1] - span[0]) + len(suffix)
+        head = _PAIR.pack(4 + header_length + len(body), word | header_length) + prefix
+        key = frame[:span[0]] + frame[span[1]:]
+        return key, (head, suffix + body, (request.code, response.code))
 
     def _rocketmq_entry(self, frame, request, response):
         if len(frame) < 13 or _INT.unpack_from(frame, 9)[0] != request.opaque:
             return None
         from namesrv.protocol.codec import encode_frame
-        sentinel = response.with_changes(opaque=_SENTINEL)
-        whole = encode_frame(sentinel)
+        whole = encode_frame(response.with_changes(opaque=_SENTINEL))
         # the answer's opaque sits at the same fixed offset (after the 4-byte length field)
         if whole[13:17] != _SENTINEL_RMQ:
             return None
-        key = frame[:9] + frame[13:]
-        return key, (whole[:13], whole[17:], b"", 0, 0, request.code, response.code)
+        return frame[:9] + frame[13:], (whole[:13], whole[17:], (request.code, response.code))
 
     @staticmethod
     def _template(response):

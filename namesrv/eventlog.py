@@ -53,13 +53,14 @@ class _Bucket:
         self.hist = {}
         self.peers = set()
 
-    def add(self, micros, peer):
-        self.count += 1
-        self.us_sum += micros
+    def add(self, micros, peer, count=1):
+        """``count`` requests from ``peer`` that each took ``micros``."""
+        self.count += count
+        self.us_sum += micros * count
         if micros > self.us_max:
             self.us_max = micros
         upper = histogram_bucket(micros)
-        self.hist[upper] = self.hist.get(upper, 0) + 1
+        self.hist[upper] = self.hist.get(upper, 0) + count
         if len(self.peers) < _MAX_PEERS:
             self.peers.add(peer)
 
@@ -128,13 +129,17 @@ class EventLog:
             self._dropped_queue += 1
 
     def record_request(self, code, response_code, micros, peer):
+        self.record_requests(code, response_code, 1, micros, peer)
+
+    def record_requests(self, code, response_code, count, micros, peer):
+        """``count`` requests at once (the AnswerCache reports each batch of replayed answers so)."""
         second = int(self.clock())
         self._roll_second(second)
         key = (code, response_code)
         bucket = self._buckets.get(key)
         if bucket is None:
             bucket = self._buckets[key] = _Bucket()
-        bucket.add(int(micros), peer)
+        bucket.add(int(micros), peer, count)
 
     def _roll_second(self, second):
         if self._second is None:

@@ -61,9 +61,15 @@ class IRequestPolicy(Interface):
     def done(request, connection, response_code):
         """Called once for every request ``check`` let through, when its answer is ready."""
 
+    # Optional: ``allows_cached_answer(code)`` -> True when an answer to ``code`` may be replayed
+    # by the AnswerCache without calling ``check`` again. A policy without it turns caching off.
+
 
 class IRequestObserver(Interface):
     """Sees every answered request (metrics, event log)."""
 
     def record_request(code, response_code, micros, peer):
         """``response_code`` is -1 when a oneway request got no answer."""
+
+    # Optional: ``record_requests(code, response_code, count, micros, peer)``, ``count`` requests
+    # at once (answers replayed by the AnswerCache); without it record_request is called ``count`` times.

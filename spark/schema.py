@@ -19,6 +19,7 @@ JSON_SCHEMA = T.StructType([
     T.StructField("count", _L), T.StructField("us", _L), T.StructField("usSum", _L),
     T.StructField("usMax", _L), T.StructField("hist", T.MapType(_S, _L)), T.StructField("peers", _L),
     T.StructField("peer", _S),
+    T.StructField("topics", _ARR),   # topic_route_changed for several topics with the same before/after
 ])
 
 #: The normalized event columns, in order: JSON fields plus ``added``/``removed`` (brokerNames that

@@ -21,7 +21,10 @@ def _empty():
 
 
 def topic_events(events):
-    return events.filter((F.col("event") == "topic_route_changed") & F.col("topic").isNotNull())
+    """One row per (event, topic): an event for several topics (``topics``) is expanded."""
+    te = events.filter(F.col("event") == "topic_route_changed")
+    te = te.withColumn("topic", F.explode_outer(F.coalesce(F.col("topics"), F.array(F.col("topic")))))
+    return te.filter(F.col("topic").isNotNull())
 
 
 def _size(column):

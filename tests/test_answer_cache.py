@@ -104,10 +104,13 @@ def test_a_repeated_route_read_is_replayed_byte_for_byte(server):
     cache = svc.answer_cache
     ((first_bytes, first),) = ask(proto, transport, route("T1", 7))
     assert first.code == ResponseCode.SUCCESS and cache.hits == 0 and len(cache) == 1
-    ((again_bytes, again),) = ask(proto, transport, route("T1", 123456))
+    ((again_bytes, again),) = ask(proto, transport, route("T1", 8))
     assert cache.hits == 1
-    assert again.opaque == 123456 and again.body == first.body
-    assert again_bytes == encode_frame(first.with_changes(opaque=123456))
+    assert again.opaque == 8 and again.body == first.body
+    assert again_bytes == encode_frame(first.with_changes(opaque=8))
+    for opaque, hits in ((123456, 1), (654321, 2)):      # more digits: one more slow answer, then hits
+        ((longer_bytes, _),) = ask(proto, transport, route("T1", opaque))
+        assert longer_bytes == encode_frame(first.with_changes(opaque=opaque)) and cache.hits == hits
 
 
 def test_pipelined_reads_get_every_opaque_back(server):
@@ -115,11 +118,13 @@ def test_pipelined_reads_get_every_opaque_back(server):
     proto, transport = connect(svc)
     register(proto, transport)
     ask(proto, transport, route("T1", 1), route("T2", 2))
-    opaques = [-5, 0, 9, 2**31 - 1, -2**31, 77]
-    got = ask(proto, transport, *[route("T1" if i % 2 else "T2", o) for i, o in enumerate(opaques)])
-    assert [a.opaque for _, a in got] == opaques
-    assert svc.answer_cache.hits == len(opaques)
-    assert [json.loads(a.body)["queueDatas"][0]["brokerName"] for _, a in got] == ["b1"] * len(opaques)
+    first = [-5, 0, 9, 2**31 - 1, -2**31, 77, 1000000000]
+    then = [-6, 3, 4, 2**31 - 2, -2**31 + 1, 78, 1999999999]
+    for opaques in (first, then):
+        got = ask(proto, transport, *[route("T1" if i % 2 else "T2", o) for i, o in enumerate(opaques)])
+        assert [a.opaque for _, a in got] == opaques
+        assert [json.loads(a.body)["queueDatas"][0]["brokerName"] for _, a in got] == ["b1"] * len(opaques)
+    assert svc.answer_cache.hits >= len(then)
 
 
 def test_a_route_change_is_seen_at_once(server):
@@ -331,3 +336,48 @@ def test_a_snapshot_restore_keeps_invalidating(server, tmp_path):
     svc.routes.unregister_broker("C", "127.0.0.1:10911", "b1", 0)
     ((_, gone),) = ask(proto, transport, route("T1", 3))
     assert gone.code == ResponseCode.TOPIC_NOT_EXIST
+
+
+def test_bulk_observers_get_one_call_per_batch(server):
+    class Bulk(Recorder):
+        def record_requests(self, code, response_code, count, micros, peer):
+            self.requests.append((code, response_code, count))
+
+    svc = server()
+    bulk = Bulk()
+    svc.registry.add_observer(bulk)
+    proto, transport = connect(svc)
+    register(proto, transport)
+    ask(proto, transport, route("T1", 1))
+    ask(proto, transport, route("T1", 2), route("T1", 3), route("T1", 4))
+    assert (RequestCode.GET_ROUTEINFO_BY_TOPIC, ResponseCode.SUCCESS, 3) in bulk.requests
+
+
+def test_a_random_workload_answers_exactly_as_without_the_cache(server, tmp_path):
+    """Random reads (both header types, odd opaques) between registrations, expiries and config
+    changes: every answer byte-identical to a server without the cache."""
+    import random
+    rng = random.Random(5)
+    cached, plain = server(), server(answerCacheEnable="false")
+    links = [connect(cached), connect(plain)]
+    topics = ["T%d" % i for i in range(6)]
+    for step in range(400):
+        roll = rng.random()
+        if roll < 0.08:
+            broker = rng.randrange(3)
+            request = register_request("C", "b%d" % broker, "127.0.0.%d:10911" % (broker + 1),
+                                       topics=rng.sample(topics, rng.randrange(2, 5)), counter=rng.randrange(3))
+        elif roll < 0.10:
+            for svc in (cached, plain):
+                svc.config.update({"supportActingMaster": rng.choice(["true", "false"])})
+            continue
+        elif roll < 0.12:
+            request = make_request(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": rng.choice(topics)})
+        else:
+            opaque = rng.choice([rng.randrange(10), rng.randrange(10**6), -rng.randrange(10**4), 2**31 - 1])
+            request = route(rng.choice(topics + ["Nope"]), opaque,
+                            serialize_type=rng.choice([SerializeType.JSON, SerializeType.ROCKETMQ]))
+        request.opaque = step if request.code != RequestCode.GET_ROUTEINFO_BY_TOPIC else request.opaque
+        (a,), (b,) = [ask(proto, transport, request) for proto, transport in links]
+        assert a[0] == b[0], (step, request)
+    assert cached.answer_cache.hits > 50

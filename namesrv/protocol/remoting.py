@@ -171,18 +171,28 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             return
         if self.idle_timeout:
             self.resetTimeout()
-        self._buffer += data
-        if not self.paused:
-            self._process()
+        if self._buffer or self.paused:
+            self._buffer += data
+            if not self.paused:
+                self._process()
+        else:
+            self._frames(data)   # the common case: nothing left over, frame straight from the read
 
     def _process(self):
-        buffer = self._buffer
+        """Frame what is buffered (after a partial read, or when resumed)."""
+        if self._buffer:
+            data, self._buffer = bytes(self._buffer), bytearray()
+            self._frames(data)
+
+    def _frames(self, data):
+        """Handle every complete frame in ``data``; keep the rest for the next read."""
         offset = 0
-        size = len(buffer)
+        size = len(data)
         cache = self.answer_cache
         cached = []   # answers from the cache, written together (before any slow-path answer)
+        unpack = _LENGTH.unpack_from
         while size - offset >= 4 and not self.paused and not self.closing:
-            (length,) = _LENGTH.unpack_from(buffer, offset)
+            (length,) = unpack(data, offset)
             if length < 0:
                 return self.bad_frame("negative frame length %d" % length)
             if length + 4 > self.max_frame_length:
@@ -191,9 +201,9 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             end = offset + 4 + length
             if end > size:
                 if not self._partial_checked and size - offset >= 8:
-                    self._check_partial(buffer, offset, length)
+                    self._check_partial(data, offset, length)
                 break
-            frame = bytes(buffer[offset + 4:end])
+            frame = data[offset + 4:end]
             offset = end
             self._partial_checked = False
             if cache is not None:
@@ -210,8 +220,9 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         if self.closing:
             self._buffer = bytearray()
             return
+        if offset < size:
+            self._buffer[:0] = data[offset:] if offset else data   # (a read may have landed meanwhile)
         if offset:
-            del buffer[:offset]
             self._cancel_frame_timer()  # the frame it timed is complete; time the next one afresh
         self._watch_partial_frame()
 
@@ -302,6 +313,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             self.send(answer)
 
     def _write_cached(self, answers):
+        self.answer_cache.report(self.peer)
         if self.transport is not None and self.connected and not self.closing:
             self.transport.write(b"".join(answers) if len(answers) > 1 else answers[0])
 

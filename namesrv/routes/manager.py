@@ -68,7 +68,12 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
     # -- change tracking --------------------------------------------------------------
     @contextmanager
     def _changing(self):
-        """One operation: collects the topics whose broker-name set it changes, emits once each."""
+        """One operation: collects the topics whose broker-name set it changes and reports them.
+
+        Topics that went from the same brokers to the same brokers share one
+        ``topic_route_changed`` event (``topics``: the list; a lone topic keeps the ``topic``
+        field): a broker's first registration of 10,000 topics is one event, not 10,000.
+        """
         outer = self._touched is not None
         if not outer:
             self._touched = {}
@@ -77,14 +82,20 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         finally:
             if not outer:
                 touched, self._touched = self._touched, None
-                emit = self.events.emit
+                groups = {}
                 for topic, before in touched.items():
                     qmap = self.topic_queue_table.get(topic)
                     if qmap is None:
                         if before:
-                            emit("topic_route_changed", topic=topic, before=sorted(before), after=[])
+                            groups.setdefault((tuple(sorted(before)), ()), []).append(topic)
                     elif len(qmap) != len(before) or any(name not in qmap for name in before):
-                        emit("topic_route_changed", topic=topic, before=sorted(before), after=sorted(qmap))
+                        groups.setdefault((tuple(sorted(before)), tuple(sorted(qmap))), []).append(topic)
+                emit = self.events.emit
+                for (before, after), topics in groups.items():
+                    if len(topics) == 1:
+                        emit("topic_route_changed", topic=topics[0], before=list(before), after=list(after))
+                    else:
+                        emit("topic_route_changed", topics=topics, before=list(before), after=list(after))
 
     def _touch(self, topic):
         if topic not in self._touched:

@@ -45,6 +45,10 @@ class Events:
     def named(self, name):
         return [fields for event, fields in self.emitted if event == name]
 
+    def topic_changes(self):
+        """``topic_route_changed`` events, one dict per topic (an event may list several ``topics``)."""
+        return topic_changes(self.named("topic_route_changed"))
+
     def clear(self):
         del self.emitted[:]
 
@@ -83,3 +87,13 @@ def addrs_of(routes, topic_name, support_acting_master=True):
 
 def perm_of(routes, topic_name, broker_name=BROKER):
     return routes.topic_queue_table[topic_name][broker_name].perm
+
+
+def topic_changes(events):
+    """Expand ``topic_route_changed`` events into one {topic, before, after} per topic."""
+    out = []
+    for fields in events:
+        topics = fields["topics"] if "topics" in fields else [fields["topic"]]
+        assert ("topics" in fields) != ("topic" in fields) and (len(topics) > 1 or "topic" in fields)
+        out.extend({"topic": t, "before": fields["before"], "after": fields["after"]} for t in topics)
+    return out

@@ -87,25 +87,25 @@ def test_cluster_info_and_topic_list_caches(routes):
 
 def test_topic_route_changed_events(routes, events):
     register(routes, "T")
-    assert sorted((e["topic"], tuple(e["before"]), tuple(e["after"])) for e in events.named("topic_route_changed")) \
+    assert sorted((e["topic"], tuple(e["before"]), tuple(e["after"])) for e in events.topic_changes()) \
         == [("T", (), (BROKER,)), ("baseTopic", (), (BROKER,))]
     events.clear()
     register(routes, "T")
     register(routes, "T", addr=SLAVE_ADDR, broker_id=1)
     routes.wipe_write_perm_of_broker(BROKER)
-    assert events.named("topic_route_changed") == []
+    assert events.topic_changes() == []
     register(routes, "T", name="broker-b", addr="127.0.0.1:2", base_topic=False, counter=1, acting=None)
     # one topic registration from an unknown broker is refused: no event
-    assert events.named("topic_route_changed") == []
+    assert events.topic_changes() == []
     register(routes, "T", "X", name="broker-b", addr="127.0.0.1:2", base_topic=False)
-    changed = {e["topic"]: (e["before"], e["after"]) for e in events.named("topic_route_changed")}
+    changed = {e["topic"]: (e["before"], e["after"]) for e in events.topic_changes()}
     assert changed == {"T": ([BROKER], [BROKER, "broker-b"]), "X": ([], ["broker-b"])}
     events.clear()
     routes.unregister_broker(CLUSTER, MASTER_ADDR, BROKER, 0)
-    assert events.named("topic_route_changed") == []  # the slave still serves broker-a
+    assert events.topic_changes() == []  # the slave still serves broker-a
     routes.on_connection_closed(Conn())
     routes.unregister_broker(CLUSTER, SLAVE_ADDR, BROKER, 1)
-    changed = {e["topic"]: (e["before"], e["after"]) for e in events.named("topic_route_changed")}
+    changed = {e["topic"]: (e["before"], e["after"]) for e in events.topic_changes()}
     assert changed == {"T": ([BROKER, "broker-b"], ["broker-b"]), "baseTopic": ([BROKER], [])}
 
 
@@ -114,7 +114,21 @@ def test_one_event_per_topic_per_operation(routes, events):
     register(routes, "T", name="b2", addr="h:2")
     events.clear()
     routes.delete_topic("T")
-    assert events.named("topic_route_changed") == [{"topic": "T", "before": ["b1", "b2"], "after": []}]
+    assert events.topic_changes() == [{"topic": "T", "before": ["b1", "b2"], "after": []}]
+
+
+def test_topics_with_the_same_change_share_one_event(routes, events):
+    many = ["T%d" % i for i in range(500)]
+    register(routes, *many, name="b1", addr="h:1")
+    (event,) = [e for e in events.named("topic_route_changed") if "topics" in e]
+    assert sorted(event["topics"]) == sorted(many + ["baseTopic"]) and "topic" not in event
+    assert (event["before"], event["after"]) == ([], ["b1"])
+    events.clear()
+    register(routes, *many[:300], name="b2", addr="h:2", base_topic=False)
+    routes.delete_topic("T499")
+    grouped = {(tuple(e["before"]), tuple(e["after"])): e for e in events.named("topic_route_changed")}
+    assert sorted(grouped[("b1",), ("b1", "b2")]["topics"]) == sorted(many[:300])
+    assert grouped[("b1",), ()] == {"topic": "T499", "before": ["b1"], "after": []}
 
 
 def test_expiry_emits_route_changes(routes, events, clock):
@@ -122,7 +136,7 @@ def test_expiry_emits_route_changes(routes, events, clock):
     events.clear()
     clock.advance(121)
     routes.scan_not_active_brokers()
-    assert {e["topic"] for e in events.named("topic_route_changed")} == {"T", "baseTopic"}
+    assert {e["topic"] for e in events.topic_changes()} == {"T", "baseTopic"}
 
 
 def test_cached_body_decodes_to_the_route(routes):
@@ -139,7 +153,7 @@ def test_clear_forgets_everything_and_reports_it(routes, events):
     routes.clear()
     assert routes.stats() == {"topics": 0, "brokerNames": 0, "clusters": 0, "liveBrokers": 0, "filterServers": 0,
                               "cachedRoutes": 0}
-    assert {e["topic"] for e in events.named("topic_route_changed")} == {"T", "baseTopic"}
+    assert {e["topic"] for e in events.topic_changes()} == {"T", "baseTopic"}
 
 
 def test_default_clock_is_monotonic():

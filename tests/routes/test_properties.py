@@ -97,10 +97,9 @@ def test_random_operations_keep_the_tables_consistent(operations):
     replayed = {}
     for op in operations:
         apply(routes, clock, op)
-        for event, fields in events.emitted:
-            if event == "topic_route_changed":
-                assert replayed.get(fields["topic"], []) == fields["before"]
-                replayed[fields["topic"]] = fields["after"]
+        for fields in events.topic_changes():
+            assert replayed.get(fields["topic"], []) == fields["before"]
+            replayed[fields["topic"]] = fields["after"]
         events.clear()
         check(routes, replayed)
     copy = new_routes(Clock())
