@@ -27,7 +27,7 @@ from namesrv.routes.admin import RouteAdmin
 from namesrv.routes.liveness import DeadlineQueue
 from namesrv.routes.model import (
     DEFAULT_HEARTBEAT_TIMEOUT_MILLIS, MASTER_ID, PERM_WRITE, BrokerData, BrokerLiveInfo, DataVersion, QueueData,
-    RegisterBrokerResult, RemovedBroker, TopicConfigSerializeWrapper)
+    RegisterBrokerResult, RemovedBroker, TopicConfigSerializeWrapper, shared_queue_data)
 from namesrv.routes.queries import RouteQueries
 
 
@@ -103,6 +103,7 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
             self._touched[topic] = tuple(qmap) if qmap else ()
 
     def _put_queue_data(self, topic, queue_data):
+        queue_data = shared_queue_data(queue_data)
         qmap = self.topic_queue_table.get(topic)
         name = queue_data.broker_name
         if qmap is None:
@@ -151,9 +152,11 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
                 del self._broker_topics[broker_name]
 
     def _set_perm(self, topic, broker_name, perm):
-        queue_data = self.topic_queue_table[topic][broker_name]
-        if queue_data.perm != perm:
-            queue_data.perm = perm  # answers hold copies, so changing in place is safe
+        qmap = self.topic_queue_table[topic]
+        old = qmap[broker_name]
+        if old.perm != perm:   # stored QueueData are shared: replaced, never changed in place
+            qmap[broker_name] = shared_queue_data(QueueData(old.broker_name, old.read_queue_nums,
+                                                            old.write_queue_nums, perm, old.topic_sys_flag))
             self._queue_data_changed(topic)
 
     # -- REGISTER_BROKER --------------------------------------------------------------

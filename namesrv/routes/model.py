@@ -5,6 +5,8 @@ with sorted keys by ``namesrv.fastjson``). Classes use ``__slots__``: a NameServ
 one QueueData per (topic, broker name), i.e. hundreds of thousands of them.
 """
 
+import weakref
+
 MASTER_ID = 0
 PERM_PRIORITY = 8
 PERM_READ = 4
@@ -97,9 +99,14 @@ class TopicConfig:
 
 
 class QueueData(_ValueEquality):
-    """One broker's queues of one topic."""
+    """One broker's queues of one topic.
 
-    __slots__ = ("broker_name", "read_queue_nums", "write_queue_nums", "perm", "topic_sys_flag")
+    Stored instances are shared (``shared_queue_data``) and so never changed in place:
+    a broker's topics mostly have identical queue settings, and one object for all of
+    them is ~70 bytes less per (topic, broker) entry.
+    """
+
+    __slots__ = ("broker_name", "read_queue_nums", "write_queue_nums", "perm", "topic_sys_flag", "__weakref__")
 
     def __init__(self, broker_name, read_queue_nums=0, write_queue_nums=0, perm=0, topic_sys_flag=0):
         self.broker_name = broker_name
@@ -126,6 +133,19 @@ class QueueData(_ValueEquality):
     def to_json(self):
         return {"brokerName": self.broker_name, "perm": self.perm, "readQueueNums": self.read_queue_nums,
                 "topicSysFlag": self.topic_sys_flag, "writeQueueNums": self.write_queue_nums}
+
+
+
+_SHARED_QUEUE_DATA = weakref.WeakValueDictionary()
+
+
+def shared_queue_data(queue_data):
+    """The one stored QueueData equal to ``queue_data`` (it, if none is stored yet)."""
+    key = queue_data._key()
+    found = _SHARED_QUEUE_DATA.get(key)
+    if found is None:
+        _SHARED_QUEUE_DATA[key] = found = queue_data
+    return found
 
 
 class BrokerData(_ValueEquality):

@@ -162,3 +162,12 @@ def test_default_clock_is_monotonic():
     register(routes, "T")
     assert routes.scan_not_active_brokers() == []
     assert routes.pickup_topic_route("T") is not None
+
+
+def test_stored_queue_data_is_shared_and_never_changed_in_place(routes):
+    register(routes, "T", "U", name="b1", addr="h:1")
+    t, u = routes.topic_queue_table["T"]["b1"], routes.topic_queue_table["U"]["b1"]
+    assert t is u
+    routes.wipe_write_perm_of_broker("b1")
+    assert t.perm & 2 and not routes.topic_queue_table["T"]["b1"].perm & 2   # replaced, not changed
+    assert routes.topic_queue_table["T"]["b1"] is routes.topic_queue_table["U"]["b1"]
