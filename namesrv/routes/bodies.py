@@ -119,6 +119,21 @@ def encode_data_version(data_version):
 # -- TopicConfig / wrapper ----------------------------------------------------------
 
 def topic_config_from_json(value, key=None):
+    """One TopicConfig from its JSON object (10,000s per registration: the well-typed case is inlined)."""
+    if type(value) is dict:
+        get = value.get
+        name, read, write = get("topicName"), get("readQueueNums", 16), get("writeQueueNums", 16)
+        perm, sys_flag, order = get("perm", 6), get("topicSysFlag", 0), get("order", False)
+        filter_type, attributes = get("topicFilterType", "SINGLE_TAG"), get("attributes")
+        if (type(name) is str and name and type(read) is int and type(write) is int and type(perm) is int
+                and type(sys_flag) is int and type(order) is bool and type(filter_type) is str and filter_type
+                and (attributes is None or type(attributes) is dict)):
+            return TopicConfig(name, read, write, perm, filter_type, sys_flag, order, attributes)
+    return _topic_config_checked(value, key)
+
+
+def _topic_config_checked(value, key):
+    """Any other shape: numbers as strings or floats, missing names, bad types (a clear error)."""
     value = _object(value, "topicConfig %r" % key)
     name = _str(value.get("topicName"), "topicName")
     if name is None:

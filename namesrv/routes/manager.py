@@ -82,6 +82,8 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         finally:
             if not outer:
                 touched, self._touched = self._touched, None
+                if self.__dict__.pop("_change_pending", False):
+                    self._changed()
                 groups = {}
                 for topic, before in touched.items():
                     qmap = self.topic_queue_table.get(topic)

@@ -32,6 +32,9 @@ class RouteQueries:
         self.__dict__.setdefault("change_listeners", []).append(callback)
 
     def _changed(self):
+        if self.__dict__.get("_touched") is not None:   # inside one operation: once, when it ends
+            self._change_pending = True
+            return
         self.change_generation = self.__dict__.get("change_generation", 0) + 1
         for callback in self.__dict__.get("change_listeners", ()):
             callback()
