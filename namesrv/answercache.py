@@ -33,6 +33,7 @@ aggregates count cached answers too.
 
 import struct
 
+from namesrv.protocol.codec import encode_frame, encode_json_header
 from namesrv.protocol.codes import SerializeType
 
 _PAIR = struct.Struct(">ii")
@@ -87,7 +88,6 @@ class AnswerCache:
         self.hits = 0
         self.stores = 0
         self.invalidations = 0
-        self.enabled = True
 
     def __len__(self):
         return len(self._entries)
@@ -154,7 +154,7 @@ class AnswerCache:
     # -- filling ------------------------------------------------------------------
     def remember(self, frame, request, response):
         """Store ``response`` (the answer to ``frame``, decoded as ``request``) if it may be reused."""
-        if (not self.enabled or response is None or not getattr(response, "cacheable", False)
+        if (response is None or not getattr(response, "cacheable", False)
                 or request.is_oneway or len(frame) > self.max_frame_length
                 or not self.registry.allows_cached_answer(request.code)):
             return False
@@ -182,7 +182,8 @@ class AnswerCache:
         span = _json_opaque_span(frame)
         if span is None or int(frame[span[0]:span[1]]) != request.opaque:
             return None
-        word, header_bytes, body = self._template(response)
+        header_bytes = encode_json_header(response.with_changes(opaque=_SENTINEL))
+        body = response.body or b""
         cut = header_bytes.find(_SENTINEL_JSON)
         if cut < 0 or header_bytes.find(_SENTINEL_JSON, cut + 1) >= 0:
             return None
@@ -190,22 +191,15 @@ class AnswerCache:
         # Frames sharing this key have as many opaque digits as this one (the header-length
         # word is part of the key), so the answer's lengths can be fixed now.
         header_length = len(prefix) + (span[1] - span[0]) + len(suffix)
-        head = _PAIR.pack(4 + header_length + len(body), word | header_length) + prefix
+        head = _PAIR.pack(4 + header_length + len(body), (int(_JSON) << 24) | header_length) + prefix
         key = frame[:span[0]] + frame[span[1]:]
         return key, (head, suffix + body, (request.code, response.code))
 
     def _rocketmq_entry(self, frame, request, response):
         if len(frame) < 13 or _INT.unpack_from(frame, 9)[0] != request.opaque:
             return None
-        from namesrv.protocol.codec import encode_frame
         whole = encode_frame(response.with_changes(opaque=_SENTINEL))
         # the answer's opaque sits at the same fixed offset (after the 4-byte length field)
         if whole[13:17] != _SENTINEL_RMQ:
             return None
         return frame[:9] + frame[13:], (whole[:13], whole[17:], (request.code, response.code))
-
-    @staticmethod
-    def _template(response):
-        from namesrv.protocol.codec import encode_json_header
-        header = encode_json_header(response.with_changes(opaque=_SENTINEL))
-        return (int(_JSON) << 24), header, response.body or b""

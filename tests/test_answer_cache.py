@@ -18,6 +18,7 @@ from namesrv.protocol.command import make_request
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.service import make_service
 from tests.brokers import register_request, route_request
+from tests.protocol.test_remoting import written_frames
 from tests.test_service import make_config
 
 
@@ -70,14 +71,7 @@ def connect(svc):
 
 
 def answers(transport):
-    data = transport.value()
-    transport.clear()
-    out = []
-    while data:
-        (length,) = struct.unpack(">i", data[:4])
-        out.append((data[:4 + length], decode_frame(data[4:4 + length])))
-        data = data[4 + length:]
-    return out
+    return [(frame, decode_frame(frame[4:])) for frame in written_frames(transport)]
 
 
 def ask(proto, transport, *requests):

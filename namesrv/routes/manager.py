@@ -284,7 +284,7 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         without decoding the body. Returns the RegisterBrokerResult, or None when the
         caller must take the full path.
         """
-        if generation != self.__dict__.get("change_generation", 0):
+        if generation != self.change_generation:
             return None
         key = (cluster, broker_addr)
         live = self.broker_live_table.get(key)

@@ -39,15 +39,20 @@ def connect(**kwargs):
     return proto, transport, dispatcher, events
 
 
-def answers(transport):
+def written_frames(transport):
+    """Every whole frame written to ``transport`` (length field included), which is then cleared."""
     data = transport.value()
     transport.clear()
     out = []
     while data:
         (length,) = struct.unpack(">i", data[:4])
-        out.append(decode_frame(data[4:4 + length]))
+        out.append(data[:4 + length])
         data = data[4 + length:]
     return out
+
+
+def answers(transport):
+    return [decode_frame(frame[4:]) for frame in written_frames(transport)]
 
 
 def frame(code, opaque=1, **kwargs):
