@@ -29,10 +29,10 @@ def gc_text(reading):
     return "  gc %s (gen0/1/2), longest %.1f ms" % (p["gc_collections"], p["gc_longest_ms"])
 
 
-def run(collector, server, fleet, scale, log=print):
+def run(collector, server, fleet, scale, log=print, section=SECTION, prefix="mixed", **extra):
     spec = scale.mixed_load
     params = dict(spec.params(), hb_brokers=scale.mixed_brokers, hb_topics=scale.mixed_topics,
-                  hb_interval_s=scale.mixed_interval)
+                  hb_interval_s=scale.mixed_interval, **extra)
     templates = fleet.templates()
     limit = 3 * (spec.warmup + spec.duration) + 120
     with HeartbeatFleet(server.port, scale.mixed_brokers, scale.mixed_topics, scale.mixed_interval,
@@ -49,18 +49,18 @@ def run(collector, server, fleet, scale, log=print):
         log(busy.line("route, with heartbeats") + gc_text(busy_gc))
         heartbeats.stop_beating()
     stats = heartbeats.stats
-    report_load(collector, SECTION, "mixed.route.quiet", quiet, **params, **gc_params(quiet_gc))
-    report_load(collector, SECTION, "mixed.route.heartbeats", busy, **params, **gc_params(busy_gc))
-    collector.add(SECTION, "mixed.route.p99_ratio", busy.latency_ms(0.99) / quiet.latency_ms(0.99), "ratio",
+    report_load(collector, section, prefix + ".route.quiet", quiet, **params, **gc_params(quiet_gc))
+    report_load(collector, section, prefix + ".route.heartbeats", busy, **params, **gc_params(busy_gc))
+    collector.add(section, prefix + ".route.p99_ratio", busy.latency_ms(0.99) / quiet.latency_ms(0.99), "ratio",
                   **params)
     beating_seconds = max(1e-9, spec.warmup + spec.duration + scale.mixed_interval)
     hb_params = dict(params, rounds=stats["rounds"], late_rounds=stats["late"], sent=stats["sent"],
                      answered=stats["answered"])
-    collector.add(SECTION, "mixed.heartbeat.rate", stats["answered"] / beating_seconds, "registrations/s",
+    collector.add(section, prefix + ".heartbeat.rate", stats["answered"] / beating_seconds, "registrations/s",
                   **hb_params)
     if stats["rtts"]:
-        collector.add(SECTION, "mixed.heartbeat.rtt_p50_ms", percentile(stats["rtts"], 0.5) * 1000, "ms", **params)
-        collector.add(SECTION, "mixed.heartbeat.rtt_p99_ms", percentile(stats["rtts"], 0.99) * 1000, "ms",
+        collector.add(section, prefix + ".heartbeat.rtt_p50_ms", percentile(stats["rtts"], 0.5) * 1000, "ms", **params)
+        collector.add(section, prefix + ".heartbeat.rtt_p99_ms", percentile(stats["rtts"], 0.99) * 1000, "ms",
                       **params)
     log("heartbeats: %d rounds (%d late), %d sent, %d answered; route p99 %.2f ms -> %.2f ms"
         % (stats["rounds"], stats["late"], stats["sent"], stats["answered"], quiet.latency_ms(0.99),

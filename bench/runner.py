@@ -6,11 +6,11 @@ import os
 import sys
 import time
 
-from bench import inprocess, memory, mixed, profiling, registration, results, route
+from bench import cores, inprocess, memory, mixed, profiling, registration, results, route
 from bench.scales import SCALES
 from bench.servers import NamesrvServer
 
-BENCHMARKS = ("inprocess", "route", "profile", "mixed", "register", "memory")
+BENCHMARKS = ("inprocess", "route", "profile", "mixed", "register", "memory", "cores")
 #: A 1-minute load average above this before the run means someone else is using the CPUs.
 BUSY_LOADAVG = 0.7
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -83,6 +83,8 @@ def main(argv=None):
         registration.run(collector, scale, log)
     if "memory" in args.only:
         memory.run(collector, scale, log)
+    if "cores" in args.only:
+        cores.run(collector, scale, log)
     elapsed = time.monotonic() - started
     text = results.write(collector, args.out, scale.name, elapsed, loadavg=load)
     log("")

@@ -26,6 +26,9 @@ class Scale:
     mixed_load: LoadSpec
     memory_brokers: int
     memory_topics: int
+    cores_load: LoadSpec
+    stall_topics: int = 10000
+    stall_registrations: int = 3
 
 
 FULL = Scale(
@@ -39,6 +42,7 @@ FULL = Scale(
     mixed_brokers=100, mixed_topics=1000, mixed_interval=1.0,
     mixed_load=LoadSpec(connections=16, depth=8, warmup=1.0, duration=8.0, rate=2000),
     memory_brokers=100, memory_topics=10000,
+    cores_load=LoadSpec(connections=32, depth=8, processes=1, warmup=1.0, duration=4.0),
 )
 
 QUICK = Scale(
@@ -52,6 +56,7 @@ QUICK = Scale(
     mixed_brokers=30, mixed_topics=1000, mixed_interval=1.0,
     mixed_load=LoadSpec(connections=16, depth=8, warmup=0.5, duration=4.0, rate=2000),
     memory_brokers=20, memory_topics=5000,
+    cores_load=LoadSpec(connections=32, depth=8, processes=1, warmup=0.5, duration=3.0),
 )
 
 #: Seconds, not minutes: for the smoke test (figures exist, not what they say).
@@ -66,6 +71,8 @@ TINY = Scale(
     mixed_brokers=3, mixed_topics=50, mixed_interval=0.2,
     mixed_load=LoadSpec(connections=2, depth=2, warmup=0.2, duration=0.6, rate=200),
     memory_brokers=3, memory_topics=3000,
+    cores_load=LoadSpec(connections=4, depth=2, warmup=0.2, duration=0.6),
+    stall_topics=500, stall_registrations=1,
 )
 
 SCALES = {s.name: s for s in (FULL, QUICK, TINY)}

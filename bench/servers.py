@@ -38,14 +38,35 @@ def read_status_kib(pid, field):
     return None
 
 
-def cpu_seconds(pid):
-    """User + system CPU seconds of ``pid`` (all its threads), from /proc/<pid>/stat."""
+def cpu_seconds(pid, children=True):
+    """User + system CPU seconds of ``pid`` (all its threads), from /proc/<pid>/stat, plus
+    those of its running child processes (a server's read workers) when ``children``."""
     try:
         with open("/proc/%d/stat" % pid) as f:
             fields = f.read().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    total = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    if children:
+        for child in child_pids(pid):
+            total += cpu_seconds(child, children=False) or 0.0
+    return total
+
+
+def child_pids(pid):
+    """The running children of ``pid`` (from /proc/<pid>/task/*/children)."""
+    pids = []
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return pids
+    for task in tasks:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+                pids.extend(int(p) for p in f.read().split())
+        except OSError:
+            continue
+    return pids
 
 
 class _Subprocess:
@@ -157,6 +178,18 @@ class NamesrvServer(_Subprocess):
     def command(self):
         return [sys.executable, "-m", "bench.profiled_twistd", self.profile_file,
                 "-n", "--pidfile=", "--logfile", self.log_file, "namesrv", "-c", self.config_file]
+
+    def wait_for_log(self, text, timeout=30.0):
+        """Wait until the server's log contains ``text`` (e.g. its read workers listening)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with open(self.log_file, errors="replace") as f:
+                if text in f.read():
+                    return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError("%r not in the server's log within %ss:\n%s" % (text, timeout, self.log()))
 
     def start_profile(self):
         self.signal(signal.SIGUSR1)

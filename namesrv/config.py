@@ -128,6 +128,8 @@ PROPERTIES = [
     Int("kvConfigPrintInterval", 600, "seconds between KV table prints to the log"),
     Bool("answerCacheEnable", True, "replay whole answers to repeated route reads (off when ACL is on)"),
     Int("answerCacheMaxEntries", 65536, "distinct cached request frames before the cache starts over"),
+    Int("routeReadWorkers", 0, "extra processes answering route reads on the same port (SO_REUSEPORT; read at start; 0 = one process)"),
+    Bool("routeReadWorkersExclusive", False, "with routeReadWorkers: only the workers accept connections, so no route read waits behind registration work (read at start)"),
     # security and operations (namesrv/security, namesrv/isolation.py, namesrv/metrics.py)
     Bool("aclEnable", False, "require signed requests (RocketMQ ACL 1.0) for aclSignedClasses"),
     Str("aclFile", "conf/plain_acl.yml", "credentials (Java plain_acl.yml format), relative to rocketmqHome; reloaded on change"),
@@ -244,10 +246,11 @@ class NamesrvConfig:
         listed = {k.strip() for k in self.configBlackList.split(";") if k.strip()}
         return listed | ALWAYS_BLACK_LISTED
 
-    def update(self, mapping, source="update"):
+    def update(self, mapping, source="update", announce=True):
         """Apply ``mapping`` (name → text) all or nothing; returns {name: (old, new)} of what changed.
 
-        Raises ConfigError, before changing anything, when a value does not parse.
+        Raises ConfigError, before changing anything, when a value does not parse. With
+        ``announce`` false nothing is logged and no listener is called (a read worker's copy).
         """
         parsed, extras = {}, {}
         for key, text in mapping.items():
@@ -268,6 +271,8 @@ class NamesrvConfig:
                     self.__dict__[key] = value
                 if old != value:
                     changes[key] = (old, value)
+        if not announce:
+            return changes
         for key, (old, new) in changes.items():
             log.info("config {key} changed from {old!r} to {new!r} ({source})", key=key, old=old, new=new,
                      source=source)

@@ -42,6 +42,8 @@ class ProcessorRegistry:
         self.observers = [self.events, *observers]
         self.processors = list(processors)
         self.answer_cache = None     # set by the service; invalidated when policies/observers change
+        #: called with no arguments when a policy or observer is added (read workers republish)
+        self.change_listeners = []
         self._cache_allowed = {}
         self._by_code = {}
         for processor in self.processors:
@@ -71,6 +73,8 @@ class ProcessorRegistry:
         self._cache_allowed = {}
         if self.answer_cache is not None:
             self.answer_cache.invalidate()
+        for callback in self.change_listeners:
+            callback()
 
     def allows_cached_answer(self, code):
         """May an answer to ``code`` be replayed without running the policies again?

@@ -21,6 +21,7 @@ class RemotingServerFactory(protocol.Factory):
 
     log = Logger()
     noisy = False
+    protocol_class = RemotingProtocol
 
     def __init__(self, dispatcher, config, housekeeping, events, reactor=None):
         self.dispatcher = dispatcher
@@ -53,11 +54,11 @@ class RemotingServerFactory(protocol.Factory):
                 self.log.warn("connection from {peer} refused: {n} connections open (serverMaxConnections); "
                               "{refused} refused so far", peer=addr, n=len(self.connections), refused=self.refused)
             return None
-        proto = RemotingProtocol(
+        proto = self.protocol_class(
             self.dispatcher,
             on_open=self._connection_opened,
             on_close=self._connection_closed,
-            idle_timeout=self.config.serverChannelMaxIdleTimeSeconds or None,
+            idle_timeout=self.idle_timeout(),
             max_frame_length=self.config.maxFrameLength,
             on_bad_frame=self._bad_frame,
             slow_reader_timeout=getattr(self.config, "serverSlowReaderTimeoutSeconds", 30) or None,
@@ -67,6 +68,9 @@ class RemotingServerFactory(protocol.Factory):
         )
         proto.factory = self
         return proto
+
+    def idle_timeout(self):
+        return self.config.serverChannelMaxIdleTimeSeconds or None
 
     def _connection_opened(self, proto):
         self.connections[proto.connection_id] = proto

@@ -50,6 +50,7 @@ class NamesrvService(service.Service):
         self.listen_factory = secure_service(self)
         self.answer_cache = _make_answer_cache(config, self.registry, self.routes, self.kv)
         self.factory.answer_cache = self.answer_cache
+        self.read_workers = _make_read_workers(config, self)
         self.port = None
         self._timers = []
         self._delayed = []
@@ -64,10 +65,20 @@ class NamesrvService(service.Service):
         if hasattr(self.events, "start"):
             self.events.start()
         self.security.startService()
-        self.port = self.reactor.listenTCP(self.config.listenPort, self.listen_factory,
-                                           backlog=self.config.serverSocketBacklog or 50,
-                                           interface=self.config.bindAddress)
+        backlog = self.config.serverSocketBacklog or 50
+        if self.read_workers is not None and self.config.routeReadWorkersExclusive:
+            from namesrv.readworkers.sharedport import ReservedPort
+            self.port = ReservedPort(self.config.listenPort, self.config.bindAddress)
+        elif self.read_workers is not None:
+            from namesrv.readworkers.sharedport import listen_shared
+            self.port = listen_shared(self.reactor, self.config.listenPort, self.listen_factory,
+                                      interface=self.config.bindAddress, backlog=backlog)
+        else:
+            self.port = self.reactor.listenTCP(self.config.listenPort, self.listen_factory, backlog=backlog,
+                                               interface=self.config.bindAddress)
         address = self.port.getHost()
+        if self.read_workers is not None:
+            self.read_workers.start(address.port)
         self.context.server_id = "%s:%s" % (address.host, address.port)
         if hasattr(self.events, "server_id"):
             self.events.server_id = self.context.server_id
@@ -116,6 +127,8 @@ class NamesrvService(service.Service):
             stop = getattr(processor, "stop", None)  # optional: processors with state to flush
             if stop is not None:
                 stop()
+        if self.read_workers is not None:
+            stopping.append(self.read_workers.stop())
         self.factory.close_all()
         self.events.emit("server_stopped", listen=self.context.server_id)
         if hasattr(self.events, "stop"):
@@ -147,6 +160,19 @@ def _make_answer_cache(config, registry, routes, kv):
     kv.change_listeners.append(cache.invalidate)
     config.add_listener(cache.invalidate)
     return cache
+
+
+def _make_read_workers(config, service):
+    """Route read workers on the same port (namesrv/readworkers), when ``routeReadWorkers`` > 0."""
+    count = int(config.routeReadWorkers or 0)
+    if count <= 0:
+        return None
+    from namesrv import tlsmode
+    from namesrv.config import ConfigError
+    if tlsmode.parse_mode(config.tlsMode) != tlsmode.DISABLED:
+        raise ConfigError("routeReadWorkers needs tlsMode=disabled (workers do not terminate TLS)")
+    from namesrv.readworkers.pool import ReadWorkerPool
+    return ReadWorkerPool(service, count)
 
 
 def _make_event_log(config, reactor):

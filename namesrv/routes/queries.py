@@ -25,11 +25,19 @@ class RouteQueries:
         self._brokers_generation = 0  # bumped when BrokerData or cluster sets change
         self._topic_list_body = None
         self._cluster_info_body = None
+        for tracker in self.__dict__.get("_topic_trackers", ()):
+            tracker.full = True   # every topic may differ after a reset
         self._changed()   # a reset (snapshot restore) is a change too
 
     def add_change_listener(self, callback):
         """``callback()`` after any change a read could see (e.g. AnswerCache.invalidate); kept across resets."""
         self.__dict__.setdefault("change_listeners", []).append(callback)
+
+    def track_topic_changes(self, tracker):
+        """Add to ``tracker`` (a set with a ``full`` flag) every topic whose QueueData or static-topic
+        mapping changes from now on; a reset of all tables sets ``tracker.full`` instead."""
+        self.__dict__.setdefault("_topic_trackers", []).append(tracker)
+        return tracker
 
     def _changed(self):
         if self.__dict__.get("_touched") is not None:   # inside one operation: once, when it ends
@@ -47,6 +55,8 @@ class RouteQueries:
 
     def _queue_data_changed(self, topic):
         self._route_cache.pop(topic, None)
+        for tracker in self.__dict__.get("_topic_trackers", ()):
+            tracker.add(topic)
         self._changed()
 
     def _brokers_changed(self):

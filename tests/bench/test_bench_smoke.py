@@ -28,6 +28,12 @@ EXPECTED = {
     "memory.rss_before_mib", "memory.rss_after_mib", "memory.rss_peak_mib", "memory.bytes_per_entry",
     "memory.raw_json_bytes_per_entry", "memory.ratio_to_raw", "memory.register_entries_per_s",
     "memory.gc_longest_pause_ms",
+    "cores.cached.1proc.rps", "cores.cached.2proc.rps", "cores.cached.2workers_exclusive.rps",
+    "cores.uncached.1proc.rps", "cores.uncached.2proc.ratio_to_1proc",
+    "cores.uncached.2workers_exclusive.ratio_to_1proc",
+    "stall.1proc.longest_read_ms", "stall.2workers_exclusive.longest_read_ms",
+    "stall.2workers_exclusive.longest_read_to_parse",
+    "cores.mixed.route.p99_ratio", "cores.mixed.heartbeat.rate",
 }
 #: Differences of two noisy readings: finite, but at tiny sizes not necessarily positive.
 DIFFERENCES = {"register.handling_ms", "register.handling_ratio_to_parse", "memory.bytes_per_entry",

@@ -1,0 +1,140 @@
+"""Route reads past one core: the same load on one process and with read workers.
+
+Three set-ups, each a fresh server with the same route fleet:
+
+- ``1proc``: ``routeReadWorkers=0``, the single-process server;
+- ``2proc``: ``routeReadWorkers=1``, the main process and one worker both accept;
+- ``2workers_exclusive``: ``routeReadWorkers=2`` and ``routeReadWorkersExclusive``: two
+  workers accept, the main process only answers what they forward (three processes).
+
+Measured with the answer cache (the server's per-request cost is then as low as the load
+generator's, and both share this machine's two cores) and without it (each answer is
+built, so the server is what limits). A server's CPU includes its workers'. Then the
+mixed load (route reads while brokers heartbeat) runs on the exclusive set-up, where no
+route read waits behind the main process's registration work.
+"""
+
+import threading
+import time
+
+from bench import mixed
+from bench.brokers import FakeBroker, parse_plain, plain_body, topic_names
+from bench.loadgen import LoadSpec, run_load
+from bench.route import RouteFleet, report_load
+from bench.servers import NamesrvServer
+
+SECTION = "Route reads on 1 and 2 cores (routeReadWorkers)"
+MIXED_SECTION = "Mixed load with read workers (routeReadWorkers=2, exclusive)"
+STALL_SECTION = "Route reads during first registrations (the longest wait vs one parse)"
+SETUPS = (("1proc", 0, False), ("2proc", 1, False), ("2workers_exclusive", 2, True))
+
+
+def start_server(workers, exclusive, cache=True):
+    server = NamesrvServer(properties={"routeReadWorkers": str(workers),
+                                       "routeReadWorkersExclusive": "true" if exclusive else "false",
+                                       "answerCacheEnable": "true" if cache else "false"})
+    server.start()
+    try:
+        for index in range(workers):
+            server.wait_for_log("read worker %d listening" % index)
+    except Exception:
+        server.cleanup()
+        raise
+    return server
+
+
+def measure(spec, scale, workers, exclusive, cache):
+    server = start_server(workers, exclusive, cache)
+    try:
+        fleet = RouteFleet(server, scale.route_brokers, scale.route_topics)
+        try:
+            return run_load(server.port, fleet.templates(), spec, server=server)
+        finally:
+            fleet.close()
+    finally:
+        server.cleanup()
+
+
+def run(collector, scale, log=print):
+    spec = scale.cores_load
+    params = dict(spec.params(), topics=scale.route_topics, brokers=scale.route_brokers)
+    for cache in (True, False):
+        label = "cached" if cache else "uncached"
+        best = {}
+        for round_index in range(scale.route_rounds):
+            for name, workers, exclusive in SETUPS:
+                result = measure(spec, scale, workers, exclusive, cache)
+                log(result.line("%s, %s #%d" % (label, name, round_index + 1)))
+                if name not in best or result.rps > best[name].rps:
+                    best[name] = result
+        for name, workers, exclusive in SETUPS:
+            report_load(collector, SECTION, "cores.%s.%s" % (label, name), best[name], route_read_workers=workers,
+                        exclusive=exclusive, answer_cache=cache, **params)
+        for name, _, _ in SETUPS[1:]:
+            ratio = best[name].rps / best["1proc"].rps
+            collector.add(SECTION, "cores.%s.%s.ratio_to_1proc" % (label, name), ratio, "ratio",
+                          answer_cache=cache, **params)
+            log("%s: %s / 1proc = %.0f / %.0f = %.2f" % (label, name, best[name].rps, best["1proc"].rps, ratio))
+    if scale.stall_topics:
+        for name, workers, exclusive in (SETUPS[0], SETUPS[2]):
+            registration_stall(collector, scale, log, name, workers, exclusive)
+    if scale.mixed_brokers:
+        server = start_server(2, True)
+        try:
+            fleet = RouteFleet(server, scale.route_brokers, scale.route_topics)
+            try:
+                mixed.run(collector, server, fleet, scale, log, section=MIXED_SECTION, prefix="cores.mixed",
+                          route_read_workers=2, exclusive=True)
+            finally:
+                fleet.close()
+        finally:
+            server.cleanup()
+
+
+def registration_stall(collector, scale, log, name, workers, exclusive):
+    """Route reads at a steady rate while brokers register ``stall_topics`` new topics each:
+    the longest read latency, next to what merely parsing one such body costs."""
+    topics = scale.stall_topics
+    rounds = scale.stall_registrations
+    bodies = [plain_body(topic_names("BenchStall%02d" % i, topics)) for i in range(rounds)]
+    parse_ms = min(_seconds(parse_plain, body) for body in bodies) * 1000
+    spec = LoadSpec(connections=8, depth=1, warmup=0.5, duration=1.0 + 0.5 * rounds, rate=1000)
+    server = start_server(workers, exclusive)
+    try:
+        fleet = RouteFleet(server, scale.route_brokers, scale.route_topics)
+        brokers = [FakeBroker(server.port, "bench-stall-%02d" % i, 200 + i) for i in range(rounds)]
+        register_ms = []
+
+        def register_all():
+            time.sleep(spec.warmup + 0.5)
+            for broker, body in zip(brokers, bodies):
+                answer, seconds = broker.register(body, False)
+                register_ms.append(seconds * 1000 if answer.code == 0 else float("nan"))
+                time.sleep(0.4)
+
+        thread = threading.Thread(target=register_all, daemon=True)
+        thread.start()
+        try:
+            result = run_load(server.port, fleet.templates(), spec, server=server)
+        finally:
+            thread.join(60)
+            for broker in brokers:
+                broker.close()
+            fleet.close()
+    finally:
+        server.cleanup()
+    longest = result.latency_ms(1.0)
+    params = dict(topics=topics, registrations=rounds, rate=spec.rate, route_read_workers=workers,
+                  exclusive=exclusive, register_rtt_ms="/".join("%.0f" % ms for ms in register_ms))
+    collector.add(STALL_SECTION, "stall.%s.longest_read_ms" % name, longest, "ms", **params)
+    collector.add(STALL_SECTION, "stall.%s.p99_read_ms" % name, result.latency_ms(0.99), "ms", **params)
+    collector.add(STALL_SECTION, "stall.%s.parse_ms" % name, parse_ms, "ms", topics=topics)
+    collector.add(STALL_SECTION, "stall.%s.longest_read_to_parse" % name, longest / parse_ms, "ratio", **params)
+    log("%s: longest route read %.1f ms during %d registrations of %d topics (one parse: %.1f ms; "
+        "registration round trips %s ms)" % (name, longest, rounds, topics, parse_ms, params["register_rtt_ms"]))
+
+
+def _seconds(function, *args):
+    started = time.perf_counter()
+    function(*args)
+    return time.perf_counter() - started

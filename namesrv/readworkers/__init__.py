@@ -1,0 +1,29 @@
+"""Route reads on more than one core: read workers sharing the NameServer's port.
+
+CPython runs one thread of Python at a time, so one process answers at most one core's
+worth of route reads. With ``routeReadWorkers`` = N, the server starts N worker
+processes that listen on the same port (SO_REUSEPORT: the kernel spreads new
+connections over every listener) and answer GET_ROUTEINFO_BY_TOPIC and
+GET_BROKER_CLUSTER_INFO from a replica of the tables; every other request on a
+worker's connection is passed, as the same frame, to the main process, which owns
+the tables. Pieces:
+
+- ``generation.py``: one 8-byte counter in shared memory. The main process bumps it
+  synchronously on every change a read could see (route tables, ORDER_TOPIC_CONFIG KV,
+  configuration), before the request that caused it is answered.
+- ``feed.py``: the replica messages (route snapshot, KV namespace, properties, the
+  generation they were taken at) sent down each worker's stdin, and request counts
+  sent back up its stdout.
+- ``pool.py`` (main side): spawns and respawns the workers, publishes a replica after
+  changes (coalesced), and accepts the workers' forwarded connections on a private
+  UNIX socket, one per client connection, each preceded by the client's address.
+- ``worker.py`` (the worker process): a replica, a dispatcher that answers locally only
+  while the replica's generation equals the shared counter, and forwards otherwise.
+
+Why the answers stay those of one server: a worker answers from its replica only if
+no change happened since it was taken, and the counter is bumped before any write is
+acknowledged, so a read that starts after a write's answer sees that write (as with
+Java's route lock). While a replica is stale the read goes to the main process. A
+broker's connection on a worker is one forwarded connection on the main process:
+registration binds to it, and closing it runs the usual housekeeping.
+"""

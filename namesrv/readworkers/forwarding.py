@@ -1,0 +1,175 @@
+"""A read worker's client connections: local answers from the replica, the rest forwarded.
+
+Each client connection that sends anything the worker may not answer itself gets its
+own connection to the main process (``Upstream``), opened on first need: the main
+process then sees one connection per client connection, so a broker's registration
+binds to it and closing either side closes the other, as if the client were connected
+to the main process itself.
+"""
+
+import struct
+
+from twisted.internet import protocol
+from twisted.logger import Logger
+
+from namesrv.protocol.remoting import RemotingProtocol
+from namesrv.server import RemotingServerFactory
+
+_LENGTH = struct.Struct(">i")
+#: first line on a forwarded connection: the client's address
+PEER_PREFACE = b"PEER %s\n"
+
+
+class WorkerDispatcher:
+    """Answers the replica's local codes while it is fresh; forwards everything else."""
+
+    def __init__(self, replica):
+        self.replica = replica
+
+    def dispatch(self, request, connection):
+        replica = self.replica
+        if request.code in replica.local_codes and replica.fresh():
+            return replica.registry.dispatch(request, connection)
+        connection.forward(connection.current_frame)
+        return None
+
+
+class WorkerConnection(RemotingProtocol):
+    """A client connection on a read worker."""
+
+    upstream = None
+    current_frame = None
+
+    def frame_received(self, frame):
+        self.current_frame = frame
+        try:
+            RemotingProtocol.frame_received(self, frame)
+        finally:
+            self.current_frame = None
+
+    def forward(self, frame):
+        if self.closing:
+            return
+        if self.upstream is None:
+            self.upstream = self.factory.open_upstream(self)
+        self.upstream.send(frame)
+
+    def upstream_lost(self, upstream):
+        """The main process closed our forwarded connection (or could not be reached): so do we."""
+        if upstream is self.upstream and not self.closing:
+            self.log.info("{peer}: the main process closed its side; closing", peer=self.peer)
+            self.close()
+
+    def write_frames(self, data):
+        if self.transport is not None and self.connected and not self.closing:
+            self.transport.write(data)
+
+    def connectionLost(self, reason=None):
+        RemotingProtocol.connectionLost(self, reason)
+        if self.upstream is not None:
+            self.upstream.close()
+
+
+class Upstream(protocol.Protocol):
+    """One forwarded connection to the main process; whole answer frames go back to the client."""
+
+    log = Logger()
+
+    def __init__(self, downstream):
+        self.downstream = downstream
+        self._pending = []
+        self._buffer = bytearray()
+        self._closed = False
+
+    def send(self, frame):
+        data = _LENGTH.pack(len(frame)) + frame
+        if self.transport is None:
+            self._pending.append(data)
+        else:
+            self.transport.write(data)
+
+    def close(self):
+        self._closed = True
+        if self.transport is not None:
+            self.transport.loseConnection()
+
+    def connectionMade(self):
+        if self._closed:
+            self.transport.loseConnection()
+            return
+        self.transport.write(PEER_PREFACE % self.downstream.peer.encode("ascii", "replace"))
+        if self._pending:
+            self.transport.write(b"".join(self._pending))
+            self._pending = []
+
+    def dataReceived(self, data):
+        buffer = self._buffer
+        buffer += data
+        size = len(buffer)
+        offset = 0
+        while size - offset >= 4:
+            end = offset + 4 + _LENGTH.unpack_from(buffer, offset)[0]
+            if end > size:
+                break
+            offset = end
+        if offset:
+            self.downstream.write_frames(bytes(buffer[:offset]))
+            del buffer[:offset]
+
+    def connectionLost(self, reason=None):
+        self._closed = True
+        self.downstream.upstream_lost(self)
+
+    def connect_failed(self, failure):
+        self.log.warn("cannot reach the main process for {peer}: {why}", peer=self.downstream.peer,
+                      why=failure.getErrorMessage())
+        self.connectionLost(failure)
+
+
+class WorkerConnectionFactory(RemotingServerFactory):
+    """The worker's listening factory: the replica's limits, and upstreams to ``socket_path``."""
+
+    protocol_class = WorkerConnection
+
+    def __init__(self, replica, socket_path, reactor):
+        RemotingServerFactory.__init__(self, WorkerDispatcher(replica), None, _NoHousekeeping(), _NoEvents(),
+                                       reactor)
+        self.replica = replica
+        self.socket_path = socket_path
+        self.answer_cache = replica.answer_cache
+
+    @property
+    def config(self):
+        return self.replica.config
+
+    @config.setter
+    def config(self, value):
+        pass   # always the replica's current one
+
+    def open_upstream(self, connection):
+        upstream = Upstream(connection)
+        self.reactor.connectUNIX(self.socket_path, _UpstreamConnector(upstream), timeout=10)
+        return upstream
+
+
+class _UpstreamConnector(protocol.ClientFactory):
+    noisy = False
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+
+    def buildProtocol(self, addr):
+        return self.upstream
+
+    def clientConnectionFailed(self, connector, reason):
+        self.upstream.connect_failed(reason)
+
+
+class _NoHousekeeping:
+    def connection_closed(self, connection):
+        pass
+
+
+class _NoEvents:
+    def emit(self, event, **fields):
+        pass

@@ -1,0 +1,257 @@
+"""The main process's read workers: spawn, feed with replicas, collect their request counts."""
+
+import os
+import shutil
+import sys
+import tempfile
+
+from twisted.internet import defer, protocol
+from twisted.logger import Logger
+
+import namesrv
+from namesrv.protocol.codes import RequestCode
+from namesrv.readworkers.delta import TopicTracker
+from namesrv.readworkers.feed import FeedError, MessageReader, replica_message
+from namesrv.readworkers.forwarded import ForwardedConnectionFactory
+from namesrv.readworkers.generation import SharedGeneration
+
+log = Logger()
+
+#: the reads a worker may answer itself (the hot ones; everything else is forwarded)
+READ_CODES = (RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO)
+#: publishing may take at most this share of the main process's time (a replica of 100k
+#: entries costs tens of ms to encode: during a burst of changes, reads are forwarded)
+PUBLISH_DUTY = 0.25
+MIN_PUBLISH_INTERVAL = 0.005
+RESPAWN_DELAY = 1.0
+STOP_GRACE = 5.0
+
+
+class ReadWorkerPool:
+    """``count`` worker processes on the main process's port, fed after every change."""
+
+    def __init__(self, service, count):
+        self.service = service
+        self.count = count
+        self.reactor = service.reactor
+        self.workers = {}          # index -> WorkerProcess (running or starting)
+        self.answered = {}         # index -> requests a worker answered itself
+        self.publishes = 0
+        self.last_publish_bytes = 0
+        self.last_publish_seconds = 0.0
+        self.last_publish_topics = None
+        self.running = False
+        self.directory = None
+        self.generation = None
+        self.internal_port = None
+        self.forwarded = None
+        self.port = None
+        self._publish_call = None
+        self._next_publish = 0.0
+        self._respawns = []
+        self.tracker = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self, port):
+        """Start the workers on TCP ``port`` (which the main process already listens on, shared)."""
+        self.port = port
+        self.running = True
+        self.directory = tempfile.mkdtemp(prefix="namesrv-readers-")
+        os.chmod(self.directory, 0o700)
+        self.generation = SharedGeneration(os.path.join(self.directory, "generation"), writable=True)
+        self.forwarded = ForwardedConnectionFactory(self.service.factory)
+        self.internal_port = self.reactor.listenUNIX(self.socket_path, self.forwarded, mode=0o600, backlog=1024)
+        service = self.service
+        self.tracker = service.routes.track_topic_changes(TopicTracker())
+        self.tracker.take()   # each worker's first message is a full copy anyway
+        service.routes.add_change_listener(self.changed)
+        service.kv.change_listeners.append(self.changed)
+        service.config.add_listener(self.changed)
+        service.registry.change_listeners.append(self.changed)
+        for index in range(self.count):
+            self._spawn(index)
+        log.info("{n} route read worker(s) share port {port}", n=self.count, port=port)
+
+    @property
+    def socket_path(self):
+        return os.path.join(self.directory, "forward.sock")
+
+    def stop(self):
+        """Stop feeding and close the workers' stdin (they then report their last counts, close
+        their port and exit); the Deferred fires when every worker has ended."""
+        self.running = False
+        for call in [self._publish_call, *self._respawns]:
+            if call is not None and call.active():
+                call.cancel()
+        self._publish_call = None
+        if self.internal_port is not None:
+            self.internal_port.stopListening()
+            self.internal_port = None
+        if self.forwarded is not None:
+            self.forwarded.close_all()
+        ended = [worker.stop() for worker in list(self.workers.values())]
+        return defer.DeferredList(ended).addCallback(self._stopped)
+
+    def _stopped(self, ignored):
+        log.info("route read workers stopped: {p} replica messages published, {a} requests answered by workers",
+                 p=self.publishes, a=sum(self.answered.values()))
+        if self.generation is not None:
+            self.generation.close()
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _spawn(self, index):
+        if not self.running:
+            return
+        worker = WorkerProcess(self, index)
+        config = self.service.config
+        args = [sys.executable, "-m", "namesrv.readworkers.worker", "--index", str(index),
+                "--port", str(self.port), "--interface", config.bindAddress,
+                "--backlog", str(config.serverSocketBacklog or 50),
+                "--upstream", self.socket_path, "--generation", self.generation.path]
+        env = dict(os.environ)
+        source_root = os.path.dirname(os.path.dirname(os.path.abspath(namesrv.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH")) if p)
+        self.workers[index] = worker
+        self.reactor.spawnProcess(worker, sys.executable, args, env=env, path=self.directory,
+                                  childFDs={0: "w", 1: "r", 2: "r"})
+
+    def worker_ended(self, worker, reason):
+        if self.workers.get(worker.index) is worker:
+            del self.workers[worker.index]
+        if self.running:
+            log.warn("route read worker {i} exited ({why}); starting another in {s}s", i=worker.index,
+                     why=reason.getErrorMessage(), s=RESPAWN_DELAY)
+            self._respawns = [c for c in self._respawns if c.active()]
+            self._respawns.append(self.reactor.callLater(RESPAWN_DELAY, self._spawn, worker.index))
+
+    # -- replicas ----------------------------------------------------------------------------
+    def changed(self, *ignored):
+        """Something a read could see changed: replicas are stale from now on; publish soon."""
+        if not self.running:
+            return
+        self.generation.bump()
+        if self._publish_call is None or not self._publish_call.active():
+            delay = max(0.0, self._next_publish - self.reactor.seconds())
+            self._publish_call = self.reactor.callLater(delay, self._publish)
+
+    def local_codes(self):
+        """The read codes our own route processor answers and every policy lets be answered from a copy."""
+        from processors.route import RouteProcessor
+        registry = self.service.registry
+        return [code for code in READ_CODES
+                if isinstance(registry.processor_for(code), RouteProcessor) and registry.allows_cached_answer(code)]
+
+    def replica(self, topics=None):
+        """A replica message: all topics, or only ``topics`` (those changed since the last one)."""
+        service = self.service
+        route_processor = service.registry.processor_for(RequestCode.GET_ROUTEINFO_BY_TOPIC)
+        started = getattr(route_processor, "started", self.reactor.seconds())
+        return replica_message(self.generation.value, service.routes, service.kv, service.config, started,
+                               self.local_codes(), topics)
+
+    def _publish(self):
+        self._publish_call = None
+        if not self.running:
+            return
+        began = self.reactor.seconds()
+        full, topics = self.tracker.take()
+        full_message = self.replica() if full else None
+        message = full_message or self.replica(topics)
+        for worker in self.workers.values():
+            if worker.needs_full:
+                if full_message is None:
+                    full_message = self.replica()
+                worker.needs_full = False
+                worker.send(full_message)
+            else:
+                worker.send(message)
+        spent = self.reactor.seconds() - began
+        self.publishes += 1
+        self.last_publish_bytes = len(message)
+        self.last_publish_topics = None if full else len(topics)
+        self.last_publish_seconds = spent
+        self._next_publish = self.reactor.seconds() + max(MIN_PUBLISH_INTERVAL, spent / PUBLISH_DUTY - spent)
+
+    # -- counts from the workers -----------------------------------------------------------
+    def record_counts(self, index, counts):
+        """A worker's answers since its last report, passed on to every observer (metrics, event log)."""
+        peer = "read-worker-%d" % index
+        observers = self.service.registry.observers
+        for code, response_code, count, micros in counts:
+            self.answered[index] = self.answered.get(index, 0) + count
+            for observer in observers:
+                bulk = getattr(observer, "record_requests", None)
+                if bulk is not None:
+                    bulk(code, response_code, count, micros, peer)
+                else:
+                    for _ in range(count):
+                        observer.record_request(code, response_code, micros // max(1, count), peer)
+
+
+class WorkerProcess(protocol.ProcessProtocol):
+    """One worker: replicas down its stdin, counts up its stdout, its log on stderr."""
+
+    def __init__(self, pool, index):
+        self.pool = pool
+        self.index = index
+        self.reader = MessageReader()
+        self.ended = False
+        self.needs_full = False
+        self.ended_deferred = defer.Deferred()
+        self._kill_call = None
+        self._log_tail = b""
+
+    def connectionMade(self):
+        self.send(self.pool.replica())
+
+    def send(self, message):
+        if not self.ended and self.transport is not None:
+            self.transport.write(message)
+
+    def childDataReceived(self, fd, data):
+        if fd == 1:
+            try:
+                messages = self.reader.feed(data)
+            except FeedError as e:
+                log.error("route read worker {i} sent garbage ({e}); stopping it", i=self.index, e=e)
+                self.transport.signalProcess("KILL")
+                return
+            for message in messages:
+                kind = message.get("kind")
+                if kind == "counts":
+                    self.pool.record_counts(self.index, message.get("counts", []))
+                elif kind == "resync":
+                    self.needs_full = True
+                    self.pool.changed()
+        elif fd == 2:
+            lines = (self._log_tail + data).split(b"\n")
+            self._log_tail = lines.pop()[-4096:]
+            for line in lines:
+                if line.strip():
+                    log.info("[read-worker-{i}] {line}", i=self.index, line=line.decode("utf-8", "replace"))
+
+    def stop(self):
+        """Close stdin (the worker then exits), KILL after a grace; the Deferred fires at its end."""
+        if self.ended:
+            return defer.succeed(None)
+        try:
+            self.transport.closeStdin()
+        except Exception:
+            pass
+        self._kill_call = self.pool.reactor.callLater(STOP_GRACE, self._kill)
+        return self.ended_deferred
+
+    def _kill(self):
+        if not self.ended:
+            try:
+                self.transport.signalProcess("KILL")
+            except Exception:
+                pass
+
+    def processEnded(self, reason):
+        self.ended = True
+        if self._kill_call is not None and self._kill_call.active():
+            self._kill_call.cancel()
+        self.pool.worker_ended(self, reason)
+        self.ended_deferred.callback(None)

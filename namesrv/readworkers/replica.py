@@ -1,0 +1,138 @@
+"""A read worker's copy of what route reads are answered from, and how fresh it is."""
+
+from namesrv.answercache import AnswerCache
+from namesrv.clock import MonotonicClock
+from namesrv.config import NamesrvConfig
+from namesrv.context import NamesrvContext
+from namesrv.registry import ProcessorRegistry
+from namesrv.routes import RouteInfoManager
+from namesrv.routes.model import ORDER_TOPIC_CONFIG
+from namesrv.readworkers.delta import apply_steps
+from processors.route import RouteProcessor
+
+
+class ReplicaKV:
+    """The one KV namespace route answers read (ORDER_TOPIC_CONFIG), read-only."""
+
+    def __init__(self, order_topic_config):
+        self._table = {ORDER_TOPIC_CONFIG: dict(order_topic_config)} if order_topic_config is not None else {}
+
+    def get(self, namespace, key):
+        return self._table.get(namespace, {}).get(key)
+
+    def kv_table_body(self, namespace):
+        return None   # only used by REGISTER_BROKER, which workers forward
+
+
+class RequestCounts:
+    """An observer summing answers per (code, response code) until ``take()``."""
+
+    def __init__(self):
+        self._counts = {}
+
+    def record_request(self, code, response_code, micros, peer):
+        self.record_requests(code, response_code, 1, micros, peer)
+
+    def record_requests(self, code, response_code, count, micros, peer):
+        entry = self._counts.get((code, response_code))
+        if entry is None:
+            self._counts[(code, response_code)] = [count, micros]
+        else:
+            entry[0] += count
+            entry[1] += micros
+
+    def emit(self, event, **fields):
+        pass
+
+    def take(self):
+        counts, self._counts = self._counts, {}
+        return counts
+
+
+class FreshAnswerCache(AnswerCache):
+    """The answer cache, consulted only while the replica is fresh (a stale one forwards),
+    and only when the main process's ``answerCacheEnable`` says so."""
+
+    def __init__(self, registry, replica, **kwargs):
+        AnswerCache.__init__(self, registry, **kwargs)
+        self.replica = replica
+
+    def answer(self, frame, peer):
+        if not self.replica.fresh():
+            return None
+        return AnswerCache.answer(self, frame, peer)
+
+    def remember(self, frame, request, response):
+        config = self.replica.config
+        if not config.answerCacheEnable:
+            return False
+        self.max_entries = config.answerCacheMaxEntries
+        return AnswerCache.remember(self, frame, request, response)
+
+
+class Replica:
+    """Route tables, ORDER_TOPIC_CONFIG and properties as of one generation of the main process.
+
+    ``fresh()`` is true while the shared counter still holds that generation: only then
+    may a read be answered here.
+    """
+
+    def __init__(self, shared_generation, reactor):
+        self.shared = shared_generation
+        self.generation = None
+        self.local_codes = frozenset()
+        self.loads = 0
+        self.loading = False
+        self._config_text = None
+        self.context = NamesrvContext(config=NamesrvConfig(), routes=RouteInfoManager(clock=MonotonicClock()),
+                                      kv=ReplicaKV(None), reactor=reactor)
+        self.processor = RouteProcessor(self.context)
+        self.counts = RequestCounts()
+        self.registry = ProcessorRegistry([self.processor], events=self.counts)
+        self.answer_cache = FreshAnswerCache(self.registry, self)
+
+    @property
+    def config(self):
+        return self.context.config
+
+    def fresh(self):
+        return not self.loading and self.generation is not None and self.shared.read() == self.generation
+
+    def load(self, message):
+        """Adopt a ``replica`` message at once (see ``load_steps``)."""
+        for _ in self.load_steps(message):
+            pass
+
+    def load_steps(self, message):
+        """Adopt a ``replica`` message (feed.replica_message), yielding between steps; not fresh
+        until done. Raises if it is unusable, and then answers nothing locally until a full one
+        arrives (``generation`` None)."""
+        self.loading = True
+        try:
+            yield from self._load(message)
+        finally:
+            self.loading = False
+
+    def _load(self, message):
+        config_text = message["config"]
+        if config_text != self._config_text:
+            config = NamesrvConfig()
+            config.update(config_text, source="replica", announce=False)
+            self._config_text = config_text
+        else:
+            config = self.context.config
+        tables = message["tables"]
+        if not tables["full"] and self.generation is None:
+            raise ValueError("a partial replica before any full one")
+        try:
+            yield from apply_steps(self.context.routes, tables)
+        except Exception:
+            self.generation = None   # half applied: stale until the next full copy
+            raise
+        self.context.config = config
+        self.context.kv = ReplicaKV(message.get("orderTopicConfig"))
+        self.processor.started = float(message["started"])
+        self.local_codes = frozenset(int(code) for code in message["localCodes"])
+        self.generation = int(message["generation"])
+        self.answer_cache.invalidate()
+        self.loads += 1

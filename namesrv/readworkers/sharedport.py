@@ -1,0 +1,55 @@
+"""A TCP listening port that other processes of ours may bind too (SO_REUSEPORT)."""
+
+import socket
+
+from twisted.internet.address import IPv4Address, IPv6Address
+
+
+def _shared_socket(port, interface):
+    if not hasattr(socket, "SO_REUSEPORT"):
+        raise OSError("SO_REUSEPORT is not available on this platform")
+    family = socket.AF_INET6 if ":" in interface else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((interface, port))
+    except Exception:
+        sock.close()
+        raise
+    return sock
+
+
+class ReservedPort:
+    """The port bound (SO_REUSEPORT) but not listening: only the read workers accept on it.
+
+    Holding it keeps the port ours while a worker restarts; a socket that does not listen
+    gets no connections. ``getHost``/``stopListening`` as an IListeningPort's.
+    """
+
+    def __init__(self, port, interface="127.0.0.1"):
+        self.socket = _shared_socket(port, interface)
+
+    def getHost(self):
+        host, port = self.socket.getsockname()[:2]
+        kind = IPv6Address if self.socket.family == socket.AF_INET6 else IPv4Address
+        return kind("TCP", host, port)
+
+    def stopListening(self):
+        self.socket.close()
+
+
+def listen_shared(reactor, port, factory, interface="127.0.0.1", backlog=50):
+    """Like ``reactor.listenTCP``, with SO_REUSEPORT set before bind.
+
+    Linux then spreads new connections over every socket bound to the port by the same
+    user, by a hash of the connection's addresses. Port 0 picks a free port: pass
+    ``getHost().port`` of the result to the other processes.
+    """
+    sock = _shared_socket(port, interface)
+    try:
+        sock.listen(backlog)
+        sock.setblocking(False)
+        return reactor.adoptStreamPort(sock.fileno(), sock.family, factory)
+    finally:
+        sock.close()   # the reactor holds its own duplicate of the descriptor

@@ -1,0 +1,170 @@
+"""A read worker process: ``python -m namesrv.readworkers.worker`` (started by ReadWorkerPool).
+
+It listens on the main process's port once its first replica has arrived (so no client
+lands on it before it can answer), reports its request counts every second, and exits
+when its stdin closes (the main process stopped or died).
+"""
+
+import argparse
+import collections
+import sys
+
+from twisted.internet import protocol, stdio, task
+from twisted.internet.interfaces import IHalfCloseableProtocol
+from twisted.logger import FilteringLogObserver, LogLevel, LogLevelFilterPredicate, Logger, formatEvent, globalLogBeginner
+
+from zope.interface import implementer
+
+from namesrv.readworkers.feed import FeedError, MessageReader, counts_message, resync_message
+from namesrv.readworkers.forwarding import WorkerConnectionFactory
+from namesrv.readworkers.generation import SharedGeneration
+from namesrv.readworkers.replica import Replica
+from namesrv.readworkers.sharedport import listen_shared
+
+log = Logger()
+COUNTS_INTERVAL = 1.0
+
+
+@implementer(IHalfCloseableProtocol)
+class ReadWorker(protocol.Protocol):
+    """The worker's stdio: replicas in, counts out; listening and stopping follow from them.
+
+    Half-closeable: when stdin ends (the main process stops) stdout stays open for the
+    last counts.
+    """
+
+    def __init__(self, options, reactor, replica):
+        self.options = options
+        self.reactor = reactor
+        self.replica = replica
+        self.reader = MessageReader()
+        self.factory = WorkerConnectionFactory(replica, options.upstream, reactor)
+        self.port = None
+        self._queue = collections.deque()
+        self._steps = None
+        self._pump_call = None
+        self._stopped = False
+        self._reactor_stopping = False
+        self._counts = task.LoopingCall(self.send_counts)
+        self._counts.clock = reactor
+
+    def dataReceived(self, data):
+        try:
+            messages = self.reader.feed(data)
+        except FeedError as e:
+            log.error("unreadable feed from the main process ({e}); exiting", e=e)
+            return self.shut_down()
+        self._queue.extend(m for m in messages if m.get("kind") == "replica")
+        if self._steps is None and self._queue:
+            self._pump()
+
+    def _pump(self):
+        """Apply queued replicas in order, one step per reactor turn (reads are forwarded meanwhile)."""
+        self._pump_call = None
+        while self._queue:
+            message = self._queue[0]
+            if self._steps is None:
+                if self.replica.generation is None and not message.get("tables", {}).get("full"):
+                    self._queue.popleft()   # waiting for the full copy asked for below
+                    continue
+                self._steps = self.replica.load_steps(message)
+            try:
+                next(self._steps)
+            except StopIteration:
+                self._steps = None
+                self._queue.popleft()
+                if self.port is None:
+                    self.listen()
+                continue
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+                log.error("unusable replica ({e}); forwarding every request until a full copy arrives", e=e)
+                self._steps = None
+                self._queue.popleft()
+                self.replica.generation = None
+                self.transport.write(resync_message())
+                continue
+            self._pump_call = self.reactor.callLater(0, self._pump)
+            return
+
+    def listen(self):
+        self.port = listen_shared(self.reactor, self.options.port, self.factory, interface=self.options.interface,
+                                  backlog=self.options.backlog)
+        self._counts.start(COUNTS_INTERVAL, now=False)
+        log.info("read worker {i} listening on {addr}:{port} (generation {g}, {n} topics)", i=self.options.index,
+                 addr=self.options.interface, port=self.options.port, g=self.replica.generation,
+                 n=len(self.replica.context.routes.topic_queue_table))
+
+    def send_counts(self):
+        counts = self.replica.counts.take()
+        if counts and self.transport is not None:
+            self.transport.write(counts_message(counts))
+
+    def readConnectionLost(self):
+        """stdin ended: stop serving, write the last counts; connectionLost follows once they are out."""
+        self.shut_down(stop_reactor=False)
+        if self.transport is not None:
+            self.transport.loseConnection()
+
+    def writeConnectionLost(self):
+        pass
+
+    def connectionLost(self, reason=None):
+        self.shut_down()
+        self._stop_reactor()
+
+    def shut_down(self, stop_reactor=True):
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._pump_call is not None and self._pump_call.active():
+            self._pump_call.cancel()
+        if self._counts.running:
+            self._counts.stop()
+            self.send_counts()
+        if self.port is not None:
+            self.port.stopListening()
+            self.port = None
+        self.factory.close_all()
+        if stop_reactor:
+            self._stop_reactor()
+
+    def _stop_reactor(self):
+        if self.reactor.running and not self._reactor_stopping:
+            self._reactor_stopping = True
+            self.reactor.callLater(0, self.reactor.stop)
+
+
+def _stderr_observer():
+    """One line per event, without a time stamp: the main process logs each line with its own."""
+    def write(event):
+        text = formatEvent(event)
+        failure = event.get("log_failure")
+        if failure is not None:
+            text += "\n" + failure.getTraceback()
+        sys.stderr.write("%s %s\n" % (event.get("log_level", LogLevel.info).name, text))
+        sys.stderr.flush()
+    return FilteringLogObserver(write, [LogLevelFilterPredicate(LogLevel.info)])
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="namesrv.readworkers.worker")
+    parser.add_argument("--index", type=int, required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--interface", default="127.0.0.1")
+    parser.add_argument("--backlog", type=int, default=1024)
+    parser.add_argument("--upstream", required=True, help="the main process's UNIX socket")
+    parser.add_argument("--generation", required=True, help="the shared generation file")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    options = parse_args(sys.argv[1:] if argv is None else argv)
+    from twisted.internet import reactor
+    globalLogBeginner.beginLoggingTo([_stderr_observer()], redirectStandardIO=False)
+    replica = Replica(SharedGeneration(options.generation), reactor)
+    stdio.StandardIO(ReadWorker(options, reactor, replica), reactor=reactor)
+    reactor.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Read workers as operators run them: ``twistd namesrv`` with routeReadWorkers, real sockets.
+
+Exclusive mode puts every client connection on a worker, so each test below exercises
+the worker path (local answers, forwarding, housekeeping through forwarded connections).
+"""
+
+import json
+import re
+import signal
+import subprocess
+import time
+
+from namesrv.protocol.codes import RequestCode, ResponseCode
+from namesrv.protocol.command import make_request
+from tests.brokers import register_request, route_request
+
+WORKERS = {"routeReadWorkers": "1", "routeReadWorkersExclusive": "true"}
+
+
+def answered_by_workers(server):
+    server.stop(signal.SIGTERM)
+    match = re.search(r"(\d+) requests answered by workers", server.log())
+    assert match, server.log()[-3000:]
+    return int(match.group(1))
+
+
+def test_reads_see_every_acknowledged_write_at_once(make_namesrv):
+    server = make_namesrv(WORKERS).start()
+    clients = [server.client() for _ in range(6)]
+    broker = clients[0]
+    try:
+        for round_index in range(5):
+            topic = "ReadAfterWrite%d" % round_index
+            answer = broker.call(register_request("DefaultCluster", "broker-a", "127.0.0.1:10911",
+                                                  topics=[topic, "Stable"], counter=round_index + 1))
+            assert answer.code == ResponseCode.SUCCESS
+            # right after the acknowledgement, on every other connection: the new topic is there
+            for client in clients[1:]:
+                route = client.call(route_request(topic))
+                assert route.code == ResponseCode.SUCCESS, route.remark
+                assert json.loads(route.body)["queueDatas"][0]["brokerName"] == "broker-a"
+        for _ in range(50):   # steady state: answered by the worker from its replica
+            for client in clients[1:]:
+                assert client.call(route_request("Stable")).code == ResponseCode.SUCCESS
+        cluster = clients[1].call(make_request(RequestCode.GET_BROKER_CLUSTER_INFO))
+        assert b'"clusterAddrTable":{"DefaultCluster":["broker-a"]}' in cluster.body   # fastjson: int keys
+    finally:
+        for client in clients:
+            client.close()
+    assert answered_by_workers(server) >= 250
+    assert "Traceback" not in server.log()
+
+
+def test_closing_a_brokers_connection_on_a_worker_forgets_the_broker(make_namesrv):
+    server = make_namesrv(WORKERS).start()
+    with server.client() as producer:
+        broker = server.client()
+        assert broker.call(register_request("DefaultCluster", "broker-b", "127.0.0.1:10912",
+                                            topics=["Leaving", "Other"])).code == ResponseCode.SUCCESS
+        assert producer.call(route_request("Leaving")).code == ResponseCode.SUCCESS
+        broker.close()
+        # the worker closes its forwarded connection; the main process's housekeeping runs
+        for _ in range(200):
+            route = producer.call(route_request("Leaving"))
+            if route.code == ResponseCode.TOPIC_NOT_EXIST:
+                break
+        assert route.code == ResponseCode.TOPIC_NOT_EXIST
+    assert "its connection" in server.log() and "closed" in server.log()
+
+
+def test_kv_and_config_changes_reach_the_workers_answers(make_namesrv):
+    server = make_namesrv(WORKERS).start()
+    with server.client() as admin, server.client() as producer:
+        assert admin.call(register_request("DefaultCluster", "broker-c", "127.0.0.1:10913",
+                                           topics=["Ordered", "Plain"])).code == ResponseCode.SUCCESS
+        assert "orderTopicConf" not in json.loads(producer.call(route_request("Ordered")).body)
+        put = make_request(RequestCode.PUT_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": "Ordered",
+                                                      "value": "broker-c:4"})
+        assert admin.call(put).code == ResponseCode.SUCCESS
+        update = make_request(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"orderMessageEnable=true")
+        assert admin.call(update).code == ResponseCode.SUCCESS
+        route = json.loads(producer.call(route_request("Ordered")).body)
+        assert route["orderTopicConf"] == "broker-c:4"
+        # forwarded requests answer as the main process would
+        get = producer.call(make_request(RequestCode.GET_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG",
+                                                                     "key": "Ordered"}))
+        assert get.code == ResponseCode.SUCCESS and get.ext["value"] == "broker-c:4"
+        unknown = producer.call(make_request(9999))
+        assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+def wait_for_log(server, text, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while text not in server.log():
+        assert time.monotonic() < deadline, server.log()[-3000:]
+        time.sleep(0.05)
+
+
+def test_main_and_worker_share_the_port(make_namesrv):
+    server = make_namesrv({"routeReadWorkers": "1"}).start()
+    wait_for_log(server, "read worker 0 listening")   # the main process listens first
+    clients = [server.client() for _ in range(24)]
+    try:
+        assert clients[0].call(register_request("DefaultCluster", "broker-d", "127.0.0.1:10914",
+                                                topics=["Shared", "Other"])).code == ResponseCode.SUCCESS
+        for client in clients:
+            for _ in range(5):
+                assert client.call(route_request("Shared")).code == ResponseCode.SUCCESS
+    finally:
+        for client in clients:
+            client.close()
+    # 24 connections hashed over two listeners: the worker gets some (odds of none: 2**-24)
+    assert answered_by_workers(server) > 0
+
+
+def test_read_workers_refuse_tls(make_namesrv):
+    server = make_namesrv(dict(WORKERS, tlsMode="permissive", tlsTestModeEnable="true"))
+    out = subprocess.run(server.command(), env=server.env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "routeReadWorkers needs tlsMode=disabled" in out.stdout + out.stderr + server.log()

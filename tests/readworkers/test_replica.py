@@ -1,0 +1,158 @@
+"""A read worker's replica answers exactly as the main process, and only while fresh.
+
+The main service runs in process; replica messages go through the real encoder and
+MessageReader, as they would down a worker's stdin.
+"""
+
+import pytest
+from twisted.internet import task
+
+from namesrv.protocol.codec import encode_frame
+from namesrv.protocol.codes import RequestCode, ResponseCode, Version
+from namesrv.protocol.command import make_request
+from namesrv.readworkers.delta import TopicTracker
+from namesrv.readworkers.feed import FeedError, MessageReader, pack, replica_message
+from namesrv.readworkers.generation import SharedGeneration
+from namesrv.readworkers.pool import READ_CODES
+from namesrv.readworkers.replica import Replica
+from namesrv.routes.model import ORDER_TOPIC_CONFIG
+from namesrv.routes.snapshot import encode_snapshot, restore_snapshot
+from namesrv.service import make_service
+from tests.brokers import register_request, route_request
+from tests.test_answer_cache import Reactor
+from tests.test_service import make_config
+
+
+class Peer:
+    peer = "127.0.0.1:40000"
+    closing = False
+
+
+class Harness:
+    """The main service, a shared counter and one replica fed by explicit ``publish()`` calls."""
+
+    def __init__(self, tmp_path):
+        self.service = make_service(make_config(tmp_path), clock=task.Clock(), reactor=Reactor())
+        self.shared = SharedGeneration(str(tmp_path / "generation"), writable=True)
+        self.tracker = self.service.routes.track_topic_changes(TopicTracker())
+        self.service.routes.add_change_listener(self.changed)
+        self.service.kv.change_listeners.append(self.changed)
+        self.service.config.add_listener(self.changed)
+        self.replica = Replica(SharedGeneration(str(tmp_path / "generation")), Reactor())
+        self.sizes = []
+        self.publish()
+
+    def changed(self, *ignored):
+        self.shared.bump()
+
+    def publish(self):
+        full, topics = self.tracker.take()
+        started = self.service.registry.processor_for(RequestCode.GET_ROUTEINFO_BY_TOPIC).started
+        data = replica_message(self.shared.value, self.service.routes, self.service.kv, self.service.config,
+                               started, READ_CODES, None if full else topics)
+        self.sizes.append((full, len(topics)))
+        reader = MessageReader()
+        messages = reader.feed(data[:7]) + reader.feed(data[7:])   # any cut of the stream
+        assert len(messages) == 1
+        self.replica.load(messages[0])
+
+    def main(self, request):
+        return self.service.registry.dispatch(request, Peer())
+
+    def assert_same_answers(self, topics):
+        assert self.replica.fresh()
+        requests = [route_request(t, opaque=i + 1) for i, t in enumerate(topics)]
+        requests += [route_request(t, version=Version.V5_0_0, opaque=100 + i) for i, t in enumerate(topics)]
+        requests.append(make_request(RequestCode.GET_BROKER_CLUSTER_INFO, opaque=999))
+        for request in requests:
+            ours = encode_frame(self.replica.registry.dispatch(request, Peer()))
+            assert ours == encode_frame(self.main(request)), request
+
+
+@pytest.fixture
+def harness(tmp_path):
+    return Harness(tmp_path)
+
+
+def test_deltas_keep_the_replica_identical_to_the_main_tables(harness):
+    topics = ["T1", "T2", "T3", "T4", "Gone"]
+    assert harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2", "T3"])
+                        ).code == ResponseCode.SUCCESS
+    harness.publish()
+    harness.assert_same_answers(topics)
+    harness.main(register_request("C1", "broker-b", "10.0.0.2:10911", topics=["T2", "T4"]))
+    harness.main(register_request("C2", "broker-c", "10.0.0.3:10911", broker_id=0, topics=["T4", "Gone"]))
+    harness.publish()
+    harness.assert_same_answers(topics)
+    assert harness.sizes[-1] == (False, 3)   # only T2, T4 and Gone travelled
+    harness.main(make_request(RequestCode.UNREGISTER_BROKER, {"brokerName": "broker-a", "clusterName": "C1",
+                                                              "brokerAddr": "10.0.0.1:10911", "brokerId": "0"}))
+    harness.main(make_request(RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-b"}))
+    harness.main(make_request(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": "Gone"}))
+    harness.publish()
+    harness.assert_same_answers(topics)
+    assert harness.replica.registry.dispatch(route_request("T1"), Peer()).code == ResponseCode.TOPIC_NOT_EXIST
+
+
+def test_kv_and_config_travel_with_the_replica(harness):
+    harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["Ordered", "Plain"]))
+    harness.main(make_request(RequestCode.PUT_KV_CONFIG, {"namespace": ORDER_TOPIC_CONFIG, "key": "Ordered",
+                                                          "value": "broker-a:8"}))
+    harness.main(make_request(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"orderMessageEnable=true"))
+    harness.publish()
+    harness.assert_same_answers(["Ordered", "Plain"])
+    assert b'"orderTopicConf":"broker-a:8"' in harness.replica.registry.dispatch(route_request("Ordered"),
+                                                                                  Peer()).body
+
+
+def test_stale_from_the_change_until_the_next_replica(harness):
+    harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2"]))
+    assert not harness.replica.fresh()   # the counter moved before the registration was answered
+    harness.publish()
+    assert harness.replica.fresh()
+    # an identical heartbeat changes nothing a read could see: the replica stays fresh
+    harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2"]))
+    assert harness.replica.fresh()
+
+
+def test_a_restore_sends_every_topic_again(harness):
+    harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2"]))
+    harness.publish()
+    saved = encode_snapshot(harness.service.routes)
+    harness.main(register_request("C1", "broker-b", "10.0.0.2:10911", topics=["T3", "T4"]))
+    harness.publish()
+    restore_snapshot(harness.service.routes, saved)
+    harness.publish()
+    assert harness.sizes[-1][0] is True
+    harness.assert_same_answers(["T1", "T2", "T3", "T4"])
+
+
+def test_a_partial_replica_before_a_full_one_is_refused(tmp_path):
+    replica = Replica(SharedGeneration(str(tmp_path / "g"), writable=True), Reactor())
+    message = {"kind": "replica", "generation": 0, "config": {}, "started": 0, "localCodes": [],
+               "tables": {"full": False, "topics": {}, "mappings": {}, "brokers": [], "clusters": {}, "filters": []}}
+    with pytest.raises(ValueError):
+        replica.load(message)
+    assert not replica.fresh()
+
+
+def test_generation_is_shared_between_mappings(tmp_path):
+    writer = SharedGeneration(str(tmp_path / "g"), writable=True)
+    reader = SharedGeneration(str(tmp_path / "g"))
+    assert reader.read() == 0
+    writer.bump()
+    writer.bump()
+    assert reader.read() == 2
+
+
+def test_message_reader_takes_any_cut_and_refuses_garbage():
+    data = pack({"kind": "counts", "counts": [[105, 0, 3, 12]]}) * 3
+    reader = MessageReader()
+    out = []
+    for i in range(len(data)):
+        out += reader.feed(data[i:i + 1])
+    assert [m["counts"] for m in out] == [[[105, 0, 3, 12]]] * 3
+    with pytest.raises(FeedError):
+        MessageReader().feed(b"\x00\x00\x00\x02\xc1\xc1")
+    with pytest.raises(FeedError):
+        MessageReader().feed(b"\xff\xff\xff\xff")
