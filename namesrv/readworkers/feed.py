@@ -1,9 +1,12 @@
 """The messages between the main process and its read workers, over the workers' stdin/stdout.
 
-Each message is a 4-byte big-endian length and a msgpack map. Down (main → worker):
-``{"kind": "replica", ...}`` (see ``replica_message``). Up (worker → main):
-``{"kind": "counts", "counts": [[code, responseCode, count, micros], ...]}`` and
-``{"kind": "resync"}`` (send me everything again).
+Each message is a 4-byte big-endian length and a msgpack map. Down (main → worker), one
+publication is some ``{"kind": "topics", "reset": bool, "topics": …, "mappings": …}``
+parts (see delta.py; the first part of a full copy has ``reset``), then one
+``{"kind": "replica", "generation": …, "full": bool, …}`` with the broker tables, the
+ORDER_TOPIC_CONFIG namespace, the properties and the codes a worker may answer. Up
+(worker → main): ``{"kind": "counts", "counts": [[code, responseCode, count, micros], ...]}``
+and ``{"kind": "resync"}`` (send me everything again).
 """
 
 import struct
@@ -11,12 +14,12 @@ import struct
 import msgpack
 
 from namesrv.config import java_text
+from namesrv.readworkers.delta import PART_TOPICS, encode_brokers, encode_topics
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
-from namesrv.readworkers.delta import encode_tables
 
 _LENGTH = struct.Struct(">I")
-#: a replica of 100 brokers x 10,000 topics is ~20 MB; anything far above is garbage
-MAX_MESSAGE = 1 << 30
+#: far above any message we send (a part holds PART_TOPICS topics)
+MAX_MESSAGE = 1 << 28
 
 
 class FeedError(ValueError):
@@ -59,19 +62,29 @@ class MessageReader:
         return messages
 
 
-def replica_message(generation, routes, kv, config, started, local_codes, topics=None):
-    """Everything a worker needs to answer ``local_codes`` as the main process would now:
-    all topics (``topics`` None: a worker's first message, or after a reset), or the
-    ``topics`` changed since the previous message."""
-    return pack({
-        "kind": "replica",
-        "generation": generation,
-        "tables": encode_tables(routes, topics),
-        "orderTopicConfig": kv.namespace(ORDER_TOPIC_CONFIG),
-        "config": {name: java_text(config.get(name)) for name in config.names()},
-        "started": started,
-        "localCodes": sorted(local_codes),
-    })
+def topics_message(routes, topics, reset=False):
+    """One part: the current state of ``topics`` (``reset``: the first part of a full copy)."""
+    return pack(dict(encode_topics(routes, topics), kind="topics", reset=reset))
+
+
+def replica_message(generation, routes, kv, config, started, local_codes, full):
+    """The end of a publication: after it a worker may answer ``local_codes`` while the shared
+    counter still reads ``generation`` (the value when the publication began)."""
+    return pack(dict(encode_brokers(routes), kind="replica", generation=generation, full=full,
+                     orderTopicConfig=kv.namespace(ORDER_TOPIC_CONFIG),
+                     config={name: java_text(config.get(name)) for name in config.names()},
+                     started=started, localCodes=sorted(local_codes)))
+
+
+def publication(generation, routes, kv, config, started, local_codes, topics=None, part_topics=PART_TOPICS):
+    """The messages of one publication, one at a time: parts of ``topics`` (None: every topic,
+    a full copy), then the final replica message. Encoded lazily, so a caller may send one
+    per reactor turn."""
+    full = topics is None
+    names = list(routes.topic_queue_table) if full else sorted(topics)
+    for start in range(0, max(len(names), 1 if full else 0), part_topics):
+        yield topics_message(routes, names[start:start + part_topics], reset=full and start == 0)
+    yield replica_message(generation, routes, kv, config, started, local_codes, full)
 
 
 def resync_message():

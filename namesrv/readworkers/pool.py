@@ -11,7 +11,7 @@ from twisted.logger import Logger
 import namesrv
 from namesrv.protocol.codes import RequestCode
 from namesrv.readworkers.delta import TopicTracker
-from namesrv.readworkers.feed import FeedError, MessageReader, replica_message
+from namesrv.readworkers.feed import FeedError, MessageReader, publication
 from namesrv.readworkers.forwarded import ForwardedConnectionFactory
 from namesrv.readworkers.generation import SharedGeneration
 
@@ -50,6 +50,11 @@ class ReadWorkerPool:
         self._next_publish = 0.0
         self._respawns = []
         self.tracker = None
+        self._messages = None          # the running publication's remaining messages
+        self._send_call = None
+        self._publish_began = 0.0
+        self._publish_work = 0.0
+        self._published_generation = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self, port):
@@ -80,7 +85,7 @@ class ReadWorkerPool:
         """Stop feeding and close the workers' stdin (they then report their last counts, close
         their port and exit); the Deferred fires when every worker has ended."""
         self.running = False
-        for call in [self._publish_call, *self._respawns]:
+        for call in [self._publish_call, self._send_call, *self._respawns]:
             if call is not None and call.active():
                 call.cancel()
         self._publish_call = None
@@ -131,6 +136,11 @@ class ReadWorkerPool:
         if not self.running:
             return
         self.generation.bump()
+        self._schedule_publish()
+
+    def _schedule_publish(self):
+        if self._messages is not None:
+            return   # the running publication's end looks again
         if self._publish_call is None or not self._publish_call.active():
             delay = max(0.0, self._next_publish - self.reactor.seconds())
             self._publish_call = self.reactor.callLater(delay, self._publish)
@@ -142,36 +152,61 @@ class ReadWorkerPool:
         return [code for code in READ_CODES
                 if isinstance(registry.processor_for(code), RouteProcessor) and registry.allows_cached_answer(code)]
 
-    def replica(self, topics=None):
-        """A replica message: all topics, or only ``topics`` (those changed since the last one)."""
+    def publication(self, topics=None):
+        """The messages of one publication (feed.publication): ``topics`` changed, or all (None)."""
         service = self.service
         route_processor = service.registry.processor_for(RequestCode.GET_ROUTEINFO_BY_TOPIC)
         started = getattr(route_processor, "started", self.reactor.seconds())
-        return replica_message(self.generation.value, service.routes, service.kv, service.config, started,
-                               self.local_codes(), topics)
+        return publication(self.generation.value, service.routes, service.kv, service.config, started,
+                           self.local_codes(), topics)
 
     def _publish(self):
+        """Start a publication; its messages go out one per reactor turn (reads forwarded to us
+        meanwhile are answered between them)."""
         self._publish_call = None
+        if not self.running or self._messages is not None:
+            return
+        full, topics = self.tracker.take()
+        if any(worker.needs_full for worker in self.workers.values()):
+            full = True
+        for worker in self.workers.values():
+            worker.needs_full = False
+        self._published_generation = self.generation.value
+        self._messages = self.publication(None if full else topics)
+        self._publish_began = self.reactor.seconds()
+        self._publish_work = 0.0
+        self.last_publish_bytes = 0
+        self.last_publish_topics = None if full else len(topics)
+        self._send_next()
+
+    def _send_next(self):
+        self._send_call = None
         if not self.running:
             return
         began = self.reactor.seconds()
-        full, topics = self.tracker.take()
-        full_message = self.replica() if full else None
-        message = full_message or self.replica(topics)
+        try:
+            message = next(self._messages)
+        except StopIteration:
+            self._messages = None
+            self._published()
+            return
         for worker in self.workers.values():
-            if worker.needs_full:
-                if full_message is None:
-                    full_message = self.replica()
-                worker.needs_full = False
-                worker.send(full_message)
-            else:
-                worker.send(message)
-        spent = self.reactor.seconds() - began
+            worker.send(message)
+        self.last_publish_bytes += len(message)
+        self._publish_work += self.reactor.seconds() - began
+        self._send_call = self.reactor.callLater(0, self._send_next)
+
+    def _published(self):
         self.publishes += 1
-        self.last_publish_bytes = len(message)
-        self.last_publish_topics = None if full else len(topics)
+        spent = self._publish_work
         self.last_publish_seconds = spent
         self._next_publish = self.reactor.seconds() + max(MIN_PUBLISH_INTERVAL, spent / PUBLISH_DUTY - spent)
+        if self.tracker or self.tracker.full or self._stale():
+            self._schedule_publish()
+
+    def _stale(self):
+        """Did anything change since the publication that just ended began?"""
+        return self._published_generation != self.generation.value
 
     # -- counts from the workers -----------------------------------------------------------
     def record_counts(self, index, counts):
@@ -203,7 +238,8 @@ class WorkerProcess(protocol.ProcessProtocol):
         self._log_tail = b""
 
     def connectionMade(self):
-        self.send(self.pool.replica())
+        self.needs_full = True
+        self.pool.changed()
 
     def send(self, message):
         if not self.ended and self.transport is not None:

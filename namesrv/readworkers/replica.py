@@ -7,7 +7,7 @@ from namesrv.context import NamesrvContext
 from namesrv.registry import ProcessorRegistry
 from namesrv.routes import RouteInfoManager
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
-from namesrv.readworkers.delta import apply_steps
+from namesrv.readworkers.delta import apply_brokers, apply_topics
 from processors.route import RouteProcessor
 
 
@@ -73,8 +73,9 @@ class FreshAnswerCache(AnswerCache):
 class Replica:
     """Route tables, ORDER_TOPIC_CONFIG and properties as of one generation of the main process.
 
-    ``fresh()`` is true while the shared counter still holds that generation: only then
-    may a read be answered here.
+    ``fresh()`` is true while the shared counter still holds that generation and no
+    publication is half applied: only then may a read be answered here. Until a full
+    copy has been applied (``complete``), nothing is answered.
     """
 
     def __init__(self, shared_generation, reactor):
@@ -83,6 +84,8 @@ class Replica:
         self.local_codes = frozenset()
         self.loads = 0
         self.loading = False
+        self.complete = False
+        self._reset_seen = False
         self._config_text = None
         self.context = NamesrvContext(config=NamesrvConfig(), routes=RouteInfoManager(clock=MonotonicClock()),
                                       kv=ReplicaKV(None), reactor=reactor)
@@ -98,41 +101,47 @@ class Replica:
     def fresh(self):
         return not self.loading and self.generation is not None and self.shared.read() == self.generation
 
-    def load(self, message):
-        """Adopt a ``replica`` message at once (see ``load_steps``)."""
-        for _ in self.load_steps(message):
-            pass
-
-    def load_steps(self, message):
-        """Adopt a ``replica`` message (feed.replica_message), yielding between steps; not fresh
-        until done. Raises if it is unusable, and then answers nothing locally until a full one
-        arrives (``generation`` None)."""
-        self.loading = True
+    def apply(self, message):
+        """Apply one message of a publication (feed.publication). Returns False when the replica
+        cannot be used until a full copy arrives; raises (and forgets everything) if it is malformed."""
         try:
-            yield from self._load(message)
-        finally:
+            if message["kind"] == "topics":
+                self._apply_part(message)
+                return True
+            return self._finish(message)
+        except Exception:
+            self.complete = False
+            self.generation = None
             self.loading = False
+            raise
 
-    def _load(self, message):
+    def _apply_part(self, message):
+        self.loading = True
+        if message["reset"]:
+            self._reset_seen = True
+        apply_topics(self.context.routes, message, reset=message["reset"])
+
+    def _finish(self, message):
+        self.loading = False
+        if message["full"]:
+            if not self._reset_seen:
+                raise ValueError("a full replica without its first part")
+            self.complete = True
+        self._reset_seen = False
+        if not self.complete:
+            self.generation = None
+            return False
         config_text = message["config"]
         if config_text != self._config_text:
             config = NamesrvConfig()
             config.update(config_text, source="replica", announce=False)
+            self.context.config = config
             self._config_text = config_text
-        else:
-            config = self.context.config
-        tables = message["tables"]
-        if not tables["full"] and self.generation is None:
-            raise ValueError("a partial replica before any full one")
-        try:
-            yield from apply_steps(self.context.routes, tables)
-        except Exception:
-            self.generation = None   # half applied: stale until the next full copy
-            raise
-        self.context.config = config
+        apply_brokers(self.context.routes, message)
         self.context.kv = ReplicaKV(message.get("orderTopicConfig"))
         self.processor.started = float(message["started"])
         self.local_codes = frozenset(int(code) for code in message["localCodes"])
         self.generation = int(message["generation"])
         self.answer_cache.invalidate()
         self.loads += 1
+        return True

@@ -6,7 +6,6 @@ when its stdin closes (the main process stopped or died).
 """
 
 import argparse
-import collections
 import sys
 
 from twisted.internet import protocol, stdio, task
@@ -40,9 +39,6 @@ class ReadWorker(protocol.Protocol):
         self.reader = MessageReader()
         self.factory = WorkerConnectionFactory(replica, options.upstream, reactor)
         self.port = None
-        self._queue = collections.deque()
-        self._steps = None
-        self._pump_call = None
         self._stopped = False
         self._reactor_stopping = False
         self._counts = task.LoopingCall(self.send_counts)
@@ -54,37 +50,17 @@ class ReadWorker(protocol.Protocol):
         except FeedError as e:
             log.error("unreadable feed from the main process ({e}); exiting", e=e)
             return self.shut_down()
-        self._queue.extend(m for m in messages if m.get("kind") == "replica")
-        if self._steps is None and self._queue:
-            self._pump()
-
-    def _pump(self):
-        """Apply queued replicas in order, one step per reactor turn (reads are forwarded meanwhile)."""
-        self._pump_call = None
-        while self._queue:
-            message = self._queue[0]
-            if self._steps is None:
-                if self.replica.generation is None and not message.get("tables", {}).get("full"):
-                    self._queue.popleft()   # waiting for the full copy asked for below
-                    continue
-                self._steps = self.replica.load_steps(message)
-            try:
-                next(self._steps)
-            except StopIteration:
-                self._steps = None
-                self._queue.popleft()
-                if self.port is None:
-                    self.listen()
+        for message in messages:
+            if message.get("kind") not in ("topics", "replica"):
                 continue
+            try:
+                usable = self.replica.apply(message)
             except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
                 log.error("unusable replica ({e}); forwarding every request until a full copy arrives", e=e)
-                self._steps = None
-                self._queue.popleft()
-                self.replica.generation = None
                 self.transport.write(resync_message())
                 continue
-            self._pump_call = self.reactor.callLater(0, self._pump)
-            return
+            if message["kind"] == "replica" and usable and self.port is None:
+                self.listen()
 
     def listen(self):
         self.port = listen_shared(self.reactor, self.options.port, self.factory, interface=self.options.interface,
@@ -116,8 +92,6 @@ class ReadWorker(protocol.Protocol):
         if self._stopped:
             return
         self._stopped = True
-        if self._pump_call is not None and self._pump_call.active():
-            self._pump_call.cancel()
         if self._counts.running:
             self._counts.stop()
             self.send_counts()

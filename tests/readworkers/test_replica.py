@@ -11,7 +11,7 @@ from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, Version
 from namesrv.protocol.command import make_request
 from namesrv.readworkers.delta import TopicTracker
-from namesrv.readworkers.feed import FeedError, MessageReader, pack, replica_message
+from namesrv.readworkers.feed import FeedError, MessageReader, pack, publication, topics_message
 from namesrv.readworkers.generation import SharedGeneration
 from namesrv.readworkers.pool import READ_CODES
 from namesrv.readworkers.replica import Replica
@@ -45,16 +45,17 @@ class Harness:
     def changed(self, *ignored):
         self.shared.bump()
 
-    def publish(self):
+    def publish(self, part_topics=2):
         full, topics = self.tracker.take()
         started = self.service.registry.processor_for(RequestCode.GET_ROUTEINFO_BY_TOPIC).started
-        data = replica_message(self.shared.value, self.service.routes, self.service.kv, self.service.config,
-                               started, READ_CODES, None if full else topics)
+        data = b"".join(publication(self.shared.value, self.service.routes, self.service.kv, self.service.config,
+                                    started, READ_CODES, None if full else topics, part_topics=part_topics))
         self.sizes.append((full, len(topics)))
         reader = MessageReader()
         messages = reader.feed(data[:7]) + reader.feed(data[7:])   # any cut of the stream
-        assert len(messages) == 1
-        self.replica.load(messages[0])
+        assert messages[-1]["kind"] == "replica"
+        for message in messages:
+            assert self.replica.apply(message)
 
     def main(self, request):
         return self.service.registry.dispatch(request, Peer())
@@ -127,13 +128,30 @@ def test_a_restore_sends_every_topic_again(harness):
     harness.assert_same_answers(["T1", "T2", "T3", "T4"])
 
 
-def test_a_partial_replica_before_a_full_one_is_refused(tmp_path):
-    replica = Replica(SharedGeneration(str(tmp_path / "g"), writable=True), Reactor())
-    message = {"kind": "replica", "generation": 0, "config": {}, "started": 0, "localCodes": [],
-               "tables": {"full": False, "topics": {}, "mappings": {}, "brokers": [], "clusters": {}, "filters": []}}
+def test_nothing_is_answered_before_a_full_copy(harness):
+    replica = Replica(SharedGeneration(harness.shared.path), Reactor())
+    delta = list(publication(harness.shared.value, harness.service.routes, harness.service.kv,
+                             harness.service.config, 0, READ_CODES, {"T1"}))
+    for message in MessageReader().feed(b"".join(delta)):
+        replica.apply(message)
+    assert not replica.fresh() and not replica.complete
+    # a full copy cut short (its reset part lost) is refused, and leaves nothing usable
+    final = MessageReader().feed(list(publication(harness.shared.value, harness.service.routes, harness.service.kv,
+                                                  harness.service.config, 0, READ_CODES))[-1])[0]
     with pytest.raises(ValueError):
-        replica.load(message)
+        replica.apply(final)
     assert not replica.fresh()
+
+
+def test_a_half_applied_publication_is_not_fresh(harness):
+    harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2"]))
+    harness.publish()
+    assert harness.replica.fresh()
+    part = MessageReader().feed(topics_message(harness.service.routes, ["T1"]))[0]
+    harness.replica.apply(part)
+    assert not harness.replica.fresh()   # same counter, but the tables are between two states
+    harness.publish()
+    assert harness.replica.fresh()
 
 
 def test_generation_is_shared_between_mappings(tmp_path):
