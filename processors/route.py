@@ -46,11 +46,11 @@ def _topic_not_exist_remark(topic):
 
 
 class _AppliedRegistration:
-    __slots__ = ("fingerprint", "generation", "topics", "data_version")
+    __slots__ = ("fingerprint", "token", "topics", "data_version")
 
-    def __init__(self, fingerprint, generation, topics, data_version):
+    def __init__(self, fingerprint, token, topics, data_version):
         self.fingerprint = fingerprint
-        self.generation = generation
+        self.token = token
         self.topics = topics
         self.data_version = data_version
 
@@ -146,10 +146,11 @@ class RouteProcessor:
         body = request.body
         if body_crc32 != 0 and bodies.crc32(body) != body_crc32:
             return self._error(request, "crc32 not match")
-        fingerprint = self._fingerprint(request)
+        delete_topics = bool(self._config("deleteTopicWithBrokerRegistration"))
+        fingerprint = self._fingerprint(request, delete_topics)
         last = self._last_registrations.get((cluster, broker_addr))
         if last is not None and last.fingerprint == fingerprint:
-            result = self.routes.refresh_unchanged_registration(cluster, broker_addr, last.generation, connection,
+            result = self.routes.refresh_unchanged_registration(cluster, broker_addr, last.token, connection,
                                                                 heartbeat_timeout)
             if result is not None:
                 self.unchanged_skipped += 1
@@ -167,28 +168,30 @@ class RouteProcessor:
             cluster, broker_addr, broker_name, broker_id, ha_server_addr, wrapper, decoded.filter_server_list,
             connection, zone_name=zone_name, heartbeat_timeout_millis=heartbeat_timeout,
             enable_acting_master=enable_acting_master,
-            delete_topic_with_broker_registration=bool(self._config("deleteTopicWithBrokerRegistration")))
+            delete_topic_with_broker_registration=delete_topics)
         if result is None:
             return self._error(request, "register broker failed")
         topics, data_version = len(wrapper.topic_config_table), wrapper.data_version.as_event()
         if not result.stale:
-            self._remember_registration(cluster, broker_addr, fingerprint, topics, data_version)
+            self._remember_registration(cluster, broker_addr, broker_name, fingerprint, topics, data_version)
         return self._registered(request, result, cluster, broker_name, broker_id, broker_addr, topics, data_version,
                                 body, compressed, started)
 
     @staticmethod
-    def _fingerprint(request):
-        """What must be identical for a registration to be "the same as last time": header and body."""
+    def _fingerprint(request, delete_topics):
+        """What must be identical for a registration to be "the same as last time": header, body and
+        the one property that changes what applying it does."""
         digest = hashlib.sha256(request.body or b"").digest()   # ~1 ms per MB (SHA-NI); blake2b is 3x slower here
-        return request.version, request.serialize_type, tuple(sorted((request.ext or {}).items())), digest
+        return (request.version, request.serialize_type, tuple(sorted((request.ext or {}).items())), digest,
+                delete_topics)
 
-    def _remember_registration(self, cluster, broker_addr, fingerprint, topics, data_version):
+    def _remember_registration(self, cluster, broker_addr, broker_name, fingerprint, topics, data_version):
         remembered = self._last_registrations
         if len(remembered) > 2 * len(self.routes.broker_live_table) + 1024:   # forget brokers that left
             for key in [k for k in remembered if k not in self.routes.broker_live_table]:
                 del remembered[key]
         remembered[(cluster, broker_addr)] = _AppliedRegistration(
-            fingerprint, self.routes.change_generation, topics, data_version)
+            fingerprint, self.routes.registration_token(broker_name), topics, data_version)
 
     def _registered(self, request, result, cluster, broker_name, broker_id, broker_addr, topics, data_version,
                     body, compressed, started):

@@ -63,6 +63,10 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         self._by_connection = {}   # connection -> set((cluster, brokerAddr)) bound to it
         self._deadlines = DeadlineQueue()
         self._touched = None       # topic -> broker names before the running operation
+        # brokerName -> a number never used before, renewed whenever its BrokerData, cluster
+        # membership or set of topics changes (see registration_token); a reset renews the epoch
+        self._broker_marks = {}
+        self.__dict__["_table_epoch"] = self.__dict__.get("_table_epoch", 0) + 1
         self._init_caches()
 
     # -- change tracking --------------------------------------------------------------
@@ -117,6 +121,7 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
             self._touch(topic)
             qmap[name] = queue_data
             self._broker_topics.setdefault(name, set()).add(topic)
+            self._mark_broker(name)
         elif old != queue_data:
             qmap[name] = queue_data
         else:
@@ -147,6 +152,7 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         self._queue_data_changed(topic)
 
     def _forget_topic_of(self, broker_name, topic):
+        self._mark_broker(broker_name)
         topics = self._broker_topics.get(broker_name)
         if topics is not None:
             topics.discard(topic)
@@ -200,6 +206,7 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
             names = self.cluster_addr_table[cluster] = set()
         if broker_name not in names:
             names.add(broker_name)
+            self._mark_broker(broker_name)
             self._brokers_changed()
 
         register_first = False
@@ -207,6 +214,7 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         if broker_data is None:
             register_first = True
             broker_data = self.broker_addr_table[broker_name] = BrokerData(cluster, broker_name, {})
+            self._mark_broker(broker_name)
             self._brokers_changed()
         acting = enable_acting_master is True
         if broker_data.enable_acting_master != acting or broker_data.zone_name != zone_name:
@@ -274,20 +282,35 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
                     result.master_addr = master_addr
                     result.ha_server_addr = master.ha_server_addr
 
-    def refresh_unchanged_registration(self, cluster, broker_addr, generation, connection=None,
+    def _mark_broker(self, broker_name):
+        marks = self.__dict__["_mark_counter"] = self.__dict__.get("_mark_counter", 0) + 1
+        self._broker_marks[broker_name] = marks
+
+    def registration_token(self, broker_name):
+        """Equal for two moments only if nothing that re-applying a registration of ``broker_name``
+        could change has changed in between: its BrokerData (addresses, acting master, zone),
+        its cluster membership, the set of topics it has QueueData in, or the whole tables.
+
+        Everything else a registration writes is either its own (live entry, filter servers;
+        gone with the live entry) or written only when its DataVersion changes (QueueData of
+        topics it still has, static-topic mappings), which an identical body does not.
+        """
+        return self.__dict__["_table_epoch"], self._broker_marks.get(broker_name)
+
+    def refresh_unchanged_registration(self, cluster, broker_addr, token, connection=None,
                                        heartbeat_timeout_millis=None):
         """Apply a registration identical (header and body) to the last one applied for this broker.
 
-        Valid only while nothing in the tables has changed since that one was applied
-        (``generation`` is the ``change_generation`` recorded right after it): re-applying
-        it would then change nothing but the broker's liveness, which is all this does,
-        without decoding the body. Returns the RegisterBrokerResult, or None when the
+        Valid only while its ``registration_token`` is the one recorded right after that
+        one was applied: re-applying it would then change nothing but the broker's
+        liveness, which is all this does, without decoding the body. Other brokers'
+        registrations do not matter. Returns the RegisterBrokerResult, or None when the
         caller must take the full path.
         """
-        if generation != self.change_generation:
-            return None
         key = (cluster, broker_addr)
         live = self.broker_live_table.get(key)
+        if live is None or token != self.registration_token(live.broker_name):
+            return None
         broker_data = self.broker_addr_table.get(live.broker_name) if live is not None else None
         if broker_data is None or broker_data.broker_addrs.get(live.broker_id) != broker_addr:
             return None
@@ -376,6 +399,7 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         return removed
 
     def _remove_broker_name(self, broker_name):
+        self._broker_marks.pop(broker_name, None)
         self._invalidate_broker_routes(broker_name)
         del self.broker_addr_table[broker_name]
         for cluster in [c for c, names in self.cluster_addr_table.items() if broker_name in names]:

@@ -65,6 +65,7 @@ class RouteQueries:
         self._changed()
 
     def _broker_data_changed(self, broker_name):
+        self._mark_broker(broker_name)
         self._brokers_changed()
         self._invalidate_broker_routes(broker_name)
 

@@ -1,7 +1,9 @@
-"""An identical REGISTER_BROKER with no table change since the last one only refreshes liveness.
+"""An identical REGISTER_BROKER, with nothing of its broker group changed since, only refreshes liveness.
 
 Every answer and table state must be what the full path would give; only the body is not decoded.
 """
+
+import random
 
 import pytest
 
@@ -67,13 +69,67 @@ def test_a_deleted_topic_comes_back_with_the_next_heartbeat(world):
     assert world.call(route_request("B")).code == ResponseCode.SUCCESS
 
 
-def test_any_change_elsewhere_takes_the_full_path(world):
+def test_other_brokers_changes_do_not_matter(world):
     world.call(master())
-    world.call(register_request("C", "broker-b", "127.0.0.2:10911", topics=["X", "Y"]), Conn(3))
+    world.call(register_request("C", "broker-b", "127.0.0.2:10911", topics=["X", "Y", "A"]), Conn(3))
+    world.call(master())
+    assert world.processor.unchanged_skipped == 1
+
+
+def test_a_change_to_the_brokers_group_takes_the_full_path(world):
+    world.call(master())
+    world.call(slave(), Conn(2))            # the group's addresses changed
     world.call(master())
     assert world.processor.unchanged_skipped == 0
     world.call(master())
     assert world.processor.unchanged_skipped == 1
+
+
+def _tables(routes):
+    """Everything but liveness timestamps and connections."""
+    return ({t: dict(q) for t, q in routes.topic_queue_table.items()},
+            {n: (b.cluster, dict(b.broker_addrs), b.zone_name, b.enable_acting_master)
+             for n, b in routes.broker_addr_table.items()},
+            {c: set(n) for c, n in routes.cluster_addr_table.items()},
+            {k: (v.broker_name, v.broker_id, v.data_version, v.ha_server_addr)
+             for k, v in routes.broker_live_table.items()},
+            {k: list(v) for k, v in routes.filter_server_table.items()},
+            dict(routes.topic_queue_mapping_info_table))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_histories_end_as_without_the_shortcut(seed, monkeypatch):
+    """The same random history on two servers, one never taking the shortcut: same answers, same tables."""
+    from tests.processors.test_route_processor import world as make_world
+    fast, slow = next(make_world.__wrapped__()), next(make_world.__wrapped__())
+    monkeypatch.setattr(slow.routes, "refresh_unchanged_registration", lambda *a, **k: None)
+    rng = random.Random(seed)
+    conns = {i: Conn(i) for i in range(1, 5)}
+    operations = [
+        lambda: (master(), conns[1]),
+        lambda: (slave(), conns[2]),
+        lambda: (register_request("C", "broker-a", "127.0.0.1:10921", broker_id=1, topics=TOPICS + ["Extra"]),
+                 conns[2]),
+        lambda: (register_request("C", "broker-b", "127.0.0.2:10911", topics=["A", "X"]), conns[3]),
+        lambda: (register_request("C", "broker-b", "127.0.0.2:10911", topics=["A", "X"], counter=2), conns[3]),
+        lambda: (req(C.DELETE_TOPIC_IN_NAMESRV, {"topic": rng.choice(["A", "B", "X", "Extra"])}), conns[4]),
+        lambda: (req(C.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": rng.choice(["broker-a", "broker-b"])}), conns[4]),
+        lambda: (req(C.ADD_WRITE_PERM_OF_BROKER, {"brokerName": rng.choice(["broker-a", "broker-b"])}), conns[4]),
+        lambda: (req(C.UNREGISTER_BROKER, {"brokerName": "broker-a", "brokerAddr": "127.0.0.1:10921",
+                                           "clusterName": "C", "brokerId": "1"}), conns[4]),
+        lambda: (req(C.UNREGISTER_BROKER, {"brokerName": "broker-a", "brokerAddr": "127.0.0.1:10911",
+                                           "clusterName": "C", "brokerId": "0"}), conns[4]),
+    ]
+    for step in range(60):
+        request, conn = rng.choice(operations + [operations[0]] * 4)()   # mostly heartbeats of the master
+        answers = [w.processor.process_request(request, conn) for w in (fast, slow)]
+        assert (answers[0].code, answers[0].ext, answers[0].body) == (answers[1].code, answers[1].ext,
+                                                                      answers[1].body), (seed, step)
+        assert _tables(fast.routes) == _tables(slow.routes), (seed, step)
+        for topic in ("A", "B", "C", "X", "Extra"):
+            assert fast.routes.route_body(topic, False, None, False) == \
+                slow.routes.route_body(topic, False, None, False), (seed, step, topic)
+    assert fast.processor.unchanged_skipped > 0
 
 
 @pytest.mark.parametrize("change", [
