@@ -89,11 +89,14 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
                 if self.__dict__.pop("_change_pending", False):
                     self._changed()
                 groups = {}
+                table = self.topic_queue_table
                 for topic, before in touched.items():
-                    qmap = self.topic_queue_table.get(topic)
+                    qmap = table.get(topic)
                     if qmap is None:
                         if before:
                             groups.setdefault((tuple(sorted(before)), ()), []).append(topic)
+                    elif not before and len(qmap) == 1:   # a new topic (a first registration's common case)
+                        groups.setdefault(((), tuple(qmap)), []).append(topic)
                     elif len(qmap) != len(before) or any(name not in qmap for name in before):
                         groups.setdefault((tuple(sorted(before)), tuple(sorted(qmap))), []).append(topic)
                 emit = self.events.emit
@@ -127,6 +130,60 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         else:
             return
         self._queue_data_changed(topic)
+
+    def _put_broker_topics(self, broker_name, items):
+        """``_put_queue_data`` for many topics of one broker: (topic, read, write, perm, sysFlag) items.
+
+        The same bookkeeping (route cache, trackers, reverse index, touched topics, one change
+        notification), done once per call where it can be: a first registration of 10,000
+        topics spends its time here.
+        """
+        if not items:
+            return
+        if self._touched is None:
+            with self._changing():
+                return self._put_broker_topics(broker_name, items)
+        table = self.topic_queue_table
+        touched = self._touched
+        mine = self._broker_topics.get(broker_name)
+        if mine is None:
+            mine = self._broker_topics[broker_name] = set()
+        stored = {}   # queue settings -> the shared QueueData, for this call
+        changed = []
+        added = new_topic = False
+        for topic, read, write, perm, sys_flag in items:
+            settings = (read, write, perm, sys_flag)
+            queue_data = stored.get(settings)
+            if queue_data is None:
+                queue_data = stored[settings] = shared_queue_data(QueueData(broker_name, read, write, perm, sys_flag))
+            qmap = table.get(topic)
+            if qmap is None:
+                if topic not in touched:
+                    touched[topic] = ()
+                table[topic] = {broker_name: queue_data}
+                new_topic = True
+            else:
+                old = qmap.get(broker_name)
+                if old is None:
+                    if topic not in touched:
+                        touched[topic] = tuple(qmap)
+                    qmap[broker_name] = queue_data
+                elif old is queue_data or old == queue_data:
+                    continue
+                else:
+                    qmap[broker_name] = queue_data
+                    changed.append(topic)
+                    continue
+            mine.add(topic)
+            added = True
+            changed.append(topic)
+        if not changed:
+            return
+        if added:
+            self._mark_broker(broker_name)
+        if new_topic:
+            self._topic_set_changed()
+        self._queue_datas_changed(changed)
 
     def _remove_queue_data(self, topic, broker_name):
         qmap = self.topic_queue_table.get(topic)
@@ -251,11 +308,15 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
                     if topic not in wrapper.topic_config_table:
                         self._remove_queue_data(topic, broker_name)
             wipe_write = is_prime_slave and broker_data.enable_acting_master
-            for topic, config in wrapper.topic_config_table.items():
+            perm_mask = ~PERM_WRITE if wipe_write else -1
+            every = register_first or changed
+            queue_table = self.topic_queue_table
+            self._put_broker_topics(broker_name, [
+                (topic, config.read_queue_nums, config.write_queue_nums, config.perm & perm_mask,
+                 config.topic_sys_flag)
+                for topic, config in wrapper.topic_config_table.items()
                 # Per-topic test (5.x): lets split registrations carrying one DataVersion merge.
-                if register_first or changed or broker_name not in self.topic_queue_table.get(topic, ()):
-                    perm = config.perm & ~PERM_WRITE if wipe_write else config.perm
-                    self._put_queue_data(topic, QueueData.from_topic_config(broker_name, config, perm))
+                if every or broker_name not in queue_table.get(topic, ())])
             if changed or register_first:
                 for topic, info in mappings.items():
                     by_broker = self.topic_queue_mapping_info_table.setdefault(topic, {})

@@ -59,6 +59,16 @@ class RouteQueries:
             tracker.add(topic)
         self._changed()
 
+    def _queue_datas_changed(self, topics):
+        """``_queue_data_changed`` for many topics, with one change notification."""
+        cache = self._route_cache
+        if cache:
+            for topic in topics:
+                cache.pop(topic, None)
+        for tracker in self.__dict__.get("_topic_trackers", ()):
+            tracker.update(topics)
+        self._changed()
+
     def _brokers_changed(self):
         self._brokers_generation += 1
         self._cluster_info_body = None
