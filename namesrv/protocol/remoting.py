@@ -87,6 +87,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         self._slow_reader_call = None
         self._partial_checked = False
         self._frame_timer = None
+        self._unread = (b"", 0)
 
     # -- IRemotingConnection -------------------------------------------------
     def close(self):
@@ -219,6 +220,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             frame = data[offset + 4:end]
             offset = end
             self._partial_checked = False
+            self._unread = (data, end)   # what follows this frame (a read worker may hand it over)
             if cache is not None:
                 answer = cache.answer(frame, self.peer)
                 if answer is not None:

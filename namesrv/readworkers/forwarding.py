@@ -13,6 +13,7 @@ from twisted.internet import protocol
 from twisted.logger import Logger
 
 from namesrv.protocol.remoting import RemotingProtocol
+from namesrv.readworkers.handoff import HANDOFF_CODES, can_hand_off, hand_off
 from namesrv.server import RemotingServerFactory
 
 _LENGTH = struct.Struct(">i")
@@ -21,7 +22,8 @@ PEER_PREFACE = b"PEER %s\n"
 
 
 class WorkerDispatcher:
-    """Answers the replica's local codes while it is fresh; forwards everything else."""
+    """Answers the replica's local codes while it is fresh; hands a broker's connection to the
+    main process; forwards everything else."""
 
     def __init__(self, replica):
         self.replica = replica
@@ -30,6 +32,9 @@ class WorkerDispatcher:
         replica = self.replica
         if request.code in replica.local_codes and replica.fresh():
             return replica.registry.dispatch(request, connection)
+        if request.code in HANDOFF_CODES and connection.factory.handoff_path and can_hand_off(connection):
+            connection.hand_off()
+            return None
         connection.forward(connection.current_frame)
         return None
 
@@ -39,6 +44,7 @@ class WorkerConnection(RemotingProtocol):
 
     upstream = None
     current_frame = None
+    handed_off = False
 
     def frame_received(self, frame):
         self.current_frame = frame
@@ -46,6 +52,16 @@ class WorkerConnection(RemotingProtocol):
             RemotingProtocol.frame_received(self, frame)
         finally:
             self.current_frame = None
+
+    def hand_off(self):
+        """Give this connection (and what was read after the current frame) to the main process."""
+        frame = self.current_frame
+        data, end = self._unread
+        unread = _LENGTH.pack(len(frame)) + frame + data[end:]
+        self.closing = True   # handle nothing more here
+        self.handed_off = True
+        self.factory.handoffs += 1
+        hand_off(self.factory.reactor, self.factory.handoff_path, self, unread)
 
     def forward(self, frame):
         if self.closing:
@@ -131,11 +147,13 @@ class WorkerConnectionFactory(RemotingServerFactory):
 
     protocol_class = WorkerConnection
 
-    def __init__(self, replica, socket_path, reactor):
+    def __init__(self, replica, socket_path, reactor, handoff_path=None):
         RemotingServerFactory.__init__(self, WorkerDispatcher(replica), None, _NoHousekeeping(), _NoEvents(),
                                        reactor)
         self.replica = replica
         self.socket_path = socket_path
+        self.handoff_path = handoff_path
+        self.handoffs = 0
         self.answer_cache = replica.answer_cache
 
     @property

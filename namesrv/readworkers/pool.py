@@ -13,6 +13,7 @@ from namesrv.protocol.codes import RequestCode
 from namesrv.readworkers.delta import TopicTracker
 from namesrv.readworkers.feed import FeedError, MessageReader, publication
 from namesrv.readworkers.forwarded import ForwardedConnectionFactory
+from namesrv.readworkers.handoff import HandoffFactory, adopt_connection
 from namesrv.readworkers.generation import SharedGeneration
 
 log = Logger()
@@ -44,6 +45,8 @@ class ReadWorkerPool:
         self.directory = None
         self.generation = None
         self.internal_port = None
+        self.handoff_port = None
+        self.handoffs = 0
         self.forwarded = None
         self.port = None
         self._publish_call = None
@@ -66,6 +69,8 @@ class ReadWorkerPool:
         self.generation = SharedGeneration(os.path.join(self.directory, "generation"), writable=True)
         self.forwarded = ForwardedConnectionFactory(self.service.factory)
         self.internal_port = self.reactor.listenUNIX(self.socket_path, self.forwarded, mode=0o600, backlog=1024)
+        self.handoff_port = self.reactor.listenUNIX(self.handoff_path, HandoffFactory(self._adopt), mode=0o600,
+                                                    backlog=1024)
         service = self.service
         self.tracker = service.routes.track_topic_changes(TopicTracker())
         self.tracker.take()   # each worker's first message is a full copy anyway
@@ -81,6 +86,18 @@ class ReadWorkerPool:
     def socket_path(self):
         return os.path.join(self.directory, "forward.sock")
 
+    @property
+    def handoff_path(self):
+        return os.path.join(self.directory, "handoff.sock")
+
+    def _adopt(self, descriptor, peer, unread):
+        """A worker handed us a broker's connection: serve it as if we had accepted it."""
+        if not self.running:
+            os.close(descriptor)
+            return
+        if adopt_connection(self.reactor, self.service.factory, descriptor, peer, unread) is not None:
+            self.handoffs += 1
+
     def stop(self):
         """Stop feeding and close the workers' stdin (they then report their last counts, close
         their port and exit); the Deferred fires when every worker has ended."""
@@ -92,14 +109,18 @@ class ReadWorkerPool:
         if self.internal_port is not None:
             self.internal_port.stopListening()
             self.internal_port = None
+        if self.handoff_port is not None:
+            self.handoff_port.stopListening()
+            self.handoff_port = None
         if self.forwarded is not None:
             self.forwarded.close_all()
         ended = [worker.stop() for worker in list(self.workers.values())]
         return defer.DeferredList(ended).addCallback(self._stopped)
 
     def _stopped(self, ignored):
-        log.info("route read workers stopped: {p} replica messages published, {a} requests answered by workers",
-                 p=self.publishes, a=sum(self.answered.values()))
+        log.info("route read workers stopped: {p} replica messages published, {a} requests answered by workers, "
+                 "{h} broker connections handed over", p=self.publishes, a=sum(self.answered.values()),
+                 h=self.handoffs)
         if self.generation is not None:
             self.generation.close()
         if self.directory is not None:
@@ -113,7 +134,8 @@ class ReadWorkerPool:
         args = [sys.executable, "-m", "namesrv.readworkers.worker", "--index", str(index),
                 "--port", str(self.port), "--interface", config.bindAddress,
                 "--backlog", str(config.serverSocketBacklog or 50),
-                "--upstream", self.socket_path, "--generation", self.generation.path]
+                "--upstream", self.socket_path, "--generation", self.generation.path,
+                "--handoff", self.handoff_path]
         env = dict(os.environ)
         source_root = os.path.dirname(os.path.dirname(os.path.abspath(namesrv.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH")) if p)

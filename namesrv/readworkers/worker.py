@@ -37,7 +37,7 @@ class ReadWorker(protocol.Protocol):
         self.reactor = reactor
         self.replica = replica
         self.reader = MessageReader()
-        self.factory = WorkerConnectionFactory(replica, options.upstream, reactor)
+        self.factory = WorkerConnectionFactory(replica, options.upstream, reactor, options.handoff)
         self.port = None
         self._stopped = False
         self._reactor_stopping = False
@@ -128,6 +128,7 @@ def parse_args(argv):
     parser.add_argument("--backlog", type=int, default=1024)
     parser.add_argument("--upstream", required=True, help="the main process's UNIX socket")
     parser.add_argument("--generation", required=True, help="the shared generation file")
+    parser.add_argument("--handoff", default=None, help="the main process's UNIX socket for brokers' connections")
     return parser.parse_args(argv)
 
 

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import time
 
+from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from tests.brokers import register_request, route_request
@@ -118,3 +119,32 @@ def test_read_workers_refuse_tls(make_namesrv):
     out = subprocess.run(server.command(), env=server.env(), capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "routeReadWorkers needs tlsMode=disabled" in out.stdout + out.stderr + server.log()
+
+
+def test_a_brokers_connection_moves_to_the_main_process_with_what_followed(make_namesrv):
+    """REGISTER_BROKER, a KV read and a route read in one write: the connection is handed over
+    after the first, and the main process answers all three on it (route reads first, as its
+    scheduler does for any connection)."""
+    server = make_namesrv(WORKERS).start()
+    requests = [register_request("DefaultCluster", "broker-e", "127.0.0.1:10915", topics=["Moved", "Other"],
+                                 opaque=1),
+                make_request(RequestCode.GET_KV_CONFIG, {"namespace": "N", "key": "k"}, opaque=2),
+                route_request("Moved", opaque=3)]
+    with server.client() as broker:
+        broker.sock.sendall(b"".join(encode_frame(r) for r in requests))
+        answers = {a.opaque: a.code for a in (broker.receive() for _ in requests)}
+        assert answers[1] == ResponseCode.SUCCESS and answers[2] == ResponseCode.QUERY_NOT_FOUND
+        assert answers[3] in (ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)
+        assert broker.call(route_request("Moved", opaque=5)).code == ResponseCode.SUCCESS
+        heartbeat = broker.call(register_request("DefaultCluster", "broker-e", "127.0.0.1:10915",
+                                                 topics=["Moved", "Other"], opaque=4))
+        assert heartbeat.code == ResponseCode.SUCCESS
+    with server.client() as producer:   # the broker's connection closed: wait for the housekeeping
+        for _ in range(200):
+            if producer.call(route_request("Moved")).code == ResponseCode.TOPIC_NOT_EXIST:
+                break
+    server.stop(signal.SIGTERM)
+    log = server.log()
+    assert "1 broker connections handed over" in log
+    # the main process served the broker's connection itself: its close ran the housekeeping there
+    assert re.search(r"broker 127.0.0.1:10915 \(broker-e\) removed: its connection 127.0.0.1:\d+ closed", log)

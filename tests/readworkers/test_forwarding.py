@@ -1,5 +1,6 @@
 """A worker's client connections (local answer or forward) and the main side of a forwarded one."""
 
+import pytest
 from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
@@ -136,3 +137,58 @@ def test_forwarded_connection_without_a_preface_is_closed(tmp_path):
     proto.dataReceived(encode_frame(route_request("T1")))
     proto.dataReceived(b"x" * 400)
     assert transport.disconnecting
+
+
+class TcpLikeTransport(StringTransport):
+    """A StringTransport with what a handoff needs of a TCP transport."""
+
+    def fileno(self):
+        return 99
+
+    def stopReading(self):
+        self.reading = False
+
+
+def test_a_registration_hands_the_connection_over_with_what_followed(tmp_path, monkeypatch):
+    import namesrv.readworkers.forwarding as forwarding
+    handed = []
+    monkeypatch.setattr(forwarding, "hand_off", lambda reactor, path, conn, unread: handed.append((path, unread)))
+    harness, factory = worker(tmp_path)
+    factory.handoff_path = "/run/handoff.sock"
+    proto = factory.buildProtocol(None)
+    proto.makeConnection(TcpLikeTransport())
+    register = encode_frame(register_request("C1", "broker-z", "10.0.0.9:10911", topics=["T1", "T2"], opaque=1))
+    after = encode_frame(route_request("T1", opaque=2))
+    proto.dataReceived(encode_frame(route_request("T1", opaque=0)) + register + after[:9])
+    proto.dataReceived(after[9:])   # arrives after the handoff: the main process reads it from the socket
+    assert handed == [("/run/handoff.sock", register + after[:9])]
+    assert proto.handed_off and factory.handoffs == 1
+    assert [decode_frame(f[4:]).opaque for f in written_frames(proto.transport)] == [0]
+
+
+def test_no_handoff_while_something_is_in_flight(tmp_path, monkeypatch):
+    import namesrv.readworkers.forwarding as forwarding
+    monkeypatch.setattr(forwarding, "hand_off", lambda *a: pytest.fail("handed over"))
+    harness, factory = worker(tmp_path)
+    factory.handoff_path = "/run/handoff.sock"
+    proto = factory.buildProtocol(None)
+    proto.makeConnection(TcpLikeTransport())
+    proto.dataReceived(encode_frame(make_request(RequestCode.GET_KV_CONFIG, {"namespace": "N", "key": "k"})))
+    register = register_request("C1", "broker-z", "10.0.0.9:10911", topics=["T1", "T2"])
+    proto.dataReceived(encode_frame(register))   # the KV read is still at the main process: forward
+    assert len(factory.upstream.frames) == 2 and not proto.handed_off
+
+
+def test_a_malformed_handoff_closes_its_descriptor():
+    import os
+    from namesrv.readworkers.handoff import HandoffReceiver
+    adopted = []
+    receiver = HandoffReceiver(lambda *a: adopted.append(a))
+    read_end, write_end = os.pipe()
+    receiver.fileDescriptorReceived(write_end)
+    receiver.dataReceived(b"NOT A HANDOFF\n")
+    receiver.connectionLost(None)
+    assert adopted == []
+    os.close(read_end)
+    with pytest.raises(OSError):
+        os.fstat(write_end)

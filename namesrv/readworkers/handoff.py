@@ -1,0 +1,168 @@
+"""Handing a broker's connection from a read worker to the main process (SCM_RIGHTS).
+
+A broker's connection carries its registrations: 100 KB or more every 30 s per broker,
+all of it for the main process. Passing those bytes through a worker costs the worker
+reactor time that its route reads then wait for, and a second hop for the broker. So
+when a worker sees REGISTER_BROKER (or BROKER_HEARTBEAT) on a connection with nothing
+outstanding, it stops reading it and sends the socket itself, with the bytes it has
+read but not handled, to the main process, which adopts it as if it had accepted it:
+from then on the broker talks to the main process only, and closing the connection runs
+the usual housekeeping there. The worker closes its copy without shutting the socket
+down.
+
+One handoff is one short UNIX connection: the descriptor travels with the first bytes
+(``HANDOFF <peer>\\n`` then the unread bytes), and the connection's end marks the end.
+"""
+
+import os
+import socket
+
+from twisted.internet import protocol
+from twisted.internet.interfaces import IFileDescriptorReceiver
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from namesrv.protocol.codes import RequestCode
+
+log = Logger()
+
+#: requests only a broker sends: their connection is handed to the main process
+HANDOFF_CODES = frozenset([RequestCode.REGISTER_BROKER, RequestCode.BROKER_HEARTBEAT])
+MAX_HEADER = 300
+
+
+def can_hand_off(connection):
+    """Nothing of ``connection`` may be in flight: no forwarded request, no unsent answer."""
+    transport = connection.transport
+    if connection.upstream is not None or connection.paused or connection.closing:
+        return False
+    if not hasattr(transport, "fileno") or not hasattr(transport, "stopReading"):
+        return False
+    return not getattr(transport, "dataBuffer", b"") and not getattr(transport, "_tempDataBuffer", None)
+
+
+class HandoffSender(protocol.Protocol):
+    """Sends one socket (a duplicate descriptor, closed once sent) and its unread bytes."""
+
+    def __init__(self, descriptor, peer, unread):
+        self.descriptor = descriptor
+        self.peer = peer
+        self.unread = unread
+        self.sent = False
+
+    def connectionMade(self):
+        self.transport.sendFileDescriptor(self.descriptor)
+        self.transport.write(b"HANDOFF %s\n" % self.peer.encode("ascii", "replace"))
+        if self.unread:
+            self.transport.write(self.unread)
+        self.sent = True
+        self.transport.loseConnection()
+
+    def connectionLost(self, reason=None):
+        self._close_descriptor()
+
+    def connect_failed(self, reason):
+        log.warn("cannot hand {peer}'s connection to the main process: {why}", peer=self.peer,
+                 why=reason.getErrorMessage())
+        self._close_descriptor()   # the socket closes with it: the broker reconnects
+
+    def _close_descriptor(self):
+        if self.descriptor is not None:
+            os.close(self.descriptor)
+            self.descriptor = None
+
+
+class _SenderConnector(protocol.ClientFactory):
+    noisy = False
+
+    def __init__(self, sender):
+        self.sender = sender
+
+    def buildProtocol(self, addr):
+        return self.sender
+
+    def clientConnectionFailed(self, connector, reason):
+        self.sender.connect_failed(reason)
+
+
+def hand_off(reactor, path, connection, unread):
+    """Send ``connection``'s socket and ``unread`` to the main process at ``path``; close our copy."""
+    transport = connection.transport
+    transport.stopReading()
+    descriptor = os.dup(transport.fileno())
+    sender = HandoffSender(descriptor, connection.peer, unread)
+    reactor.connectUNIX(path, _SenderConnector(sender), timeout=10)
+    transport._shouldShutdown = False   # close our descriptor only: the socket lives on in the main process
+    transport.loseConnection()
+    return sender
+
+
+@implementer(IFileDescriptorReceiver)
+class HandoffReceiver(protocol.Protocol):
+    """The main process's end of one handoff: adopts the socket once all its bytes are in."""
+
+    def __init__(self, adopt):
+        self.adopt = adopt
+        self.descriptors = []
+        self.data = bytearray()
+
+    def fileDescriptorReceived(self, descriptor):
+        os.set_inheritable(descriptor, False)   # never leaked into a later worker process
+        self.descriptors.append(descriptor)
+
+    def dataReceived(self, data):
+        self.data += data
+
+    def connectionLost(self, reason=None):
+        descriptors, self.descriptors = self.descriptors, []
+        header, newline, unread = bytes(self.data).partition(b"\n")
+        if len(descriptors) != 1 or not newline or not header.startswith(b"HANDOFF ") or len(header) > MAX_HEADER:
+            log.warn("dropping a malformed handoff ({n} descriptors, header {h!r})", n=len(descriptors),
+                     h=header[:64])
+            for descriptor in descriptors:
+                os.close(descriptor)
+            return
+        self.adopt(descriptors[0], header[8:].decode("ascii", "replace"), unread)
+
+
+class HandoffFactory(protocol.Factory):
+    noisy = False
+
+    def __init__(self, adopt):
+        self.adopt = adopt
+
+    def buildProtocol(self, addr):
+        return HandoffReceiver(self.adopt)
+
+
+class _Capturing(protocol.Factory):
+    """Builds with ``factory`` and remembers the protocol (adoptStreamConnection returns nothing)."""
+
+    noisy = False
+
+    def __init__(self, factory):
+        self.factory = factory
+        self.built = None
+
+    def buildProtocol(self, addr):
+        self.built = self.factory.buildProtocol(addr)
+        return self.built
+
+
+def adopt_connection(reactor, factory, descriptor, peer, unread):
+    """Serve the handed-over socket with ``factory`` (the public one) and feed it ``unread`` first."""
+    try:
+        probe = socket.socket(fileno=os.dup(descriptor))
+        family = probe.family
+        probe.close()
+        capturing = _Capturing(factory)
+        reactor.adoptStreamConnection(descriptor, family, capturing)
+    except OSError as e:
+        log.warn("cannot adopt {peer}'s connection: {e}", peer=peer, e=e)
+        return None
+    finally:
+        os.close(descriptor)   # adoptStreamConnection took its own duplicate
+    proto = capturing.built
+    if proto is not None and unread:
+        proto.dataReceived(unread)
+    return proto
