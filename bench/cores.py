@@ -4,14 +4,17 @@ Three set-ups, each a fresh server with the same route fleet:
 
 - ``1proc``: ``routeReadWorkers=0``, the single-process server;
 - ``2proc``: ``routeReadWorkers=1``, the main process and one worker both accept;
-- ``2workers_exclusive``: ``routeReadWorkers=2`` and ``routeReadWorkersExclusive``: two
-  workers accept, the main process only answers what they forward (three processes).
+- ``1worker_exclusive``: ``routeReadWorkers=1`` and ``routeReadWorkersExclusive``: the
+  worker accepts every connection, answers route reads and hands brokers' connections
+  to the main process, which answers the rest (two processes, one per core here);
+- ``2workers_exclusive``: the same with two workers (three processes).
 
 Measured with the answer cache (the server's per-request cost is then as low as the load
 generator's, and both share this machine's two cores) and without it (each answer is
-built, so the server is what limits). A server's CPU includes its workers'. Then the
-mixed load (route reads while brokers heartbeat) runs on the exclusive set-up, where no
-route read waits behind the main process's registration work.
+built, so the server is what limits). A server's CPU includes its workers'. Then, on the
+single process and the exclusive set-ups, where no route read waits behind the main
+process's registration work: the longest route read while brokers register 10,000 new
+topics each, and the mixed load (route reads while 100 brokers heartbeat).
 """
 
 import threading
@@ -24,9 +27,10 @@ from bench.route import RouteFleet, report_load
 from bench.servers import NamesrvServer
 
 SECTION = "Route reads on 1 and 2 cores (routeReadWorkers)"
-MIXED_SECTION = "Mixed load with read workers (routeReadWorkers=2, exclusive)"
+MIXED_SECTION = "Mixed load with read workers (exclusive)"
 STALL_SECTION = "Route reads during first registrations (the longest wait vs one parse)"
-SETUPS = (("1proc", 0, False), ("2proc", 1, False), ("2workers_exclusive", 2, True))
+SETUPS = (("1proc", 0, False), ("2proc", 1, False), ("1worker_exclusive", 1, True), ("2workers_exclusive", 2, True))
+EXCLUSIVE = (SETUPS[2], SETUPS[3])
 
 
 def start_server(workers, exclusive, cache=True):
@@ -76,19 +80,21 @@ def run(collector, scale, log=print):
                           answer_cache=cache, **params)
             log("%s: %s / 1proc = %.0f / %.0f = %.2f" % (label, name, best[name].rps, best["1proc"].rps, ratio))
     if scale.stall_topics:
-        for name, workers, exclusive in (SETUPS[0], SETUPS[2]):
+        for name, workers, exclusive in (SETUPS[0],) + EXCLUSIVE:
             registration_stall(collector, scale, log, name, workers, exclusive)
     if scale.mixed_brokers:
-        server = start_server(2, True)
-        try:
-            fleet = RouteFleet(server, scale.route_brokers, scale.route_topics)
+        for name, workers, exclusive in EXCLUSIVE:
+            server = start_server(workers, exclusive)
             try:
-                mixed.run(collector, server, fleet, scale, log, section=MIXED_SECTION, prefix="cores.mixed",
-                          route_read_workers=2, exclusive=True)
+                fleet = RouteFleet(server, scale.route_brokers, scale.route_topics)
+                try:
+                    log("mixed load, %s:" % name)
+                    mixed.run(collector, server, fleet, scale, log, section=MIXED_SECTION,
+                              prefix="cores.mixed.%s" % name, route_read_workers=workers, exclusive=exclusive)
+                finally:
+                    fleet.close()
             finally:
-                fleet.close()
-        finally:
-            server.cleanup()
+                server.cleanup()
 
 
 def registration_stall(collector, scale, log, name, workers, exclusive):

@@ -53,6 +53,8 @@ def run(collector, server, fleet, scale, log=print, section=SECTION, prefix="mix
     report_load(collector, section, prefix + ".route.heartbeats", busy, **params, **gc_params(busy_gc))
     collector.add(section, prefix + ".route.p99_ratio", busy.latency_ms(0.99) / quiet.latency_ms(0.99), "ratio",
                   **params)
+    collector.add(section, prefix + ".route.heartbeats.p99_to_p50", busy.latency_ms(0.99) / busy.latency_ms(0.5),
+                  "ratio", **params)
     beating_seconds = max(1e-9, spec.warmup + spec.duration + scale.mixed_interval)
     hb_params = dict(params, rounds=stats["rounds"], late_rounds=stats["late"], sent=stats["sent"],
                      answered=stats["answered"])
