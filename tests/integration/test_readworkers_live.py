@@ -5,6 +5,7 @@ the worker path (local answers, forwarding, housekeeping through forwarded conne
 """
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -148,3 +149,26 @@ def test_a_brokers_connection_moves_to_the_main_process_with_what_followed(make_
     assert "1 broker connections handed over" in log
     # the main process served the broker's connection itself: its close ran the housekeeping there
     assert re.search(r"broker 127.0.0.1:10915 \(broker-e\) removed: its connection 127.0.0.1:\d+ closed", log)
+
+
+def test_a_killed_worker_is_replaced_and_catches_up(make_namesrv):
+    server = make_namesrv(WORKERS).start()
+    broker = server.client()
+    try:
+        assert broker.call(register_request("DefaultCluster", "broker-f", "127.0.0.1:10916",
+                                            topics=["Before", "Other"])).code == ResponseCode.SUCCESS
+        children = open("/proc/%d/task/%d/children" % (server.process.pid, server.process.pid)).read().split()
+        os.kill(int(children[0]), signal.SIGKILL)
+        wait_for_log(server, "route read worker 0 exited")
+        deadline = time.monotonic() + 30
+        while server.log().count("read worker 0 listening") < 2:
+            assert time.monotonic() < deadline, server.log()[-3000:]
+            time.sleep(0.05)
+        # the broker's connection was handed to the main process: it outlived the worker
+        assert broker.call(register_request("DefaultCluster", "broker-f", "127.0.0.1:10916",
+                                            topics=["Before", "Other", "After"], counter=2)).code == 0
+        with server.client() as producer:   # a new worker, with a full copy and what changed since
+            for topic in ("Before", "After"):
+                assert producer.call(route_request(topic)).code == ResponseCode.SUCCESS
+    finally:
+        broker.close()
