@@ -16,6 +16,7 @@ from namesrv.protocol.codes import DEFAULT_MAX_FRAME_LENGTH, RequestCode
 
 _connection_ids = itertools.count(1)
 _LENGTH = struct.Struct(">i")
+_NOTHING_UNREAD = (b"", 0)
 
 #: Codes whose body may exceed ``maxRequestBodyLength`` (a broker's whole topic table).
 BIG_BODY_CODES = frozenset([RequestCode.REGISTER_BROKER])
@@ -87,7 +88,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         self._slow_reader_call = None
         self._partial_checked = False
         self._frame_timer = None
-        self._unread = (b"", 0)
+        self._unread = _NOTHING_UNREAD
 
     # -- IRemotingConnection -------------------------------------------------
     def close(self):
@@ -220,7 +221,6 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             frame = data[offset + 4:end]
             offset = end
             self._partial_checked = False
-            self._unread = (data, end)   # what follows this frame (a read worker may hand it over)
             if cache is not None:
                 answer = cache.answer(frame, self.peer)
                 if answer is not None:
@@ -229,7 +229,9 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
                 if cached:
                     self._write_cached(cached)
                     cached = []
+            self._unread = (data, end)   # what follows this frame (a read worker may hand it over)
             self.frame_received(frame)
+            self._unread = _NOTHING_UNREAD   # never keep a read's bytes (a 16 MiB registration) alive
         if cached:
             self._write_cached(cached)
         if self.closing:

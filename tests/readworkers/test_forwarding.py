@@ -192,3 +192,13 @@ def test_a_malformed_handoff_closes_its_descriptor():
     os.close(read_end)
     with pytest.raises(OSError):
         os.fstat(write_end)
+
+
+def test_no_connection_keeps_a_reads_bytes_alive(tmp_path):
+    """A connection must not hold on to the buffer of its last read (a whole registration)."""
+    harness = Harness(tmp_path)
+    proto = harness.service.factory.buildProtocol(None)
+    proto.makeConnection(StringTransport())
+    frame = encode_frame(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T%d" % i for i in range(50)]))
+    proto.dataReceived(frame + encode_frame(route_request("T1")))
+    assert proto._unread[0] == b""
