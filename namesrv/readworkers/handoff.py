@@ -3,7 +3,7 @@
 A broker's connection carries its registrations: 100 KB or more every 30 s per broker,
 all of it for the main process. Passing those bytes through a worker costs the worker
 reactor time that its route reads then wait for, and a second hop for the broker. So
-when a worker sees REGISTER_BROKER (or BROKER_HEARTBEAT) on a connection with nothing
+when a worker sees REGISTER_BROKER (BROKER_HEARTBEAT, QUERY_DATA_VERSION) on a connection with nothing
 outstanding, it stops reading it and sends the socket itself, with the bytes it has
 read but not handled, to the main process, which adopts it as if it had accepted it:
 from then on the broker talks to the main process only, and closing the connection runs
@@ -26,8 +26,10 @@ from namesrv.protocol.codes import RequestCode
 
 log = Logger()
 
-#: requests only a broker sends: their connection is handed to the main process
-HANDOFF_CODES = frozenset([RequestCode.REGISTER_BROKER, RequestCode.BROKER_HEARTBEAT])
+#: requests only a broker sends (4.9 brokers ask QUERY_DATA_VERSION before registering when
+#: forceRegister is off): their connection is handed to the main process
+HANDOFF_CODES = frozenset([RequestCode.REGISTER_BROKER, RequestCode.BROKER_HEARTBEAT,
+                           RequestCode.QUERY_DATA_VERSION])
 MAX_HEADER = 300
 
 

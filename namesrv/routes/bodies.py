@@ -5,6 +5,7 @@ Java defaults, numbers given as strings accepted) and strict where Java fails (a
 that is not JSON, a truncated compressed stream): those raise ``BodyDecodeError``.
 """
 
+import operator
 import struct
 import time
 import zlib
@@ -118,13 +119,22 @@ def encode_data_version(data_version):
 
 # -- TopicConfig / wrapper ----------------------------------------------------------
 
+#: the fields a Java broker always writes, read in one C call
+_TOPIC_FIELDS = operator.itemgetter("topicName", "readQueueNums", "writeQueueNums", "perm", "topicSysFlag", "order",
+                                    "topicFilterType")
+
+
 def topic_config_from_json(value, key=None):
     """One TopicConfig from its JSON object (10,000s per registration: the well-typed case is inlined)."""
     if type(value) is dict:
-        get = value.get
-        name, read, write = get("topicName"), get("readQueueNums", 16), get("writeQueueNums", 16)
-        perm, sys_flag, order = get("perm", 6), get("topicSysFlag", 0), get("order", False)
-        filter_type, attributes = get("topicFilterType", "SINGLE_TAG"), get("attributes")
+        try:
+            name, read, write, perm, sys_flag, order, filter_type = _TOPIC_FIELDS(value)
+        except KeyError:   # a field left out: Java's defaults
+            get = value.get
+            name, read, write = get("topicName"), get("readQueueNums", 16), get("writeQueueNums", 16)
+            perm, sys_flag, order = get("perm", 6), get("topicSysFlag", 0), get("order", False)
+            filter_type = get("topicFilterType", "SINGLE_TAG")
+        attributes = value.get("attributes")
         if (type(name) is str and name and type(read) is int and type(write) is int and type(perm) is int
                 and type(sys_flag) is int and type(order) is bool and type(filter_type) is str and filter_type
                 and (attributes is None or type(attributes) is dict)):
@@ -210,7 +220,7 @@ def wrapper_from_json(value):
     for key, raw in raw_table.items():
         if raw is None:
             continue
-        config = topic_config_from_json(raw, str(key))
+        config = topic_config_from_json(raw, key if type(key) is str else str(key))
         table[config.topic_name] = config
     mappings = {}
     raw_mappings = _object(value.get("topicQueueMappingInfoMap"), "topicQueueMappingInfoMap") or {}
