@@ -42,7 +42,7 @@ FULL = Scale(
     mixed_brokers=100, mixed_topics=1000, mixed_interval=1.0,
     mixed_load=LoadSpec(connections=16, depth=8, warmup=1.0, duration=8.0, rate=2000),
     memory_brokers=100, memory_topics=10000,
-    cores_load=LoadSpec(connections=32, depth=8, processes=1, warmup=1.0, duration=4.0),
+    cores_load=LoadSpec(connections=32, depth=8, processes=1, warmup=0.5, duration=3.0),
 )
 
 QUICK = Scale(
