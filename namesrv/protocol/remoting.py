@@ -13,10 +13,13 @@ from twisted.internet.interfaces import IPushProducer
 from namesrv.interfaces import IRemotingConnection
 from namesrv.protocol.codec import FrameDecodeError, decode_frame, encode_frame
 from namesrv.protocol.codes import DEFAULT_MAX_FRAME_LENGTH, RequestCode
+from namesrv.protocol.warnings import RateLimitedWarning
 
 _connection_ids = itertools.count(1)
 _LENGTH = struct.Struct(">i")
 _NOTHING_UNREAD = (b"", 0)
+#: one line per bad frame, up to 20 per 10 s across all connections (each still counted by on_bad_frame)
+BAD_FRAME_WARNINGS = RateLimitedWarning(Logger("namesrv.protocol.remoting.RemotingProtocol"))
 
 #: Codes whose body may exceed ``maxRequestBodyLength`` (a broker's whole topic table).
 BIG_BODY_CODES = frozenset([RequestCode.REGISTER_BROKER])
@@ -294,7 +297,8 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
     def bad_frame(self, reason):
         if self.closing:
             return
-        self.log.warn("bad frame from {peer}: {reason}; closing the connection", peer=self.peer, reason=reason)
+        BAD_FRAME_WARNINGS.warn("bad frame from {peer}: {reason}; closing the connection", peer=self.peer,
+                                reason=reason)
         if self.on_bad_frame is not None:
             self.on_bad_frame(self, reason)
         self.close()
