@@ -131,18 +131,19 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
             return
         self._queue_data_changed(topic)
 
-    def _put_broker_topics(self, broker_name, items):
-        """``_put_queue_data`` for many topics of one broker: (topic, read, write, perm, sysFlag) items.
+    def _put_broker_topics(self, broker_name, topic_configs, perm_mask=-1, only_missing=False):
+        """``_put_queue_data`` for many topics of one broker: {topic: TopicConfig}, perm & ``perm_mask``;
+        with ``only_missing``, only topics the broker has no QueueData in yet.
 
         The same bookkeeping (route cache, trackers, reverse index, touched topics, one change
         notification), done once per call where it can be: a first registration of 10,000
         topics spends its time here.
         """
-        if not items:
+        if not topic_configs:
             return
         if self._touched is None:
             with self._changing():
-                return self._put_broker_topics(broker_name, items)
+                return self._put_broker_topics(broker_name, topic_configs, perm_mask, only_missing)
         table = self.topic_queue_table
         touched = self._touched
         mine = self._broker_topics.get(broker_name)
@@ -151,12 +152,15 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         stored = {}   # queue settings -> the shared QueueData, for this call
         changed = []
         added = new_topic = False
-        for topic, read, write, perm, sys_flag in items:
-            settings = (read, write, perm, sys_flag)
+        for topic, config in topic_configs.items():
+            qmap = table.get(topic)
+            if only_missing and qmap is not None and broker_name in qmap:
+                continue
+            settings = (config.read_queue_nums, config.write_queue_nums, config.perm & perm_mask,
+                        config.topic_sys_flag)
             queue_data = stored.get(settings)
             if queue_data is None:
-                queue_data = stored[settings] = shared_queue_data(QueueData(broker_name, read, write, perm, sys_flag))
-            qmap = table.get(topic)
+                queue_data = stored[settings] = shared_queue_data(QueueData(broker_name, *settings))
             if qmap is None:
                 if topic not in touched:
                     touched[topic] = ()
@@ -308,15 +312,10 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
                     if topic not in wrapper.topic_config_table:
                         self._remove_queue_data(topic, broker_name)
             wipe_write = is_prime_slave and broker_data.enable_acting_master
-            perm_mask = ~PERM_WRITE if wipe_write else -1
-            every = register_first or changed
-            queue_table = self.topic_queue_table
-            self._put_broker_topics(broker_name, [
-                (topic, config.read_queue_nums, config.write_queue_nums, config.perm & perm_mask,
-                 config.topic_sys_flag)
-                for topic, config in wrapper.topic_config_table.items()
-                # Per-topic test (5.x): lets split registrations carrying one DataVersion merge.
-                if every or broker_name not in queue_table.get(topic, ())])
+            # Per-topic test (5.x) when nothing changed: lets split registrations carrying one
+            # DataVersion merge (only topics the broker is missing from are put).
+            self._put_broker_topics(broker_name, wrapper.topic_config_table,
+                                    ~PERM_WRITE if wipe_write else -1, only_missing=not (register_first or changed))
             if changed or register_first:
                 for topic, info in mappings.items():
                     by_broker = self.topic_queue_mapping_info_table.setdefault(topic, {})
