@@ -35,6 +35,7 @@ import struct
 
 from namesrv.protocol.codec import encode_frame, encode_json_header
 from namesrv.protocol.codes import SerializeType
+from namesrv.registry import record_requests
 
 _PAIR = struct.Struct(">ii")
 _INT = struct.Struct(">i")
@@ -143,13 +144,7 @@ class AnswerCache:
         """
         counts, self._counts = self._counts, {}
         for (code, response_code), count in counts.items():
-            for observer in self.registry.observers:
-                bulk = getattr(observer, "record_requests", None)
-                if bulk is not None:
-                    bulk(code, response_code, count, 0, peer)
-                else:
-                    for _ in range(count):
-                        observer.record_request(code, response_code, 0, peer)
+            record_requests(self.registry.observers, code, response_code, count, 0, peer)
 
     # -- filling ------------------------------------------------------------------
     def remember(self, frame, request, response):

@@ -15,6 +15,18 @@ from namesrv.protocol.command import HeaderFieldError
 log = Logger()
 
 
+def record_requests(observers, code, response_code, count, micros, peer):
+    """Tell ``observers`` about ``count`` answers at once: ``record_requests`` where an observer has
+    it, else ``record_request`` per answer (each with its share of ``micros``)."""
+    for observer in observers:
+        bulk = getattr(observer, "record_requests", None)
+        if bulk is not None:
+            bulk(code, response_code, count, micros, peer)
+        else:
+            for _ in range(count):
+                observer.record_request(code, response_code, micros // max(1, count), peer)
+
+
 class ProcessorConflictError(Exception):
     """Two processors claim one request code: a start-up error naming both."""
 

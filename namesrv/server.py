@@ -84,11 +84,13 @@ class RemotingServerFactory(protocol.Factory):
 
     def close_all(self):
         """Close every connection at shutdown, without housekeeping: the server leaves, not the brokers."""
-        self.housekeeping = _NoHousekeeping()
+        self.housekeeping = NoHousekeeping()
         for proto in list(self.connections.values()):
             proto.close()
 
 
-class _NoHousekeeping:
+class NoHousekeeping:
+    """Closing a connection touches no broker (shutdown; read workers, whose main process does it)."""
+
     def connection_closed(self, connection):
         pass

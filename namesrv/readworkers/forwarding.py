@@ -12,9 +12,11 @@ import struct
 from twisted.internet import protocol
 from twisted.logger import Logger
 
+from namesrv.context import NullEventLog
 from namesrv.protocol.remoting import RemotingProtocol
 from namesrv.readworkers.handoff import HANDOFF_CODES, can_hand_off, hand_off
-from namesrv.server import RemotingServerFactory
+from namesrv.readworkers.unixclient import connect_unix
+from namesrv.server import NoHousekeeping, RemotingServerFactory
 
 _LENGTH = struct.Struct(">i")
 #: first line on a forwarded connection: the client's address
@@ -148,7 +150,7 @@ class WorkerConnectionFactory(RemotingServerFactory):
     protocol_class = WorkerConnection
 
     def __init__(self, replica, socket_path, reactor, handoff_path=None):
-        RemotingServerFactory.__init__(self, WorkerDispatcher(replica), None, _NoHousekeeping(), _NoEvents(),
+        RemotingServerFactory.__init__(self, WorkerDispatcher(replica), None, NoHousekeeping(), NullEventLog(),
                                        reactor)
         self.replica = replica
         self.socket_path = socket_path
@@ -166,28 +168,5 @@ class WorkerConnectionFactory(RemotingServerFactory):
 
     def open_upstream(self, connection):
         upstream = Upstream(connection)
-        self.reactor.connectUNIX(self.socket_path, _UpstreamConnector(upstream), timeout=10)
+        connect_unix(self.reactor, self.socket_path, upstream, upstream.connect_failed)
         return upstream
-
-
-class _UpstreamConnector(protocol.ClientFactory):
-    noisy = False
-
-    def __init__(self, upstream):
-        self.upstream = upstream
-
-    def buildProtocol(self, addr):
-        return self.upstream
-
-    def clientConnectionFailed(self, connector, reason):
-        self.upstream.connect_failed(reason)
-
-
-class _NoHousekeeping:
-    def connection_closed(self, connection):
-        pass
-
-
-class _NoEvents:
-    def emit(self, event, **fields):
-        pass

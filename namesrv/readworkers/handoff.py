@@ -23,6 +23,7 @@ from twisted.logger import Logger
 from zope.interface import implementer
 
 from namesrv.protocol.codes import RequestCode
+from namesrv.readworkers.unixclient import connect_unix
 
 log = Logger()
 
@@ -50,14 +51,12 @@ class HandoffSender(protocol.Protocol):
         self.descriptor = descriptor
         self.peer = peer
         self.unread = unread
-        self.sent = False
 
     def connectionMade(self):
         self.transport.sendFileDescriptor(self.descriptor)
         self.transport.write(b"HANDOFF %s\n" % self.peer.encode("ascii", "replace"))
         if self.unread:
             self.transport.write(self.unread)
-        self.sent = True
         self.transport.loseConnection()
 
     def connectionLost(self, reason=None):
@@ -74,26 +73,13 @@ class HandoffSender(protocol.Protocol):
             self.descriptor = None
 
 
-class _SenderConnector(protocol.ClientFactory):
-    noisy = False
-
-    def __init__(self, sender):
-        self.sender = sender
-
-    def buildProtocol(self, addr):
-        return self.sender
-
-    def clientConnectionFailed(self, connector, reason):
-        self.sender.connect_failed(reason)
-
-
 def hand_off(reactor, path, connection, unread):
     """Send ``connection``'s socket and ``unread`` to the main process at ``path``; close our copy."""
     transport = connection.transport
     transport.stopReading()
     descriptor = os.dup(transport.fileno())
     sender = HandoffSender(descriptor, connection.peer, unread)
-    reactor.connectUNIX(path, _SenderConnector(sender), timeout=10)
+    connect_unix(reactor, path, sender, sender.connect_failed)
     transport._shouldShutdown = False   # close our descriptor only: the socket lives on in the main process
     transport.loseConnection()
     return sender

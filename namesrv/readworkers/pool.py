@@ -15,13 +15,14 @@ from namesrv.readworkers.feed import FeedError, MessageReader, publication
 from namesrv.readworkers.forwarded import ForwardedConnectionFactory
 from namesrv.readworkers.handoff import HandoffFactory, adopt_connection
 from namesrv.readworkers.generation import SharedGeneration
+from namesrv.registry import record_requests
 
 log = Logger()
 
 #: the reads a worker may answer itself (the hot ones; everything else is forwarded)
 READ_CODES = (RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO)
-#: publishing may take at most this share of the main process's time (a replica of 100k
-#: entries costs tens of ms to encode: during a burst of changes, reads are forwarded)
+#: publishing may take at most this share of the main process's time (a full copy of 100k
+#: entries takes ~200 parts; during a burst of changes, reads are forwarded meanwhile)
 PUBLISH_DUTY = 0.25
 MIN_PUBLISH_INTERVAL = 0.005
 RESPAWN_DELAY = 1.0
@@ -38,9 +39,6 @@ class ReadWorkerPool:
         self.workers = {}          # index -> WorkerProcess (running or starting)
         self.answered = {}         # index -> requests a worker answered itself
         self.publishes = 0
-        self.last_publish_bytes = 0
-        self.last_publish_seconds = 0.0
-        self.last_publish_topics = None
         self.running = False
         self.directory = None
         self.generation = None
@@ -55,8 +53,7 @@ class ReadWorkerPool:
         self.tracker = None
         self._messages = None          # the running publication's remaining messages
         self._send_call = None
-        self._publish_began = 0.0
-        self._publish_work = 0.0
+        self._publish_work = 0.0       # reactor time the running publication has taken so far
         self._published_generation = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -195,10 +192,7 @@ class ReadWorkerPool:
             worker.needs_full = False
         self._published_generation = self.generation.value
         self._messages = self.publication(None if full else topics)
-        self._publish_began = self.reactor.seconds()
         self._publish_work = 0.0
-        self.last_publish_bytes = 0
-        self.last_publish_topics = None if full else len(topics)
         self._send_next()
 
     def _send_next(self):
@@ -214,14 +208,12 @@ class ReadWorkerPool:
             return
         for worker in self.workers.values():
             worker.send(message)
-        self.last_publish_bytes += len(message)
         self._publish_work += self.reactor.seconds() - began
         self._send_call = self.reactor.callLater(0, self._send_next)
 
     def _published(self):
         self.publishes += 1
         spent = self._publish_work
-        self.last_publish_seconds = spent
         self._next_publish = self.reactor.seconds() + max(MIN_PUBLISH_INTERVAL, spent / PUBLISH_DUTY - spent)
         if self.tracker or self.tracker.full or self._stale():
             self._schedule_publish()
@@ -237,13 +229,7 @@ class ReadWorkerPool:
         observers = self.service.registry.observers
         for code, response_code, count, micros in counts:
             self.answered[index] = self.answered.get(index, 0) + count
-            for observer in observers:
-                bulk = getattr(observer, "record_requests", None)
-                if bulk is not None:
-                    bulk(code, response_code, count, micros, peer)
-                else:
-                    for _ in range(count):
-                        observer.record_request(code, response_code, micros // max(1, count), peer)
+            record_requests(observers, code, response_code, count, micros, peer)
 
 
 class WorkerProcess(protocol.ProcessProtocol):

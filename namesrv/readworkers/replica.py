@@ -82,7 +82,6 @@ class Replica:
         self.shared = shared_generation
         self.generation = None
         self.local_codes = frozenset()
-        self.loads = 0
         self.loading = False
         self.complete = False
         self._reset_seen = False
@@ -143,5 +142,4 @@ class Replica:
         self.local_codes = frozenset(int(code) for code in message["localCodes"])
         self.generation = int(message["generation"])
         self.answer_cache.invalidate()
-        self.loads += 1
         return True

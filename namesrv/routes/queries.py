@@ -54,10 +54,7 @@ class RouteQueries:
         self._changed()
 
     def _queue_data_changed(self, topic):
-        self._route_cache.pop(topic, None)
-        for tracker in self.__dict__.get("_topic_trackers", ()):
-            tracker.add(topic)
-        self._changed()
+        self._queue_datas_changed((topic,))
 
     def _queue_datas_changed(self, topics):
         """``_queue_data_changed`` for many topics, with one change notification."""
