@@ -43,15 +43,23 @@ class RouteSnapshotFile:
         return True
 
     def _encode(self):
-        from namesrv.routes.snapshot import encode_snapshot
+        """The snapshot's bytes, or None (logged) when the tables hold what msgpack cannot carry
+        (an integer beyond 64 bits from a broker's body): the previous file stays as it is."""
+        from namesrv.routes.snapshot import SnapshotError, encode_snapshot
 
-        return encode_snapshot(self.routes)
+        try:
+            return encode_snapshot(self.routes)
+        except SnapshotError as e:
+            self.log.warn("route snapshot {path} not written: {err}", path=self.path, err=e)
+            return None
 
     def save_in_background(self):
         """Encode on the reactor (tables are only read there), write in a thread."""
         if self._writing:
             return None
         data = self._encode()
+        if data is None:
+            return None
         self._writing = True
         d = threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), write_atomic, self.path, data)
 
@@ -65,7 +73,10 @@ class RouteSnapshotFile:
 
     def save_now(self):
         """Synchronous save for shutdown."""
+        data = self._encode()
+        if data is None:
+            return
         try:
-            write_atomic(self.path, self._encode())
+            write_atomic(self.path, data)
         except OSError as e:
             self.log.warn("route snapshot {path} not written: {err}", path=self.path, err=e)

@@ -1,6 +1,10 @@
 """The messages between the main process and its read workers, over the workers' stdin/stdout.
 
-Each message is a 4-byte big-endian length and a msgpack map. Down (main → worker), one
+Each message is a 4-byte big-endian length and a map. Down (main → worker) the map is a
+pickle: the tables hold whatever a broker sent that Python keeps (a lone surrogate in a
+topic name, an integer beyond 64 bits in a static-topic mapping), which msgpack cannot
+carry, and the worker is our own child reading its parent. Up (worker → main) it is
+msgpack: the main process never unpickles what a worker writes. Down, one
 publication is some ``{"kind": "topics", "reset": bool, "topics": …, "mappings": …}``
 parts (see delta.py; the first part of a full copy has ``reset``), then one
 ``{"kind": "replica", "generation": …, "full": bool, …}`` with the broker tables, the
@@ -9,6 +13,7 @@ ORDER_TOPIC_CONFIG namespace, the properties and the codes a worker may answer. 
 and ``{"kind": "resync"}`` (send me everything again).
 """
 
+import pickle
 import struct
 
 import msgpack
@@ -27,15 +32,27 @@ class FeedError(ValueError):
 
 
 def pack(message):
+    """An upward message (worker → main), msgpack."""
     data = msgpack.packb(message, use_bin_type=True)
     return _LENGTH.pack(len(data)) + data
 
 
-class MessageReader:
-    """Bytes in (any cut), whole messages out."""
+def pack_down(message):
+    """A downward message (main → worker), pickled."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return _LENGTH.pack(len(data)) + data
 
-    def __init__(self):
+
+def _msgpack_loads(data):
+    return msgpack.unpackb(data, raw=False, strict_map_key=False)
+
+
+class MessageReader:
+    """Bytes in (any cut), whole messages out; ``loads`` decodes one (msgpack: upward messages)."""
+
+    def __init__(self, loads=_msgpack_loads):
         self._buffer = bytearray()
+        self._loads = loads
 
     def feed(self, data):
         self._buffer += data
@@ -50,8 +67,8 @@ class MessageReader:
             if end > len(buffer):
                 break
             try:
-                message = msgpack.unpackb(bytes(buffer[offset + 4:end]), raw=False, strict_map_key=False)
-            except Exception as e:  # msgpack raises several unrelated types on garbage
+                message = self._loads(bytes(buffer[offset + 4:end]))
+            except Exception as e:  # decoders raise several unrelated types on garbage
                 raise FeedError("undecodable message: %s" % e)
             if not isinstance(message, dict):
                 raise FeedError("message is not a map")
@@ -64,13 +81,13 @@ class MessageReader:
 
 def topics_message(routes, topics, reset=False):
     """One part: the current state of ``topics`` (``reset``: the first part of a full copy)."""
-    return pack(dict(encode_topics(routes, topics), kind="topics", reset=reset))
+    return pack_down(dict(encode_topics(routes, topics), kind="topics", reset=reset))
 
 
 def replica_message(generation, routes, kv, config, started, local_codes, full):
     """The end of a publication: after it a worker may answer ``local_codes`` while the shared
     counter still reads ``generation`` (the value when the publication began)."""
-    return pack(dict(encode_brokers(routes), kind="replica", generation=generation, full=full,
+    return pack_down(dict(encode_brokers(routes), kind="replica", generation=generation, full=full,
                      orderTopicConfig=kv.namespace(ORDER_TOPIC_CONFIG),
                      config={name: java_text(config.get(name)) for name in config.names()},
                      started=started, localCodes=sorted(local_codes)))
@@ -90,6 +107,11 @@ def publication(generation, routes, kv, config, started, local_codes, topics=Non
 def resync_message():
     """A worker that could not apply a replica asks for a full one."""
     return pack({"kind": "resync"})
+
+
+def down_reader():
+    """A MessageReader for the worker's stdin (pickled messages from the main process)."""
+    return MessageReader(loads=pickle.loads)
 
 
 def counts_message(counts):

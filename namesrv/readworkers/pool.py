@@ -206,6 +206,16 @@ class ReadWorkerPool:
             self._messages = None
             self._published()
             return
+        except Exception:
+            # Never expected; if it happens, workers stay stale (they forward every read, which the
+            # main process answers) until a full copy made a little later succeeds.
+            log.failure("route replica publication failed; read workers forward every read meanwhile")
+            self._messages = None
+            for worker in self.workers.values():
+                worker.needs_full = True
+            self._next_publish = self.reactor.seconds() + RESPAWN_DELAY
+            self._schedule_publish()
+            return
         for worker in self.workers.values():
             worker.send(message)
         self._publish_work += self.reactor.seconds() - began

@@ -14,7 +14,7 @@ from twisted.logger import FilteringLogObserver, LogLevel, LogLevelFilterPredica
 
 from zope.interface import implementer
 
-from namesrv.readworkers.feed import FeedError, MessageReader, counts_message, resync_message
+from namesrv.readworkers.feed import FeedError, counts_message, down_reader, resync_message
 from namesrv.readworkers.forwarding import WorkerConnectionFactory
 from namesrv.readworkers.generation import SharedGeneration
 from namesrv.readworkers.replica import Replica
@@ -36,7 +36,7 @@ class ReadWorker(protocol.Protocol):
         self.options = options
         self.reactor = reactor
         self.replica = replica
-        self.reader = MessageReader()
+        self.reader = down_reader()
         self.factory = WorkerConnectionFactory(replica, options.upstream, reactor, options.handoff)
         self.port = None
         self._stopped = False

@@ -37,13 +37,18 @@ def encode_snapshot(routes):
         "filters": [[cluster, addr, list(servers)] for (cluster, addr), servers in routes.filter_server_table.items()],
         "mappings": routes.topic_queue_mapping_info_table,
     }
-    return msgpack.packb(data, use_bin_type=True)
+    # surrogatepass: a topic name may hold a lone surrogate (a broker's JSON "\udc80"); it must
+    # come back as it went. An integer beyond 64 bits raises OverflowError: SnapshotError.
+    try:
+        return msgpack.packb(data, use_bin_type=True, unicode_errors="surrogatepass")
+    except (OverflowError, TypeError, ValueError) as e:
+        raise SnapshotError("the route tables cannot be saved: %s" % e)
 
 
 def restore_snapshot(routes, data, emit_events=True):
     """Replace the tables of ``routes`` with the snapshot ``data`` (all or nothing)."""
     try:
-        decoded = msgpack.unpackb(data, raw=False, strict_map_key=False)
+        decoded = msgpack.unpackb(data, raw=False, strict_map_key=False, unicode_errors="surrogatepass")
     except Exception as e:  # msgpack raises several unrelated types on garbage
         raise SnapshotError("not a route snapshot: %s" % e)
     if not isinstance(decoded, dict) or decoded.get("format") != FORMAT:

@@ -11,7 +11,7 @@ from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, Version
 from namesrv.protocol.command import make_request
 from namesrv.readworkers.delta import TopicTracker
-from namesrv.readworkers.feed import FeedError, MessageReader, pack, publication, topics_message
+from namesrv.readworkers.feed import FeedError, MessageReader, down_reader, pack, publication, topics_message
 from namesrv.readworkers.generation import SharedGeneration
 from namesrv.readworkers.pool import READ_CODES
 from namesrv.readworkers.replica import Replica
@@ -51,7 +51,7 @@ class Harness:
         data = b"".join(publication(self.shared.value, self.service.routes, self.service.kv, self.service.config,
                                     started, READ_CODES, None if full else topics, part_topics=part_topics))
         self.sizes.append((full, len(topics)))
-        reader = MessageReader()
+        reader = down_reader()
         messages = reader.feed(data[:7]) + reader.feed(data[7:])   # any cut of the stream
         assert messages[-1]["kind"] == "replica"
         for message in messages:
@@ -132,11 +132,11 @@ def test_nothing_is_answered_before_a_full_copy(harness):
     replica = Replica(SharedGeneration(harness.shared.path), Reactor())
     delta = list(publication(harness.shared.value, harness.service.routes, harness.service.kv,
                              harness.service.config, 0, READ_CODES, {"T1"}))
-    for message in MessageReader().feed(b"".join(delta)):
+    for message in down_reader().feed(b"".join(delta)):
         replica.apply(message)
     assert not replica.fresh() and not replica.complete
     # a full copy cut short (its reset part lost) is refused, and leaves nothing usable
-    final = MessageReader().feed(list(publication(harness.shared.value, harness.service.routes, harness.service.kv,
+    final = down_reader().feed(list(publication(harness.shared.value, harness.service.routes, harness.service.kv,
                                                   harness.service.config, 0, READ_CODES))[-1])[0]
     with pytest.raises(ValueError):
         replica.apply(final)
@@ -147,11 +147,27 @@ def test_a_half_applied_publication_is_not_fresh(harness):
     harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2"]))
     harness.publish()
     assert harness.replica.fresh()
-    part = MessageReader().feed(topics_message(harness.service.routes, ["T1"]))[0]
+    part = down_reader().feed(topics_message(harness.service.routes, ["T1"]))[0]
     harness.replica.apply(part)
     assert not harness.replica.fresh()   # same counter, but the tables are between two states
     harness.publish()
     assert harness.replica.fresh()
+
+
+def test_whatever_the_tables_hold_reaches_the_replica(harness):
+    """A lone surrogate in a topic name and an integer beyond 64 bits (both accepted from a broker's
+    JSON body) travel as they are: the replica answers exactly as the main process."""
+    from tests.brokers import topic_config
+    odd = ["Odd\udc80Topic", topic_config("Huge", queues=10 ** 30)]
+    assert harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=odd)).code == ResponseCode.SUCCESS
+    harness.publish()
+    harness.assert_same_answers(["Odd\udc80Topic", "Huge"])
+    assert harness.replica.registry.dispatch(route_request("Huge"), Peer()).code == ResponseCode.SUCCESS
+
+
+def test_a_downward_reader_refuses_garbage():
+    with pytest.raises(FeedError):
+        down_reader().feed(b"\x00\x00\x00\x03abc")
 
 
 def test_generation_is_shared_between_mappings(tmp_path):
@@ -174,3 +190,34 @@ def test_message_reader_takes_any_cut_and_refuses_garbage():
         MessageReader().feed(b"\x00\x00\x00\x02\xc1\xc1")
     with pytest.raises(FeedError):
         MessageReader().feed(b"\xff\xff\xff\xff")
+
+
+def test_a_failed_publication_leaves_workers_forwarding_and_tries_again(harness):
+    from namesrv.readworkers.delta import TopicTracker as Tracker
+    from namesrv.readworkers.pool import ReadWorkerPool
+
+    class Worker:
+        needs_full = False
+        sent = ()
+
+        def send(self, message):
+            self.sent += (message,)
+
+    pool = ReadWorkerPool(harness.service, 1)
+    pool.running = True
+    pool.generation = harness.shared
+    pool.tracker = Tracker()
+    pool.workers = {0: Worker()}
+
+    def broken():
+        raise OverflowError("not encodable")
+        yield
+
+    pool._messages = broken()
+    pool._send_next()
+    assert pool._messages is None and pool.workers[0].needs_full
+    assert pool._publish_call is not None and pool._publish_call.active()
+    harness.service.reactor.advance(2)      # the retry: a full copy this time
+    for _ in range(5):
+        harness.service.reactor.advance(0)
+    assert pool.publishes == 1 and pool.workers[0].sent

@@ -103,3 +103,28 @@ def test_corrupt_snapshot_is_refused_without_partial_load(data):
     routes.check_invariants()
     assert routes.topic_names() == ["Mine", "baseTopic"]
     assert len(routes.on_connection_closed(conn)) == 1
+
+
+def test_a_lone_surrogate_in_a_topic_name_survives_the_round_trip():
+    routes = new_routes()
+    register(routes, "Odd\udc80Topic", "Plain")
+    restored = new_routes()
+    restore_snapshot(restored, encode_snapshot(routes))
+    assert restored.topic_names() == routes.topic_names()
+
+
+def test_tables_msgpack_cannot_carry_are_not_saved_and_the_old_file_stays(tmp_path):
+    from namesrv.snapshotfile import RouteSnapshotFile
+    from tests.routes.helpers import topic
+    path = tmp_path / "routes.snapshot"
+    routes = new_routes()
+    register(routes, "T", "U")
+    file = RouteSnapshotFile(str(path), routes, reactor=Clock())
+    file.save_now()
+    saved = path.read_bytes()
+    register(routes, topic("Huge", queues=10 ** 30), topic("T"), name="broker-h", addr="127.0.0.1:3")
+    with pytest.raises(SnapshotError):
+        encode_snapshot(routes)
+    file.save_now()                        # logged, not raised: the shutdown goes on
+    assert file.save_in_background() is None   # the timer keeps running
+    assert path.read_bytes() == saved
