@@ -1,0 +1,129 @@
+"""What users install, not the checkout: the built wheel holds every module and serves from elsewhere.
+
+The rest of the suite imports the source tree, which hides a module missing from the wheel
+(``namesrv.readworkers`` once was). These tests build the wheel from a copy of the tree,
+compare it with the sources, then install it into a fresh venv and run ``twistd namesrv``
+from a directory outside the checkout, with the options that load the most modules.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+
+import pytest
+
+from namesrv.protocol.codes import ResponseCode
+from tests.brokers import register_request, route_request
+from tests.integration.server import REPO, NamesrvProcess, free_port
+
+PACKAGES = ("namesrv", "processors", "spark")
+PLUGINS = os.path.join("twisted", "plugins")
+IGNORED = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", "*.pyc", ".hypothesis",
+                                 "spark-warehouse", "bench", "tests", "docs")
+
+
+def source_modules():
+    found = set()
+    for top in PACKAGES + (PLUGINS,):
+        for folder, dirs, files in os.walk(os.path.join(REPO, top)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            rel = os.path.relpath(folder, REPO)
+            found.update(os.path.join(rel, name).replace(os.sep, "/") for name in files if name.endswith(".py"))
+    return found
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """The wheel as `pip install .` would build it, from a copy (the checkout stays clean)."""
+    work = tmp_path_factory.mktemp("wheel")
+    tree = work / "src"
+    shutil.copytree(REPO, tree, ignore=IGNORED)
+    out = work / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                    "-w", str(out), str(tree)], check=True, timeout=300)
+    (path,) = out.glob("*.whl")
+    return path
+
+
+def test_wheel_holds_every_module_of_the_source_tree(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {name for name in archive.namelist() if name.endswith(".py")}
+    missing = source_modules() - shipped
+    assert not missing, "modules left out of the wheel: %s" % sorted(missing)
+    assert "twisted/plugins/namesrv_plugin.py" in shipped
+    assert not any(name == "twisted/__init__.py" or "/tests/" in name for name in shipped)
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory):
+    """A fresh venv with the wheel and its dependencies, and nothing of the checkout."""
+    venv = tmp_path_factory.mktemp("venv") / "env"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel)],
+                   check=True, timeout=900)
+    return venv
+
+
+def test_installed_wheel_serves_routes_from_outside_the_checkout(installed, tmp_path):
+    workdir = tmp_path / "elsewhere"
+    workdir.mkdir()
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = os.pathsep.join([str(installed / "bin"), env.get("PATH", "")])
+    help_text = subprocess.run([str(installed / "bin" / "twistd"), "--help"], cwd=workdir, env=env,
+                               capture_output=True, text=True, timeout=120).stdout
+    assert "namesrv" in help_text
+
+    server = InstalledNamesrv(installed, workdir, env, {
+        "routeReadWorkers": "1",
+        "prometheusListenPort": str(free_port()),
+    })
+    server.start(timeout=60)
+    try:
+        wait_for_line(server, "read worker 0 listening")
+        with server.client() as broker, server.client() as reader:
+            answer = broker.call(register_request("DefaultCluster", "broker-w", "127.0.0.1:10911",
+                                                  topics=["Wheeled", "Wheeled2"]))
+            assert answer.code == ResponseCode.SUCCESS
+            route = reader.call(route_request("Wheeled"))
+            assert route.code == ResponseCode.SUCCESS
+            assert json.loads(route.body)["brokerDatas"][0]["brokerName"] == "broker-w"
+        log = server.log()
+        assert "Traceback" not in log and "ModuleNotFoundError" not in log
+    finally:
+        server.stop()
+
+
+def wait_for_line(server, text, timeout=60.0):
+    """Bounded wait for a line in the server's log (a worker listens once its first replica is in)."""
+    deadline = time.monotonic() + timeout
+    while text not in server.log():
+        assert time.monotonic() < deadline, "no %r in the log:\n%s" % (text, server.log())
+        time.sleep(0.1)
+
+
+def tls_properties(workdir):
+    """Permissive TLS with a certificate made here: plain clients still connect, the TLS modules load."""
+    from tests.security.certs import write_pair
+    cert, key, _ = write_pair(workdir)
+    return {"tlsMode": "permissive", "tlsServerCertPath": cert, "tlsServerKeyPath": key}
+
+
+class InstalledNamesrv(NamesrvProcess):
+    """NamesrvProcess with the fresh venv's twistd, run from ``workdir`` with no PYTHONPATH."""
+
+    def __init__(self, venv, workdir, env, properties):
+        NamesrvProcess.__init__(self, workdir, properties)
+        self.venv = venv
+        self.clean_env = env
+
+    def command(self, *extra):
+        return [str(self.venv / "bin" / "twistd"), "-n", "--pidfile=", "--logfile", self.log_file, "namesrv",
+                "-c", self.config_file, *extra]
+
+    def env(self):
+        return dict(self.clean_env)
