@@ -1,19 +1,20 @@
-"""Access to the frames captured from the Java NameServer (../shared/vectors)."""
+"""Access to the frames captured from the Java NameServer, carried in tests/data/vectors.
+
+They are facts about the Java server's bytes, so the project keeps its own copy: a fresh
+clone checks compatibility without ``../shared``. ``NAMESRV_VECTORS`` points elsewhere
+(a newer capture) when set.
+"""
 
 import os
 
-import pytest
-
 VECTOR_DIR = os.environ.get(
     "NAMESRV_VECTORS",
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "vectors"))
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "vectors"))
 
 
 def vector(name):
-    """The whole frame (length prefix included) of ``<name>.bin``; skips when vectors are absent."""
+    """The whole frame (length prefix included) of ``<name>.bin``."""
     path = os.path.join(VECTOR_DIR, name + ".bin")
-    if not os.path.exists(path):
-        pytest.skip("vector %s not available" % name)
     with open(path, "rb") as f:
         return f.read()
 
