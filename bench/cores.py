@@ -2,12 +2,13 @@
 
 Three set-ups, each a fresh server with the same route fleet:
 
-- ``1proc``: ``routeReadWorkers=0``, the single-process server;
+- ``1proc``: ``routeReadWorkers=0``, the single-process server (the default before read workers);
 - ``2proc``: ``routeReadWorkers=1``, the main process and one worker both accept;
-- ``1worker_exclusive``: ``routeReadWorkers=1`` and ``routeReadWorkersExclusive``: the
-  worker accepts every connection, answers route reads and hands brokers' connections
-  to the main process, which answers the rest (two processes, one per core here);
-- ``2workers_exclusive``: the same with two workers (three processes).
+- ``default``: nothing set: ``routeReadWorkers=auto`` (one fewer than the usable CPUs) and
+  ``routeReadWorkersExclusive=true``: the workers accept every connection, answer route reads
+  and hand brokers' connections to the main process, which answers the rest (on 2 CPUs:
+  one worker, two processes, one per core);
+- ``2workers_exclusive``: two exclusive workers (three processes).
 
 Measured with the answer cache (the server's per-request cost is then as low as the load
 generator's, and both share this machine's two cores) and without it (each answer is
@@ -25,18 +26,27 @@ from bench.brokers import FakeBroker, parse_plain, plain_body, topic_names
 from bench.loadgen import LoadSpec, run_load
 from bench.route import RouteFleet, report_load
 from bench.servers import NamesrvServer
+from namesrv.config import default_read_workers
 
 SECTION = "Route reads on 1 and 2 cores (routeReadWorkers)"
 MIXED_SECTION = "Mixed load with read workers (exclusive)"
 STALL_SECTION = "Route reads during first registrations (the longest wait vs one parse)"
-SETUPS = (("1proc", 0, False), ("2proc", 1, False), ("1worker_exclusive", 1, True), ("2workers_exclusive", 2, True))
+DEFAULT = None   # a set-up's workers/exclusive left to the defaults
+SETUPS = (("1proc", 0, False), ("2proc", 1, False), ("default", DEFAULT, DEFAULT), ("2workers_exclusive", 2, True))
 EXCLUSIVE = (SETUPS[2], SETUPS[3])
 
 
+def resolved(workers):
+    return default_read_workers() if workers is DEFAULT else workers
+
+
 def start_server(workers, exclusive, cache=True):
-    server = NamesrvServer(properties={"routeReadWorkers": str(workers),
-                                       "routeReadWorkersExclusive": "true" if exclusive else "false",
-                                       "answerCacheEnable": "true" if cache else "false"})
+    properties = {"answerCacheEnable": "true" if cache else "false"}
+    if workers is DEFAULT:
+        workers = default_read_workers()
+    else:
+        properties.update(routeReadWorkers=str(workers), routeReadWorkersExclusive="true" if exclusive else "false")
+    server = NamesrvServer(properties=properties)
     server.start()
     try:
         for index in range(workers):
@@ -72,15 +82,15 @@ def run(collector, scale, log=print):
                 if name not in best or result.rps > best[name].rps:
                     best[name] = result
         for name, workers, exclusive in SETUPS:
-            report_load(collector, SECTION, "cores.%s.%s" % (label, name), best[name], route_read_workers=workers,
-                        exclusive=exclusive, answer_cache=cache, **params)
+            report_load(collector, SECTION, "cores.%s.%s" % (label, name), best[name], route_read_workers=resolved(workers),
+                        exclusive=exclusive is not False, answer_cache=cache, **params)
         for name, _, _ in SETUPS[1:]:
             ratio = best[name].rps / best["1proc"].rps
             collector.add(SECTION, "cores.%s.%s.ratio_to_1proc" % (label, name), ratio, "ratio",
                           answer_cache=cache, **params)
             log("%s: %s / 1proc = %.0f / %.0f = %.2f" % (label, name, best[name].rps, best["1proc"].rps, ratio))
     if scale.stall_topics:
-        for name, workers, exclusive in (SETUPS[0],) + EXCLUSIVE:
+        for name, workers, exclusive in SETUPS:
             registration_stall(collector, scale, log, name, workers, exclusive)
     if scale.mixed_brokers:
         for name, workers, exclusive in EXCLUSIVE:
@@ -90,7 +100,8 @@ def run(collector, scale, log=print):
                 try:
                     log("mixed load, %s:" % name)
                     mixed.run(collector, server, fleet, scale, log, section=MIXED_SECTION,
-                              prefix="cores.mixed.%s" % name, route_read_workers=workers, exclusive=exclusive)
+                              prefix="cores.mixed.%s" % name, route_read_workers=resolved(workers),
+                              exclusive=exclusive is not False)
                 finally:
                     fleet.close()
             finally:
@@ -130,8 +141,8 @@ def registration_stall(collector, scale, log, name, workers, exclusive):
     finally:
         server.cleanup()
     longest = result.latency_ms(1.0)
-    params = dict(topics=topics, registrations=rounds, rate=spec.rate, route_read_workers=workers,
-                  exclusive=exclusive, register_rtt_ms="/".join("%.0f" % ms for ms in register_ms))
+    params = dict(topics=topics, registrations=rounds, rate=spec.rate, route_read_workers=resolved(workers),
+                  exclusive=exclusive is not False, register_rtt_ms="/".join("%.0f" % ms for ms in register_ms))
     collector.add(STALL_SECTION, "stall.%s.longest_read_ms" % name, longest, "ms", **params)
     collector.add(STALL_SECTION, "stall.%s.p99_read_ms" % name, result.latency_ms(0.99), "ms", **params)
     collector.add(STALL_SECTION, "stall.%s.parse_ms" % name, parse_ms, "ms", topics=topics)

@@ -146,6 +146,10 @@ class _Subprocess:
         return False
 
 
+#: the single-process server (``routeReadWorkers=auto`` starts workers on a machine with 2+ CPUs)
+ONE_PROCESS = {"routeReadWorkers": "0"}
+
+
 class NamesrvServer(_Subprocess):
     """``twistd -n namesrv -c <properties>`` with benchmark-friendly properties.
 

@@ -29,6 +29,7 @@ class Property:
     default: object
     description: str
     path: bool = False  # a file or directory: "~" is expanded
+    auto: object = None  # for "auto": a function giving the value this machine should use
 
     @property
     def type(self):
@@ -45,6 +46,25 @@ def Long(name, default, description):
 
 def Bool(name, default, description):
     return Property(name, "boolean", default, description)
+
+
+def AutoInt(name, default, description, auto):
+    """An int that may also be given as ``auto``: resolved when parsed, so every reader (``-p``,
+    GET_NAMESRV_CONFIG, the service) sees the number actually used."""
+    return Property(name, "int", default, description, auto=auto)
+
+
+def usable_cpus():
+    """CPUs this process may run on (its affinity mask, as taskset or a container's cpuset sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_read_workers():
+    """One read worker per usable CPU but one (the main process keeps a core); 0 on one CPU."""
+    return max(0, usable_cpus() - 1)
 
 
 def Str(name, default, description, path=False):
@@ -128,8 +148,8 @@ PROPERTIES = [
     Int("kvConfigPrintInterval", 600, "seconds between KV table prints to the log"),
     Bool("answerCacheEnable", True, "replay whole answers to repeated route reads (off when ACL is on)"),
     Int("answerCacheMaxEntries", 65536, "distinct cached request frames before the cache starts over"),
-    Int("routeReadWorkers", 0, "extra processes answering route reads on the same port (SO_REUSEPORT; read at start; 0 = one process)"),
-    Bool("routeReadWorkersExclusive", False, "with routeReadWorkers: only the workers accept connections, so no route read waits behind registration work (read at start)"),
+    AutoInt("routeReadWorkers", "auto", "processes answering route reads beside the main one, on the same port (read at start); auto = one fewer than the CPUs this process may run on (0 on one CPU: one process)", default_read_workers),
+    Bool("routeReadWorkersExclusive", True, "with read workers: only the workers accept connections, so no route read waits behind registration work (read at start)"),
     # security and operations (namesrv/security, namesrv/isolation.py, namesrv/metrics.py)
     Bool("aclEnable", False, "require signed requests (RocketMQ ACL 1.0) for aclSignedClasses"),
     Str("aclFile", "conf/plain_acl.yml", "credentials (Java plain_acl.yml format), relative to rocketmqHome; reloaded on change"),
@@ -170,6 +190,8 @@ def parse_value(prop, text):
     ``listenPort=9876 `` silently keeps Java's default: here it means 9876).
     """
     text = str(text).strip()
+    if prop.auto is not None and text.lower() == "auto":
+        return prop.auto()
     if prop.kind == "boolean":
         lowered = text.lower()
         if lowered not in ("true", "false"):
@@ -177,7 +199,7 @@ def parse_value(prop, text):
         return lowered == "true"
     if prop.kind in _RANGES:
         if not _INTEGER.match(text):
-            raise ValueError("not an integer")
+            raise ValueError("not an integer or auto" if prop.auto is not None else "not an integer")
         value = int(text)
         low, high = _RANGES[prop.kind]
         if not low <= value <= high:

@@ -127,14 +127,17 @@ class NamesrvService(service.Service):
             stop = getattr(processor, "stop", None)  # optional: processors with state to flush
             if stop is not None:
                 stop()
-        if self.read_workers is not None:
-            stopping.append(self.read_workers.stop())
+        workers_stopped = self.read_workers.stop() if self.read_workers is not None else defer.succeed(None)
         self.factory.close_all()
+        # The event log closes after the workers: their last request counts arrive as they exit.
+        stopping.append(workers_stopped.addCallback(self._close_event_log))
+        return defer.DeferredList(stopping)
+
+    def _close_event_log(self, ignored=None):
         self.events.emit("server_stopped", listen=self.context.server_id)
         if hasattr(self.events, "stop"):
             self.events.stop()
         log.info("The Name Server stopped")
-        return defer.DeferredList(stopping)
 
     # -- timers ------------------------------------------------------------------
     def _scan_not_active_brokers(self):

@@ -19,7 +19,10 @@ def make_config(tmp_path, **extra):
     props = {"listenPort": "0", "bindAddress": "127.0.0.1", "kvConfigPath": str(tmp_path / "kv.json"),
              "routeSnapshotPath": str(tmp_path / "routes.snapshot"), "logDir": str(tmp_path / "logs"),
              "configStorePath": str(tmp_path / "namesrv.properties"),
-             "eventLogEnable": "false"}
+             "eventLogEnable": "false",
+             # the main process alone, in this process: read workers are tested over sockets
+             # in tests/integration (a worker listens only once its first replica is in)
+             "routeReadWorkers": "0"}
     props.update(extra)
     config.update(props)
     return config

@@ -33,9 +33,9 @@ EXPECTED = {
     "cores.uncached.2workers_exclusive.ratio_to_1proc",
     "stall.1proc.longest_read_ms", "stall.2workers_exclusive.longest_read_ms",
     "stall.2workers_exclusive.longest_read_to_parse",
-    "cores.cached.1worker_exclusive.rps", "stall.1worker_exclusive.longest_read_ms",
-    "cores.mixed.1worker_exclusive.route.p99_ratio", "cores.mixed.2workers_exclusive.heartbeat.rate",
-    "mixed.route.heartbeats.p99_to_p50", "cores.mixed.1worker_exclusive.route.heartbeats.p99_to_p50",
+    "cores.cached.default.rps", "stall.default.longest_read_ms",
+    "cores.mixed.default.route.p99_ratio", "cores.mixed.2workers_exclusive.heartbeat.rate",
+    "mixed.route.heartbeats.p99_to_p50", "cores.mixed.default.route.heartbeats.p99_to_p50",
 }
 #: Differences of two noisy readings: finite, but at tiny sizes not necessarily positive.
 DIFFERENCES = {"register.handling_ms", "register.handling_ratio_to_parse", "memory.bytes_per_entry",

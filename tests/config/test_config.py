@@ -180,3 +180,18 @@ def test_shipped_properties_file_lists_every_property_with_its_default():
     assert config.load_file(SHIPPED) == []
     assert {n: config.get(n) for n in config.names() if n != "configStorePath"} == \
         {n: defaults.get(n) for n in defaults.names() if n != "configStorePath"}
+
+
+@pytest.mark.parametrize("cpus, expected", [({0}, 0), ({0, 1}, 1), ({0, 1, 2, 3}, 3), ({5, 7}, 1)])
+def test_route_read_workers_auto_is_one_fewer_than_the_usable_cpus(monkeypatch, cpus, expected):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(cpus))
+    config = NamesrvConfig()
+    assert property_named("routeReadWorkers").default == "auto"
+    assert config.routeReadWorkers == expected and config.routeReadWorkersExclusive is True
+    config.update({"routeReadWorkers": "2"})
+    assert config.routeReadWorkers == 2
+    config.update({"routeReadWorkers": " AUTO "})
+    assert config.routeReadWorkers == expected
+    assert "routeReadWorkers=%d" % expected in config.to_properties_text().splitlines()
+    with pytest.raises(ConfigError, match="not an integer or auto"):
+        config.update({"routeReadWorkers": "many"})
