@@ -6,6 +6,8 @@ when its stdin closes (the main process stopped or died).
 """
 
 import argparse
+import collections
+import gc
 import sys
 
 from twisted.internet import protocol, stdio, task
@@ -39,6 +41,8 @@ class ReadWorker(protocol.Protocol):
         self.reader = down_reader()
         self.factory = WorkerConnectionFactory(replica, options.upstream, reactor, options.handoff)
         self.port = None
+        self._pending = collections.deque()
+        self._apply_call = None
         self._stopped = False
         self._reactor_stopping = False
         self._counts = task.LoopingCall(self.send_counts)
@@ -50,16 +54,30 @@ class ReadWorker(protocol.Protocol):
         except FeedError as e:
             log.error("unreadable feed from the main process ({e}); exiting", e=e)
             return self.shut_down()
-        for message in messages:
-            if message.get("kind") not in ("topics", "replica"):
-                continue
-            try:
-                usable = self.replica.apply(message)
-            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
-                log.error("unusable replica ({e}); forwarding every request until a full copy arrives", e=e)
-                self.transport.write(resync_message())
-                continue
-            if message["kind"] == "replica" and usable and self.port is None:
+        self._pending.extend(m for m in messages if m.get("kind") in ("topics", "replica"))
+        if self._pending and self._apply_call is None:
+            self._apply_call = self.reactor.callLater(0, self._apply_next)
+
+    def _apply_next(self):
+        """Apply one message per reactor turn: a burst of parts read at once (a 100,000-topic
+        publication is 200 of them) must not hold this worker's clients for all of them."""
+        self._apply_call = None
+        if self._stopped or not self._pending:
+            return
+        message = self._pending.popleft()
+        if self._pending:
+            self._apply_call = self.reactor.callLater(0, self._apply_next)
+        try:
+            usable = self.replica.apply(message)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+            log.error("unusable replica ({e}); forwarding every request until a full copy arrives", e=e)
+            self.transport.write(resync_message())
+            return
+        if message["kind"] == "replica" and usable:
+            # The replica is long-lived: out of the collector's reach, a full collection of
+            # a million entries (hundreds of ms) never runs while clients wait.
+            gc.freeze()
+            if self.port is None:
                 self.listen()
 
     def listen(self):
@@ -95,6 +113,9 @@ class ReadWorker(protocol.Protocol):
         if self._counts.running:
             self._counts.stop()
             self.send_counts()
+        if self._apply_call is not None and self._apply_call.active():
+            self._apply_call.cancel()
+        self._apply_call = None
         if self.port is not None:
             self.port.stopListening()
             self.port = None

@@ -1,0 +1,63 @@
+"""The worker's stdin: a burst of replica parts is applied one per reactor turn, never all at once."""
+
+import argparse
+
+from twisted.internet import task
+from twisted.internet.testing import StringTransport
+
+from namesrv.protocol.codes import RequestCode
+from namesrv.readworkers.feed import publication
+from namesrv.readworkers.generation import SharedGeneration
+from namesrv.readworkers.pool import READ_CODES
+from namesrv.readworkers.replica import Replica
+from namesrv.readworkers.worker import ReadWorker
+from namesrv.service import make_service
+from tests.brokers import register_request
+from tests.test_answer_cache import Reactor
+from tests.test_service import make_config
+
+
+class TurnClock(task.Clock):
+    """A Clock whose ``turn()`` runs only the calls due when it starts, as one reactor
+    iteration does (``advance`` would also run the calls they schedule)."""
+
+    def turn(self):
+        due = [call for call in self.calls if call.getTime() <= self.seconds()]
+        for call in due:
+            self.calls.remove(call)
+            call.called = 1
+            call.func(*call.args, **call.kw)
+
+
+class Peer:
+    peer = "127.0.0.1:40000"
+    closing = False
+
+
+def test_a_burst_of_parts_is_applied_one_per_turn_and_listening_follows_the_first_whole_copy(tmp_path):
+    service = make_service(make_config(tmp_path), clock=task.Clock(), reactor=Reactor())
+    topics = ["Burst%d" % i for i in range(7)]
+    service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=topics), Peer())
+    shared = SharedGeneration(str(tmp_path / "generation"), writable=True)
+    shared.bump()
+    started = service.registry.processor_for(RequestCode.GET_ROUTEINFO_BY_TOPIC).started
+    data = b"".join(publication(shared.value, service.routes, service.kv, service.config, started, READ_CODES,
+                                None, part_topics=2))
+
+    clock = TurnClock()
+    replica = Replica(SharedGeneration(str(tmp_path / "generation")), clock)
+    options = argparse.Namespace(upstream=str(tmp_path / "up.sock"), handoff=None, index=0)
+    worker = ReadWorker(options, clock, replica)
+    listened = []
+    worker.listen = lambda: listened.append(replica.generation)
+    worker.makeConnection(StringTransport())
+
+    worker.dataReceived(data)               # 4 parts of 2 topics and the final message, in one read
+    assert len(replica.context.routes.topic_queue_table) == 0 and not listened
+    seen = []
+    for _ in range(5):
+        clock.turn()
+        seen.append(len(replica.context.routes.topic_queue_table))
+    assert seen == [2, 4, 6, 7, 7]
+    assert listened == [shared.value] and replica.fresh()
+    assert not clock.getDelayedCalls()
