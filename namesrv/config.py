@@ -30,6 +30,7 @@ class Property:
     description: str
     path: bool = False  # a file or directory: "~" is expanded
     auto: object = None  # for "auto": a function giving the value this machine should use
+    per_instance: bool = False  # a default file path that carries the port (see instance_path)
 
     @property
     def type(self):
@@ -71,6 +72,24 @@ def Str(name, default, description, path=False):
     return Property(name, "String", default, description, path)
 
 
+def InstanceFile(name, default, description):
+    """A file the server writes, whose default differs per listening port (instance_path)."""
+    return Property(name, "String", default, description, path=True, per_instance=True)
+
+
+#: the port whose instance keeps Java's default file names (a drop-in for one Java NameServer)
+JAVA_PORT = 9876
+
+
+def instance_path(path, port):
+    """``path`` for the instance on ``port``: Java's name on 9876, ``name-<port>.ext`` elsewhere,
+    so two instances on one host never share a default file (a KV store, a route snapshot)."""
+    if not path or int(port) == JAVA_PORT:
+        return path
+    root, ext = os.path.splitext(path)
+    return "%s-%d%s" % (root, int(port), ext)
+
+
 def _home(*parts):
     return os.path.join("~", *parts)
 
@@ -86,8 +105,8 @@ ALWAYS_BLACK_LISTED = frozenset(["configBlackList", "configStorePath", "kvConfig
 PROPERTIES = [
     # NamesrvConfig, 4.9 and 5.x
     Str("rocketmqHome", "", "RocketMQ installation directory (empty: $ROCKETMQ_HOME); base of a relative aclFile", path=True),
-    Str("kvConfigPath", _home("namesrv", "kvConfig.json"), "KV config store file", path=True),
-    Str("configStorePath", _home("namesrv", "namesrv.properties"), "where UPDATE_NAMESRV_CONFIG persists; the -c file when given", path=True),
+    InstanceFile("kvConfigPath", _home("namesrv", "kvConfig.json"), "KV config store file (default on a port other than 9876: kvConfig-<port>.json)"),
+    InstanceFile("configStorePath", _home("namesrv", "namesrv.properties"), "where UPDATE_NAMESRV_CONFIG persists; the -c file when given (default on a port other than 9876: namesrv-<port>.properties)"),
     Str("productEnvName", "center", "cluster-test product environment name"),
     Bool("clusterTest", False, "cluster-test mode (not implemented; kept for compatibility)"),
     Bool("orderMessageEnable", False, "add orderTopicConf from the ORDER_TOPIC_CONFIG KV namespace to routes"),
@@ -138,11 +157,11 @@ PROPERTIES = [
     Int("serverMaxConnections", 10000, "connections above this are closed at once (0 = no limit)"),
     Int("serverSlowReaderTimeoutSeconds", 30, "disconnect a peer that has not read its answers for this long"),
     Bool("routeSnapshotEnable", True, "save and restore the route tables (warm restart)"),
-    Str("routeSnapshotPath", _home("namesrv", "routeSnapshot.msgpack"), "route snapshot file", path=True),
+    InstanceFile("routeSnapshotPath", _home("namesrv", "routeSnapshot.msgpack"), "route snapshot file (default on a port other than 9876: routeSnapshot-<port>.msgpack); restored only by the instance that wrote it"),
     Int("routeSnapshotInterval", 30, "seconds between route snapshots"),
     Bool("eventLogEnable", True, "write the structured event log"),
     Str("logDir", _home("logs", "rocketmqlogs"), "directory of the event log", path=True),
-    Str("eventLogPath", "", "event log file (empty: <logDir>/namesrv-events.log)", path=True),
+    Str("eventLogPath", "", "event log file (empty: <logDir>/namesrv-events.log, namesrv-events-<port>.log on a port other than 9876)", path=True),
     Long("eventLogMaxBytes", 104857600, "rotate the event log at this size"),
     Int("eventLogBackups", 10, "rotated event log files kept"),
     Int("kvConfigPrintInterval", 600, "seconds between KV table prints to the log"),
@@ -231,9 +250,26 @@ class NamesrvConfig:
         object.__setattr__(self, "_values", values)
         object.__setattr__(self, "_extras", {})
         object.__setattr__(self, "_listeners", [])
+        object.__setattr__(self, "_explicit", set())   # per-instance paths someone set
         # Every property is also a plain instance attribute: handlers read several per request,
         # and a __getattr__ hook would cost ~1.5 µs each (bench/results/latest.md).
         self.__dict__.update(values)
+        self._derive_instance_paths()
+
+    def _derive_instance_paths(self):
+        """Per-instance defaults follow ``listenPort`` until set (``-c``, command line) or pinned."""
+        for prop in PROPERTIES:
+            if prop.per_instance and prop.name not in self._explicit:
+                value = instance_path(parse_value(prop, java_text(prop.default)), self.listenPort)
+                self._values[prop.name] = self.__dict__[prop.name] = value
+
+    def pin_instance_paths(self):
+        """At start: the files this instance uses stay where they are whatever listenPort becomes."""
+        self._explicit.update(p.name for p in PROPERTIES if p.per_instance)
+
+    def instance_id_path(self):
+        """The file holding this instance's id: next to its KV file, so each KV file has its own."""
+        return self.kvConfigPath + ".instance"
 
     def __getattr__(self, name):
         raise AttributeError(name)
@@ -284,6 +320,7 @@ class NamesrvConfig:
                 parsed[key] = parse_value(prop, text)
             except ValueError as e:
                 raise ConfigError("%s: bad value %r for %s (%s): %s" % (source, text, key, prop.kind, e))
+        self._explicit.update(key for key in parsed if _BY_NAME[key].per_instance)
         changes = {}
         for table, updates in ((self._values, parsed), (self._extras, extras)):
             for key, value in updates.items():
@@ -293,6 +330,8 @@ class NamesrvConfig:
                     self.__dict__[key] = value
                 if old != value:
                     changes[key] = (old, value)
+        if "listenPort" in changes:
+            self._derive_instance_paths()
         if not announce:
             return changes
         for key, (old, new) in changes.items():
@@ -329,4 +368,4 @@ class NamesrvConfig:
     def event_log_path(self):
         if self.eventLogPath:
             return self.eventLogPath
-        return os.path.join(self.logDir, "namesrv-events.log")
+        return instance_path(os.path.join(self.logDir, "namesrv-events.log"), self.listenPort)

@@ -33,6 +33,7 @@ class NamesrvService(service.Service):
         from namesrv.routes import RouteInfoManager
 
         self.config = config
+        config.pin_instance_paths()
         self.reactor = reactor or default_reactor
         self.clock = clock or MonotonicClock()
         self.events = events if events is not None else _make_event_log(config, self.reactor)
@@ -190,7 +191,9 @@ def _make_snapshotter(config, routes, reactor):
     if not config.routeSnapshotEnable or not config.routeSnapshotPath:
         return None
     from namesrv.snapshotfile import RouteSnapshotFile
-    return RouteSnapshotFile(os.path.expanduser(config.routeSnapshotPath), routes, reactor)
+    from namesrv.instance import InstanceIdentity
+    return RouteSnapshotFile(os.path.expanduser(config.routeSnapshotPath), routes, reactor,
+                             owner=InstanceIdentity.for_config(config))
 
 
 def make_service(config, reactor=None, plugin_package=None, clock=None, events=None):

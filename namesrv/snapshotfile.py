@@ -3,7 +3,8 @@
 The Java server forgets every route on restart, so clients get TOPIC_NOT_EXIST until
 brokers re-register (up to 30 s). We restore the last snapshot with every broker's
 heartbeat set to "now": routes are served at once, and brokers that do not come back
-expire by the usual rule. A bad snapshot is logged and ignored, never fatal.
+expire by the usual rule. A bad snapshot is logged and ignored, never fatal, and so is
+one another instance wrote (``owner``: an InstanceIdentity): its brokers never registered here.
 """
 
 import os
@@ -17,14 +18,15 @@ from namesrv.atomicfile import write_atomic
 class RouteSnapshotFile:
     log = Logger()
 
-    def __init__(self, path, routes, reactor):
+    def __init__(self, path, routes, reactor, owner=None):
         self.path = path
         self.routes = routes
+        self.owner = owner
         self.reactor = reactor
         self._writing = False
 
     def restore(self):
-        from namesrv.routes.snapshot import SnapshotError, restore_snapshot
+        from namesrv.routes.snapshot import SnapshotError, restore_snapshot, snapshot_owner
 
         try:
             with open(self.path, "rb") as f:
@@ -35,6 +37,12 @@ class RouteSnapshotFile:
             self.log.warn("route snapshot {path} unreadable, starting empty: {err}", path=self.path, err=e)
             return False
         try:
+            writer = snapshot_owner(data)
+            if self.owner is not None and not self.owner.owns(writer):
+                self.log.warn("route snapshot {path} ignored: written by {writer}, not by this one ({me}); "
+                              "starting empty", path=self.path, writer=self.owner.describe(writer),
+                              me=self.owner.describe(self.owner.as_record()))
+                return False
             restore_snapshot(self.routes, data)
         except SnapshotError as e:
             self.log.warn("route snapshot {path} ignored: {err}", path=self.path, err=e)
@@ -48,7 +56,7 @@ class RouteSnapshotFile:
         from namesrv.routes.snapshot import SnapshotError, encode_snapshot
 
         try:
-            return encode_snapshot(self.routes)
+            return encode_snapshot(self.routes, self.owner.as_record() if self.owner is not None else None)
         except SnapshotError as e:
             self.log.warn("route snapshot {path} not written: {err}", path=self.path, err=e)
             return None

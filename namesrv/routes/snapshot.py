@@ -19,10 +19,12 @@ class SnapshotError(ValueError):
     """The snapshot is corrupt, of another format or of an unsupported version."""
 
 
-def encode_snapshot(routes):
+def encode_snapshot(routes, owner=None):
+    """The tables as bytes; ``owner`` (a small map: which instance writes) is kept with them."""
     data = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
+        "owner": owner,
         "topics": {topic: [[qd.broker_name, qd.read_queue_nums, qd.write_queue_nums, qd.perm, qd.topic_sys_flag]
                            for qd in queue_map.values()]
                    for topic, queue_map in routes.topic_queue_table.items()},
@@ -43,6 +45,22 @@ def encode_snapshot(routes):
         return msgpack.packb(data, use_bin_type=True, unicode_errors="surrogatepass")
     except (OverflowError, TypeError, ValueError) as e:
         raise SnapshotError("the route tables cannot be saved: %s" % e)
+
+
+def snapshot_owner(data):
+    """The ``owner`` map a snapshot was written with (None for none), without decoding the tables."""
+    try:
+        unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, unicode_errors="surrogatepass")
+        unpacker.feed(data)
+        count = unpacker.read_map_header()
+        for _ in range(count):
+            key = unpacker.unpack()
+            if key == "owner":
+                return unpacker.unpack()
+            unpacker.skip()
+    except Exception as e:  # msgpack raises several unrelated types on garbage
+        raise SnapshotError("not a route snapshot: %s" % e)
+    return None
 
 
 def restore_snapshot(routes, data, emit_events=True):

@@ -195,3 +195,32 @@ def test_route_read_workers_auto_is_one_fewer_than_the_usable_cpus(monkeypatch, 
     assert "routeReadWorkers=%d" % expected in config.to_properties_text().splitlines()
     with pytest.raises(ConfigError, match="not an integer or auto"):
         config.update({"routeReadWorkers": "many"})
+
+
+def test_default_files_carry_the_port_except_on_java_port_and_stay_once_pinned():
+    from namesrv.config import instance_path
+    assert instance_path("/n/kvConfig.json", 9876) == "/n/kvConfig.json"
+    assert instance_path("/n/kvConfig.json", 9877) == "/n/kvConfig-9877.json"
+    config = NamesrvConfig()
+    java = config.kvConfigPath, config.routeSnapshotPath, config.configStorePath, config.event_log_path()
+    config.update({"listenPort": "10001"})
+    assert config.kvConfigPath.endswith("kvConfig-10001.json") and config.instance_id_path().endswith(".json.instance")
+    assert config.routeSnapshotPath.endswith("routeSnapshot-10001.msgpack")
+    assert config.configStorePath.endswith("namesrv-10001.properties")
+    assert config.event_log_path().endswith("namesrv-events-10001.log")
+    config.update({"routeSnapshotPath": "/s/mine.snapshot", "listenPort": "9876"})
+    assert (config.kvConfigPath, config.configStorePath) == java[0::2]
+    assert config.routeSnapshotPath == "/s/mine.snapshot" and config.event_log_path() == java[3]
+    config.pin_instance_paths()
+    config.update({"listenPort": "10002"})
+    assert config.kvConfigPath == java[0]
+
+
+def test_instance_id_is_made_once_and_kept(tmp_path):
+    from namesrv.instance import InstanceIdentity, load_instance_id
+    path = str(tmp_path / "kv.json.instance")
+    first = load_instance_id(path)
+    assert load_instance_id(path) == first and len(first) == 32
+    me = InstanceIdentity(first, "127.0.0.1:9876")
+    assert me.owns(me.as_record())
+    assert not me.owns({"instance": first, "listen": "127.0.0.1:9877"}) and not me.owns(None)

@@ -1,0 +1,77 @@
+"""Two instances on one host: each restores its own routes only (files per instance, snapshot owner)."""
+
+import os
+
+from namesrv.protocol.codes import ResponseCode
+from tests.brokers import register_request, route_request
+from tests.integration.server import NamesrvProcess, free_port
+
+
+class DefaultPathsNamesrv(NamesrvProcess):
+    """A server that writes where a user's would by default: only HOME is ours (tmp_path)."""
+
+    def __init__(self, home, workdir, port, properties=None):
+        os.makedirs(workdir, exist_ok=True)
+        NamesrvProcess.__init__(self, workdir, properties, port=port)
+        with open(self.config_file, "w") as f:
+            f.write("listenPort=%d\nbindAddress=127.0.0.1\n" % port)
+            for key, value in (properties or {}).items():
+                f.write("%s=%s\n" % (key, value))
+        self.home = str(home)
+
+    def env(self):
+        return dict(NamesrvProcess.env(self), HOME=self.home)
+
+
+def register_only_on(server, broker_name, topic):
+    with server.client() as broker:
+        answer = broker.call(register_request("C", broker_name, "127.0.0.1:10911", topics=[topic, topic + "2"]))
+        assert answer.code == ResponseCode.SUCCESS
+
+
+def route_code(server, topic):
+    with server.client() as client:
+        return client.call(route_request(topic)).code
+
+
+def test_default_files_differ_per_port_and_each_instance_restores_only_its_own_routes(tmp_path):
+    port_a, port_b = free_port(), free_port()
+    a = DefaultPathsNamesrv(tmp_path, tmp_path / "a", port_a).start()
+    try:
+        register_only_on(a, "inst-a", "OnlyOnA")
+    finally:
+        a.stop()
+    home = os.listdir(tmp_path / "namesrv")
+    assert "routeSnapshot-%d.msgpack" % port_a in home and "kvConfig-%d.json.instance" % port_a in home
+
+    b = DefaultPathsNamesrv(tmp_path, tmp_path / "b", port_b).start()
+    try:
+        assert route_code(b, "OnlyOnA") == ResponseCode.TOPIC_NOT_EXIST
+    finally:
+        b.stop()
+
+    again = DefaultPathsNamesrv(tmp_path, tmp_path / "a2", port_a).start()   # A's warm restart still works
+    try:
+        assert route_code(again, "OnlyOnA") == ResponseCode.SUCCESS
+    finally:
+        again.stop()
+    logs = os.listdir(tmp_path / "logs" / "rocketmqlogs")
+    assert {"namesrv-events-%d.log" % port_a, "namesrv-events-%d.log" % port_b} <= set(logs)
+
+
+def test_a_snapshot_another_instance_wrote_is_logged_and_ignored(tmp_path):
+    shared = str(tmp_path / "shared.snapshot")
+    for name in ("a", "b"):
+        os.makedirs(tmp_path / name)
+    a = NamesrvProcess(tmp_path / "a", {"routeSnapshotPath": shared}).start()
+    try:
+        register_only_on(a, "inst-a", "OnlyOnA")
+    finally:
+        a.stop()
+    b = NamesrvProcess(tmp_path / "b", {"routeSnapshotPath": shared}).start()
+    try:
+        assert route_code(b, "OnlyOnA") == ResponseCode.TOPIC_NOT_EXIST
+    finally:
+        b.stop()
+    assert "route snapshot %s ignored: written by instance" % shared in b.log()
+    assert "not by this one" in b.log()
