@@ -23,10 +23,17 @@ class DefaultPathsNamesrv(NamesrvProcess):
         return dict(NamesrvProcess.env(self), HOME=self.home)
 
 
-def register_only_on(server, broker_name, topic):
-    with server.client() as broker:
+def register_and_stop(server, broker_name, topic):
+    """Register, then stop the server while the broker is still connected (a broker's close
+    would forget it: the snapshot must hold a live broker for the test to mean anything)."""
+    broker = server.client()
+    try:
         answer = broker.call(register_request("C", broker_name, "127.0.0.1:10911", topics=[topic, topic + "2"]))
         assert answer.code == ResponseCode.SUCCESS
+        assert route_code(server, topic) == ResponseCode.SUCCESS
+    finally:
+        server.stop()
+        broker.close()
 
 
 def route_code(server, topic):
@@ -37,10 +44,7 @@ def route_code(server, topic):
 def test_default_files_differ_per_port_and_each_instance_restores_only_its_own_routes(tmp_path):
     port_a, port_b = free_port(), free_port()
     a = DefaultPathsNamesrv(tmp_path, tmp_path / "a", port_a).start()
-    try:
-        register_only_on(a, "inst-a", "OnlyOnA")
-    finally:
-        a.stop()
+    register_and_stop(a, "inst-a", "OnlyOnA")
     home = os.listdir(tmp_path / "namesrv")
     assert "routeSnapshot-%d.msgpack" % port_a in home and "kvConfig-%d.json.instance" % port_a in home
 
@@ -64,10 +68,7 @@ def test_a_snapshot_another_instance_wrote_is_logged_and_ignored(tmp_path):
     for name in ("a", "b"):
         os.makedirs(tmp_path / name)
     a = NamesrvProcess(tmp_path / "a", {"routeSnapshotPath": shared}).start()
-    try:
-        register_only_on(a, "inst-a", "OnlyOnA")
-    finally:
-        a.stop()
+    register_and_stop(a, "inst-a", "OnlyOnA")
     b = NamesrvProcess(tmp_path / "b", {"routeSnapshotPath": shared}).start()
     try:
         assert route_code(b, "OnlyOnA") == ResponseCode.TOPIC_NOT_EXIST
