@@ -231,12 +231,13 @@ class _QuietSite(server.Site):
 
 
 class MetricsHttpService(service.Service):
-    """Serves ``/metrics`` on ``port`` (0 picks a free one: tests) at ``interface``."""
+    """Serves ``/metrics`` (and ``/health`` given a Readiness) on ``port`` (0 picks a free one: tests) at ``interface``."""
 
     name = "prometheus"
 
-    def __init__(self, metrics, port, interface="127.0.0.1", reactor=None):
+    def __init__(self, metrics, port, interface="127.0.0.1", reactor=None, readiness=None):
         self.metrics = metrics
+        self.readiness = readiness
         self.port_number = port
         self.interface = interface
         self.reactor = reactor
@@ -249,6 +250,9 @@ class MetricsHttpService(service.Service):
             from twisted.internet import reactor
         root = resource.Resource()
         root.putChild(b"metrics", self.metrics.resource(reactor))
+        if self.readiness is not None:
+            from namesrv.health import HealthResource
+            root.putChild(b"health", HealthResource(self.readiness, reactor))
         site = _QuietSite(root)
         site.noisy = False
         self.port = reactor.listenTCP(self.port_number, site, interface=self.interface)

@@ -9,6 +9,7 @@ from twisted.logger import Logger
 
 from namesrv.clock import MonotonicClock
 from namesrv.context import NamesrvContext, NullEventLog
+from namesrv.health import Readiness
 from namesrv.housekeeping import BrokerHousekeeping
 from namesrv.registry import ProcessorRegistry
 from namesrv.security.wiring import secure_service
@@ -47,6 +48,7 @@ class NamesrvService(service.Service):
                                       server_id="%s:%s" % (config.bindAddress, config.listenPort))
         self.registry = ProcessorRegistry.from_plugins(self.context, plugin_package)
         self.housekeeping = BrokerHousekeeping(self.routes, self.events)
+        self.readiness = Readiness()
         self.factory = RemotingServerFactory(self.registry, config, self.housekeeping, self.events, self.reactor)
         self.listen_factory = secure_service(self)
         self.answer_cache = _make_answer_cache(config, self.registry, self.routes, self.kv)
@@ -81,6 +83,7 @@ class NamesrvService(service.Service):
         if self.read_workers is not None:
             self.read_workers.start(address.port)
         self.context.server_id = "%s:%s" % (address.host, address.port)
+        self.readiness.serving_address = (address.host, address.port)
         if hasattr(self.events, "server_id"):
             self.events.server_id = self.context.server_id
         config = self.config
@@ -109,6 +112,7 @@ class NamesrvService(service.Service):
 
     def stopService(self):
         service.Service.stopService(self)
+        self.readiness.serving_address = None
         for delayed in self._delayed:
             if delayed.active():
                 delayed.cancel()

@@ -125,7 +125,7 @@ def secure_service(service):
         service.registry.add_observer(metrics)
         watch_events(getattr(service, "events", None), metrics.event)
         MetricsHttpService(metrics, metrics_port, getattr(config, "bindAddress", "127.0.0.1") or "127.0.0.1",
-                           reactor).setServiceParent(security)
+                           reactor, readiness=service.readiness).setServiceParent(security)
 
     service.security = security
     return listen_factory

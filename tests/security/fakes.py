@@ -93,4 +93,4 @@ def service(reactor, processor=None, **values):
     registry = ProcessorRegistry([processor], events=events)
     factory = RemotingServerFactory(registry, cfg, Housekeeping(), events, reactor)
     return types.SimpleNamespace(config=cfg, reactor=reactor, registry=registry, factory=factory,
-                                 events=events, routes=Routes(), processor=processor)
+                                 events=events, routes=Routes(), processor=processor, readiness=None)

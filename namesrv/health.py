@@ -1,0 +1,90 @@
+"""``/health`` on the metrics port: ready only once the routes are restored and the remoting port answers.
+
+An orchestrator (systemd's ExecStartPost, a Kubernetes readiness probe, a load balancer) asks
+this before sending traffic. "Listening" is not enough: with read workers in exclusive mode
+the port is held by the main process but accepts nothing until a worker has its first
+replica. So each check sends one real request (GET_BROKER_CLUSTER_INFO) to the remoting
+port over TCP, as a client would, and answers 200 only when an answer comes back in time.
+Any answer counts (with ACL on, NO_PERMISSION still proves the port serves).
+"""
+
+import json
+
+from twisted.internet import defer
+from twisted.logger import Logger
+from twisted.web import resource, server
+
+from namesrv.protocol.codes import RequestCode
+from namesrv.protocol.command import make_request
+
+log = Logger()
+
+PROBE_TIMEOUT = 2.0
+
+
+class Readiness:
+    """What the service tells the probe: ``serving_address`` is (host, port) once the tables are
+    restored and the port is open, None before and after."""
+
+    def __init__(self):
+        self.serving_address = None
+
+
+def probe_host(bind_address):
+    """Where to connect to reach a port bound to ``bind_address`` (any-address binds: loopback)."""
+    if bind_address in ("", "0.0.0.0"):
+        return "127.0.0.1"
+    if bind_address == "::":
+        return "::1"
+    return bind_address
+
+
+@defer.inlineCallbacks
+def probe(reactor, host, port, timeout=PROBE_TIMEOUT):
+    """One GET_BROKER_CLUSTER_INFO round trip; returns the milliseconds it took, raises on failure."""
+    from namesrv.client import connect
+    started = reactor.seconds()
+    client = yield connect(reactor, host, port).addTimeout(timeout, reactor)
+    try:
+        remaining = max(0.1, timeout - (reactor.seconds() - started))
+        yield client.call(make_request(RequestCode.GET_BROKER_CLUSTER_INFO)).addTimeout(remaining, reactor)
+    finally:
+        client.transport.loseConnection()
+    return (reactor.seconds() - started) * 1000.0
+
+
+class HealthResource(resource.Resource):
+    """GET /health: 200 ``{"status": "UP", ...}`` or 503 ``{"status": "DOWN", "reason": ...}``."""
+
+    isLeaf = True
+
+    def __init__(self, readiness, reactor):
+        resource.Resource.__init__(self)
+        self.readiness = readiness
+        self.reactor = reactor
+
+    def render_GET(self, request):
+        request.setHeader(b"content-type", b"application/json")
+        request.setHeader(b"cache-control", b"no-store")
+        address = self.readiness.serving_address
+        if address is None:
+            return self._answer(request, 503, {"status": "DOWN", "reason": "starting or stopping"})
+        host, port = address
+        gone = []
+        request.notifyFinish().addErrback(lambda failure: gone.append(failure))
+        d = probe(self.reactor, probe_host(host), port)
+        d.addCallbacks(
+            lambda ms: {"status": "UP", "remoting": "%s:%d" % (host, port), "probeMillis": round(ms, 2)},
+            lambda failure: {"status": "DOWN", "remoting": "%s:%d" % (host, port),
+                             "reason": "no answer from the remoting port: %s" % failure.getErrorMessage()})
+        d.addCallback(lambda body: None if gone else self._finish(request, body))
+        return server.NOT_DONE_YET
+
+    def _finish(self, request, body):
+        request.setResponseCode(200 if body["status"] == "UP" else 503)
+        request.write(json.dumps(body).encode() + b"\n")
+        request.finish()
+
+    def _answer(self, request, code, body):
+        request.setResponseCode(code)
+        return json.dumps(body).encode() + b"\n"
