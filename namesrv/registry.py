@@ -11,6 +11,7 @@ from namesrv.context import NullEventLog
 from namesrv.interfaces import IRequestProcessor, IRequestProcessorFactory
 from namesrv.protocol.codes import ResponseCode, request_name
 from namesrv.protocol.command import HeaderFieldError
+from namesrv.refusals import RefusalLog
 
 log = Logger()
 
@@ -47,8 +48,9 @@ class ProcessorRegistry:
     answered, errors included, as in Java.
     """
 
-    def __init__(self, processors, events=None, timer=time.perf_counter, policies=(), observers=()):
+    def __init__(self, processors, events=None, timer=time.perf_counter, policies=(), observers=(), refusals=None):
         self.events = events if events is not None else NullEventLog()
+        self.refusals = refusals if refusals is not None else RefusalLog()
         self.timer = timer
         self.policies = list(policies)
         self.observers = [self.events, *observers]
@@ -159,6 +161,8 @@ class ProcessorRegistry:
         response_code = response.code if response is not None else -1
         for observer in self.observers:
             observer.record_request(request.code, response_code, micros, connection.peer)
+        if response_code > 0:
+            self.refusals.note(request, response, connection.peer)
         if request.is_oneway:
             return None
         return response

@@ -32,6 +32,18 @@ ZONE_MODE = "__ZONE_MODE"
 FREEZE_AFTER_TOPICS = 1000
 ZONE_NAME = "__ZONE_NAME"
 
+# Refusals that explain themselves: Java's remark first (whatever matches it still does),
+# then what was wrong and what to do, on one line.
+CRC_MISMATCH = ("crc32 not match: the body's CRC32 is %d but the bodyCrc32 header says %d; the body was "
+                "altered on the way: the broker resends at its next registration")
+SINGLE_TOPIC_REFUSED = ("register broker failed: broker %s id %s at %s is not registered here and sent a "
+                        "registration with a single topic, taken as an incremental update racing a name server "
+                        "restart (the 5.x rule) and refused; nothing to do: its next full registration "
+                        "(within 30 s) is accepted")
+NOT_READY = ("name server not ready: route queries are answered %.0f s after start (needWaitForService, "
+             "waitSecondsForService) so that brokers re-register first; retry shortly")
+LIST_DISABLED = "disable: topic lists are switched off on this name server (%s=false); set it to true to allow them"
+
 _DEFAULTS = {
     "orderMessageEnable": False,
     "enableAllTopicList": True,
@@ -148,7 +160,7 @@ class RouteProcessor:
 
         body = request.body
         if body_crc32 != 0 and bodies.crc32(body) != body_crc32:
-            return self._error(request, "crc32 not match")
+            return self._error(request, CRC_MISMATCH % (bodies.crc32(body), body_crc32))
         delete_topics = bool(self._config("deleteTopicWithBrokerRegistration"))
         fingerprint = self._fingerprint(request, delete_topics)
         last = self._last_registrations.get((cluster, broker_addr))
@@ -173,7 +185,7 @@ class RouteProcessor:
             enable_acting_master=enable_acting_master,
             delete_topic_with_broker_registration=delete_topics)
         if result is None:
-            return self._error(request, "register broker failed")
+            return self._error(request, SINGLE_TOPIC_REFUSED % (broker_name, broker_id, broker_addr))
         topics, data_version = len(wrapper.topic_config_table), wrapper.data_version.as_event()
         if topics >= FREEZE_AFTER_TOPICS:
             # The tables just grew by tens of thousands of long-lived objects: move everything
@@ -239,7 +251,7 @@ class RouteProcessor:
     def get_route_info_by_topic(self, request, connection):
         topic = request.require("topic")
         if not self._ready():
-            return self._error(request, "name server not ready")
+            return self._error(request, NOT_READY % float(self._config("waitSecondsForService")))
         standard = bodies.use_standard_json(request.version, request.get_bool("acceptStandardJsonOnly", False))
         order_topic_conf = None
         if self._config("orderMessageEnable"):
@@ -289,7 +301,7 @@ class RouteProcessor:
 
     def get_all_topic_list(self, request, connection):
         if not self._config("enableAllTopicList"):
-            return self._error(request, "disable")
+            return self._error(request, LIST_DISABLED % "enableAllTopicList")
         return request.make_response(ResponseCode.SUCCESS, body=self.routes.all_topic_list_body())
 
     def delete_topic(self, request, connection):
@@ -309,7 +321,7 @@ class RouteProcessor:
 
     def get_topics_by_cluster(self, request, connection):
         if not self._config("enableTopicList"):
-            return self._error(request, "disable")
+            return self._error(request, LIST_DISABLED % "enableTopicList")
         topics = self.routes.topics_by_cluster(request.require("cluster"))
         return request.make_response(ResponseCode.SUCCESS, body=bodies.encode_topic_list(topics))
 
@@ -320,7 +332,7 @@ class RouteProcessor:
     def _topic_list_handler(self, query):
         def handler(request, connection):
             if not self._config("enableTopicList"):
-                return self._error(request, "disable")
+                return self._error(request, LIST_DISABLED % "enableTopicList")
             topics = getattr(self.routes, query)()
             return request.make_response(ResponseCode.SUCCESS, body=bodies.encode_topic_list(topics))
         return handler
