@@ -88,3 +88,39 @@ class HealthResource(resource.Resource):
     def _answer(self, request, code, body):
         request.setResponseCode(code)
         return json.dumps(body).encode() + b"\n"
+
+
+def main(argv=None):
+    """``python -m namesrv.health [--wait SECONDS] URL``: exit 0 once URL's /health says UP.
+
+    For a systemd ExecStartPost or a container's health check (a blocking CLI, never run
+    inside the server).
+    """
+    import argparse
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+
+    parser = argparse.ArgumentParser(prog="python -m namesrv.health", description=main.__doc__.splitlines()[0])
+    parser.add_argument("url", help="the health URL, e.g. http://127.0.0.1:5557/health")
+    parser.add_argument("--wait", type=float, default=0.0, help="keep asking for this many seconds (default: once)")
+    args = parser.parse_args(argv)
+    deadline = time.monotonic() + args.wait
+    while True:
+        try:
+            with urllib.request.urlopen(args.url, timeout=5) as answer:
+                print(answer.read().decode(errors="replace").strip())
+                return 0
+        except urllib.error.HTTPError as e:
+            reason = e.read().decode(errors="replace").strip()
+        except (OSError, ValueError) as e:
+            reason = "%s: %s" % (args.url, getattr(e, "reason", e))
+        if time.monotonic() >= deadline:
+            print("namesrv not ready: %s" % reason, file=sys.stderr)
+            return 1
+        time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
