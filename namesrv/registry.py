@@ -58,6 +58,9 @@ class ProcessorRegistry:
         self.answer_cache = None     # set by the service; invalidated when policies/observers change
         #: called with no arguments when a policy or observer is added (read workers republish)
         self.change_listeners = []
+        #: called with no arguments just before each answer leaves (read workers' generation: an
+        #: answer that shows a change is never followed by a read that does not)
+        self.answer_hooks = []
         self._cache_allowed = {}
         self._by_code = {}
         for processor in self.processors:
@@ -163,6 +166,8 @@ class ProcessorRegistry:
             observer.record_request(request.code, response_code, micros, connection.peer)
         if response_code > 0:
             self.refusals.note(request, response, connection.peer)
+        for hook in self.answer_hooks:
+            hook()
         if request.is_oneway:
             return None
         return response

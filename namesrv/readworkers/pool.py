@@ -55,6 +55,7 @@ class ReadWorkerPool:
         self._send_call = None
         self._publish_work = 0.0       # reactor time the running publication has taken so far
         self._published_generation = None
+        self._unsettled = False        # tables changed since the shared counter was last bumped
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self, port):
@@ -75,6 +76,7 @@ class ReadWorkerPool:
         service.kv.change_listeners.append(self.changed)
         service.config.add_listener(self.changed)
         service.registry.change_listeners.append(self.changed)
+        service.registry.answer_hooks.append(self.settle)
         for index in range(self.count):
             self._spawn(index)
         log.info("{n} route read worker(s) share port {port}", n=self.count, port=port)
@@ -151,11 +153,25 @@ class ReadWorkerPool:
 
     # -- replicas ----------------------------------------------------------------------------
     def changed(self, *ignored):
-        """Something a read could see changed: replicas are stale from now on; publish soon."""
+        """Something a read could see changed: publish soon; replicas are stale once settled."""
         if not self.running:
             return
-        self.generation.bump()
+        self._unsettled = True
         self._schedule_publish()
+
+    def settle(self):
+        """Bump the shared counter if anything changed since the last bump: from then on workers
+        forward every read until their replica catches up.
+
+        Called just before the main process writes any answer, and when a publication begins.
+        So a change is settled before its acknowledgement leaves (read-after-write holds), but
+        not while the change's own work goes on: the grouping and logging of a 100,000-topic
+        registration's route changes runs while the workers still answer from the replica
+        (as they may: nobody has been told of the change yet).
+        """
+        if self._unsettled:
+            self._unsettled = False
+            self.generation.bump()
 
     def _schedule_publish(self):
         if self._messages is not None:
@@ -185,6 +201,7 @@ class ReadWorkerPool:
         self._publish_call = None
         if not self.running or self._messages is not None:
             return
+        self.settle()
         full, topics = self.tracker.take()
         if any(worker.needs_full for worker in self.workers.values()):
             full = True
@@ -230,7 +247,7 @@ class ReadWorkerPool:
 
     def _stale(self):
         """Did anything change since the publication that just ended began?"""
-        return self._published_generation != self.generation.value
+        return self._unsettled or self._published_generation != self.generation.value
 
     # -- counts from the workers -----------------------------------------------------------
     def record_counts(self, index, counts):
