@@ -5,6 +5,7 @@ by the worker: TLS terminated there, signatures checked there, certificates and 
 file reloaded there (its log lines reach the main log as ``[read-worker-0]``).
 """
 
+import os
 import re
 import signal
 import socket
@@ -197,3 +198,27 @@ def test_signed_route_reads_are_checked_and_answered_by_the_worker(make_namesrv,
         welcome = client.call(_signed("Guarded", "newcomer1", "abcdefgh"))
         assert welcome.code == ResponseCode.SUCCESS and b"broker-d" in welcome.body
     assert answered_by_workers(server) >= 54
+
+
+def test_a_killed_tls_worker_is_replaced_and_its_tls_brokers_are_forgotten(make_namesrv, tmp_path):
+    """A TLS broker's session died with its worker: the main process runs the housekeeping of its
+    forwarded connection, and the replacement worker serves TLS again (the broker would re-register)."""
+    properties, _ = tls_properties(tmp_path, "enforcing")
+    server = make_namesrv(properties).start()
+    broker = TlsClient(server.port)
+    try:
+        register_broker(broker, "broker-e", "127.0.0.1:10915", ["Lost", "Other"])
+        children = open("/proc/%d/task/%d/children" % (server.process.pid, server.process.pid)).read().split()
+        os.kill(int(children[0]), signal.SIGKILL)
+        wait_for_log(server, "route read worker 0 exited")
+        wait_for_log(server, "broker 127.0.0.1:10915 (broker-e) removed: its connection")
+        deadline = time.monotonic() + 30
+        while server.log().count("read worker 0 listening") < 2:
+            assert time.monotonic() < deadline, server.log()[-3000:]
+            time.sleep(0.05)
+        with TlsClient(server.port) as producer:
+            assert producer.call(route_request("Lost")).code == ResponseCode.TOPIC_NOT_EXIST
+            register_broker(producer, "broker-e", "127.0.0.1:10915", ["Lost", "Other"], counter=2)
+            assert producer.call(route_request("Lost")).code == ResponseCode.SUCCESS
+    finally:
+        broker.close()
