@@ -111,8 +111,9 @@ class WorkerGuards(app_service.MultiService):
             self._load_acl(options.acl_file)
 
     def _load_tls(self, options):
-        """Raises TlsConfigError when the files cannot be used (the worker then exits; the pool
-        starts another a second later, which tries again)."""
+        """Raises TlsConfigError when the files cannot be used: the worker then exits, and the pool
+        starts another a second later, which tries again (the main process keeps serving the
+        pair it loaded; when it listens too, it takes the clients meanwhile)."""
         from namesrv.security.certs import ServerTlsMaterial
         from namesrv.security.filewatch import FileWatcher
         self.material = ServerTlsMaterial(cert_path=options.tls_cert, key_path=options.tls_key,
@@ -125,16 +126,27 @@ class WorkerGuards(app_service.MultiService):
                         clock=self.reactor).setServiceParent(self)
 
     def _load_acl(self, path):
-        """Raises AclFileError when the file cannot be read now (as the main process refuses to start)."""
+        """The same store and check as the main process's. A file that cannot be read now (the main
+        process read it at its start, and keeps those credentials) holds the replica: every request
+        goes to the main process until the file reads again."""
         from namesrv.security.acl import AclPolicy, AclStore
+        from namesrv.security.aclfile import AclFileError
         from namesrv.security.classes import RequestClassifier
         from namesrv.security.filewatch import FileWatcher
         self.acl_store = AclStore(path)
-        self.acl_store.load()
         replica = self.replica
+        try:
+            self.acl_store.load()
+        except AclFileError as e:
+            log.error("ACL: {error}; forwarding every request to the main process until it reads", error=str(e))
+            replica.held = True
         classifier = RequestClassifier.from_registry(replica.registry)
         replica.registry.add_policy(AclPolicy(self.acl_store, classifier, ReplicaConfig(replica), [self.rejections]))
-        FileWatcher([path], self.acl_store.reload, self.interval, clock=self.reactor).setServiceParent(self)
+        FileWatcher([path], self._reload_acl, self.interval, clock=self.reactor).setServiceParent(self)
+
+    def _reload_acl(self, changed):
+        if self.acl_store.reload(changed):
+            self.replica.held = False
 
     def listen_factory(self, wrapped):
         """What the worker listens with: ``wrapped`` itself, or wrapped in first-byte TLS sniffing."""

@@ -12,7 +12,7 @@ from zope.interface import alsoProvides
 from namesrv import tlsmode
 from namesrv.config import NamesrvConfig
 from namesrv.metrics import NamesrvMetrics
-from namesrv.protocol.codec import encode_frame
+from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from namesrv.readworkers.feed import MessageReader, counts_message
@@ -72,13 +72,33 @@ def test_paths_travel_absolute_and_the_worker_loads_the_same_files(tmp_path, mon
     assert isinstance(guards.listen_factory(protocol.Factory()), tlsmode.TlsSniffingFactory)
 
 
-def test_a_worker_never_starts_unguarded(tmp_path):
-    options = parse_args(BASE_ARGS + ["--acl-file", str(tmp_path / "missing.yml")])
-    replica = Replica(SharedGeneration(str(tmp_path / "g"), writable=True), task.Clock())
-    with pytest.raises(ValueError):
-        WorkerGuards(options, replica, task.Clock())
-    with pytest.raises(ValueError):
-        WorkerGuards(parse_args(BASE_ARGS + ["--tls-mode", "permissive"]), replica, task.Clock())
+def test_a_worker_never_serves_unguarded(tmp_path):
+    with pytest.raises(ValueError):   # no certificate: the worker exits (and is started again later)
+        WorkerGuards(parse_args(BASE_ARGS + ["--tls-mode", "permissive"]), None, task.Clock())
+
+
+def test_an_unreadable_acl_file_sends_everything_to_the_main_process_until_it_reads(tmp_path):
+    harness = Harness(tmp_path)
+    answer = harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2"]))
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
+    harness.publish()
+    acl = tmp_path / "acl.yml"
+    clock = task.Clock()
+    guards = WorkerGuards(parse_args(BASE_ARGS + ["--acl-file", str(acl)]), harness.replica, clock)
+    factory = Factory(harness.replica, str(tmp_path / "none.sock"), task.Clock())
+    proto, transport = connect(factory)
+    frame = encode_frame(signed_route("T1"))
+    proto.dataReceived(frame)
+    assert factory.upstream.frames == [frame[4:]] and transport.value() == b""
+    guards.startService()
+    try:
+        acl.write_text(ACL)
+        clock.advance(0.5)
+        proto.dataReceived(frame)
+        assert [decode_frame(f[4:]).code for f in written_frames(transport)] == [ResponseCode.SUCCESS]
+        assert factory.upstream.frames == [frame[4:]]
+    finally:
+        guards.stopService()
 
 
 class AclHarness(Harness):
