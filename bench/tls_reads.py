@@ -6,7 +6,9 @@ connections, each keeping ``depth`` requests in flight in lock-step (send a batc
 answers, send the next). Every set-up serves the same fleet; brokers connect plain (the port
 is permissive) and stay connected. Bounded: each run lasts ``warmup + duration`` seconds.
 
-Prints one line per set-up: answers per second in the window, errors (non-SUCCESS answers).
+Prints one line per set-up: answers per second in the window, the server's CPU time (main
+process and workers) per answer over the whole run, and errors (non-SUCCESS answers). On a
+shared machine the CPU per answer moves less than the rate.
 """
 
 import argparse
@@ -70,7 +72,7 @@ def _client(port, tls, topics, connections, depth, warmup, duration, results):
     buffers = [b""] * connections
     start = time.monotonic()
     measure_from, stop_at = start + warmup, start + warmup + duration
-    answers = errors = 0
+    answers = errors = total = 0
     for sock, batch in zip(socks, batches):
         sock.sendall(batch)
     while True:
@@ -80,17 +82,19 @@ def _client(port, tls, topics, connections, depth, warmup, duration, results):
         for i, sock in enumerate(socks):
             ok, buffers[i] = _read_answers(sock, buffers[i], depth)
             sock.sendall(batches[i])
+            total += depth
             if now >= measure_from:
                 answers += depth
                 errors += depth - ok
     for sock in socks:
         sock.close()
-    results.put((answers, errors))
+    results.put((answers, errors, total))
 
 
 def run_setup(name, mode, workers, exclusive, args):
     properties = {"tlsMode": mode, "tlsTestModeEnable": "true", "routeReadWorkers": str(workers),
-                  "routeReadWorkersExclusive": "true" if exclusive else "false"}
+                  "routeReadWorkersExclusive": "true" if exclusive else "false",
+                  "answerCacheEnable": "false" if args.no_cache else "true"}
     server = NamesrvServer(properties=properties)
     server.start()
     brokers = []
@@ -107,14 +111,18 @@ def run_setup(name, mode, workers, exclusive, args):
                                                                  args.connections, args.depth, args.warmup,
                                                                  args.duration, results))
                    for _ in range(args.processes)]
+        cpu_before = server.cpu_seconds()
         for client in clients:
             client.start()
         totals = [results.get(timeout=args.warmup + args.duration + 30) for _ in clients]
         for client in clients:
             client.join(10)
-        answers = sum(a for a, _ in totals)
-        errors = sum(e for _, e in totals)
-        print("%-40s %9.0f req/s  errors %d" % (name, answers / args.duration, errors), flush=True)
+        cpu = server.cpu_seconds() - cpu_before
+        answers = sum(t[0] for t in totals)
+        errors = sum(t[1] for t in totals)
+        everything = sum(t[2] for t in totals)
+        print("%-40s %9.0f req/s  %6.1f us server CPU/req  errors %d"
+              % (name, answers / args.duration, cpu * 1e6 / max(1, everything), errors), flush=True)
         return answers / args.duration
     finally:
         for broker in brokers:
@@ -130,6 +138,7 @@ def main(argv=None):
     parser.add_argument("--topics", type=int, default=100)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--duration", type=float, default=3.0)
+    parser.add_argument("--no-cache", action="store_true", help="answerCacheEnable=false: every answer built")
     parser.add_argument("--only", default="", help="run the set-ups whose name contains this")
     args = parser.parse_args(argv)
     print("%d client processes x %d connections x depth %d, %d topics, %.0f s each"
