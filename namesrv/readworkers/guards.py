@@ -160,7 +160,7 @@ class WorkerGuards(app_service.MultiService):
         """Connections by kind (tls, plain, refused_tls, refused_plain, silent) since the last call."""
         if self.tls_factory is None:
             return {}
-        counts = self.tls_factory.counts
-        delta = {kind: n - self._reported.get(kind, 0) for kind, n in counts.items() if n != self._reported.get(kind, 0)}
+        counts, reported = self.tls_factory.counts, self._reported
+        delta = {kind: n - reported.get(kind, 0) for kind, n in counts.items() if n != reported.get(kind, 0)}
         self._reported = dict(counts)
         return delta

@@ -15,6 +15,7 @@ from namesrv.metrics import NamesrvMetrics
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
+from namesrv.readworkers.delta import TopicTracker
 from namesrv.readworkers.feed import MessageReader, counts_message
 from namesrv.readworkers.forwarding import WorkerConnection
 from namesrv.readworkers.generation import SharedGeneration
@@ -110,7 +111,6 @@ class AclHarness(Harness):
         self.acl = acl
         main_config = make_config(tmp_path, aclEnable="true", aclFile=str(acl), aclSignedClasses=signed)
         self.service = make_service(main_config, clock=task.Clock(), reactor=Reactor())
-        from namesrv.readworkers.delta import TopicTracker
         self.shared = SharedGeneration(str(tmp_path / "generation"), writable=True)
         self.tracker = self.service.routes.track_topic_changes(TopicTracker())
         self.service.routes.add_change_listener(self.changed)
