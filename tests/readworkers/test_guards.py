@@ -58,18 +58,25 @@ def test_nothing_to_pass_when_tls_and_acl_are_off():
 
 def test_paths_travel_absolute_and_the_worker_loads_the_same_files(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    cert, key, _ = write_pair(tmp_path)
+    cert, key, _ = write_pair(tmp_path, password="s3cret")
+    ca, _, _ = write_pair(tmp_path, name="ca")
+    (tmp_path / "key.pass").write_text("s3cret\n")
     (tmp_path / "acl.yml").write_text(ACL)
     cfg = config(tlsMode="Enforcing", tlsServerCertPath=os.path.basename(cert), tlsServerKeyPath=key,
+                 tlsServerKeyPasswordFile="key.pass", tlsServerNeedClientAuth="require", tlsServerTrustCertPath=ca,
                  aclEnable="true", aclFile="acl.yml", fileWatchIntervalMillis="200")
     args = worker_arguments(cfg)
     options = parse_args(BASE_ARGS + args)
     assert options.tls_mode == "enforcing" and options.tls_cert == cert and options.tls_key == key
+    assert options.tls_key_password_file == str(tmp_path / "key.pass") and options.tls_trust == ca
+    assert options.tls_client_auth == "require" and not options.tls_test_mode
     assert options.acl_file == str(tmp_path / "acl.yml") and options.file_watch_interval == 200
     replica = Replica(SharedGeneration(str(tmp_path / "g"), writable=True), task.Clock())
     guards = WorkerGuards(options, replica, task.Clock())
-    assert guards.material.options is not None and len(guards.acl_store.table.accounts) == 1
-    assert sorted(w.paths[0] for w in guards) == sorted([cert, str(tmp_path / "acl.yml")])
+    assert guards.material.options is not None and guards.material.client_auth == "require"
+    assert len(guards.acl_store.table.accounts) == 1
+    assert sorted(w.paths for w in guards) == sorted([[cert, key, ca, str(tmp_path / "key.pass")],
+                                                      [str(tmp_path / "acl.yml")]])
     assert isinstance(guards.listen_factory(protocol.Factory()), tlsmode.TlsSniffingFactory)
 
 
