@@ -171,16 +171,17 @@ def _make_answer_cache(config, registry, routes, kv):
 
 
 def _make_read_workers(config, service):
-    """Route read workers on the same port (namesrv/readworkers), when ``routeReadWorkers`` > 0."""
+    """Route read workers on the same port (namesrv/readworkers), when ``routeReadWorkers`` > 0.
+
+    They terminate TLS and check ACL signatures themselves, from the same files
+    (readworkers/guards.py), so every tlsMode and aclEnable works with them.
+    """
     count = int(config.routeReadWorkers or 0)
     if count <= 0:
         return None
-    from namesrv import tlsmode
-    from namesrv.config import ConfigError
-    if tlsmode.parse_mode(config.tlsMode) != tlsmode.DISABLED:
-        raise ConfigError("routeReadWorkers needs tlsMode=disabled (workers do not terminate TLS)")
+    from namesrv.readworkers.guards import worker_arguments
     from namesrv.readworkers.pool import ReadWorkerPool
-    return ReadWorkerPool(service, count)
+    return ReadWorkerPool(service, count, worker_arguments(config))
 
 
 def _make_event_log(config, reactor):

@@ -113,7 +113,12 @@ class TlsSniffingFactory(protocol.Factory):
             raise ValueError("tlsMode=%s needs loaded TLS material" % self.mode)
 
     def first_byte_timeout(self):
-        return getattr(self.config, "serverChannelMaxIdleTimeSeconds", 120) or None
+        return self.config.serverChannelMaxIdleTimeSeconds or None
+
+    def add_counts(self, counts):
+        """Add another listener's connection counts (a read worker's, on the same port) to ours."""
+        for kind, n in counts.items():
+            self.counts[kind] = self.counts.get(kind, 0) + n
 
     def doStart(self):
         protocol.Factory.doStart(self)
@@ -124,7 +129,7 @@ class TlsSniffingFactory(protocol.Factory):
         protocol.Factory.doStop(self)
 
     def buildProtocol(self, addr):
-        limit = getattr(self.config, "serverMaxConnections", 0)
+        limit = self.config.serverMaxConnections
         if limit and len(getattr(self.wrapped, "connections", ())) + len(self.pending) >= limit:
             self.counts["over_limit"] = self.counts.get("over_limit", 0) + 1
             return None

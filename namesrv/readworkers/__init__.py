@@ -19,11 +19,15 @@ the tables. Pieces:
   UNIX socket, one per client connection, each preceded by the client's address.
 - ``worker.py`` (the worker process): a replica, a dispatcher that answers locally only
   while the replica's generation equals the shared counter, and forwards otherwise.
+- ``guards.py``: TLS and ACL in a worker, from the main process's files: the worker
+  terminates TLS itself and checks the signatures of the reads it answers.
 
 Why the answers stay those of one server: a worker answers from its replica only if
 no change happened since it was taken, and the counter is bumped before any write is
 acknowledged, so a read that starts after a write's answer sees that write (as with
 Java's route lock). While a replica is stale the read goes to the main process. A
 broker's connection on a worker is one forwarded connection on the main process:
-registration binds to it, and closing it runs the usual housekeeping.
+registration binds to it, and closing it runs the usual housekeeping. A plain broker
+connection is handed to the main process (SCM_RIGHTS, handoff.py); a TLS one stays on
+the worker, which relays its frames, because a TLS session cannot move with its socket.
 """

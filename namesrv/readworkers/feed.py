@@ -9,8 +9,10 @@ publication is some ``{"kind": "topics", "reset": bool, "topics": …, "mappings
 parts (see delta.py; the first part of a full copy has ``reset``), then one
 ``{"kind": "replica", "generation": …, "full": bool, …}`` with the broker tables, the
 ORDER_TOPIC_CONFIG namespace, the properties and the codes a worker may answer. Up
-(worker → main): ``{"kind": "counts", "counts": [[code, responseCode, count, micros], ...]}``
-and ``{"kind": "resync"}`` (send me everything again).
+(worker → main): ``{"kind": "counts", "counts": [[code, responseCode, count, micros], ...],
+"connections": {kind: count}, "rejections": [[requestClass, reason, count], ...]}`` (connections
+by how they started, and policy refusals, for the main process's metrics) and
+``{"kind": "resync"}`` (send me everything again).
 """
 
 import pickle
@@ -114,6 +116,9 @@ def down_reader():
     return MessageReader(loads=pickle.loads)
 
 
-def counts_message(counts):
-    return pack({"kind": "counts", "counts": [[code, response, n, micros]
-                                              for (code, response), (n, micros) in counts.items()]})
+def counts_message(counts, connections=None, rejections=None):
+    return pack({"kind": "counts",
+                 "counts": [[code, response, n, micros] for (code, response), (n, micros) in counts.items()],
+                 "connections": dict(connections or {}),
+                 "rejections": [[request_class, reason, n]
+                                for (request_class, reason), n in (rejections or {}).items()]})

@@ -10,6 +10,15 @@ from then on the broker talks to the main process only, and closing the connecti
 the usual housekeeping there. The worker closes its copy without shutting the socket
 down.
 
+A connection that started TLS is never handed over: its session state (keys, sequence
+numbers) lives in the worker's OpenSSL object, not in the socket, so the main process
+could not continue it. The worker keeps such a broker and relays its frames over that
+connection's forwarded connection (forwarding.py); the main process binds the
+registration to the forwarded connection, and a close on either side closes the other,
+which runs the usual housekeeping. The cost: the broker's registrations pass through the
+worker, and a worker that dies takes its TLS brokers' connections with it (they reconnect
+and register again, as after any lost connection).
+
 One handoff is one short UNIX connection: the descriptor travels with the first bytes
 (``HANDOFF <peer>\\n`` then the unread bytes), and the connection's end marks the end.
 """
@@ -18,7 +27,7 @@ import os
 import socket
 
 from twisted.internet import protocol
-from twisted.internet.interfaces import IFileDescriptorReceiver
+from twisted.internet.interfaces import IFileDescriptorReceiver, ISSLTransport
 from twisted.logger import Logger
 from zope.interface import implementer
 
@@ -35,9 +44,11 @@ MAX_HEADER = 300
 
 
 def can_hand_off(connection):
-    """Nothing of ``connection`` may be in flight: no forwarded request, no unsent answer."""
+    """A plain TCP connection with nothing in flight: no forwarded request, no unsent answer."""
     transport = connection.transport
     if connection.upstream is not None or connection.paused or connection.closing:
+        return False
+    if ISSLTransport.providedBy(transport):
         return False
     if not hasattr(transport, "fileno") or not hasattr(transport, "stopReading"):
         return False

@@ -32,12 +32,14 @@ STOP_GRACE = 5.0
 class ReadWorkerPool:
     """``count`` worker processes on the main process's port, fed after every change."""
 
-    def __init__(self, service, count):
+    def __init__(self, service, count, worker_arguments=()):
         self.service = service
         self.count = count
+        self.worker_arguments = list(worker_arguments)   # guards.worker_arguments: TLS and ACL
         self.reactor = service.reactor
         self.workers = {}          # index -> WorkerProcess (running or starting)
         self.answered = {}         # index -> requests a worker answered itself
+        self.rejected = {}         # (request class, reason) -> requests a worker refused
         self.publishes = 0
         self.running = False
         self.directory = None
@@ -134,7 +136,7 @@ class ReadWorkerPool:
                 "--port", str(self.port), "--interface", config.bindAddress,
                 "--backlog", str(config.serverSocketBacklog or 50),
                 "--upstream", self.socket_path, "--generation", self.generation.path,
-                "--handoff", self.handoff_path]
+                "--handoff", self.handoff_path, *self.worker_arguments]
         env = dict(os.environ)
         source_root = os.path.dirname(os.path.dirname(os.path.abspath(namesrv.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH")) if p)
@@ -181,11 +183,14 @@ class ReadWorkerPool:
             self._publish_call = self.reactor.callLater(delay, self._publish)
 
     def local_codes(self):
-        """The read codes our own route processor answers and every policy lets be answered from a copy."""
+        """The read codes our own route processor answers and every policy lets a worker answer: those
+        that allow an answer from a copy, and those a worker runs itself (``checked_by_read_workers``:
+        the ACL check, with the same file)."""
         from processors.route import RouteProcessor
         registry = self.service.registry
         return [code for code in READ_CODES
-                if isinstance(registry.processor_for(code), RouteProcessor) and registry.allows_cached_answer(code)]
+                if isinstance(registry.processor_for(code), RouteProcessor)
+                and all(_worker_may_answer(policy, code) for policy in registry.policies)]
 
     def publication(self, topics=None):
         """The messages of one publication (feed.publication): ``topics`` changed, or all (None)."""
@@ -250,13 +255,29 @@ class ReadWorkerPool:
         return self._unsettled or self._published_generation != self.generation.value
 
     # -- counts from the workers -----------------------------------------------------------
-    def record_counts(self, index, counts):
-        """A worker's answers since its last report, passed on to every observer (metrics, event log)."""
+    def record_counts(self, index, counts, connections=None, rejections=()):
+        """A worker's answers since its last report, passed on to every observer (metrics, event log);
+        its connections by kind and its refusals, added to the main process's own."""
         peer = "read-worker-%d" % index
         observers = self.service.registry.observers
         for code, response_code, count, micros in counts:
             self.answered[index] = self.answered.get(index, 0) + count
             record_requests(observers, code, response_code, count, micros, peer)
+        security = self.service.security
+        if connections and security.tls_factory is not None:
+            security.tls_factory.add_counts(connections)
+        for request_class, reason, count in rejections:
+            self.rejected[(request_class, reason)] = self.rejected.get((request_class, reason), 0) + count
+            if security.metrics is not None:
+                for _ in range(count):
+                    security.metrics.rejected(request_class, reason)
+
+
+def _worker_may_answer(policy, code):
+    if getattr(policy, "checked_by_read_workers", False):
+        return True
+    allows = getattr(policy, "allows_cached_answer", None)
+    return allows is not None and allows(code)
 
 
 class WorkerProcess(protocol.ProcessProtocol):
@@ -291,7 +312,8 @@ class WorkerProcess(protocol.ProcessProtocol):
             for message in messages:
                 kind = message.get("kind")
                 if kind == "counts":
-                    self.pool.record_counts(self.index, message.get("counts", []))
+                    self.pool.record_counts(self.index, message.get("counts", []), message.get("connections"),
+                                            message.get("rejections", []))
                 elif kind == "resync":
                     self.needs_full = True
                     self.pool.changed()

@@ -75,8 +75,11 @@ class Replica:
 
     ``fresh()`` is true while the shared counter still holds that generation and no
     publication is half applied: only then may a read be answered here. Until a full
-    copy has been applied (``complete``), nothing is answered.
+    copy has been applied (``complete``), nothing is answered, nor while ``held`` (the
+    worker's ACL file could not be read yet: the main process checks everything).
     """
+
+    held = False
 
     def __init__(self, shared_generation, reactor):
         self.shared = shared_generation
@@ -98,7 +101,8 @@ class Replica:
         return self.context.config
 
     def fresh(self):
-        return not self.loading and self.generation is not None and self.shared.read() == self.generation
+        return (not self.loading and not self.held and self.generation is not None
+                and self.shared.read() == self.generation)
 
     def apply(self, message):
         """Apply one message of a publication (feed.publication). Returns False when the replica

@@ -1,8 +1,9 @@
 """A read worker process: ``python -m namesrv.readworkers.worker`` (started by ReadWorkerPool).
 
 It listens on the main process's port once its first replica has arrived (so no client
-lands on it before it can answer), reports its request counts every second, and exits
-when its stdin closes (the main process stopped or died).
+lands on it before it can answer), with TLS and ACL as the main process has them
+(guards.py), reports its request counts every second, and exits when its stdin closes
+(the main process stopped or died).
 """
 
 import argparse
@@ -19,6 +20,7 @@ from zope.interface import implementer
 from namesrv.readworkers.feed import FeedError, counts_message, down_reader, resync_message
 from namesrv.readworkers.forwarding import WorkerConnectionFactory
 from namesrv.readworkers.generation import SharedGeneration
+from namesrv.readworkers.guards import WorkerGuards, add_arguments
 from namesrv.readworkers.replica import Replica
 from namesrv.readworkers.sharedport import listen_shared
 
@@ -34,10 +36,11 @@ class ReadWorker(protocol.Protocol):
     last counts.
     """
 
-    def __init__(self, options, reactor, replica):
+    def __init__(self, options, reactor, replica, guards):
         self.options = options
         self.reactor = reactor
         self.replica = replica
+        self.guards = guards
         self.reader = down_reader()
         self.factory = WorkerConnectionFactory(replica, options.upstream, reactor, options.handoff)
         self.port = None
@@ -81,8 +84,9 @@ class ReadWorker(protocol.Protocol):
                 self.listen()
 
     def listen(self):
-        self.port = listen_shared(self.reactor, self.options.port, self.factory, interface=self.options.interface,
-                                  backlog=self.options.backlog)
+        self.port = listen_shared(self.reactor, self.options.port, self.guards.listen_factory(self.factory),
+                                  interface=self.options.interface, backlog=self.options.backlog)
+        self.guards.startService()
         self._counts.start(COUNTS_INTERVAL, now=False)
         log.info("read worker {i} listening on {addr}:{port} (generation {g}, {n} topics)", i=self.options.index,
                  addr=self.options.interface, port=self.options.port, g=self.replica.generation,
@@ -90,8 +94,10 @@ class ReadWorker(protocol.Protocol):
 
     def send_counts(self):
         counts = self.replica.counts.take()
-        if counts and self.transport is not None:
-            self.transport.write(counts_message(counts))
+        connections = self.guards.take_connection_counts()
+        rejections = self.guards.rejections.take()
+        if (counts or connections or rejections) and self.transport is not None:
+            self.transport.write(counts_message(counts, connections, rejections))
 
     def readConnectionLost(self):
         """stdin ended: stop serving, write the last counts; connectionLost follows once they are out."""
@@ -119,6 +125,8 @@ class ReadWorker(protocol.Protocol):
         if self.port is not None:
             self.port.stopListening()
             self.port = None
+        if self.guards.running:
+            self.guards.stopService()
         self.factory.close_all()
         if stop_reactor:
             self._stop_reactor()
@@ -150,6 +158,7 @@ def parse_args(argv):
     parser.add_argument("--upstream", required=True, help="the main process's UNIX socket")
     parser.add_argument("--generation", required=True, help="the shared generation file")
     parser.add_argument("--handoff", default=None, help="the main process's UNIX socket for brokers' connections")
+    add_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -158,7 +167,12 @@ def main(argv=None):
     from twisted.internet import reactor
     globalLogBeginner.beginLoggingTo([_stderr_observer()], redirectStandardIO=False)
     replica = Replica(SharedGeneration(options.generation), reactor)
-    stdio.StandardIO(ReadWorker(options, reactor, replica), reactor=reactor)
+    try:
+        guards = WorkerGuards(options, replica, reactor)
+    except ValueError as e:   # TlsConfigError, AclFileError: never serve unguarded
+        log.error("read worker {i} cannot start: {e}", i=options.index, e=e)
+        sys.exit(2)
+    stdio.StandardIO(ReadWorker(options, reactor, replica, guards), reactor=reactor)
     reactor.run()
 
 

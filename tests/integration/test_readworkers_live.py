@@ -8,7 +8,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import time
 
 from namesrv.protocol.codec import encode_frame
@@ -115,13 +114,6 @@ def test_main_and_worker_share_the_port(make_namesrv):
             client.close()
     # 24 connections hashed over two listeners: the worker gets some (odds of none: 2**-24)
     assert answered_by_workers(server) > 0
-
-
-def test_read_workers_refuse_tls(make_namesrv):
-    server = make_namesrv(dict(WORKERS, tlsMode="permissive", tlsTestModeEnable="true"))
-    out = subprocess.run(server.command(), env=server.env(), capture_output=True, text=True, timeout=60)
-    assert out.returncode != 0
-    assert "routeReadWorkers needs tlsMode=disabled" in out.stdout + out.stderr + server.log()
 
 
 def test_a_brokers_connection_moves_to_the_main_process_with_what_followed(make_namesrv):

@@ -73,7 +73,7 @@ class Housekeeping:
 
 def config(**values):
     base = dict(serverChannelMaxIdleTimeSeconds=120, maxFrameLength=16 * 1024 * 1024, bindAddress="127.0.0.1",
-                serverSlowReaderTimeoutSeconds=30)
+                serverSlowReaderTimeoutSeconds=30, serverMaxConnections=0)
     base.update(values)
     return types.SimpleNamespace(**base)
 
