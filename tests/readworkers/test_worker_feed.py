@@ -47,7 +47,7 @@ def test_a_burst_of_parts_is_applied_one_per_turn_and_listening_follows_the_firs
     clock = TurnClock()
     replica = Replica(SharedGeneration(str(tmp_path / "generation")), clock)
     options = argparse.Namespace(upstream=str(tmp_path / "up.sock"), handoff=None, index=0)
-    worker = ReadWorker(options, clock, replica)
+    worker = ReadWorker(options, clock, replica, guards=None)   # listen() is replaced below: no guards needed
     listened = []
     worker.listen = lambda: listened.append(replica.generation)
     worker.makeConnection(StringTransport())
