@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 from namesrv.status import views
 
 PERM_NAMES = ((4, "R"), (2, "W"), (1, "X"))
+STATE_LABELS = {"near-expiry": "near expiry", "expired": "expired, awaiting scan", "removed": "expired, removed"}
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
@@ -25,7 +26,7 @@ tr.near-expiry td{background:#fff4d6}tr.expired td,tr.removed td{background:#fde
 tr.near-expiry .badge{background:#ffe29a;color:#6b4e00}tr.expired .badge,tr.removed .badge{background:#f7b4b1;color:#7a1010}
 .black{background:#eee;color:#555}form{margin:4px 0}input[type=search]{padding:3px 6px;width:260px}
 pre{background:#f6f8fa;padding:8px;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
-.pager a{margin:0 4px}.muted{color:#777}.cols{display:grid;grid-template-columns:1fr 1fr;gap:0 16px}
+#events td:last-child{white-space:normal;word-break:break-word}.pager a{margin:0 4px}.muted{color:#777}.cols{display:grid;grid-template-columns:1fr 1fr;gap:0 16px}
 """
 
 
@@ -79,7 +80,7 @@ def brokers(rows, total, page, pages, params):
                        row.state, escape(row.addr), escape(row.cluster), escape(row.broker_name), row.broker_id,
                        escape(row.addr), escape(row.ha_addr or ""), escape(row.version), escape(row.data_version),
                        "" if row.topics is None else row.topics, "%.0f s ago" % row.age,
-                       "" if row.timeout is None else "%.0f s" % row.timeout, row.state))
+                       "" if row.timeout is None else "%.0f s" % row.timeout, STATE_LABELS.get(row.state, row.state)))
     out.append("</table>")
     out.append(_pager(params, "bp", page, pages, total, "brokers"))
     return "".join(out)

@@ -27,18 +27,48 @@ def version_name(ordinal):
     return _VERSION_NAMES.get(ordinal, str(ordinal))
 
 
-def page_of(names, query, page, per_page=PAGE_SIZE):
-    """(the ``page``-th sorted slice of the names containing ``query``, how many match, pages).
+def page_of(names, query, page, per_page=PAGE_SIZE, already_sorted=False):
+    """(the ``page``-th sorted slice of the names containing ``query``, how many match, page, pages).
 
-    A substring pass and a heap of ``(page + 1) * per_page`` items: never a sort of everything
-    for the first pages of a big table.
+    A substring pass, then a heap of ``page * per_page`` items (or a slice when ``names`` is
+    already sorted): never a sort of everything for the first pages of a big table.
     """
     query = (query or "").strip()
-    matches = [name for name in names if query in name] if query else list(names)
+    matches = [name for name in names if query in name] if query else names
     pages = max(1, -(-len(matches) // per_page))
     page = min(max(1, page), pages)
-    first = heapq.nsmallest(page * per_page, matches)
-    return first[(page - 1) * per_page:], len(matches), page, pages
+    if already_sorted:
+        shown = list(matches[(page - 1) * per_page: page * per_page])
+    else:
+        shown = heapq.nsmallest(page * per_page, matches)[(page - 1) * per_page:]
+    return shown, len(matches), page, pages
+
+
+class SortedTopics:
+    """The topic names, sorted once per change of the route tables and at most every ``min_interval`` s.
+
+    Between two sorts a new topic may be missing from the list for up to ``min_interval``
+    seconds (its route is still found: an exact search asks the route processor). This keeps
+    a registration storm from making every page view sort 100,000 names.
+    """
+
+    def __init__(self, routes, clock, min_interval=2.0):
+        self.routes = routes
+        self.clock = clock
+        self.min_interval = min_interval
+        self._names = []
+        self._key = None
+        self._sorted_at = None
+
+    def names(self):
+        table = self.routes.topic_queue_table
+        key = (id(table), getattr(self.routes, "change_generation", 0), len(table))
+        now = self.clock.seconds()
+        if key != self._key and (self._sorted_at is None or not 0 <= now - self._sorted_at < self.min_interval):
+            self._names = sorted(table)
+            self._key = key
+            self._sorted_at = now
+        return self._names
 
 
 class BrokerRow:

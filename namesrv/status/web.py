@@ -50,6 +50,7 @@ class StatusPage:
         self.recent, self.versions = recent, versions
         self.server_id = server_id
         self.wall_clock = wall_clock
+        self.sorted_topics = views.SortedTopics(routes, recent.clock)
 
     def summary(self, params):
         return html.summary(self.routes, self.server_id(), self.wall_clock())
@@ -75,7 +76,8 @@ class StatusPage:
     @defer.inlineCallbacks
     def topics(self, params, peer):
         query = params.get("t", "").strip()
-        names, total, page, pages = views.page_of(self.routes.topic_queue_table, query, _int(params, "tp"))
+        names, total, page, pages = views.page_of(self.sorted_topics.names(), query, _int(params, "tp"),
+                                                  already_sorted=True)
         answer = None
         if query:
             answer = yield defer.maybeDeferred(views.topic_route, self.registry, query, peer)

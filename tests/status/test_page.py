@@ -197,3 +197,27 @@ def test_off_by_default(tmp_path):
                    "routeSnapshotEnable": "false"})
     plain = make_service(config, clock=task.Clock())
     assert [s.name for s in plain.security if s.name == "status-page"] == []
+
+
+def listed_topics(text):
+    return re.findall(r'<a href="\?t=([^"&]+)">', text[text.index('id="s-topics"'):])
+
+
+def test_sorted_topics_follow_changes_at_most_every_two_seconds(tmp_path):
+    svc = make(tmp_path)
+    register(svc, Conn("127.0.0.1:1"), "C1", "b1", "127.0.0.1:10911", 0, ["T2", "T1"])
+    assert listed_topics(get(svc, "/")[2]) == ["T1", "T2"]
+    register(svc, Conn("127.0.0.1:2"), "C1", "b2", "127.0.0.1:10921", 0, ["T0", "T3"])
+    assert listed_topics(get(svc, "/")[2]) == ["T1", "T2"]       # sorted 0 s ago: the list may lag...
+    assert "Route of <code>T3</code>" in get(svc, "/?t=T3")[2]    # ...but an exact search does not
+    svc.wall.advance(2)
+    assert listed_topics(get(svc, "/")[2]) == ["T0", "T1", "T2", "T3"]
+    assert views.page_of(["a", "b", "c"], "", 2, per_page=2, already_sorted=True) == (["c"], 3, 2, 2)
+
+
+def test_twistd_option_turns_the_page_on():
+    from namesrv.tap import Options
+    options = Options()
+    options.parseOptions(["--statusListenPort", "9877"])
+    assert options.config.statusListenPort == 9877
+    assert Options().parseOptions([]) is None and NamesrvConfig().statusListenPort == 0
