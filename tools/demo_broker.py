@@ -11,6 +11,7 @@ pause it (Ctrl-Z) with ``--timeout-millis 10000`` to watch it expire.
 
 import argparse
 import json
+import signal
 import sys
 import time
 import zlib
@@ -73,6 +74,7 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     broker = DemoBroker(args)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)   # `kill` leaves as Ctrl-C does
     rounds = 0
     try:
         while True:

@@ -136,18 +136,26 @@ class StatusResource(resource.Resource):
             request.setHeader(b"content-type", b"text/plain; charset=utf-8")
             return b"not found\n"
         request.setHeader(b"content-type", b"text/html; charset=utf-8")
+        gone = []
+        request.notifyFinish().addErrback(gone.append)   # the browser left before the answer was ready
         d = defer.maybeDeferred(lambda: result)
-        d.addCallback(lambda text: request.write(text.encode("utf-8")))
+        d.addCallback(lambda text: text.encode("utf-8"))
         d.addErrback(self._failed, request)
-        d.addBoth(lambda _: request.finish() if not request.finished and not getattr(request, "_disconnected", False)
-                  else None)
+        d.addCallback(self._send, request, gone)
         return server.NOT_DONE_YET
 
     @staticmethod
     def _failed(failure, request):
         log.failure("status page failed", failure)
         request.setResponseCode(500)
-        request.write(b"status page failed; see the server log\n")
+        request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+        return b"status page failed; see the server log\n"
+
+    @staticmethod
+    def _send(data, request, gone):
+        if not gone:
+            request.write(data)
+            request.finish()
 
 
 class _QuietSite(server.Site):

@@ -221,3 +221,16 @@ def test_twistd_option_turns_the_page_on():
     options.parseOptions(["--statusListenPort", "9877"])
     assert options.config.statusListenPort == 9877
     assert Options().parseOptions([]) is None and NamesrvConfig().statusListenPort == 0
+
+
+def test_a_failing_section_is_a_500_and_the_server_goes_on(tmp_path):
+    svc = make(tmp_path)
+    processor = svc.registry.processor_for(RequestCode.GET_ROUTEINFO_BY_TOPIC)
+
+    def broken(request, connection):
+        raise RuntimeError("boom")
+    processor.process_request, working = broken, processor.process_request
+    status, _, text = get(svc, "/?t=TopicA")
+    assert status == 500 and text == "status page failed; see the server log\n"
+    processor.process_request = working
+    assert get(svc, "/?t=TopicA")[0] == 200
