@@ -5,14 +5,26 @@ answers and a write goes to every one of them. Signing is ``AclClientRPCHook``'s
 """
 
 import socket
+import struct
 
 from namesrv.client import BlockingRemotingClient
-from namesrv.protocol.codes import LanguageCode, ResponseCode, Version, request_name
+from namesrv.protocol.codec import FrameDecodeError, decode_frame
+from namesrv.protocol.codes import DEFAULT_MAX_FRAME_LENGTH, LanguageCode, ResponseCode, Version, request_name
 from namesrv.protocol.command import make_request
 from namesrv.security.signature import sign_request_ext
 
 #: What mqadmin 4.9.8 sends; >= V4_9_4 also asks for routes in standard JSON.
 CLIENT_VERSION = Version.V4_9_8
+
+
+class _BoundedClient(BlockingRemotingClient):
+    """Refuses a length field no name server would send (an HTTP server's "HTTP" reads as 1.2 GB)."""
+
+    def receive(self):
+        (length,) = struct.unpack(">i", self._read(4))
+        if not 4 <= length <= DEFAULT_MAX_FRAME_LENGTH:
+            raise FrameDecodeError("frame length %d" % length)
+        return decode_frame(self._read(length))
 
 
 class AdminError(Exception):
@@ -73,18 +85,25 @@ class AdminClient:
         if self.credentials is not None:
             ext = sign_request_ext(ext, body, *self.credentials)
         request = make_request(code, ext, body, version=CLIENT_VERSION, language=LanguageCode.PYTHON)
-        what = "%s to %s" % (request_name(code), name)
+        client = self._clients.get(name)
+        if client is None:
+            try:
+                client = self._clients[name] = _BoundedClient(host, port, self.timeout)
+            except socket.timeout:
+                raise AdminError("timeout: cannot connect to name server %s within %gs" % (name, self.timeout))
+            except OSError as e:
+                raise AdminError("cannot reach name server %s: %s" % (name, e.strerror or e))
         try:
-            client = self._clients.get(name)
-            if client is None:
-                client = self._clients[name] = BlockingRemotingClient(host, port, self.timeout)
             return client.call(request)
         except socket.timeout:
             self._forget(name)
-            raise AdminError("timeout: no answer to %s within %gs" % (what, self.timeout))
-        except (ConnectionError, OSError) as e:
+            raise AdminError("timeout: no answer to %s from %s within %gs" % (request_name(code), name, self.timeout))
+        except OSError as e:
             self._forget(name)
-            raise AdminError("cannot reach name server %s: %s" % (name, e.strerror or e))
+            raise AdminError("connection to name server %s lost: %s" % (name, e.strerror or e))
+        except ValueError as e:   # an undecodable frame: not a name server?
+            self._forget(name)
+            raise AdminError("unreadable answer from %s (is it a name server?): %s" % (name, e))
 
     def call_ok(self, address, code, ext=None, body=None, accept=(ResponseCode.SUCCESS,)):
         answer = self.call(address, code, ext, body)

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -177,8 +178,42 @@ def test_silent_server_is_a_timeout():
         n = "127.0.0.1:%d" % silent.getsockname()[1]
         status, out, err = admin("--timeout", "0.3", "topicList", "-n", n)
     assert status == 1 and out == ""
-    assert err == ("namesrv-admin: topicList: timeout: no answer to GET_ALL_TOPIC_LIST_FROM_NAMESERVER to %s "
+    assert err == ("namesrv-admin: topicList: timeout: no answer to GET_ALL_TOPIC_LIST_FROM_NAMESERVER from %s "
                    "within 0.3s\n" % n)
+
+
+def serve_once(answer):
+    """A one-connection TCP server that reads a little, writes ``answer`` and closes; its address."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(10)
+
+    def run():
+        try:
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(10)
+                conn.recv(65536)
+                conn.sendall(answer)
+        finally:
+            listener.close()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return "127.0.0.1:%d" % listener.getsockname()[1], thread
+
+
+def test_a_dropped_connection_and_a_server_that_is_not_a_name_server():
+    n, thread = serve_once(b"")
+    status, _, err = admin("clusterList", "-n", n)
+    thread.join(10)
+    assert status == 1 and err == ("namesrv-admin: clusterList: connection to name server %s lost: "
+                                   "connection closed by the server\n" % n)
+    n, thread = serve_once(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+    status, _, err = admin("clusterList", "-n", n)
+    thread.join(10)
+    assert status == 1 and err == ("namesrv-admin: clusterList: unreadable answer from %s (is it a name server?): "
+                                   "frame length 1213486160\n" % n)
 
 
 def test_bad_address_and_missing_address():
