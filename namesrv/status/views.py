@@ -9,6 +9,7 @@ cached answer for a topic.
 import heapq
 
 from namesrv import fastjson
+from namesrv.config import java_text
 from namesrv.protocol.codes import RequestCode, ResponseCode, Version
 from namesrv.protocol.command import make_request
 
@@ -170,6 +171,5 @@ def kv_entries(kv, namespace, query="", page=1):
 
 def config_rows(config):
     """(name, value text, blacklisted?) for every property and extra key."""
-    from namesrv.config import java_text
     black = config.black_list()
     return [(name, java_text(config.get(name)), name in black) for name in config.names()]

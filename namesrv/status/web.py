@@ -90,13 +90,14 @@ class StatusPage:
         parts["topics"] = yield self.topics(params, peer)
         return html.page(parts)
 
+    FRAGMENTS = frozenset(["summary", "brokers", "events", "kv", "config", "topics"])
+
     def fragment(self, name, params, peer):
-        sections = {"summary": self.summary, "brokers": self.brokers, "events": self.events,
-                    "kv": self.kv_section, "config": self.config_section}
+        """One section (a name in FRAGMENTS): its HTML, or a Deferred of it."""
         if name == "topics":
             return self.topics(params, peer)
-        if name not in sections:
-            return None
+        sections = {"summary": self.summary, "brokers": self.brokers, "events": self.events,
+                    "kv": self.kv_section, "config": self.config_section}
         return sections[name](params)
 
 
@@ -125,20 +126,19 @@ class StatusResource(resource.Resource):
         if path == b"/static/status.js":
             request.setHeader(b"content-type", b"application/javascript; charset=utf-8")
             return html.SCRIPT.encode("utf-8")
+        fragment = path[len(b"/fragment/"):].decode("ascii", "replace") if path.startswith(b"/fragment/") else None
         if path == b"/":
-            result = self.page.whole(params, peer)
-        elif path.startswith(b"/fragment/"):
-            result = self.page.fragment(path[len(b"/fragment/"):].decode("ascii", "replace"), params, peer)
+            produce = lambda: self.page.whole(params, peer)   # noqa: E731
+        elif fragment in StatusPage.FRAGMENTS:
+            produce = lambda: self.page.fragment(fragment, params, peer)   # noqa: E731
         else:
-            result = None
-        if result is None:
             request.setResponseCode(404)
             request.setHeader(b"content-type", b"text/plain; charset=utf-8")
             return b"not found\n"
         request.setHeader(b"content-type", b"text/html; charset=utf-8")
         gone = []
         request.notifyFinish().addErrback(gone.append)   # the browser left before the answer was ready
-        d = defer.maybeDeferred(lambda: result)
+        d = defer.maybeDeferred(produce)
         d.addCallback(lambda text: text.encode("utf-8"))
         d.addErrback(self._failed, request)
         d.addCallback(self._send, request, gone)

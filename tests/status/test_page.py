@@ -234,3 +234,10 @@ def test_a_failing_section_is_a_500_and_the_server_goes_on(tmp_path):
     assert status == 500 and text == "status page failed; see the server log\n"
     processor.process_request = working
     assert get(svc, "/?t=TopicA")[0] == 200
+
+
+def test_a_failing_fragment_is_a_500_too(tmp_path, monkeypatch):
+    svc = make(tmp_path)
+    monkeypatch.setattr(views, "broker_rows", lambda *args, **kwargs: 1 / 0)
+    assert get(svc, "/fragment/brokers")[:3:2] == (500, "status page failed; see the server log\n")
+    assert get(svc, "/fragment/events")[0] == 200
