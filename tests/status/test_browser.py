@@ -12,7 +12,8 @@ import shutil
 
 import pytest
 
-from namesrv.protocol.codes import ResponseCode, Version
+from namesrv.protocol.codes import RequestCode, ResponseCode, Version
+from namesrv.protocol.command import make_request
 from tests.brokers import register_request
 from tests.integration.server import NamesrvProcess, free_port
 from tests.status.chromium import Browser, find_chromium
@@ -35,9 +36,10 @@ def text_of(browser, selector):
 
 @pytest.fixture
 def server(tmp_path):
-    proc = NamesrvProcess(tmp_path, {"statusListenPort": str(free_port()), "scanNotActiveBrokerInterval": "500",
+    status_port = free_port()
+    proc = NamesrvProcess(tmp_path, {"statusListenPort": str(status_port), "scanNotActiveBrokerInterval": "500",
                                      "orderMessageEnable": "true"})
-    proc.status_port = int(open(proc.config_file).read().split("statusListenPort=")[1].split()[0])
+    proc.status_port = status_port
     proc.start()
     yield proc
     proc.stop()
@@ -61,8 +63,6 @@ def test_brokers_appear_age_and_expire_live(server, browser, tmp_path):
         register(brokers[0], "DefaultCluster", "broker-a", "127.0.0.1:10911", 0, topics, ha_addr="127.0.0.1:10912")
         register(brokers[1], "DefaultCluster", "broker-a", "127.0.0.1:10921", 1, topics, version=Version.V5_3_3)
         with server.client() as admin:
-            from namesrv.protocol.codes import RequestCode
-            from namesrv.protocol.command import make_request
             admin.call(make_request(RequestCode.PUT_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG",
                                                                 "key": "TopicA", "value": "broker-a:4"}))
 
