@@ -1,10 +1,12 @@
 # Two commands for a fresh machine (Python 3.11 and Java 17, nothing else):
-#   make run    create .venv, install, start `twistd -n namesrv` on 127.0.0.1:9876
+#   make run    create .venv, install, start `twistd -n namesrv` on 127.0.0.1:9876 (status page on :9877)
 #   make test   create .venv, install with test extras, run the whole suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 ARGS ?=
+# `make run` serves the status page on http://127.0.0.1:$(STATUS_PORT)/ (twistd namesrv alone keeps it off)
+STATUS_PORT ?= 9877
 
 .PHONY: run test bench clean
 
@@ -16,7 +18,7 @@ $(BIN)/.installed: setup.cfg pyproject.toml
 
 run: $(BIN)/.installed
 	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall .
-	cd $(CURDIR) && $(BIN)/twistd -n --pidfile= namesrv $(ARGS)
+	cd $(CURDIR) && $(BIN)/twistd -n --pidfile= namesrv --statusListenPort $(STATUS_PORT) $(ARGS)
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall .

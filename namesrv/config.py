@@ -189,6 +189,7 @@ PROPERTIES = [
     Str("tlsServerTrustCertPath", "", "CA bundle for client certificates"),
     Bool("tlsTestModeEnable", False, "self-signed certificate when no paths are set (tests only)"),
     Int("prometheusListenPort", 0, "Prometheus metrics HTTP port (0 = off), bound to bindAddress"),
+    Int("statusListenPort", 0, "read-only status page HTTP port (0 = off), bound to bindAddress; asks for ACL credentials when admin reads must be signed"),
     Int("fileWatchIntervalMillis", 500, "how often the ACL and TLS files are checked for changes"),
 ]
 

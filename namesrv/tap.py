@@ -11,13 +11,14 @@ log = Logger()
 class Options(usage.Options):
     """Options named like the Java `mqnamesrv` ones (`-c`, `-p`) plus `--listenPort`/`--host`."""
 
-    synopsis = "[-c FILE] [-p] [--listenPort PORT] [--host ADDRESS]"
+    synopsis = "[-c FILE] [-p] [--listenPort PORT] [--host ADDRESS] [--statusListenPort PORT]"
     longdesc = ("Runs a RocketMQ NameServer. Properties use the Java names (listenPort, kvConfigPath, "
                 "orderMessageEnable, scanNotActiveBrokerInterval, ...); see conf/namesrv.properties.")
     optParameters = [
         ["configFile", "c", None, "Java-style .properties file with NameServer properties."],
         ["listenPort", None, None, "TCP port to listen on (default 9876).", int],
         ["host", None, None, "Address to bind (default 127.0.0.1; 0.0.0.0 for every interface)."],
+        ["statusListenPort", None, None, "Serve the read-only status page on this HTTP port (default off).", int],
     ]
     optFlags = [
         ["printConfigItem", "p", "Print every effective property as key=value and exit."],
@@ -37,6 +38,8 @@ class Options(usage.Options):
                 overrides["listenPort"] = str(self["listenPort"])
             if self["host"] is not None:
                 overrides["bindAddress"] = self["host"]
+            if self["statusListenPort"] is not None:
+                overrides["statusListenPort"] = str(self["statusListenPort"])
             if overrides:
                 config.update(overrides, source="command line")
         except (ConfigError, OSError) as e:

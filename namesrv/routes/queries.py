@@ -136,6 +136,10 @@ class RouteQueries:
         variants[key] = body
         return body
 
+    def broker_topic_count(self, broker_name):
+        """How many topics have QueueData of ``broker_name`` (the status page shows it per group)."""
+        return len(self._broker_topics.get(broker_name, ()))
+
     def topic_broker_names(self, topic):
         queue_map = self.topic_queue_table.get(topic)
         return sorted(queue_map) if queue_map else []

@@ -127,8 +127,17 @@ def secure_service(service):
         MetricsHttpService(metrics, metrics_port, getattr(config, "bindAddress", "127.0.0.1") or "127.0.0.1",
                            reactor, readiness=service.readiness).setServiceParent(security)
 
+    _attach_status_page(service, security)
     service.security = security
     return listen_factory
+
+
+def _attach_status_page(service, security):
+    """The read-only status page (namesrv/status) as a child of ``security``, when ``statusListenPort`` is set."""
+    port = int(getattr(service.config, "statusListenPort", 0) or 0)
+    if port:
+        from namesrv.status.web import attach_status_page
+        attach_status_page(service, security, port, watch_events)
 
 
 def watch_events(events, callback):

@@ -1,0 +1,5 @@
+import sys
+
+from namesrv.admin.cli import main
+
+sys.exit(main())
