@@ -1,4 +1,4 @@
-"""namesrv-admin reading the answers a Java 4.9.8 NameServer sent (shared/vectors), byte for byte.
+"""namesrv-admin reading the answers a Java 4.9.8 NameServer sent (tests/data/vectors), byte for byte.
 
 A one-thread fake server replays the captured response for each request code, with the
 request's opaque: the bodies (fastjson's unquoted ``{0:"ip:port"}`` keys included) and
