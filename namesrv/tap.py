@@ -56,8 +56,16 @@ def makeService(options):
     from namesrv.registry import ProcessorConflictError
     from namesrv.service import make_service
 
+    from namesrv.optional import missing_part
+
     try:
         return make_service(options.config)
     except (KVConfigError, ProcessorConflictError, ValueError) as e:
         sys.stderr.write("namesrv: refusing to start: %s\n" % e)
+        raise SystemExit(1)
+    except ImportError as e:
+        reason = missing_part(e)
+        if reason is None:
+            raise
+        sys.stderr.write("namesrv: refusing to start: %s\n" % reason)
         raise SystemExit(1)
