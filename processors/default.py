@@ -26,6 +26,8 @@ from namesrv.properties import PropertiesError, parse_properties
 from namesrv.protocol.codes import RequestCode, ResponseCode
 
 BLACK_LIST_REMARK = "Can not update config in black list."
+#: after Java's remark: which keys, and where they can be changed instead
+BLACK_LIST_HINT = " Refused keys: %s (configBlackList); set them in the -c properties file and restart."
 
 
 @implementer(IRequestProcessor)
@@ -67,14 +69,17 @@ class DefaultProcessor:
         try:
             updates = parse_properties(request.body.decode("utf-8"))
         except UnicodeDecodeError:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error: body is not UTF-8")
+            return request.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error: body is not UTF-8; "
+                                         "send the properties as UTF-8 key=value lines")
         except PropertiesError as e:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error: %s" % e)
+            return request.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error: %s; send the properties as "
+                                         "key=value lines" % e)
         forbidden = sorted(set(updates) & self.config.black_list())
         if forbidden:
             self.log.warn("UPDATE_NAMESRV_CONFIG from {peer} refused for black-listed {keys}",
                           peer=peer, keys=forbidden)
-            return request.make_response(ResponseCode.NO_PERMISSION, BLACK_LIST_REMARK)
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, BLACK_LIST_REMARK + BLACK_LIST_HINT % ", ".join(forbidden))
         ignored = sorted(key for key in updates if key not in self.config)
         applicable = {key: value for key, value in updates.items() if key in self.config}
         if ignored:

@@ -101,7 +101,9 @@ def test_concurrent_updates_leave_the_latest_config_on_disk(processor, context, 
 @pytest.mark.parametrize("key", ["kvConfigPath", "configStorePath", "configBlackList", "rocketmqHome", "aclEnable"])
 def test_black_listed_keys_are_refused_and_nothing_changes(processor, context, store, key):
     answer = update(processor, ("orderMessageEnable=true\n%s=/tmp/x\n" % key).encode())
-    assert (answer.code, answer.remark) == (ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+    assert answer.code == ResponseCode.NO_PERMISSION
+    assert answer.remark.startswith("Can not update config in black list. Refused keys: %s " % key)
+    assert answer.remark.endswith("(configBlackList); set them in the -c properties file and restart.")
     assert context.config.orderMessageEnable is False and not store.exists() and context.events.events == []
 
 
