@@ -13,7 +13,7 @@ from twisted.internet.interfaces import IPushProducer
 from namesrv.interfaces import IRemotingConnection
 from namesrv.protocol.codec import FrameDecodeError, decode_frame, encode_frame
 from namesrv.protocol.codes import DEFAULT_MAX_FRAME_LENGTH, RequestCode
-from namesrv.protocol.warnings import RateLimitedWarning
+from namesrv.protocol.ratelimited import RateLimitedWarning
 
 _connection_ids = itertools.count(1)
 _LENGTH = struct.Struct(">i")
