@@ -32,18 +32,6 @@ ZONE_MODE = "__ZONE_MODE"
 FREEZE_AFTER_TOPICS = 1000
 ZONE_NAME = "__ZONE_NAME"
 
-_DEFAULTS = {
-    "orderMessageEnable": False,
-    "enableAllTopicList": True,
-    "enableTopicList": True,
-    "needWaitForService": False,
-    "waitSecondsForService": 45,
-    "supportActingMaster": False,
-    "returnOrderTopicConfigToBroker": True,
-    "deleteTopicWithBrokerRegistration": False,
-}
-
-
 def _topic_not_exist_remark(topic):
     return "No topic route info in name server for the topic: %s\nSee %s for further details." % (topic, FAQ_URL)
 
@@ -112,9 +100,6 @@ class RouteProcessor:
     def routes(self):
         return self.context.routes
 
-    def _config(self, name):
-        return getattr(self.context.config, name, _DEFAULTS[name])
-
     @staticmethod
     def _require_present(request, name):
         """A required String that may be empty (Java's @CFNotNull only refuses null)."""
@@ -128,7 +113,7 @@ class RouteProcessor:
         return request.make_response(ResponseCode.SYSTEM_ERROR, remark)
 
     def _order_topic_config_body(self):
-        if not self._config("returnOrderTopicConfigToBroker"):
+        if not self.context.config.returnOrderTopicConfigToBroker:
             return None
         return self.context.kv.kv_table_body(ORDER_TOPIC_CONFIG)
 
@@ -149,7 +134,7 @@ class RouteProcessor:
         body = request.body
         if body_crc32 != 0 and bodies.crc32(body) != body_crc32:
             return self._error(request, "crc32 not match")
-        delete_topics = bool(self._config("deleteTopicWithBrokerRegistration"))
+        delete_topics = bool(self.context.config.deleteTopicWithBrokerRegistration)
         fingerprint = self._fingerprint(request, delete_topics)
         last = self._last_registrations.get((cluster, broker_addr))
         if last is not None and last.fingerprint == fingerprint:
@@ -162,7 +147,7 @@ class RouteProcessor:
         try:
             decoded = bodies.decode_register_broker_body(
                 body, compressed, request.version,
-                getattr(self.context.config, "maxInflatedBodyLength", None) or bodies.MAX_INFLATED_BYTES)
+                self.context.config.maxInflatedBodyLength or bodies.MAX_INFLATED_BYTES)
         except BodyDecodeError as e:
             return self._error(request, "Failed to decode RegisterBrokerBody: %s" % e)
 
@@ -230,11 +215,11 @@ class RouteProcessor:
 
     # -- routes ---------------------------------------------------------------------------
     def _ready(self):
-        if not self._config("needWaitForService"):
+        if not self.context.config.needWaitForService:
             return True
         elapsed = self.context.reactor.seconds() - self.started
         # A clock set backwards must not hold the grace forever (PITFALLS 5).
-        return elapsed < 0 or elapsed >= float(self._config("waitSecondsForService"))
+        return elapsed < 0 or elapsed >= float(self.context.config.waitSecondsForService)
 
     def get_route_info_by_topic(self, request, connection):
         topic = request.require("topic")
@@ -242,9 +227,9 @@ class RouteProcessor:
             return self._error(request, "name server not ready")
         standard = bodies.use_standard_json(request.version, request.get_bool("acceptStandardJsonOnly", False))
         order_topic_conf = None
-        if self._config("orderMessageEnable"):
+        if self.context.config.orderMessageEnable:
             order_topic_conf = self.context.kv.get(ORDER_TOPIC_CONFIG, topic)
-        acting = bool(self._config("supportActingMaster"))
+        acting = bool(self.context.config.supportActingMaster)
         zone = request.get(ZONE_NAME)
         if request.get_bool(ZONE_MODE, False) and zone is not None and zone.strip():
             body = self._zone_route_body(topic, zone, order_topic_conf, acting)
@@ -288,7 +273,7 @@ class RouteProcessor:
         return request.make_response(ResponseCode.SUCCESS, ext={"addTopicCount": str(count)})
 
     def get_all_topic_list(self, request, connection):
-        if not self._config("enableAllTopicList"):
+        if not self.context.config.enableAllTopicList:
             return self._error(request, "disable")
         return request.make_response(ResponseCode.SUCCESS, body=self.routes.all_topic_list_body())
 
@@ -308,7 +293,7 @@ class RouteProcessor:
         return request.make_response(ResponseCode.SUCCESS)
 
     def get_topics_by_cluster(self, request, connection):
-        if not self._config("enableTopicList"):
+        if not self.context.config.enableTopicList:
             return self._error(request, "disable")
         topics = self.routes.topics_by_cluster(request.require("cluster"))
         return request.make_response(ResponseCode.SUCCESS, body=bodies.encode_topic_list(topics))
@@ -319,7 +304,7 @@ class RouteProcessor:
 
     def _topic_list_handler(self, query):
         def handler(request, connection):
-            if not self._config("enableTopicList"):
+            if not self.context.config.enableTopicList:
                 return self._error(request, "disable")
             topics = getattr(self.routes, query)()
             return request.make_response(ResponseCode.SUCCESS, body=bodies.encode_topic_list(topics))

@@ -37,8 +37,8 @@ class FrameLimits:
 
     @classmethod
     def from_config(cls, config):
-        return cls(getattr(config, "maxHeaderLength", 0), getattr(config, "maxExtFields", 0),
-                   getattr(config, "maxRequestBodyLength", 0), getattr(config, "serverReadFrameTimeoutSeconds", 0))
+        return cls(config.maxHeaderLength, config.maxExtFields, config.maxRequestBodyLength,
+                   config.serverReadFrameTimeoutSeconds)
 
 
 NO_LIMITS = FrameLimits()
