@@ -19,3 +19,13 @@ def make_config(**overrides):
     config = NamesrvConfig()
     config.update({name: java_text(value) for name, value in overrides.items()}, source="test", announce=False)
     return config
+
+
+def service_config(tmp_path, **overrides):
+    """``make_config`` for a whole in-process service: a free port on 127.0.0.1, every file under
+    ``tmp_path``, no event log."""
+    values = dict(listenPort=0, bindAddress="127.0.0.1", kvConfigPath=str(tmp_path / "kv.json"),
+                  routeSnapshotPath=str(tmp_path / "routes.snapshot"), logDir=str(tmp_path / "logs"),
+                  configStorePath=str(tmp_path / "namesrv.properties"), eventLogEnable=False)
+    values.update(overrides)
+    return make_config(**values)
