@@ -3,15 +3,7 @@
 from dataclasses import dataclass, field
 from typing import Any
 
-
-class NullEventLog:
-    """An event log that drops everything (unit tests, or event logging switched off)."""
-
-    def emit(self, event, **fields):
-        pass
-
-    def record_request(self, code, response_code, micros, peer):
-        pass
+from namesrv.eventlog import NullEventLog
 
 
 @dataclass
@@ -22,7 +14,7 @@ class NamesrvContext:
     - ``routes``: the RouteInfoManager (the five route tables);
     - ``kv``: the KVConfigManager;
     - ``reactor``: for callLater / deferToThread;
-    - ``events``: the structured event log (``emit(event, **fields)``);
+    - ``events``: the structured event log (an IEventLog);
     - ``server_id``: ``host:port`` of this server, for the event log.
     """
 

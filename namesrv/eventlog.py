@@ -23,7 +23,9 @@ import threading
 import time
 
 from twisted.logger import Logger
+from zope.interface import implementer
 
+from namesrv.interfaces import IEventLog
 from namesrv.protocol.codes import request_name
 
 _STOP = object()
@@ -65,6 +67,7 @@ class _Bucket:
             self.peers.add(peer)
 
 
+@implementer(IEventLog)
 class EventLog:
     """``<logDir>/namesrv-events.log``: see the module docstring.
 
@@ -216,6 +219,47 @@ class EventLog:
             self.reactor.callFromThread(self.log.warn, fmt, **kw)
         else:
             self.log.warn(fmt, **kw)
+
+
+@implementer(IEventLog)
+class NullEventLog:
+    """An event log that writes nothing (``eventLogEnable=false``, tests, load generators).
+
+    Listeners still hear every ``emit``: the Prometheus counters of expirations and
+    unregistrations must not depend on whether events are written to a file.
+    """
+
+    written = 0
+    dropped = 0
+
+    def __init__(self, server_id="127.0.0.1:9876"):
+        self.server_id = server_id
+        self._listeners = []
+
+    def emit(self, event, **fields):
+        for listener in self._listeners:
+            try:
+                listener(event, fields)
+            except Exception:
+                EventLog.log.failure("event listener failed on {event}", event=event)
+
+    def record_request(self, code, response_code, micros, peer):
+        pass
+
+    def record_requests(self, code, response_code, count, micros, peer):
+        pass
+
+    def add_listener(self, callback):
+        self._listeners.append(callback)
+
+    def flush_aggregates(self, force=False):
+        pass
+
+    def start(self):
+        pass
+
+    def stop(self):
+        pass
 
 
 class _RotatingWriter:

@@ -17,6 +17,8 @@ class IRemotingConnection(Interface):
 
     peer = Attribute("The peer's address as 'ip:port'.")
     connection_id = Attribute("A number unique to this connection within the process.")
+    closing = Attribute("True once the connection is closing or closed: nothing it still sends is worth "
+                        "acting on (the scheduler drops its queued heartbeats).")
 
     def close():
         """Close the connection (used when a broker expires)."""
@@ -73,3 +75,35 @@ class IRequestObserver(Interface):
 
     # Optional: ``record_requests(code, response_code, count, micros, peer)``, ``count`` requests
     # at once (answers replayed by the AnswerCache); without it record_request is called ``count`` times.
+
+
+class IEventLog(IRequestObserver):
+    """The structured event log (``namesrv/eventlog.py``) as the rest of the server uses it.
+
+    Two implementations: ``EventLog`` writes JSON lines for the Spark reports, ``NullEventLog``
+    drops everything (event logging switched off, tests, load generators). Java has no such
+    log. Every method is safe to call on the reactor thread: none blocks, none raises for a
+    bad event.
+    """
+
+    server_id = Attribute("'host:port' written into every event; the service sets it once the port is bound.")
+    written = Attribute("Lines written to the file so far.")
+    dropped = Attribute("Events lost so far (queue full, unencodable, write failed).")
+
+    def emit(event, **fields):
+        """Log ``event`` (a short name such as ``broker_expired``) with ``fields``; tell the listeners."""
+
+    def record_requests(code, response_code, count, micros, peer):
+        """``count`` requests at once, each taking ``micros`` (answers replayed by the AnswerCache)."""
+
+    def add_listener(callback):
+        """Call ``callback(event, fields)`` on every ``emit`` (metrics count expirations this way)."""
+
+    def flush_aggregates(force=False):
+        """Write the finished second's aggregated ``request`` events (``force``: the running one too)."""
+
+    def start():
+        """Begin writing (the service calls it when it starts)."""
+
+    def stop():
+        """Write what is pending and stop (the service calls it when it stops)."""

@@ -32,12 +32,12 @@ log = Logger()
 
 OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
 
-#: class -> (count property, default, bytes property or None, default bytes); 0 means unlimited.
+#: class -> (count property, bytes property or None); a value of 0 means unlimited.
 LIMIT_PROPERTIES = {
-    ROUTE_READ: ("routeReadMaxInFlight", 50000, None, 0),
-    BROKER_CONTROL: ("brokerControlMaxInFlight", 10000, "brokerControlMaxInFlightBytes", 256 * 1024 * 1024),
-    ADMIN_READ: ("adminReadMaxInFlight", 1000, None, 0),
-    ADMIN_WRITE: ("adminWriteMaxInFlight", 1000, None, 0),
+    ROUTE_READ: ("routeReadMaxInFlight", None),
+    BROKER_CONTROL: ("brokerControlMaxInFlight", "brokerControlMaxInFlightBytes"),
+    ADMIN_READ: ("adminReadMaxInFlight", None),
+    ADMIN_WRITE: ("adminWriteMaxInFlight", None),
 }
 
 #: Requests whose only effect is to tie a broker's liveness to their connection: not worth
@@ -64,9 +64,9 @@ class ClassLimitPolicy:
         self.refused = dict.fromkeys(ALL_CLASSES, 0)
 
     def limits(self, request_class):
-        count_name, count_default, bytes_name, bytes_default = LIMIT_PROPERTIES[request_class]
-        count = int(getattr(self.config, count_name, count_default) or 0)
-        max_bytes = int(getattr(self.config, bytes_name, bytes_default) or 0) if bytes_name else 0
+        count_name, bytes_name = LIMIT_PROPERTIES[request_class]
+        count = self.config.get(count_name)
+        max_bytes = self.config.get(bytes_name) if bytes_name else 0
         return count, max_bytes
 
     def would_admit(self, request_class, size):
@@ -134,7 +134,7 @@ class PriorityDispatcher:
         self.dropped = 0
 
     def enabled(self):
-        return bool(getattr(self.config, "isolationSchedulerEnable", True))
+        return self.config.isolationSchedulerEnable
 
     def dispatch(self, request, connection):
         request_class = self.classifier.classify(request.code)
@@ -159,7 +159,7 @@ class PriorityDispatcher:
 
     def _turn(self):
         self._call = None
-        budget = max(0, int(getattr(self.config, "isolationTurnBudgetMillis", 5) or 0)) / 1000.0
+        budget = max(0, self.config.isolationTurnBudgetMillis) / 1000.0
         deadline = self.timer() + budget
         while self.pending():
             request_class = self._order[0]
@@ -177,7 +177,7 @@ class PriorityDispatcher:
         waited = self.timer() - queued_at
         for listener in self.listeners:
             listener.queue_waited(request_class, waited)
-        if request.code in _LIVENESS_CODES and getattr(connection, "closing", False):
+        if request.code in _LIVENESS_CODES and connection.closing:
             self.dropped += 1
             if answer is not None:
                 answer.callback(None)

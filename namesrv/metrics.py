@@ -7,8 +7,8 @@ read on the reactor thread when a scrape arrives, then the text is rendered in t
 reactor's thread pool by ``prometheus_client``'s WSGI app, so a scrape never holds the
 reactor for longer than a few ``len()`` calls, and no thread reads the route tables.
 
-The route tables are read duck-typed (``broker_count()`` or ``len(broker_live_table)``,
-and the same for topics and clusters), so the metrics do not depend on their internals.
+The gauges read what the real objects have: the sizes of the RouteInfoManager's public
+tables, the factory's ``connections`` and ``refused``, and the IEventLog's ``dropped``.
 """
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -27,32 +27,12 @@ PREFIX = "rocketmq_namesrv_"
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
-#: (metric name, methods to try, attributes whose len() to take) for the route-table gauges.
+#: (metric name, help, the RouteInfoManager table whose size it is) for the route-table gauges.
 _ROUTE_GAUGES = (
-    ("active_brokers", "Brokers with a live entry (brokerLiveTable).",
-     ("broker_count", "live_broker_count"), ("broker_live_table", "live_brokers")),
-    ("topics", "Topics with at least one queue (topicQueueTable).",
-     ("topic_count",), ("topic_queue_table", "topics")),
-    ("clusters", "Clusters (clusterAddrTable).",
-     ("cluster_count",), ("cluster_addr_table", "clusters")),
+    ("active_brokers", "Brokers with a live entry (brokerLiveTable).", "broker_live_table"),
+    ("topics", "Topics with at least one queue (topicQueueTable).", "topic_queue_table"),
+    ("clusters", "Clusters (clusterAddrTable).", "cluster_addr_table"),
 )
-
-#: Attribute names an event log may use for the number of events it dropped.
-_DROP_ATTRIBUTES = ("dropped", "dropped_events", "drops")
-
-
-def _count(obj, methods, attributes):
-    if obj is None:
-        return None
-    for name in methods:
-        method = getattr(obj, name, None)
-        if callable(method):
-            return method()
-    for name in attributes:
-        value = getattr(obj, name, None)
-        if value is not None and not callable(value):
-            return len(value)
-    return None
 
 
 class NamesrvMetrics:
@@ -128,20 +108,14 @@ class NamesrvMetrics:
     def refresh(self):
         """Read the state that lives elsewhere; call on the reactor thread."""
         snapshot = {}
-        for name, _, methods, attributes in _ROUTE_GAUGES:
-            try:
-                snapshot[name] = _count(self.routes, methods, attributes)
-            except Exception:
-                log.failure("reading {name} for metrics failed", name=name)
-                snapshot[name] = None
+        if self.routes is not None:
+            for name, _, table in _ROUTE_GAUGES:
+                snapshot[name] = len(getattr(self.routes, table))
         if self.factory is not None:
-            snapshot["connections"] = len(getattr(self.factory, "connections", ()))
-            snapshot["connections_refused"] = getattr(self.factory, "refused", 0)
-        for name in _DROP_ATTRIBUTES:
-            value = getattr(self.events, name, None)
-            if isinstance(value, int):
-                snapshot["event_log_dropped"] = value
-                break
+            snapshot["connections"] = len(self.factory.connections)
+            snapshot["connections_refused"] = self.factory.refused
+        if self.events is not None:
+            snapshot["event_log_dropped"] = self.events.dropped
         if self.limits is not None:
             snapshot["in_flight"] = dict(self.limits.in_flight)
             snapshot["queued"] = dict(self.limits.waiting)
@@ -173,7 +147,7 @@ class _SnapshotCollector:
 
     def collect(self):
         snap = self.metrics._snapshot
-        for name, help_text, _, _ in _ROUTE_GAUGES:
+        for name, help_text, _ in _ROUTE_GAUGES:
             if snap.get(name) is not None:
                 yield GaugeMetricFamily(PREFIX + name, help_text, value=snap[name])
         if "connections" in snap:

@@ -10,7 +10,7 @@ request code, response code), at most ``limit`` lines per ``window`` seconds ove
 from twisted.logger import Logger
 
 from namesrv.protocol.codes import ResponseCode, request_name
-from namesrv.protocol.warnings import RateLimitedWarning
+from namesrv.protocol.ratelimited import RateLimitedWarning
 
 #: distinct (peer, request, answer) kinds remembered before starting over (bounds memory under a storm)
 MAX_REMEMBERED = 10000

@@ -7,7 +7,7 @@ from twisted.logger import Logger
 from twisted.plugin import getPlugins
 from zope.interface.verify import verifyObject
 
-from namesrv.context import NullEventLog
+from namesrv.eventlog import NullEventLog
 from namesrv.interfaces import IRequestProcessor, IRequestProcessorFactory
 from namesrv.protocol.codes import ResponseCode, request_name
 from namesrv.protocol.command import HeaderFieldError

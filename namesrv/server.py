@@ -36,7 +36,7 @@ class RemotingServerFactory(protocol.Factory):
     def connection_limit(self):
         """``serverMaxConnections``, clamped so that connections never take the descriptors
         the server needs for itself (KV and config writes, snapshots, the event log)."""
-        limit = getattr(self.config, "serverMaxConnections", 0)
+        limit = self.config.serverMaxConnections
         try:
             soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
         except (OSError, ValueError):
@@ -61,7 +61,7 @@ class RemotingServerFactory(protocol.Factory):
             idle_timeout=self.idle_timeout(),
             max_frame_length=self.config.maxFrameLength,
             on_bad_frame=self._bad_frame,
-            slow_reader_timeout=getattr(self.config, "serverSlowReaderTimeoutSeconds", 30) or None,
+            slow_reader_timeout=self.config.serverSlowReaderTimeoutSeconds or None,
             reactor=self.reactor,
             limits=FrameLimits.from_config(self.config),
             answer_cache=self.answer_cache,

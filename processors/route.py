@@ -44,18 +44,6 @@ NOT_READY = ("name server not ready: route queries are answered %.0f s after sta
              "waitSecondsForService) so that brokers re-register first; retry shortly")
 LIST_DISABLED = "disable: topic lists are switched off on this name server (%s=false); set it to true to allow them"
 
-_DEFAULTS = {
-    "orderMessageEnable": False,
-    "enableAllTopicList": True,
-    "enableTopicList": True,
-    "needWaitForService": False,
-    "waitSecondsForService": 45,
-    "supportActingMaster": False,
-    "returnOrderTopicConfigToBroker": True,
-    "deleteTopicWithBrokerRegistration": False,
-}
-
-
 def _topic_not_exist_remark(topic):
     return "No topic route info in name server for the topic: %s\nSee %s for further details." % (topic, FAQ_URL)
 
@@ -124,9 +112,6 @@ class RouteProcessor:
     def routes(self):
         return self.context.routes
 
-    def _config(self, name):
-        return getattr(self.context.config, name, _DEFAULTS[name])
-
     @staticmethod
     def _require_present(request, name):
         """A required String that may be empty (Java's @CFNotNull only refuses null)."""
@@ -140,7 +125,7 @@ class RouteProcessor:
         return request.make_response(ResponseCode.SYSTEM_ERROR, remark)
 
     def _order_topic_config_body(self):
-        if not self._config("returnOrderTopicConfigToBroker"):
+        if not self.context.config.returnOrderTopicConfigToBroker:
             return None
         return self.context.kv.kv_table_body(ORDER_TOPIC_CONFIG)
 
@@ -161,7 +146,7 @@ class RouteProcessor:
         body = request.body
         if body_crc32 != 0 and bodies.crc32(body) != body_crc32:
             return self._error(request, CRC_MISMATCH % (bodies.crc32(body), body_crc32))
-        delete_topics = bool(self._config("deleteTopicWithBrokerRegistration"))
+        delete_topics = bool(self.context.config.deleteTopicWithBrokerRegistration)
         fingerprint = self._fingerprint(request, delete_topics)
         last = self._last_registrations.get((cluster, broker_addr))
         if last is not None and last.fingerprint == fingerprint:
@@ -174,7 +159,7 @@ class RouteProcessor:
         try:
             decoded = bodies.decode_register_broker_body(
                 body, compressed, request.version,
-                getattr(self.context.config, "maxInflatedBodyLength", None) or bodies.MAX_INFLATED_BYTES)
+                self.context.config.maxInflatedBodyLength or bodies.MAX_INFLATED_BYTES)
         except BodyDecodeError as e:
             return self._error(request, "Failed to decode RegisterBrokerBody: %s" % e)
 
@@ -242,21 +227,21 @@ class RouteProcessor:
 
     # -- routes ---------------------------------------------------------------------------
     def _ready(self):
-        if not self._config("needWaitForService"):
+        if not self.context.config.needWaitForService:
             return True
         elapsed = self.context.reactor.seconds() - self.started
         # A clock set backwards must not hold the grace forever (PITFALLS 5).
-        return elapsed < 0 or elapsed >= float(self._config("waitSecondsForService"))
+        return elapsed < 0 or elapsed >= float(self.context.config.waitSecondsForService)
 
     def get_route_info_by_topic(self, request, connection):
         topic = request.require("topic")
         if not self._ready():
-            return self._error(request, NOT_READY % float(self._config("waitSecondsForService")))
+            return self._error(request, NOT_READY % float(self.context.config.waitSecondsForService))
         standard = bodies.use_standard_json(request.version, request.get_bool("acceptStandardJsonOnly", False))
         order_topic_conf = None
-        if self._config("orderMessageEnable"):
+        if self.context.config.orderMessageEnable:
             order_topic_conf = self.context.kv.get(ORDER_TOPIC_CONFIG, topic)
-        acting = bool(self._config("supportActingMaster"))
+        acting = bool(self.context.config.supportActingMaster)
         zone = request.get(ZONE_NAME)
         if request.get_bool(ZONE_MODE, False) and zone is not None and zone.strip():
             body = self._zone_route_body(topic, zone, order_topic_conf, acting)
@@ -300,7 +285,7 @@ class RouteProcessor:
         return request.make_response(ResponseCode.SUCCESS, ext={"addTopicCount": str(count)})
 
     def get_all_topic_list(self, request, connection):
-        if not self._config("enableAllTopicList"):
+        if not self.context.config.enableAllTopicList:
             return self._error(request, LIST_DISABLED % "enableAllTopicList")
         return request.make_response(ResponseCode.SUCCESS, body=self.routes.all_topic_list_body())
 
@@ -320,7 +305,7 @@ class RouteProcessor:
         return request.make_response(ResponseCode.SUCCESS)
 
     def get_topics_by_cluster(self, request, connection):
-        if not self._config("enableTopicList"):
+        if not self.context.config.enableTopicList:
             return self._error(request, LIST_DISABLED % "enableTopicList")
         topics = self.routes.topics_by_cluster(request.require("cluster"))
         return request.make_response(ResponseCode.SUCCESS, body=bodies.encode_topic_list(topics))
@@ -331,7 +316,7 @@ class RouteProcessor:
 
     def _topic_list_handler(self, query):
         def handler(request, connection):
-            if not self._config("enableTopicList"):
+            if not self.context.config.enableTopicList:
                 return self._error(request, LIST_DISABLED % "enableTopicList")
             topics = getattr(self.routes, query)()
             return request.make_response(ResponseCode.SUCCESS, body=bodies.encode_topic_list(topics))

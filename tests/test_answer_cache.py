@@ -18,8 +18,8 @@ from namesrv.protocol.command import make_request
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.service import make_service
 from tests.brokers import register_request, route_request
+from tests.config_for import service_config
 from tests.protocol.test_remoting import written_frames
-from tests.test_service import make_config
 
 
 class SyncPool:
@@ -54,7 +54,7 @@ def server(tmp_path):
     made = []
 
     def make(**props):
-        svc = make_service(make_config(tmp_path, **props), clock=task.Clock(), reactor=Reactor())
+        svc = make_service(service_config(tmp_path, **props), clock=task.Clock(), reactor=Reactor())
         made.append(svc)
         return svc
 

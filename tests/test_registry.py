@@ -13,14 +13,7 @@ from namesrv.interfaces import IRequestProcessor
 from namesrv.protocol.codes import ResponseCode
 from namesrv.protocol.command import HeaderFieldError, make_request
 from namesrv.registry import ProcessorConflictError, ProcessorRegistry, load_processor_factories
-
-
-class Conn:
-    peer = "127.0.0.1:5555"
-    connection_id = 1
-
-    def close(self):
-        pass
+from tests.fakes import FakeConnection, RecordingEventLog
 
 
 @implementer(IRequestProcessor)
@@ -38,28 +31,17 @@ class Fake:
         return self.handler(request)
 
 
-class Events:
-    def __init__(self):
-        self.requests = []
-
-    def emit(self, event, **fields):
-        pass
-
-    def record_request(self, code, response_code, micros, peer):
-        self.requests.append((code, response_code, peer))
-
-
 def test_unknown_code_answers_not_supported_with_java_remark():
-    events = Events()
+    events = RecordingEventLog()
     registry = ProcessorRegistry([], events=events)
-    answer = registry.dispatch(make_request(9999, opaque=4), Conn())
+    answer = registry.dispatch(make_request(9999, opaque=4), FakeConnection())
     assert answer.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
     assert answer.remark == " request type 9999 not supported" and answer.opaque == 4
     assert events.requests == [(9999, 3, "127.0.0.1:5555")]
 
 
 def test_oneway_unknown_code_gets_nothing():
-    assert ProcessorRegistry([]).dispatch(make_request(9999, oneway=True), Conn()) is None
+    assert ProcessorRegistry([]).dispatch(make_request(9999, oneway=True), FakeConnection()) is None
 
 
 def test_handler_value_and_deferred():
@@ -67,9 +49,9 @@ def test_handler_value_and_deferred():
         Fake("a", [1], lambda r: r.make_response(0, "sync")),
         Fake("b", [2], lambda r: defer.succeed(r.make_response(0, "async"))),
     ])
-    assert registry.dispatch(make_request(1), Conn()).remark == "sync"
+    assert registry.dispatch(make_request(1), FakeConnection()).remark == "sync"
     results = []
-    registry.dispatch(make_request(2), Conn()).addCallback(results.append)
+    registry.dispatch(make_request(2), FakeConnection()).addCallback(results.append)
     assert results[0].remark == "async"
 
 
@@ -78,29 +60,29 @@ def test_raising_handler_answers_system_error_and_goes_on():
         raise KeyError("nope")
 
     registry = ProcessorRegistry([Fake("a", [1], boom), Fake("b", [2], lambda r: r.make_response(0))])
-    answer = registry.dispatch(make_request(1, opaque=8), Conn())
+    answer = registry.dispatch(make_request(1, opaque=8), FakeConnection())
     assert answer.code == ResponseCode.SYSTEM_ERROR and "KeyError" in answer.remark and answer.opaque == 8
-    assert registry.dispatch(make_request(2), Conn()).code == 0
+    assert registry.dispatch(make_request(2), FakeConnection()).code == 0
 
 
 def test_header_field_error_keeps_its_message():
     def needs_field(request):
         request.require("brokerName")
 
-    answer = ProcessorRegistry([Fake("a", [1], needs_field)]).dispatch(make_request(1), Conn())
+    answer = ProcessorRegistry([Fake("a", [1], needs_field)]).dispatch(make_request(1), FakeConnection())
     assert answer.code == 1 and answer.remark == "the custom field <brokerName> is null"
 
 
 def test_failed_deferred_answers_system_error():
     registry = ProcessorRegistry([Fake("a", [1], lambda r: defer.fail(RuntimeError("disk gone")))])
     results = []
-    registry.dispatch(make_request(1), Conn()).addCallback(results.append)
+    registry.dispatch(make_request(1), FakeConnection()).addCallback(results.append)
     assert results[0].code == 1 and "disk gone" in results[0].remark
 
 
 def test_rejected_request_gets_the_processor_answer():
     registry = ProcessorRegistry([Fake("a", [1], lambda r: 1 / 0, reject=(2, "busy"))])
-    answer = registry.dispatch(make_request(1), Conn())
+    answer = registry.dispatch(make_request(1), FakeConnection())
     assert (answer.code, answer.remark) == (2, "busy")
 
 
@@ -141,9 +123,9 @@ def test_third_party_processor_from_a_dropin_directory(tmp_path):
         import extra_plugins
         factories = load_processor_factories(extra_plugins)
         assert [f.name for f in factories] == ["echo"]
-        context = types.SimpleNamespace(events=Events())
+        context = types.SimpleNamespace(events=RecordingEventLog())
         registry = ProcessorRegistry.from_plugins(context, extra_plugins)
-        answer = registry.dispatch(make_request(7001, body=b"ping"), Conn())
+        answer = registry.dispatch(make_request(7001, body=b"ping"), FakeConnection())
         assert answer.body == b"ping"
     finally:
         sys.path.remove(str(tmp_path))
@@ -171,8 +153,8 @@ def test_policies_refuse_before_the_processor_and_are_released():
     first, second = Policy(), Policy(refuse_codes=[2])
     registry = ProcessorRegistry([Fake("a", [1, 2], lambda r: called.append(r.code) or r.make_response(0))],
                                  policies=[first, second])
-    assert registry.dispatch(make_request(1), Conn()).code == 0
-    answer = registry.dispatch(make_request(2), Conn())
+    assert registry.dispatch(make_request(1), FakeConnection()).code == 0
+    answer = registry.dispatch(make_request(2), FakeConnection())
     assert (answer.code, answer.remark) == (16, "no permission for 2") and called == [1]
     assert first.done_calls == [(1, 0), (2, 16)] and second.done_calls == [(1, 0)]
 
@@ -181,14 +163,14 @@ def test_policy_released_when_a_deferred_answer_fires():
     policy = Policy()
     d = defer.Deferred()
     registry = ProcessorRegistry([Fake("a", [1], lambda r: d)], policies=[policy])
-    registry.dispatch(make_request(1), Conn())
+    registry.dispatch(make_request(1), FakeConnection())
     assert policy.done_calls == []
     d.callback(make_request(1).make_response(0))
     assert policy.done_calls == [(1, 0)]
 
 
 def test_observers_see_every_request():
-    events, extra = Events(), Events()
+    events, extra = RecordingEventLog(), RecordingEventLog()
     registry = ProcessorRegistry([], events=events, observers=[extra])
-    registry.dispatch(make_request(5), Conn())
+    registry.dispatch(make_request(5), FakeConnection())
     assert events.requests == extra.requests == [(5, 3, "127.0.0.1:5555")]

@@ -7,25 +7,11 @@ import pytest_twisted
 from twisted.internet import defer, reactor, task
 
 from namesrv.client import connect
-from namesrv.config import NamesrvConfig
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from namesrv.service import make_service
 from tests.brokers import register_request, route_request
-
-
-def make_config(tmp_path, **extra):
-    config = NamesrvConfig()
-    props = {"listenPort": "0", "bindAddress": "127.0.0.1", "kvConfigPath": str(tmp_path / "kv.json"),
-             "routeSnapshotPath": str(tmp_path / "routes.snapshot"), "logDir": str(tmp_path / "logs"),
-             "configStorePath": str(tmp_path / "namesrv.properties"),
-             "eventLogEnable": "false",
-             # the main process alone, in this process: read workers are tested over sockets
-             # in tests/integration (a worker listens only once its first replica is in)
-             "routeReadWorkers": "0"}
-    props.update(extra)
-    config.update(props)
-    return config
+from tests.config_for import service_config
 
 
 @pytest.fixture
@@ -33,7 +19,7 @@ def started(tmp_path):
     services = []
 
     def start(clock=None, **extra):
-        svc = make_service(make_config(tmp_path, **extra), clock=clock or task.Clock())
+        svc = make_service(service_config(tmp_path, **extra), clock=clock or task.Clock())
         svc.startService()
         services.append(svc)
         return svc

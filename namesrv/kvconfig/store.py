@@ -17,6 +17,7 @@ import os
 
 from twisted.logger import Logger
 
+from namesrv.eventlog import NullEventLog
 from namesrv.kvconfig.filewriter import SerialFileWriter
 
 
@@ -29,7 +30,7 @@ class KVConfigManager:
 
     def __init__(self, path, reactor=None, events=None):
         self.path = path
-        self.events = events
+        self.events = events if events is not None else NullEventLog()
         self.table = {}
         #: called with no arguments after every change (e.g. AnswerCache.invalidate)
         self.change_listeners = []
@@ -97,8 +98,7 @@ class KVConfigManager:
     def _emit(self, op, namespace, key):
         for callback in self.change_listeners:
             callback()
-        if self.events is not None:
-            self.events.emit("kv_changed", op=op, namespace=namespace, key=key)
+        self.events.emit("kv_changed", op=op, namespace=namespace, key=key)
 
     # -- persistence ------------------------------------------------------------
     def encode(self):

@@ -13,7 +13,7 @@ from twisted.internet.interfaces import IPushProducer
 from namesrv.interfaces import IRemotingConnection
 from namesrv.protocol.codec import FrameDecodeError, decode_frame, encode_frame
 from namesrv.protocol.codes import DEFAULT_MAX_FRAME_LENGTH, RequestCode
-from namesrv.protocol.warnings import RateLimitedWarning
+from namesrv.protocol.ratelimited import RateLimitedWarning
 
 _connection_ids = itertools.count(1)
 _LENGTH = struct.Struct(">i")
@@ -37,8 +37,8 @@ class FrameLimits:
 
     @classmethod
     def from_config(cls, config):
-        return cls(getattr(config, "maxHeaderLength", 0), getattr(config, "maxExtFields", 0),
-                   getattr(config, "maxRequestBodyLength", 0), getattr(config, "serverReadFrameTimeoutSeconds", 0))
+        return cls(config.maxHeaderLength, config.maxExtFields, config.maxRequestBodyLength,
+                   config.serverReadFrameTimeoutSeconds)
 
 
 NO_LIMITS = FrameLimits()

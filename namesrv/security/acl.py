@@ -75,13 +75,13 @@ class _Refusals:
 class _LiveSetting:
     """A property read on every request but parsed only when its text changes."""
 
-    def __init__(self, config, name, default, parse):
-        self.config, self.name, self.default, self.parse = config, name, default, parse
+    def __init__(self, config, name, parse):
+        self.config, self.name, self.parse = config, name, parse
         self._text = object()
         self._value = None
 
     def get(self):
-        text = getattr(self.config, self.name, self.default)
+        text = self.config.get(self.name)
         if text != self._text:
             try:
                 self._value = self.parse(text)
@@ -105,7 +105,7 @@ class AclPolicy:
     def __init__(self, store, classifier, config, listeners=()):
         self.store = store
         self.classifier = classifier
-        self.signed_classes = _LiveSetting(config, "aclSignedClasses", ADMIN_WRITE, parse_class_list)
+        self.signed_classes = _LiveSetting(config, "aclSignedClasses", parse_class_list)
         self.signed_classes.get()
         self._refusals = _Refusals(list(listeners))
 
@@ -152,7 +152,7 @@ class BrokerAllowListPolicy:
 
     def __init__(self, classifier, config, listeners=()):
         self.classifier = classifier
-        self.allowed = _LiveSetting(config, "brokerAllowedAddresses", "", AddressMatcher.parse)
+        self.allowed = _LiveSetting(config, "brokerAllowedAddresses", AddressMatcher.parse)
         self.allowed.get()
         self._refusals = _Refusals(list(listeners))
 

@@ -179,7 +179,8 @@ def spawn_server(port, scheduler, minimal, workdir, settings=()):
 def build_minimal_service(reactor, config):
     """The pieces secure_service needs, with the route processor alone (no KV store, no event log)."""
     import types
-    from namesrv.context import NamesrvContext, NullEventLog
+    from namesrv.context import NamesrvContext
+    from namesrv.eventlog import NullEventLog
     from namesrv.housekeeping import BrokerHousekeeping
     from namesrv.registry import ProcessorRegistry
     from namesrv.routes import RouteInfoManager
@@ -204,15 +205,16 @@ def build_minimal_service(reactor, config):
 
 def serve_minimal(port, scheduler, settings=()):
     """A server from the route processor alone (for when the full service is not available)."""
-    import types
     from twisted.internet import reactor
+    from namesrv.config import NamesrvConfig
     from namesrv.security.wiring import secure_service
 
-    config = types.SimpleNamespace(serverChannelMaxIdleTimeSeconds=120, maxFrameLength=16 * 1024 * 1024,
-                                   bindAddress="127.0.0.1", isolationSchedulerEnable=scheduler == "on")
+    config = NamesrvConfig()
+    overrides = {"bindAddress": "127.0.0.1", "isolationSchedulerEnable": "true" if scheduler == "on" else "false"}
     for setting in settings:
         key, _, value = setting.partition("=")
-        setattr(config, key.strip(), int(value) if value.strip().lstrip("-").isdigit() else value.strip())
+        overrides[key.strip()] = value.strip()
+    config.update(overrides, source="--set", announce=False)
     svc = build_minimal_service(reactor, config)
     reactor.listenTCP(port, secure_service(svc), interface="127.0.0.1", backlog=1024)
     reactor.run()

@@ -57,8 +57,8 @@ class SecurityServices(app_service.MultiService):
 
 def resolve_acl_path(config):
     """``aclFile``, relative to ``rocketmqHome`` when that is set (as Java's ``conf/plain_acl.yml``)."""
-    path = os.path.expanduser(getattr(config, "aclFile", DEFAULT_ACL_FILE) or DEFAULT_ACL_FILE)
-    home = getattr(config, "rocketmqHome", "") or ""
+    path = os.path.expanduser(config.aclFile or DEFAULT_ACL_FILE)
+    home = config.rocketmqHome or ""
     if not os.path.isabs(path) and home:
         path = os.path.join(os.path.expanduser(home), path)
     return path
@@ -72,19 +72,19 @@ def secure_service(service):
     """
     config = service.config
     reactor = service.reactor
-    interval = max(50, int(getattr(config, "fileWatchIntervalMillis", 500) or 500)) / 1000.0
+    interval = max(50, config.fileWatchIntervalMillis) / 1000.0
     security = SecurityServices()
     security.classifier = classifier = RequestClassifier.from_registry(service.registry)
     listeners = []
 
-    metrics_port = int(getattr(config, "prometheusListenPort", 0) or 0)
+    metrics_port = config.prometheusListenPort
     if metrics_port:
         from namesrv.metrics import NamesrvMetrics
-        security.metrics = NamesrvMetrics(classifier, routes=getattr(service, "routes", None),
-                                          factory=service.factory, events=getattr(service, "events", None))
+        security.metrics = NamesrvMetrics(classifier, routes=service.routes,
+                                          factory=service.factory, events=service.events)
         listeners.append(security.metrics)
 
-    if getattr(config, "aclEnable", False):
+    if config.aclEnable:
         security.acl_store = AclStore(resolve_acl_path(config))
         security.acl_store.load()
         service.registry.add_policy(AclPolicy(security.acl_store, classifier, config, listeners))
@@ -99,15 +99,15 @@ def secure_service(service):
     service.factory.dispatcher = security.dispatcher
 
     listen_factory = service.factory
-    mode = tlsmode.parse_mode(getattr(config, "tlsMode", tlsmode.DISABLED))
+    mode = tlsmode.parse_mode(config.tlsMode)
     if mode != tlsmode.DISABLED:
         from namesrv.security.certs import ServerTlsMaterial
         material = security.tls_material = ServerTlsMaterial(
-            cert_path=getattr(config, "tlsServerCertPath", ""), key_path=getattr(config, "tlsServerKeyPath", ""),
-            key_password_path=getattr(config, "tlsServerKeyPasswordFile", ""),
-            trust_path=getattr(config, "tlsServerTrustCertPath", ""),
-            client_auth=getattr(config, "tlsServerNeedClientAuth", "none"),
-            test_mode=bool(getattr(config, "tlsTestModeEnable", False)))
+            cert_path=config.tlsServerCertPath, key_path=config.tlsServerKeyPath,
+            key_password_path=config.tlsServerKeyPasswordFile,
+            trust_path=config.tlsServerTrustCertPath,
+            client_auth=config.tlsServerNeedClientAuth,
+            test_mode=config.tlsTestModeEnable)
         material.load()
         listen_factory = security.tls_factory = tlsmode.TlsSniffingFactory(
             service.factory, mode, material, config=config, reactor=reactor)
@@ -123,8 +123,8 @@ def secure_service(service):
         metrics.tls = security.tls_factory
         metrics.acl_store = security.acl_store
         service.registry.add_observer(metrics)
-        watch_events(getattr(service, "events", None), metrics.event)
-        MetricsHttpService(metrics, metrics_port, getattr(config, "bindAddress", "127.0.0.1") or "127.0.0.1",
+        watch_events(service.events, metrics.event)
+        MetricsHttpService(metrics, metrics_port, config.bindAddress or "127.0.0.1",
                            reactor, readiness=service.readiness).setServiceParent(security)
 
     _attach_status_page(service, security)
@@ -134,7 +134,7 @@ def secure_service(service):
 
 def _attach_status_page(service, security):
     """The read-only status page (namesrv/status) as a child of ``security``, when ``statusListenPort`` is set."""
-    port = int(getattr(service.config, "statusListenPort", 0) or 0)
+    port = service.config.statusListenPort
     if port:
         from namesrv.status.web import attach_status_page
         attach_status_page(service, security, port, watch_events)

@@ -207,7 +207,7 @@ def test_event_log_records_what_happened(tmp_path):
     with server.client() as client:  # the close is housekept before this answer
         client.call(route_request("Ev1"))
     assert_clean_stop(server)
-    with open(tmp_path / "logs" / "namesrv-events.log") as f:
+    with open(tmp_path / "logs" / ("namesrv-events-%d.log" % server.port)) as f:
         events = [json.loads(line) for line in f]
     kinds = [e["event"] for e in events]
     assert kinds.count("broker_registered") == 1 and kinds.count("broker_heartbeat") == 1

@@ -8,18 +8,13 @@ from twisted.logger import Logger
 
 from namesrv.kvconfig import KVConfigError, KVConfigManager
 from namesrv.kvconfig import filewriter
+from tests.fakes import RecordingEventLog
 
 # As 4.9.8's fastjson writes it: compact, raw UTF-8.
 JAVA_FILE = ('{"configTable":{"ORDER_TOPIC_CONFIG":{"TopicA":"broker-a:4;broker-b:4","TopicB":"broker-a:8"},'
              '"ns":{"k":"v","clé":"värde"}}}').encode("utf-8")
 
 
-class Events:
-    def __init__(self):
-        self.events = []
-
-    def emit(self, event, **fields):
-        self.events.append((event, fields))
 
 
 def loaded(path, events=None):
@@ -169,13 +164,13 @@ def test_flush_sync_writes_what_a_failed_write_left(tmp_path):
 
 def test_events_name_real_changes(tmp_path, monkeypatch):
     monkeypatch.setattr(filewriter.SerialFileWriter, "changed", lambda self: defer.succeed(None))
-    events = Events()
+    events = RecordingEventLog()
     kv = loaded(tmp_path / "kvConfig.json", events)
     kv.put("ns", "k", "v")
     kv.put("ns", "k", "v")  # same value: nothing changed
     kv.delete("ns", "absent")
     kv.delete("ns", "k")
-    assert events.events == [("kv_changed", {"op": "put", "namespace": "ns", "key": "k"}),
+    assert events.emitted == [("kv_changed", {"op": "put", "namespace": "ns", "key": "k"}),
                              ("kv_changed", {"op": "delete", "namespace": "ns", "key": "k"})]
 
 

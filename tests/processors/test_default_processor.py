@@ -1,6 +1,5 @@
 """DefaultProcessor (GET/UPDATE_NAMESRV_CONFIG) called directly."""
 
-import types
 
 import pytest
 import pytest_twisted
@@ -15,9 +14,10 @@ from namesrv.protocol.codec import decode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from processors.default import DefaultProcessor
+from tests.fakes import FakeConnection, RecordingEventLog
 from tests.vectors import vector
 
-CONN = types.SimpleNamespace(peer="127.0.0.1:1", connection_id=1, close=lambda: None)
+CONN = FakeConnection("127.0.0.1:1")
 
 #: The keys the captured 4.9.8 GET_NAMESRV_CONFIG answer listed (shared/vectors/README.md).
 JAVA_4_9_8_KEYS = ("clusterTest configBlackList configStorePath kvConfigPath listenPort orderMessageEnable "
@@ -28,12 +28,6 @@ JAVA_4_9_8_KEYS = ("clusterTest configBlackList configStorePath kvConfigPath lis
                    "writeBufferLowWaterMark").split()
 
 
-class Events:
-    def __init__(self):
-        self.events = []
-
-    def emit(self, event, **fields):
-        self.events.append((event, fields))
 
 
 @pytest.fixture
@@ -45,7 +39,7 @@ def store(tmp_path):
 def context(tmp_path, store):
     config = NamesrvConfig()
     config.update({"kvConfigPath": str(tmp_path / "kv.json"), "configStorePath": str(store)})
-    return NamesrvContext(config=config, routes=None, kv=None, reactor=reactor, events=Events())
+    return NamesrvContext(config=config, routes=None, kv=None, reactor=reactor, events=RecordingEventLog())
 
 
 @pytest.fixture
@@ -83,7 +77,7 @@ def test_update_applies_live_persists_and_reports(processor, context, store):
     persisted = parse_properties(store.read_text())
     assert persisted == parse_properties(context.config.to_properties_text())
     assert persisted["orderMessageEnable"] == "true" and persisted["enableTopicList"] == "false"
-    assert sorted(context.events.events, key=lambda e: e[1]["key"]) == [
+    assert sorted(context.events.emitted, key=lambda e: e[1]["key"]) == [
         ("config_changed", {"key": "enableTopicList", "old": "true", "new": "false"}),
         ("config_changed", {"key": "orderMessageEnable", "old": "false", "new": "true"}),
     ]
@@ -104,7 +98,7 @@ def test_black_listed_keys_are_refused_and_nothing_changes(processor, context, s
     assert answer.code == ResponseCode.NO_PERMISSION
     assert answer.remark.startswith("Can not update config in black list. Refused keys: %s " % key)
     assert answer.remark.endswith("(configBlackList); set them in the -c properties file and restart.")
-    assert context.config.orderMessageEnable is False and not store.exists() and context.events.events == []
+    assert context.config.orderMessageEnable is False and not store.exists() and context.events.emitted == []
 
 
 def test_configured_black_list_entries_are_refused(tmp_path):
@@ -118,7 +112,7 @@ def test_bad_value_is_refused_naming_the_key_and_nothing_changes(processor, cont
     answer = update(processor, b"orderMessageEnable=true\nscanNotActiveBrokerInterval=often\n")
     assert answer.code == ResponseCode.SYSTEM_ERROR
     assert "scanNotActiveBrokerInterval" in answer.remark and "often" in answer.remark
-    assert context.config.orderMessageEnable is False and not store.exists() and context.events.events == []
+    assert context.config.orderMessageEnable is False and not store.exists() and context.events.emitted == []
 
 
 def test_unparseable_body_is_a_system_error(processor, context):
@@ -133,7 +127,7 @@ def test_unparseable_body_is_a_system_error(processor, context):
 def test_nothing_to_update_is_success_and_writes_nothing(processor, context, store, body):
     answer = update(processor, body)
     assert (answer.code, answer.remark) == (ResponseCode.SUCCESS, None)
-    assert not store.exists() and context.events.events == []
+    assert not store.exists() and context.events.emitted == []
 
 
 @pytest_twisted.inlineCallbacks
@@ -142,14 +136,14 @@ def test_unknown_keys_are_ignored_like_java_but_known_extras_update(tmp_path):
     config_file.write_text("myExtra=1\n")
     config = NamesrvConfig()
     config.load_file(str(config_file))
-    events = Events()
+    events = RecordingEventLog()
     processor = DefaultProcessor(NamesrvContext(config, None, None, reactor, events))
     answer = yield update(processor, b"typoKey=1\nmyExtra=2\n")
     assert (answer.code, answer.remark) == (ResponseCode.SUCCESS, "unknown keys ignored: typoKey")
     assert "typoKey" not in config and config.get("myExtra") == "2"
     persisted = parse_properties(config_file.read_text())  # the -c file is the configStorePath
     assert persisted["myExtra"] == "2" and "typoKey" not in persisted
-    assert events.events == [("config_changed", {"key": "myExtra", "old": "1", "new": "2"})]
+    assert events.emitted == [("config_changed", {"key": "myExtra", "old": "1", "new": "2"})]
 
 
 @pytest_twisted.inlineCallbacks

@@ -1,7 +1,6 @@
 """KVConfigProcessor called directly, against the answers the Java 4.9.8 NameServer gave."""
 
 import json
-import types
 
 import pytest
 import pytest_twisted
@@ -16,24 +15,19 @@ from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, SerializeType
 from namesrv.protocol.command import HeaderFieldError, make_request
 from processors.kvconfig import KVConfigProcessor
+from tests.fakes import FakeConnection, RecordingEventLog
 from tests.vectors import vector
 
-CONN = types.SimpleNamespace(peer="127.0.0.1:1", connection_id=1, close=lambda: None)
+CONN = FakeConnection("127.0.0.1:1")
 
 
-class Events:
-    def __init__(self):
-        self.events = []
-
-    def emit(self, event, **fields):
-        self.events.append((event, fields))
 
 
 @pytest.fixture
 def context(tmp_path):
     config = NamesrvConfig()
     config.update({"kvConfigPath": str(tmp_path / "kv.json")})
-    events = Events()
+    events = RecordingEventLog()
     kv = KVConfigManager(config.kvConfigPath, reactor=reactor, events=events)
     kv.load()
     return NamesrvContext(config=config, routes=None, kv=kv, reactor=reactor, events=events)
@@ -107,7 +101,7 @@ def test_put_get_delete_list(processor, context, tmp_path):
     missing = processor.process_request(request(RequestCode.GET_KVLIST_BY_NAMESPACE, namespace="zz"), CONN)
     assert (missing.code, missing.remark, missing.ext, missing.body) == \
         (ResponseCode.QUERY_NOT_FOUND, "No config item, Namespace: zz", None, None)
-    assert context.events.events == [("kv_changed", {"op": "put", "namespace": "ns", "key": "k"}),
+    assert context.events.emitted == [("kv_changed", {"op": "put", "namespace": "ns", "key": "k"}),
                                       ("kv_changed", {"op": "delete", "namespace": "ns", "key": "k"})]
 
 

@@ -16,7 +16,8 @@ from namesrv.protocol.command import HeaderFieldError, make_request
 from namesrv.routes import RouteInfoManager
 from processors.route import RouteProcessor
 from tests.brokers import compressed_body, crc32, plain_body, register_request, route_request, topic_config
-from tests.routes.helpers import topic_changes
+from tests.config_for import make_config
+from tests.fakes import FakeConnection, RecordingEventLog, topic_changes
 from tests.vectors import vector
 
 C = RequestCode
@@ -35,47 +36,15 @@ class FakeKV:
         return fastjson.dumps_plain({"table": self.table[namespace]}).encode()
 
 
-class Events:
-    def __init__(self):
-        self.emitted = []
-
-    def emit(self, event, **fields):
-        self.emitted.append((event, fields))
-
-    def named(self, name):
-        return [fields for event, fields in self.emitted if event == name]
-
-    def record_request(self, code, response_code, micros, peer):
-        pass
-
-
-class Conn:
-    def __init__(self, connection_id=1):
-        self.connection_id = connection_id
-        self.peer = "127.0.0.1:%d" % (40000 + connection_id)
-        self.closed = False
-
-    def close(self):
-        self.closed = True
-
-
-def java_config(**overrides):
-    values = dict(orderMessageEnable=False, enableAllTopicList=True, enableTopicList=True, needWaitForService=False,
-                  waitSecondsForService=45, supportActingMaster=False, returnOrderTopicConfigToBroker=True,
-                  deleteTopicWithBrokerRegistration=False)
-    values.update(overrides)
-    return SimpleNamespace(**values)
-
-
 @pytest.fixture
 def world():
     clock = Clock()
     clock.advance(1000)
-    events = Events()
+    events = RecordingEventLog()
     routes = RouteInfoManager(clock=clock, events=events)
-    context = NamesrvContext(config=java_config(), routes=routes, kv=FakeKV(), reactor=clock, events=events)
+    context = NamesrvContext(config=make_config(), routes=routes, kv=FakeKV(), reactor=clock, events=events)
     world = SimpleNamespace(clock=clock, events=events, routes=routes, context=context,
-                            processor=RouteProcessor(context), conn=Conn())
+                            processor=RouteProcessor(context), conn=FakeConnection())
     world.call = lambda request, conn=None: world.processor.process_request(request, conn or world.conn)
     yield world
     routes.check_invariants()
@@ -108,7 +77,7 @@ def test_register_master_answers_empty_typed_header_and_routes(world):
 def test_register_slave_gets_master_and_ha_address(world):
     world.call(register_request("C", "broker-a", "127.0.0.1:10911", topics=["A", "B"], ha_addr="127.0.0.1:10912"))
     answer = world.call(register_request("C", "broker-a", "127.0.0.1:10921", broker_id=1, topics=["A", "B"]),
-                        Conn(2))
+                        FakeConnection(connection_id=2))
     assert answer.ext == {"haServerAddr": "127.0.0.1:10912", "masterAddr": "127.0.0.1:10911"}
 
 
@@ -122,7 +91,7 @@ def test_register_returns_order_topic_config(world):
     world.context.kv.table["ORDER_TOPIC_CONFIG"] = {"A": "broker-a:4"}
     answer = world.call(register_request("C", "broker-a", "127.0.0.1:10911", topics=["A", "B"]))
     assert answer.body == b'{"table":{"A":"broker-a:4"}}'
-    world.context.config.returnOrderTopicConfigToBroker = False
+    world.context.config.update({"returnOrderTopicConfigToBroker": "false"})
     assert world.call(register_request("C", "broker-a", "127.0.0.1:10911", topics=["A", "B"])).body is None
 
 
@@ -280,15 +249,15 @@ def test_order_topic_conf_only_when_enabled(world):
     _registered(world)
     world.context.kv.table["ORDER_TOPIC_CONFIG"] = {"A": "broker-a:8"}
     assert b"orderTopicConf" not in world.call(route_request("A")).body
-    world.context.config.orderMessageEnable = True
+    world.context.config.update({"orderMessageEnable": "true"})
     assert json.loads(world.call(route_request("A")).body)["orderTopicConf"] == "broker-a:8"
     assert b"orderTopicConf" not in world.call(route_request("B")).body
 
 
 def test_need_wait_for_service_grace_ends(world):
     _registered(world)
-    world.context.config.needWaitForService = True
-    world.context.config.waitSecondsForService = 45
+    world.context.config.update({"needWaitForService": "true"})
+    world.context.config.update({"waitSecondsForService": "45"})
     processor = RouteProcessor(world.context)
     answer = processor.process_request(route_request("A"), world.conn)
     assert answer.code == ResponseCode.SYSTEM_ERROR
@@ -299,7 +268,7 @@ def test_need_wait_for_service_grace_ends(world):
     assert processor.process_request(route_request("A"), world.conn).code == ResponseCode.SUCCESS
     world.clock.advance(3600)
     assert processor.process_request(route_request("A"), world.conn).code == ResponseCode.SUCCESS
-    world.context.config.needWaitForService = False
+    world.context.config.update({"needWaitForService": "false"})
     assert RouteProcessor(world.context).process_request(route_request("A"), world.conn).code == 0
 
 
@@ -319,7 +288,7 @@ def test_support_acting_master_is_read_live(world):
     world.call(register_request("C", "a", "h:2", broker_id=1, topics=["T", "U"],
                                 extra_ext={"enableActingMaster": "true"}))
     assert json.loads(world.call(route_request("T")).body)["brokerDatas"][0]["brokerAddrs"] == {"1": "h:2"}
-    world.context.config.supportActingMaster = True
+    world.context.config.update({"supportActingMaster": "true"})
     assert json.loads(world.call(route_request("T")).body)["brokerDatas"][0]["brokerAddrs"] == {"0": "h:2"}
 
 
@@ -349,7 +318,7 @@ def test_all_topic_list_and_its_switch(world):
     _registered(world)
     answer = world.call(req(C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER))
     assert (answer.code, answer.body) == (ResponseCode.SUCCESS, b'{"topicList":["A","B"]}')
-    world.context.config.enableAllTopicList = False
+    world.context.config.update({"enableAllTopicList": "false"})
     answer = world.call(req(C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER))
     assert answer.code == ResponseCode.SYSTEM_ERROR and answer.remark.startswith("disable: topic lists are switched off")
 
@@ -367,7 +336,7 @@ def test_topic_lists_and_their_switch(world):
     assert json.loads(world.call(req(C.GET_TOPICS_BY_CLUSTER, {"cluster": "x"})).body) == {"topicList": []}
     system = json.loads(world.call(req(C.GET_SYSTEM_TOPIC_LIST_FROM_NS, {"cluster": "ignored"})).body)
     assert system == {"brokerAddr": "h:1", "topicList": ["C", "b"]}
-    world.context.config.enableTopicList = False
+    world.context.config.update({"enableTopicList": "false"})
     for code in (C.GET_UNIT_TOPIC_LIST, C.GET_HAS_UNIT_SUB_TOPIC_LIST, C.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST,
                  C.GET_TOPICS_BY_CLUSTER):
         answer = world.call(req(code))
@@ -456,7 +425,7 @@ def _same_frame(ours, java_name, **patch):
 
 
 def test_replay_of_the_captured_conversation(world):
-    conn = Conn(7)
+    conn = FakeConnection(connection_id=7)
     answers = {}
     for name in ("register_plain_json", "register_compressed_json", "register_slave_rocketmq", "route_json",
                  "route_rocketmq", "cluster_info_json", "route_unknown_topic_json", "all_topics_json"):

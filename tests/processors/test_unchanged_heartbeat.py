@@ -10,7 +10,8 @@ import pytest
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.routes import bodies
 from tests.brokers import register_request, route_request
-from tests.processors.test_route_processor import Conn, req, world  # noqa: F401 (fixture)
+from tests.fakes import FakeConnection
+from tests.processors.test_route_processor import req, world  # noqa: F401 (fixture)
 
 C = RequestCode
 TOPICS = ["A", "B", "C"]
@@ -51,9 +52,9 @@ def test_an_identical_heartbeat_is_not_decoded_and_refreshes_liveness(world, no_
 
 def test_the_slave_still_learns_its_master(world, no_decode):
     world.call(master())
-    full = world.call(slave(), Conn(2))
+    full = world.call(slave(), FakeConnection(connection_id=2))
     no_decode()
-    quick = world.call(slave(), Conn(2))
+    quick = world.call(slave(), FakeConnection(connection_id=2))
     assert quick.ext == full.ext == {"haServerAddr": "127.0.0.1:10912", "masterAddr": "127.0.0.1:10911"}
     assert world.processor.unchanged_skipped == 1
 
@@ -71,14 +72,14 @@ def test_a_deleted_topic_comes_back_with_the_next_heartbeat(world):
 
 def test_other_brokers_changes_do_not_matter(world):
     world.call(master())
-    world.call(register_request("C", "broker-b", "127.0.0.2:10911", topics=["X", "Y", "A"]), Conn(3))
+    world.call(register_request("C", "broker-b", "127.0.0.2:10911", topics=["X", "Y", "A"]), FakeConnection(connection_id=3))
     world.call(master())
     assert world.processor.unchanged_skipped == 1
 
 
 def test_a_change_to_the_brokers_group_takes_the_full_path(world):
     world.call(master())
-    world.call(slave(), Conn(2))            # the group's addresses changed
+    world.call(slave(), FakeConnection(connection_id=2))            # the group's addresses changed
     world.call(master())
     assert world.processor.unchanged_skipped == 0
     world.call(master())
@@ -104,7 +105,7 @@ def test_random_histories_end_as_without_the_shortcut(seed, monkeypatch):
     fast, slow = next(make_world.__wrapped__()), next(make_world.__wrapped__())
     monkeypatch.setattr(slow.routes, "refresh_unchanged_registration", lambda *a, **k: None)
     rng = random.Random(seed)
-    conns = {i: Conn(i) for i in range(1, 5)}
+    conns = {i: FakeConnection(connection_id=i) for i in range(1, 5)}
     operations = [
         lambda: (master(), conns[1]),
         lambda: (slave(), conns[2]),
@@ -145,7 +146,7 @@ def test_a_different_registration_is_decoded(world, change):
 
 def test_a_new_connection_is_bound(world):
     world.call(master())
-    other = Conn(7)
+    other = FakeConnection(connection_id=7)
     world.call(master(), other)
     assert world.processor.unchanged_skipped == 1
     assert world.routes.broker_live_table[("C", "127.0.0.1:10911")].connection is other
@@ -175,5 +176,5 @@ def test_forgotten_brokers_do_not_pile_up(world):
     remembered = world.processor._last_registrations
     for i in range(1100):
         remembered[("gone", "127.0.9.%d:1" % i)] = object()
-    world.call(register_request("C", "broker-z", "127.0.0.9:10911", topics=["Z1", "Z2"]), Conn(9))
+    world.call(register_request("C", "broker-z", "127.0.0.9:10911", topics=["Z1", "Z2"]), FakeConnection(connection_id=9))
     assert set(remembered) == {("C", "127.0.0.1:10911"), ("C", "127.0.0.9:10911")}

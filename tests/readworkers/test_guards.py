@@ -29,10 +29,11 @@ from namesrv.service import make_service
 from tests.brokers import register_request, route_request
 from tests.protocol.test_remoting import written_frames
 from tests.readworkers.test_forwarding import Factory, connect
-from tests.readworkers.test_replica import Harness, Peer
+from tests.fakes import FakeConnection
+from tests.readworkers.test_replica import Harness
 from tests.security.certs import write_pair
 from tests.test_answer_cache import Reactor
-from tests.test_service import make_config
+from tests.config_for import service_config as make_config
 
 ACL = """
 accounts:
@@ -155,10 +156,10 @@ def test_signed_reads_are_answered_by_the_worker_exactly_as_by_the_main_process(
 
 def test_the_workers_signed_classes_follow_the_replicas_configuration(tmp_path):
     harness = AclHarness(tmp_path, signed="adminWrite")
-    assert harness.replica.registry.dispatch(route_request("T1"), Peer()).code == ResponseCode.SUCCESS
+    assert harness.replica.registry.dispatch(route_request("T1"), FakeConnection("127.0.0.1:40000")).code == ResponseCode.SUCCESS
     harness.service.config.update({"aclSignedClasses": "routeRead"})
     harness.publish()
-    assert harness.replica.registry.dispatch(route_request("T1"), Peer()).code == ResponseCode.NO_PERMISSION
+    assert harness.replica.registry.dispatch(route_request("T1"), FakeConnection("127.0.0.1:40000")).code == ResponseCode.NO_PERMISSION
 
 
 def test_the_worker_reloads_a_changed_acl_file(tmp_path):
@@ -166,11 +167,11 @@ def test_the_worker_reloads_a_changed_acl_file(tmp_path):
     harness.guards.startService()
     try:
         newcomer = signed_route("T1", access_key="newcomer1", secret="abcdefgh")
-        assert harness.replica.registry.dispatch(newcomer, Peer()).code == ResponseCode.NO_PERMISSION
+        assert harness.replica.registry.dispatch(newcomer, FakeConnection("127.0.0.1:40000")).code == ResponseCode.NO_PERMISSION
         harness.acl.write_text(ACL + "  - accessKey: newcomer1\n    secretKey: abcdefgh\n")
         harness.clock.advance(0.5)
         assert harness.guards.acl_store.reloads == 1
-        assert harness.replica.registry.dispatch(newcomer, Peer()).code == ResponseCode.SUCCESS
+        assert harness.replica.registry.dispatch(newcomer, FakeConnection("127.0.0.1:40000")).code == ResponseCode.SUCCESS
     finally:
         harness.guards.stopService()
 

@@ -19,20 +19,16 @@ from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.routes.snapshot import encode_snapshot, restore_snapshot
 from namesrv.service import make_service
 from tests.brokers import register_request, route_request
+from tests.config_for import service_config
+from tests.fakes import FakeConnection
 from tests.test_answer_cache import Reactor
-from tests.test_service import make_config
-
-
-class Peer:
-    peer = "127.0.0.1:40000"
-    closing = False
 
 
 class Harness:
     """The main service, a shared counter and one replica fed by explicit ``publish()`` calls."""
 
     def __init__(self, tmp_path):
-        self.service = make_service(make_config(tmp_path), clock=task.Clock(), reactor=Reactor())
+        self.service = make_service(service_config(tmp_path), clock=task.Clock(), reactor=Reactor())
         self.shared = SharedGeneration(str(tmp_path / "generation"), writable=True)
         self.tracker = self.service.routes.track_topic_changes(TopicTracker())
         self.service.routes.add_change_listener(self.changed)
@@ -58,7 +54,7 @@ class Harness:
             assert self.replica.apply(message)
 
     def main(self, request):
-        return self.service.registry.dispatch(request, Peer())
+        return self.service.registry.dispatch(request, FakeConnection("127.0.0.1:40000"))
 
     def assert_same_answers(self, topics):
         assert self.replica.fresh()
@@ -66,7 +62,7 @@ class Harness:
         requests += [route_request(t, version=Version.V5_0_0, opaque=100 + i) for i, t in enumerate(topics)]
         requests.append(make_request(RequestCode.GET_BROKER_CLUSTER_INFO, opaque=999))
         for request in requests:
-            ours = encode_frame(self.replica.registry.dispatch(request, Peer()))
+            ours = encode_frame(self.replica.registry.dispatch(request, FakeConnection("127.0.0.1:40000")))
             assert ours == encode_frame(self.main(request)), request
 
 
@@ -92,7 +88,7 @@ def test_deltas_keep_the_replica_identical_to_the_main_tables(harness):
     harness.main(make_request(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": "Gone"}))
     harness.publish()
     harness.assert_same_answers(topics)
-    assert harness.replica.registry.dispatch(route_request("T1"), Peer()).code == ResponseCode.TOPIC_NOT_EXIST
+    assert harness.replica.registry.dispatch(route_request("T1"), FakeConnection("127.0.0.1:40000")).code == ResponseCode.TOPIC_NOT_EXIST
 
 
 def test_kv_and_config_travel_with_the_replica(harness):
@@ -103,7 +99,7 @@ def test_kv_and_config_travel_with_the_replica(harness):
     harness.publish()
     harness.assert_same_answers(["Ordered", "Plain"])
     assert b'"orderTopicConf":"broker-a:8"' in harness.replica.registry.dispatch(route_request("Ordered"),
-                                                                                  Peer()).body
+                                                                                  FakeConnection("127.0.0.1:40000")).body
 
 
 def test_stale_from_the_change_until_the_next_replica(harness):
@@ -162,7 +158,7 @@ def test_whatever_the_tables_hold_reaches_the_replica(harness):
     assert harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=odd)).code == ResponseCode.SUCCESS
     harness.publish()
     harness.assert_same_answers(["Odd\udc80Topic", "Huge"])
-    assert harness.replica.registry.dispatch(route_request("Huge"), Peer()).code == ResponseCode.SUCCESS
+    assert harness.replica.registry.dispatch(route_request("Huge"), FakeConnection("127.0.0.1:40000")).code == ResponseCode.SUCCESS
 
 
 def test_a_downward_reader_refuses_garbage():

@@ -5,15 +5,10 @@ from twisted.internet import task
 from namesrv.readworkers.generation import SharedGeneration
 from namesrv.readworkers.pool import ReadWorkerPool
 from namesrv.service import make_service
+from tests.fakes import FakeConnection
 from tests.brokers import register_request, route_request
 from tests.test_answer_cache import Reactor
-from tests.test_service import make_config
-
-
-class Peer:
-    peer = "127.0.0.1:40000"
-    closing = False
-    connection_id = 1
+from tests.config_for import service_config as make_config
 
 
 def wired_pool(tmp_path):
@@ -33,11 +28,11 @@ def test_a_change_is_settled_once_just_before_its_answer(tmp_path):
     seen_during_change = []
     service.routes.add_change_listener(lambda: seen_during_change.append(pool.generation.read()))
     before = pool.generation.read()
-    answer = service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=["T1", "T2"]), Peer())
+    answer = service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=["T1", "T2"]), FakeConnection("127.0.0.1:40000"))
     assert answer.code == 0
     assert seen_during_change == [before]            # workers still answered from their replica meanwhile
     assert pool.generation.read() == before + 1       # ...and stopped before the acknowledgement left
-    service.registry.dispatch(route_request("T1"), Peer())
+    service.registry.dispatch(route_request("T1"), FakeConnection("127.0.0.1:40000"))
     assert pool.generation.read() == before + 1       # a read changes nothing: no bump
 
 

@@ -12,9 +12,10 @@ from namesrv.readworkers.pool import READ_CODES
 from namesrv.readworkers.replica import Replica
 from namesrv.readworkers.worker import ReadWorker
 from namesrv.service import make_service
+from tests.fakes import FakeConnection
 from tests.brokers import register_request
 from tests.test_answer_cache import Reactor
-from tests.test_service import make_config
+from tests.config_for import service_config as make_config
 
 
 class TurnClock(task.Clock):
@@ -29,15 +30,10 @@ class TurnClock(task.Clock):
             call.func(*call.args, **call.kw)
 
 
-class Peer:
-    peer = "127.0.0.1:40000"
-    closing = False
-
-
 def test_a_burst_of_parts_is_applied_one_per_turn_and_listening_follows_the_first_whole_copy(tmp_path):
     service = make_service(make_config(tmp_path), clock=task.Clock(), reactor=Reactor())
     topics = ["Burst%d" % i for i in range(7)]
-    service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=topics), Peer())
+    service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=topics), FakeConnection("127.0.0.1:40000"))
     shared = SharedGeneration(str(tmp_path / "generation"), writable=True)
     shared.bump()
     started = service.registry.processor_for(RequestCode.GET_ROUTEINFO_BY_TOPIC).started

@@ -1,10 +1,10 @@
-"""Limits of a real `twistd namesrv`: frame size, connection count, idle peers, slow readers, header/body sizes.
+"""Limits of a real `twistd namesrv`: frame size, connection count, slow readers, header/body sizes.
 
 Java only has the 16 MiB frame limit; maxHeaderLength, maxExtFields, maxRequestBodyLength,
 maxInflatedBodyLength and serverReadFrameTimeoutSeconds are ours (docs/robustness.md).
+The idle and frame timers are proven on a task.Clock in test_server_timers.py.
 """
 
-import json
 import socket
 import struct
 import time
@@ -126,17 +126,6 @@ def test_connections_above_server_max_connections_are_closed_at_once(start_serve
     assert "refused: 20 connections open (serverMaxConnections)" in server.log()
 
 
-def test_idle_connection_is_closed_and_a_busy_one_is_not(start_server):
-    server = start_server({"serverChannelMaxIdleTimeSeconds": "1"})
-    silent = raw_connection(server)
-    with server.client() as busy:
-        for _ in range(8):
-            assert busy.call(checks.route_request("Busy")).code == ResponseCode.TOPIC_NOT_EXIST
-            time.sleep(0.3)
-        assert closed_by_peer(silent, 5)
-    silent.close()
-
-
 def test_slow_reader_is_paused_then_disconnected_and_memory_stays_bounded(start_server):
     server = start_server({"serverSlowReaderTimeoutSeconds": "2"})
     with checks.ControlBroker(HOST, server.port), peers.fill_topics(HOST, server.port, 2000):
@@ -225,19 +214,3 @@ def test_inflated_body_over_max_inflated_body_length_is_refused(start_server):
     with server.client() as client:
         answer = client.call(make_request(RequestCode.REGISTER_BROKER, ext, body=body, version=409))
     assert answer.code == ResponseCode.SYSTEM_ERROR and "inflates beyond" in answer.remark
-
-
-def test_frame_not_completed_in_time_closes_the_connection(start_server):
-    server = start_server({"serverReadFrameTimeoutSeconds": "2", "serverChannelMaxIdleTimeSeconds": "120"})
-    header = json.dumps({"code": 105, "extFields": {"topic": "T"}}).encode()
-    frame = struct.pack(">ii", 4 + len(header) + 1000, len(header)) + header + b"x" * 1000
-    with raw_connection(server) as sock:
-        started = time.monotonic()
-        try:
-            for i in range(16):  # one byte every 0.5 s: 8 s if the server never gives up
-                sock.sendall(frame[i:i + 1])
-                time.sleep(0.5)
-        except OSError:
-            pass
-        assert closed_by_peer(sock, 1)
-        assert time.monotonic() - started < 6

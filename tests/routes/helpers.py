@@ -1,9 +1,10 @@
-"""Builders shared by the route tests: topic tables, fake connections, an event recorder."""
+"""Builders shared by the route tests: topic tables, registrations (fakes come from tests/fakes.py)."""
 
 from twisted.internet.task import Clock
 
 from namesrv.routes import RouteInfoManager
 from namesrv.routes.model import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from tests.fakes import FakeConnection, RecordingEventLog, topic_changes  # noqa: F401 (shared by the route tests)
 
 CLUSTER = "DefaultCluster"
 BROKER = "broker-a"
@@ -11,46 +12,6 @@ MASTER_ADDR = "127.0.0.1:10911"
 SLAVE_ADDR = "127.0.0.1:30911"
 MASTER_HA = "127.0.0.1:20911"
 SLAVE_HA = "127.0.0.1:40911"
-
-
-class Conn:
-    """A fake IRemotingConnection."""
-
-    _ids = iter(range(1, 1 << 30))
-
-    def __init__(self, port=None):
-        self.connection_id = next(self._ids)
-        self.peer = "127.0.0.1:%d" % (port or 50000 + self.connection_id % 10000)
-        self.closed = False
-
-    def close(self):
-        self.closed = True
-
-    def __repr__(self):
-        return "<Conn %d>" % self.connection_id
-
-
-class Events:
-    """Records every emitted event as (name, fields)."""
-
-    def __init__(self):
-        self.emitted = []
-
-    def emit(self, event, **fields):
-        self.emitted.append((event, fields))
-
-    def record_request(self, code, response_code, micros, peer):
-        pass
-
-    def named(self, name):
-        return [fields for event, fields in self.emitted if event == name]
-
-    def topic_changes(self):
-        """``topic_route_changed`` events, one dict per topic (an event may list several ``topics``)."""
-        return topic_changes(self.named("topic_route_changed"))
-
-    def clear(self):
-        del self.emitted[:]
 
 
 def new_routes(clock=None, events=None):
@@ -87,13 +48,3 @@ def addrs_of(routes, topic_name, support_acting_master=True):
 
 def perm_of(routes, topic_name, broker_name=BROKER):
     return routes.topic_queue_table[topic_name][broker_name].perm
-
-
-def topic_changes(events):
-    """Expand ``topic_route_changed`` events into one {topic, before, after} per topic."""
-    out = []
-    for fields in events:
-        topics = fields["topics"] if "topics" in fields else [fields["topic"]]
-        assert ("topics" in fields) != ("topic" in fields) and (len(topics) > 1 or "topic" in fields)
-        out.extend({"topic": t, "before": fields["before"], "after": fields["after"]} for t in topics)
-    return out

@@ -5,12 +5,12 @@ from twisted.internet.task import Clock
 
 from namesrv import fastjson
 from namesrv.routes import bodies
-from tests.routes.helpers import BROKER, CLUSTER, MASTER_ADDR, SLAVE_ADDR, Conn, Events, new_routes, register
+from tests.routes.helpers import BROKER, CLUSTER, MASTER_ADDR, SLAVE_ADDR, FakeConnection, RecordingEventLog, new_routes, register
 
 
 @pytest.fixture
 def events():
-    return Events()
+    return RecordingEventLog()
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_topic_route_changed_events(routes, events):
     events.clear()
     routes.unregister_broker(CLUSTER, MASTER_ADDR, BROKER, 0)
     assert events.topic_changes() == []  # the slave still serves broker-a
-    routes.on_connection_closed(Conn())
+    routes.on_connection_closed(FakeConnection())
     routes.unregister_broker(CLUSTER, SLAVE_ADDR, BROKER, 1)
     changed = {e["topic"]: (e["before"], e["after"]) for e in events.topic_changes()}
     assert changed == {"T": ([BROKER, "broker-b"], ["broker-b"]), "baseTopic": ([BROKER], [])}
@@ -147,7 +147,7 @@ def test_cached_body_decodes_to_the_route(routes):
 
 
 def test_clear_forgets_everything_and_reports_it(routes, events):
-    register(routes, "T", conn=Conn(), filters=["f:1"])
+    register(routes, "T", conn=FakeConnection(), filters=["f:1"])
     routes.route_body("T", True)
     events.clear()
     routes.clear()

@@ -5,7 +5,7 @@ from twisted.internet.task import Clock
 
 from namesrv.routes.model import PERM_READ, PERM_WRITE, DataVersion
 from tests.routes.helpers import (
-    BROKER, CLUSTER, MASTER_ADDR, SLAVE_ADDR, Conn, addrs_of, new_routes, perm_of, register)
+    BROKER, CLUSTER, MASTER_ADDR, SLAVE_ADDR, FakeConnection, addrs_of, new_routes, perm_of, register)
 
 
 @pytest.fixture
@@ -68,15 +68,15 @@ def test_unregister_of_unknown_broker_changes_nothing(routes):
 
 
 def test_unregister_with_expected_live_entry_refuses_a_newer_registration(routes):
-    register(routes, "T", conn=Conn())
+    register(routes, "T", conn=FakeConnection())
     decided_on = routes.broker_live_table[(CLUSTER, MASTER_ADDR)]
-    register(routes, "T", conn=Conn(), counter=2)  # re-registered meanwhile
+    register(routes, "T", conn=FakeConnection(), counter=2)  # re-registered meanwhile
     assert not routes.unregister_broker(CLUSTER, MASTER_ADDR, BROKER, 0, expected=decided_on)
     assert routes.pickup_topic_route("T") is not None
 
 
 def test_closing_the_registration_connection_removes_the_broker(routes):
-    conn = Conn()
+    conn = FakeConnection()
     register(routes, "TestTopic", "TestTopic1", conn=conn)
     removed = routes.on_connection_closed(conn)
     assert [(r.cluster, r.broker_name, r.broker_id, r.broker_addr) for r in removed] == [
@@ -85,7 +85,7 @@ def test_closing_the_registration_connection_removes_the_broker(routes):
 
 
 def test_closing_master_then_slave_connection(routes):
-    master_conn, slave_conn = Conn(), Conn()
+    master_conn, slave_conn = FakeConnection(), FakeConnection()
     register(routes, "TestTopic", conn=master_conn, acting=False)
     register(routes, "TestTopic", addr=SLAVE_ADDR, broker_id=1, conn=slave_conn, acting=False)
     routes.on_connection_closed(master_conn)
@@ -97,14 +97,14 @@ def test_closing_master_then_slave_connection(routes):
 
 
 def test_other_connections_closing_change_nothing(routes):
-    register(routes, "T", conn=Conn())
-    assert routes.on_connection_closed(Conn()) == []
+    register(routes, "T", conn=FakeConnection())
+    assert routes.on_connection_closed(FakeConnection()) == []
     assert routes.on_connection_closed(None) == []
     assert routes.pickup_topic_route("T") is not None
 
 
 def test_rebinding_to_a_new_connection_makes_the_old_one_harmless(routes):
-    old, new = Conn(), Conn()
+    old, new = FakeConnection(), FakeConnection()
     register(routes, "T", conn=old)
     register(routes, "T", conn=new)
     assert routes.on_connection_closed(old) == []
@@ -113,7 +113,7 @@ def test_rebinding_to_a_new_connection_makes_the_old_one_harmless(routes):
 
 
 def test_one_connection_carrying_two_registrations_removes_both(routes):
-    conn = Conn()
+    conn = FakeConnection()
     register(routes, "A", conn=conn)
     register(routes, "B", name="broker-b", addr="127.0.0.1:10912", conn=conn)
     assert sorted(r.broker_name for r in routes.on_connection_closed(conn)) == [BROKER, "broker-b"]
@@ -121,7 +121,7 @@ def test_one_connection_carrying_two_registrations_removes_both(routes):
 
 
 def test_broker_expires_after_120_seconds(routes, clock):
-    conn = Conn()
+    conn = FakeConnection()
     register(routes, "T", conn=conn)
     clock.advance(120)
     assert routes.scan_not_active_brokers() == []  # Java: last + 120000 < now, strictly

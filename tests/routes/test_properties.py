@@ -12,13 +12,13 @@ from twisted.internet.task import Clock
 from namesrv.routes import bodies
 from namesrv.routes.model import QueueData
 from namesrv.routes.snapshot import encode_snapshot, restore_snapshot
-from tests.routes.helpers import Conn, Events, new_routes, topic, wrapper
+from tests.routes.helpers import FakeConnection, RecordingEventLog, new_routes, topic, wrapper
 
 CLUSTERS = ["c1", "c2"]
 NAMES = ["a", "b", "c"]
 ADDRS = ["h:1", "h:2", "h:3", "h:4"]
 TOPICS = ["t1", "t2", "t3", "t4"]
-CONNS = [Conn(), Conn(), Conn()]
+CONNS = [FakeConnection(), FakeConnection(), FakeConnection()]
 
 register_op = st.tuples(
     st.just("register"), st.sampled_from(CLUSTERS), st.sampled_from(NAMES), st.sampled_from(ADDRS),
@@ -92,7 +92,7 @@ def check(routes, replayed):
 @given(st.lists(ops, min_size=5, max_size=60))
 def test_random_operations_keep_the_tables_consistent(operations):
     clock = Clock()
-    events = Events()
+    events = RecordingEventLog()
     routes = new_routes(clock, events)
     replayed = {}
     for op in operations:

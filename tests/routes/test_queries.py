@@ -8,7 +8,7 @@ from namesrv.routes import bodies
 from namesrv.routes.model import PERM_READ, PERM_WRITE, QueueData
 from namesrv.routes.queries import filter_by_zone
 from tests.routes.helpers import (
-    BROKER, CLUSTER, MASTER_ADDR, SLAVE_ADDR, Conn, new_routes, perm_of, register, topic)
+    BROKER, CLUSTER, MASTER_ADDR, SLAVE_ADDR, FakeConnection, new_routes, perm_of, register, topic)
 from tests.vectors import vector
 
 
@@ -166,7 +166,7 @@ def _replay_vectors(routes):
     for name in ("req_register_plain_json", "req_register_compressed_json", "req_register_slave_rocketmq"):
         req = decode_frame(vector(name)[4:])
         body = bodies.decode_register_broker_body(req.body, req.get_bool("compressed"), req.version)
-        conns[name] = Conn()
+        conns[name] = FakeConnection()
         result = routes.register_broker(req.ext["clusterName"], req.ext["brokerAddr"], req.ext["brokerName"],
                                         int(req.ext["brokerId"]), req.ext["haServerAddr"], body.topic_config_wrapper,
                                         body.filter_server_list, conns[name])

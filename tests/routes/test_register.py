@@ -4,7 +4,7 @@ import pytest
 
 from namesrv.routes.model import PERM_READ, PERM_WRITE, DataVersion
 from tests.routes.helpers import (
-    BROKER, CLUSTER, MASTER_ADDR, MASTER_HA, SLAVE_ADDR, SLAVE_HA, Conn, addrs_of, new_routes, perm_of, register,
+    BROKER, CLUSTER, MASTER_ADDR, MASTER_HA, SLAVE_ADDR, SLAVE_HA, FakeConnection, addrs_of, new_routes, perm_of, register,
     wrapper)
 
 
@@ -131,7 +131,7 @@ def test_deleted_topic_comes_back_with_the_next_registration(routes):
 
 
 def test_single_topic_registration_of_unknown_broker_is_refused_without_a_trace(routes):
-    result = routes.register_broker(CLUSTER, MASTER_ADDR, BROKER, 0, MASTER_HA, wrapper("Only"), [], Conn())
+    result = routes.register_broker(CLUSTER, MASTER_ADDR, BROKER, 0, MASTER_HA, wrapper("Only"), [], FakeConnection())
     assert result is None
     assert routes.broker_addr_table == {} and routes.cluster_addr_table == {} and routes.broker_live_table == {}
     master(routes, "X")
@@ -141,7 +141,7 @@ def test_single_topic_registration_of_unknown_broker_is_refused_without_a_trace(
 
 def test_stale_address_guard_keeps_the_newer_member(routes):
     register(routes, "T", addr="new:1", state=5, acting=True)
-    result = register(routes, "T", addr="old:1", state=3, acting=True, conn=Conn())
+    result = register(routes, "T", addr="old:1", state=3, acting=True, conn=FakeConnection())
     assert result.stale and result.master_addr is None
     assert addrs_of(routes, "T") == {0: "new:1"}
     assert (CLUSTER, "old:1") not in routes.broker_live_table

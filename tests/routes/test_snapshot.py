@@ -6,14 +6,14 @@ from twisted.internet.task import Clock
 
 from namesrv.routes.snapshot import SnapshotError, encode_snapshot, restore_snapshot
 from tests.routes.helpers import (
-    BROKER, CLUSTER, MASTER_ADDR, SLAVE_ADDR, Conn, Events, new_routes, register)
+    BROKER, CLUSTER, MASTER_ADDR, SLAVE_ADDR, FakeConnection, RecordingEventLog, new_routes, register)
 
 
 def populated(clock):
     routes = new_routes(clock)
-    register(routes, "T", "U", conn=Conn(), acting=True, zone="z1", filters=["f:1"], state=3,
+    register(routes, "T", "U", conn=FakeConnection(), acting=True, zone="z1", filters=["f:1"], state=3,
              mappings={"U": {"bname": BROKER, "currIdMap": {0: 0, 1: 1}, "topic": "U", "epoch": 2}})
-    register(routes, "T", addr=SLAVE_ADDR, broker_id=1, conn=Conn(), acting=True, timeout=10000)
+    register(routes, "T", addr=SLAVE_ADDR, broker_id=1, conn=FakeConnection(), acting=True, timeout=10000)
     register(routes, "T", "V", cluster="C2", name="broker-b", addr="127.0.0.1:2")
     routes.wipe_write_perm_of_broker("broker-b")
     return routes
@@ -23,7 +23,7 @@ def test_round_trip_restores_every_table():
     clock = Clock()
     original = populated(clock)
     clock.advance(50)
-    events = Events()
+    events = RecordingEventLog()
     restored = new_routes(clock, events)
     restore_snapshot(restored, encode_snapshot(original))
     restored.check_invariants()
@@ -44,7 +44,7 @@ def test_restored_brokers_expire_by_the_usual_rule_or_re_register():
     clock = Clock()
     restored = new_routes(clock)
     restore_snapshot(restored, encode_snapshot(populated(clock)))
-    conn = Conn()
+    conn = FakeConnection()
     register(restored, "T", "U", conn=conn, acting=True, zone="z1", filters=["f:1"], state=3)
     clock.advance(11)
     assert [e.broker_addr for e in restored.scan_not_active_brokers()] == [SLAVE_ADDR]  # 10 s timeout
@@ -57,7 +57,7 @@ def test_restored_brokers_expire_by_the_usual_rule_or_re_register():
 def test_restore_replaces_what_was_there():
     clock = Clock()
     routes = new_routes(clock)
-    register(routes, "Old", name="old", addr="o:1", conn=Conn())
+    register(routes, "Old", name="old", addr="o:1", conn=FakeConnection())
     restore_snapshot(routes, encode_snapshot(populated(clock)))
     routes.check_invariants()
     assert "Old" not in routes.topic_queue_table and "old" not in routes.broker_addr_table
@@ -96,7 +96,7 @@ def _corrupt(key, value):
 def test_corrupt_snapshot_is_refused_without_partial_load(data):
     clock = Clock()
     routes = new_routes(clock)
-    conn = Conn()
+    conn = FakeConnection()
     register(routes, "Mine", name="mine", addr="m:1", conn=conn)
     with pytest.raises(SnapshotError):
         restore_snapshot(routes, data())

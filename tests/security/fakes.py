@@ -5,21 +5,12 @@ import types
 from twisted.internet import defer
 from zope.interface import implementer
 
-from namesrv.context import NullEventLog
 from namesrv.interfaces import IRequestProcessor
 from namesrv.protocol.codes import RequestCode, request_name
 from namesrv.registry import ProcessorRegistry
 from namesrv.server import RemotingServerFactory
-
-
-class Conn:
-    def __init__(self, peer="127.0.0.1:5555", closing=False):
-        self.peer = peer
-        self.connection_id = 1
-        self.closing = closing
-
-    def close(self):
-        self.closing = True
+from tests.config_for import make_config
+from tests.fakes import RecordingEventLog
 
 
 @implementer(IRequestProcessor)
@@ -51,31 +42,12 @@ class Echo:
             d.callback(answer)
 
 
-class Events(NullEventLog):
-    def __init__(self):
-        self.emitted = []
-        self.requests = []
-
-    def emit(self, event, **fields):
-        self.emitted.append((event, fields))
-
-    def record_request(self, code, response_code, micros, peer):
-        self.requests.append((code, response_code))
-
-
 class Housekeeping:
     def __init__(self):
         self.closed = []
 
     def connection_closed(self, connection):
         self.closed.append(connection)
-
-
-def config(**values):
-    base = dict(serverChannelMaxIdleTimeSeconds=120, maxFrameLength=16 * 1024 * 1024, bindAddress="127.0.0.1",
-                serverSlowReaderTimeoutSeconds=30, serverMaxConnections=0)
-    base.update(values)
-    return types.SimpleNamespace(**base)
 
 
 class Routes:
@@ -87,8 +59,8 @@ class Routes:
 
 def service(reactor, processor=None, **values):
     """The attributes secure_service reads from a NamesrvService, built from the real registry and factory."""
-    events = Events()
-    cfg = config(**values)
+    events = RecordingEventLog()
+    cfg = make_config(**values)
     processor = processor or Echo()
     registry = ProcessorRegistry([processor], events=events)
     factory = RemotingServerFactory(registry, cfg, Housekeeping(), events, reactor)

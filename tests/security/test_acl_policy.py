@@ -11,7 +11,9 @@ from namesrv.security.aclfile import parse_acl
 from namesrv.security.classes import RequestClassifier
 from namesrv.security.filewatch import FileWatcher
 from namesrv.security.signature import sign_request_ext
-from tests.security.fakes import Conn, Echo, config
+from tests.config_for import make_config
+from tests.fakes import FakeConnection
+from tests.security.fakes import Echo
 
 ACL = """
 globalWhiteRemoteAddresses:
@@ -42,7 +44,7 @@ class Listener:
 def build(acl=ACL, **values):
     listener = Listener()
     store = AclStore("unused", parse_acl(acl))
-    cfg = config(**values)
+    cfg = make_config(**values)
     policy = AclPolicy(store, RequestClassifier(), cfg, [listener])
     codes = [int(c) for c in RequestCode] + [4242]  # 4242: a plugin processor's own code
     registry = ProcessorRegistry([Echo(codes)], policies=[policy])
@@ -58,7 +60,7 @@ def put_kv(access_key=None, secret=None, body=None, **extra):
 
 def test_admin_write_signed_by_an_admin_passes():
     registry, listener, _ = build()
-    answer = registry.dispatch(put_kv("adminUser", "adminSecret1"), Conn())
+    answer = registry.dispatch(put_kv("adminUser", "adminSecret1"), FakeConnection())
     assert answer.code == ResponseCode.SUCCESS and answer.opaque == 7
     assert listener.rejections == []
 
@@ -71,7 +73,7 @@ def test_admin_write_signed_by_an_admin_passes():
 ])
 def test_refusals_answer_no_permission_with_a_clear_remark(request_, remark):
     registry, listener, _ = build()
-    answer = registry.dispatch(request_, Conn())
+    answer = registry.dispatch(request_, FakeConnection())
     assert answer.code == ResponseCode.NO_PERMISSION
     assert answer.remark.startswith(remark)
     assert listener.rejections == [("admin_write", "acl")]
@@ -82,7 +84,7 @@ def test_tampered_value_after_signing_is_refused():
     registry, _, _ = build()
     request = put_kv("adminUser", "adminSecret1")
     request.ext["value"] = "evil"
-    assert registry.dispatch(request, Conn()).code == ResponseCode.NO_PERMISSION
+    assert registry.dispatch(request, FakeConnection()).code == ResponseCode.NO_PERMISSION
 
 
 def test_every_admin_write_code_is_guarded_and_reads_are_not_by_default():
@@ -90,25 +92,25 @@ def test_every_admin_write_code_is_guarded_and_reads_are_not_by_default():
     for code in (RequestCode.DELETE_KV_CONFIG, RequestCode.UPDATE_NAMESRV_CONFIG, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
                  RequestCode.ADD_WRITE_PERM_OF_BROKER, RequestCode.DELETE_TOPIC_IN_NAMESRV,
                  RequestCode.REGISTER_TOPIC_IN_NAMESRV, 4242):
-        assert registry.dispatch(make_request(code, {}), Conn()).code == ResponseCode.NO_PERMISSION, code
+        assert registry.dispatch(make_request(code, {}), FakeConnection()).code == ResponseCode.NO_PERMISSION, code
     for code in (RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_KV_CONFIG, RequestCode.GET_BROKER_CLUSTER_INFO,
                  RequestCode.REGISTER_BROKER, RequestCode.GET_NAMESRV_CONFIG):
-        assert registry.dispatch(make_request(code, {}), Conn()).code == ResponseCode.SUCCESS, code
+        assert registry.dispatch(make_request(code, {}), FakeConnection()).code == ResponseCode.SUCCESS, code
     # A code nobody declared never reaches a processor or a policy.
-    assert registry.dispatch(make_request(4343, {}), Conn()).code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    assert registry.dispatch(make_request(4343, {}), FakeConnection()).code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
 
 
 def test_signed_classes_follow_the_live_property():
     registry, _, cfg = build(aclSignedClasses="adminWrite")
     read = make_request(RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": "ns"})
-    assert registry.dispatch(read, Conn()).code == ResponseCode.SUCCESS
-    cfg.aclSignedClasses = "admin_read,admin_write"
-    assert registry.dispatch(read, Conn()).code == ResponseCode.NO_PERMISSION
+    assert registry.dispatch(read, FakeConnection()).code == ResponseCode.SUCCESS
+    cfg.update({"aclSignedClasses": "admin_read,admin_write"})
+    assert registry.dispatch(read, FakeConnection()).code == ResponseCode.NO_PERMISSION
     signed = make_request(RequestCode.GET_KVLIST_BY_NAMESPACE,
                           sign_request_ext({"namespace": "ns"}, None, "plainUser", "plainSecret1"))
-    assert registry.dispatch(signed, Conn()).code == ResponseCode.SUCCESS  # reads need no admin flag
-    cfg.aclSignedClasses = "nonsense"  # a bad runtime value keeps the previous one
-    assert registry.dispatch(read, Conn()).code == ResponseCode.NO_PERMISSION
+    assert registry.dispatch(signed, FakeConnection()).code == ResponseCode.SUCCESS  # reads need no admin flag
+    cfg.update({"aclSignedClasses": "nonsense"})  # a bad runtime value keeps the previous one
+    assert registry.dispatch(read, FakeConnection()).code == ResponseCode.NO_PERMISSION
 
 
 def test_bad_signed_classes_at_start_is_an_error():
@@ -118,15 +120,15 @@ def test_bad_signed_classes_at_start_is_an_error():
 
 def test_white_lists_skip_the_signature_as_in_java():
     registry, _, _ = build()
-    assert registry.dispatch(put_kv(), Conn("10.10.103.9:4000")).code == ResponseCode.SUCCESS
+    assert registry.dispatch(put_kv(), FakeConnection("10.10.103.9:4000")).code == ResponseCode.SUCCESS
     unsigned_but_named = put_kv(AccessKey="trustedHost")
-    assert registry.dispatch(unsigned_but_named, Conn("192.168.1.20:4000")).code == ResponseCode.SUCCESS
-    assert registry.dispatch(unsigned_but_named, Conn("192.168.2.20:4000")).code == ResponseCode.NO_PERMISSION
+    assert registry.dispatch(unsigned_but_named, FakeConnection("192.168.1.20:4000")).code == ResponseCode.SUCCESS
+    assert registry.dispatch(unsigned_but_named, FakeConnection("192.168.2.20:4000")).code == ResponseCode.NO_PERMISSION
 
 
 def test_oneway_refusal_gets_no_answer():
     registry, listener, _ = build()
-    assert registry.dispatch(make_request(PUT, {}, oneway=True), Conn()) is None
+    assert registry.dispatch(make_request(PUT, {}, oneway=True), FakeConnection()) is None
     assert listener.rejections == [("admin_write", "acl")]
 
 
@@ -135,40 +137,40 @@ def test_credentials_reload_when_the_file_changes(tmp_path):
     path.write_text(ACL)
     store = AclStore(str(path))
     store.load()
-    policy = AclPolicy(store, RequestClassifier(), config())
+    policy = AclPolicy(store, RequestClassifier(), make_config())
     registry = ProcessorRegistry([Echo()], policies=[policy])
     clock = task.Clock()
     watcher = FileWatcher([str(path)], store.reload, 0.5, clock=clock)
     watcher.startService()
     request = put_kv("adminUser", "adminSecret1")
-    assert registry.dispatch(request, Conn()).code == ResponseCode.SUCCESS
+    assert registry.dispatch(request, FakeConnection()).code == ResponseCode.SUCCESS
 
     path.write_text(ACL.replace("adminSecret1", "rotatedSecret"))
     clock.advance(0.5)
     assert store.reloads == 1
-    assert registry.dispatch(put_kv("adminUser", "adminSecret1"), Conn()).code == ResponseCode.NO_PERMISSION
-    assert registry.dispatch(put_kv("adminUser", "rotatedSecret"), Conn()).code == ResponseCode.SUCCESS
+    assert registry.dispatch(put_kv("adminUser", "adminSecret1"), FakeConnection()).code == ResponseCode.NO_PERMISSION
+    assert registry.dispatch(put_kv("adminUser", "rotatedSecret"), FakeConnection()).code == ResponseCode.SUCCESS
 
     path.write_text("accounts: [\n")  # a broken edit keeps the last good credentials
     clock.advance(0.5)
     assert store.reload_failures == 1
-    assert registry.dispatch(put_kv("adminUser", "rotatedSecret"), Conn()).code == ResponseCode.SUCCESS
+    assert registry.dispatch(put_kv("adminUser", "rotatedSecret"), FakeConnection()).code == ResponseCode.SUCCESS
     watcher.stopService()
     assert not clock.getDelayedCalls()
 
 
 def test_broker_allow_list_checks_the_connection_address_not_the_header():
     listener = Listener()
-    cfg = config(brokerAllowedAddresses="10.0.0.0/8, 192.168.1.{5,6}")
+    cfg = make_config(brokerAllowedAddresses="10.0.0.0/8, 192.168.1.{5,6}")
     registry = ProcessorRegistry([Echo()], policies=[BrokerAllowListPolicy(RequestClassifier(), cfg, [listener])])
     register = make_request(RequestCode.REGISTER_BROKER, {"brokerAddr": "10.0.0.1:10911"})
-    assert registry.dispatch(register, Conn("10.3.3.3:50000")).code == ResponseCode.SUCCESS
-    assert registry.dispatch(register, Conn("192.168.1.6:50000")).code == ResponseCode.SUCCESS
-    refused = registry.dispatch(register, Conn("172.16.0.1:50000"))
+    assert registry.dispatch(register, FakeConnection("10.3.3.3:50000")).code == ResponseCode.SUCCESS
+    assert registry.dispatch(register, FakeConnection("192.168.1.6:50000")).code == ResponseCode.SUCCESS
+    refused = registry.dispatch(register, FakeConnection("172.16.0.1:50000"))
     assert refused.code == ResponseCode.NO_PERMISSION
     assert refused.remark == "REGISTER_BROKER (103) from 172.16.0.1 refused: the address is not in brokerAllowedAddresses"
     route = make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "t"})
-    assert registry.dispatch(route, Conn("172.16.0.1:50000")).code == ResponseCode.SUCCESS
-    cfg.brokerAllowedAddresses = ""
-    assert registry.dispatch(register, Conn("172.16.0.1:50000")).code == ResponseCode.SUCCESS
+    assert registry.dispatch(route, FakeConnection("172.16.0.1:50000")).code == ResponseCode.SUCCESS
+    cfg.update({"brokerAllowedAddresses": ""})
+    assert registry.dispatch(register, FakeConnection("172.16.0.1:50000")).code == ResponseCode.SUCCESS
     assert listener.rejections == [("broker_control", "broker_allowlist")]

@@ -9,7 +9,9 @@ from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from namesrv.registry import ProcessorRegistry
 from namesrv.security.classes import RequestClassifier
-from tests.security.fakes import Conn, Echo, Events, config
+from tests.config_for import make_config
+from tests.fakes import FakeConnection, RecordingEventLog
+from tests.security.fakes import Echo
 
 REGISTER = RequestCode.REGISTER_BROKER
 ROUTE = RequestCode.GET_ROUTEINFO_BY_TOPIC
@@ -31,9 +33,9 @@ class Listener:
 
 def limited(processor, **values):
     listener = Listener()
-    cfg = config(**values)
+    cfg = make_config(**values)
     policy = ClassLimitPolicy(RequestClassifier(), cfg, [listener])
-    events = Events()
+    events = RecordingEventLog()
     registry = ProcessorRegistry([processor], events=events, policies=[policy])
     return registry, policy, listener, cfg
 
@@ -42,34 +44,34 @@ def test_in_flight_limit_answers_system_busy_with_the_java_remark_and_recovers()
     echo = Echo()
     echo.hold = True
     registry, policy, listener, cfg = limited(echo, brokerControlMaxInFlight=2)
-    first = [registry.dispatch(make_request(REGISTER, {}, opaque=i), Conn()) for i in (1, 2)]
-    busy = registry.dispatch(make_request(REGISTER, {}, opaque=3), Conn())
+    first = [registry.dispatch(make_request(REGISTER, {}, opaque=i), FakeConnection()) for i in (1, 2)]
+    busy = registry.dispatch(make_request(REGISTER, {}, opaque=3), FakeConnection())
     assert busy.code == ResponseCode.SYSTEM_BUSY and busy.remark == OVERLOAD_REMARK and busy.opaque == 3
     assert listener.rejections == [("broker_control", "overload")]
     # Other classes have their own budget.
     route = make_request(ROUTE, {"topic": "t"})
-    assert isinstance(registry.dispatch(route, Conn()), defer.Deferred)
+    assert isinstance(registry.dispatch(route, FakeConnection()), defer.Deferred)
     assert policy.in_flight == {"route_read": 1, "broker_control": 2, "admin_read": 0, "admin_write": 0}
     echo.release_all()
     assert [d.result.code for d in first] == [0, 0]
     assert policy.in_flight["broker_control"] == 0
-    assert isinstance(registry.dispatch(make_request(REGISTER, {}), Conn()), defer.Deferred)
-    cfg.brokerControlMaxInFlight = 0  # 0: unlimited
-    assert all(isinstance(registry.dispatch(make_request(REGISTER, {}), Conn()), defer.Deferred) for _ in range(5))
+    assert isinstance(registry.dispatch(make_request(REGISTER, {}), FakeConnection()), defer.Deferred)
+    cfg.update({"brokerControlMaxInFlight": "0"})  # 0: unlimited
+    assert all(isinstance(registry.dispatch(make_request(REGISTER, {}), FakeConnection()), defer.Deferred) for _ in range(5))
 
 
 def test_byte_limit_bounds_bodies_held_but_lets_one_big_request_through():
     echo = Echo()
     echo.hold = True
     registry, policy, _, _ = limited(echo, brokerControlMaxInFlightBytes=1000)
-    big = registry.dispatch(make_request(REGISTER, {}, body=b"x" * 5000), Conn())
+    big = registry.dispatch(make_request(REGISTER, {}, body=b"x" * 5000), FakeConnection())
     assert isinstance(big, defer.Deferred)  # alone, bigger than the budget: still served
-    small = registry.dispatch(make_request(REGISTER, {}, body=b"x" * 10), Conn())
+    small = registry.dispatch(make_request(REGISTER, {}, body=b"x" * 10), FakeConnection())
     assert small.code == ResponseCode.SYSTEM_BUSY
     echo.release_all()
     assert policy.in_flight_bytes["broker_control"] == 0
-    assert isinstance(registry.dispatch(make_request(REGISTER, {}, body=b"x" * 600), Conn()), defer.Deferred)
-    assert registry.dispatch(make_request(REGISTER, {}, body=b"x" * 600), Conn()).code == ResponseCode.SYSTEM_BUSY
+    assert isinstance(registry.dispatch(make_request(REGISTER, {}, body=b"x" * 600), FakeConnection()), defer.Deferred)
+    assert registry.dispatch(make_request(REGISTER, {}, body=b"x" * 600), FakeConnection()).code == ResponseCode.SYSTEM_BUSY
 
 
 def test_failed_processing_releases_its_slot():
@@ -87,7 +89,7 @@ def test_failed_processing_releases_its_slot():
     registry, policy, _, _ = limited(Failing(), brokerControlMaxInFlight=1)
     for _ in range(3):
         results = []
-        registry.dispatch(make_request(REGISTER, {}), Conn()).addCallback(results.append)
+        registry.dispatch(make_request(REGISTER, {}), FakeConnection()).addCallback(results.append)
         assert results[0].code == ResponseCode.SYSTEM_ERROR
     assert policy.in_flight["broker_control"] == 0
 
@@ -146,14 +148,14 @@ def scheduled(cost, **values):
 
 def test_route_reads_are_answered_at_once_while_registrations_wait_for_turns():
     dispatcher, processor, clock, policy, listener, _ = scheduled({REGISTER: 0.004}, isolationTurnBudgetMillis=5)
-    answers = [dispatcher.dispatch(make_request(REGISTER, {}, opaque=i), Conn()) for i in range(10)]
+    answers = [dispatcher.dispatch(make_request(REGISTER, {}, opaque=i), FakeConnection()) for i in range(10)]
     assert all(isinstance(a, defer.Deferred) and not a.called for a in answers)
     assert policy.waiting["broker_control"] == 10
-    route = dispatcher.dispatch(make_request(ROUTE, {"topic": "t"}), Conn())
+    route = dispatcher.dispatch(make_request(ROUTE, {"topic": "t"}), FakeConnection())
     assert route.code == ResponseCode.SUCCESS and processor.seen == [ROUTE]
     clock.advance(0)  # one turn: 4 ms + 4 ms passes the 5 ms budget
     assert processor.seen.count(REGISTER) == 2 and dispatcher.pending() == 8
-    assert dispatcher.dispatch(make_request(ROUTE, {"topic": "t"}), Conn()).code == ResponseCode.SUCCESS
+    assert dispatcher.dispatch(make_request(ROUTE, {"topic": "t"}), FakeConnection()).code == ResponseCode.SUCCESS
     while dispatcher.pending():
         clock.advance(0)
     assert [a.result.opaque for a in answers] == list(range(10))  # FIFO within a class
@@ -164,10 +166,10 @@ def test_route_reads_are_answered_at_once_while_registrations_wait_for_turns():
 def test_classes_take_turns():
     dispatcher, processor, clock, _, _, _ = scheduled({}, isolationTurnBudgetMillis=0)
     for _ in range(3):
-        dispatcher.dispatch(make_request(REGISTER, {}), Conn())
+        dispatcher.dispatch(make_request(REGISTER, {}), FakeConnection())
     for _ in range(3):
-        dispatcher.dispatch(make_request(CLUSTER_INFO, {}), Conn())
-    dispatcher.dispatch(make_request(PUT, {}), Conn())
+        dispatcher.dispatch(make_request(CLUSTER_INFO, {}), FakeConnection())
+    dispatcher.dispatch(make_request(PUT, {}), FakeConnection())
     while dispatcher.pending():
         clock.advance(0)
     assert processor.seen == [REGISTER, CLUSTER_INFO, PUT, REGISTER, CLUSTER_INFO, REGISTER, CLUSTER_INFO]
@@ -175,27 +177,27 @@ def test_classes_take_turns():
 
 def test_queue_limit_answers_busy_at_once():
     dispatcher, _, clock, policy, listener, _ = scheduled({}, brokerControlMaxInFlight=3)
-    queued = [dispatcher.dispatch(make_request(REGISTER, {}), Conn()) for _ in range(3)]
-    busy = dispatcher.dispatch(make_request(REGISTER, {}, opaque=99), Conn())
+    queued = [dispatcher.dispatch(make_request(REGISTER, {}), FakeConnection()) for _ in range(3)]
+    busy = dispatcher.dispatch(make_request(REGISTER, {}, opaque=99), FakeConnection())
     assert busy.code == ResponseCode.SYSTEM_BUSY and busy.opaque == 99
     assert listener.rejections == [("broker_control", "overload")]
     clock.advance(0)
     assert all(d.called for d in queued)
-    assert isinstance(dispatcher.dispatch(make_request(REGISTER, {}), Conn()), defer.Deferred)
+    assert isinstance(dispatcher.dispatch(make_request(REGISTER, {}), FakeConnection()), defer.Deferred)
 
 
 def test_oneway_and_unknown_codes():
     dispatcher, processor, clock, _, _, _ = scheduled({})
-    assert dispatcher.dispatch(make_request(RequestCode.BROKER_HEARTBEAT, {}, oneway=True), Conn()) is None
+    assert dispatcher.dispatch(make_request(RequestCode.BROKER_HEARTBEAT, {}, oneway=True), FakeConnection()) is None
     clock.advance(0)
     assert processor.seen == [RequestCode.BROKER_HEARTBEAT]
-    unknown = dispatcher.dispatch(make_request(7777, {}), Conn())
+    unknown = dispatcher.dispatch(make_request(7777, {}), FakeConnection())
     assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
 
 
 def test_registration_from_a_connection_closed_while_queued_is_dropped():
     dispatcher, processor, clock, policy, _, _ = scheduled({})
-    conn = Conn()
+    conn = FakeConnection()
     register = dispatcher.dispatch(make_request(REGISTER, {}), conn)
     unregister = dispatcher.dispatch(make_request(RequestCode.UNREGISTER_BROKER, {}), conn)
     conn.closing = True
@@ -207,9 +209,9 @@ def test_registration_from_a_connection_closed_while_queued_is_dropped():
 
 def test_scheduler_can_be_switched_off_and_stop_forgets_queued_work():
     dispatcher, processor, clock, policy, _, _ = scheduled({}, isolationSchedulerEnable=False)
-    assert dispatcher.dispatch(make_request(REGISTER, {}), Conn()).code == ResponseCode.SUCCESS
-    dispatcher.config.isolationSchedulerEnable = True
-    pending = dispatcher.dispatch(make_request(REGISTER, {}), Conn())
+    assert dispatcher.dispatch(make_request(REGISTER, {}), FakeConnection()).code == ResponseCode.SUCCESS
+    dispatcher.config.update({"isolationSchedulerEnable": "true"})
+    pending = dispatcher.dispatch(make_request(REGISTER, {}), FakeConnection())
     dispatcher.stop()
     assert pending.result is None and policy.waiting["broker_control"] == 0
     assert not clock.getDelayedCalls()

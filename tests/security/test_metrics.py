@@ -1,11 +1,18 @@
 """The metrics observer: labels, unknown codes, route-table gauges, per-server registries."""
 
-import types
+from twisted.internet.address import IPv4Address
+from twisted.internet.testing import StringTransport
 
+from namesrv.eventlog import EventLog, NullEventLog
 from namesrv.metrics import NamesrvMetrics
+from namesrv.registry import ProcessorRegistry
 from namesrv.security.classes import RequestClassifier
 from namesrv.security.wiring import watch_events
-from tests.security.fakes import Events, Routes
+from namesrv.server import RemotingServerFactory
+from tests.config_for import make_config
+from tests.fakes import RecordingEventLog
+from tests.routes.helpers import new_routes, register
+from tests.security.fakes import Housekeeping
 
 
 def sample(metrics, metric, **labels):
@@ -41,28 +48,36 @@ def test_unknown_codes_share_one_label_so_a_scanner_cannot_explode_the_series():
                   request_class="admin_read", response_code="0") == 1
 
 
-def test_state_gauges_are_read_at_scrape_time():
-    routes = Routes()
-    factory = types.SimpleNamespace(connections={1: None, 2: None}, refused=3)
-    events = types.SimpleNamespace(dropped=7, emit=lambda event, **fields: None)
+def test_state_gauges_are_read_at_scrape_time_from_the_real_objects(tmp_path):
+    routes = new_routes()
+    register(routes, "t1")
+    factory = RemotingServerFactory(ProcessorRegistry([]), make_config(serverMaxConnections=2), Housekeeping(),
+                                    NullEventLog())
+    for port in (1, 2, 3):
+        proto = factory.buildProtocol(IPv4Address("TCP", "127.0.0.1", port))
+        if proto is not None:
+            proto.makeConnection(StringTransport())
+    events = EventLog(str(tmp_path / "events.log"), "127.0.0.1:9876", queue_size=1)  # never started: fills up
+    for n in range(3):
+        events.emit("kv_changed", n=n)
     metrics = NamesrvMetrics(RequestClassifier(), routes=routes, factory=factory, events=events)
-    assert sample(metrics, "rocketmq_namesrv_topics") == 2
-    routes.topic_queue_table["t3"] = []
+    assert sample(metrics, "rocketmq_namesrv_topics") == 2   # baseTopic and t1
+    register(routes, "t2", counter=2)
     assert sample(metrics, "rocketmq_namesrv_topics") == 3
     assert sample(metrics, "rocketmq_namesrv_active_brokers") == 1
     assert sample(metrics, "rocketmq_namesrv_clusters") == 1
     assert sample(metrics, "rocketmq_namesrv_connections") == 2
-    assert sample(metrics, "rocketmq_namesrv_connections_refused_total") == 3
-    assert sample(metrics, "rocketmq_namesrv_event_log_dropped_total") == 7
+    assert sample(metrics, "rocketmq_namesrv_connections_refused_total") == 1
+    assert sample(metrics, "rocketmq_namesrv_event_log_dropped_total") == 2
 
 
-def test_counts_methods_win_over_tables():
-    routes = types.SimpleNamespace(topic_count=lambda: 50000, topic_queue_table={})
-    assert sample(NamesrvMetrics(RequestClassifier(), routes=routes), "rocketmq_namesrv_topics") == 50000
+def test_a_null_event_log_reports_nothing_dropped():
+    assert sample(NamesrvMetrics(RequestClassifier(), events=NullEventLog()),
+                  "rocketmq_namesrv_event_log_dropped_total") == 0
 
 
 def test_events_feed_expirations_unregistrations_and_bad_frames():
-    events = Events()
+    events = RecordingEventLog()
     metrics = NamesrvMetrics(RequestClassifier(), events=events)
     assert watch_events(events, metrics.event)
     events.emit("broker_expired", brokerAddr="a")
@@ -72,13 +87,6 @@ def test_events_feed_expirations_unregistrations_and_bad_frames():
     assert sample(metrics, "rocketmq_namesrv_broker_expirations_total") == 1
     assert sample(metrics, "rocketmq_namesrv_broker_unregistrations_total", reason="channel_closed") == 1
     assert sample(metrics, "rocketmq_namesrv_bad_frames_total") == 1
-
-
-def test_event_logs_with_add_listener_are_used_as_such():
-    seen = []
-    events = types.SimpleNamespace(add_listener=seen.append)
-    assert watch_events(events, "callback")
-    assert seen == ["callback"]
 
 
 def test_each_server_has_its_own_registry():

@@ -4,8 +4,6 @@ The latency figure comes from ``python -m namesrv.security.storm`` (three proces
 test only checks correctness under the same shape of load, in-process on 127.0.0.1.
 """
 
-import types
-
 import pytest_twisted
 from twisted.internet import defer, reactor
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
@@ -16,6 +14,7 @@ from namesrv.protocol.codes import RequestCode, ResponseCode, Version
 from namesrv.protocol.command import make_request
 from namesrv.security.storm import PROBE_TOPIC, build_minimal_service, register_frame
 from namesrv.security.wiring import secure_service
+from tests.config_for import make_config
 
 
 def as_request(frame):
@@ -24,8 +23,7 @@ def as_request(frame):
 
 @pytest_twisted.inlineCallbacks
 def test_storm_answers_every_registration_and_every_route_read():
-    config = types.SimpleNamespace(serverChannelMaxIdleTimeSeconds=120, maxFrameLength=16 * 1024 * 1024,
-                                   bindAddress="127.0.0.1", isolationTurnBudgetMillis=1)
+    config = make_config(isolationTurnBudgetMillis=1)
     svc = build_minimal_service(reactor, config)
     port = reactor.listenTCP(0, secure_service(svc), interface="127.0.0.1")
     clients = []

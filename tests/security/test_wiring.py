@@ -17,6 +17,7 @@ from namesrv.security.aclfile import AclFileError
 from namesrv.security.signature import sign_request_ext
 from namesrv.security.wiring import resolve_acl_path, secure_service
 from namesrv.tlsmode import TlsSniffingFactory
+from tests.config_for import make_config
 from tests.security import fakes
 from tests.security.certs import write_pair
 from tests.security.test_tls import client_options
@@ -51,9 +52,9 @@ def test_acl_on_without_a_usable_file_refuses_to_start(tmp_path):
 
 
 def test_acl_path_is_relative_to_rocketmq_home():
-    assert resolve_acl_path(fakes.config(rocketmqHome="/opt/rmq")) == "/opt/rmq/conf/plain_acl.yml"
-    assert resolve_acl_path(fakes.config(aclFile="/etc/acl.yml", rocketmqHome="/opt/rmq")) == "/etc/acl.yml"
-    assert resolve_acl_path(fakes.config()) == "conf/plain_acl.yml"
+    assert resolve_acl_path(make_config(rocketmqHome="/opt/rmq")) == "/opt/rmq/conf/plain_acl.yml"
+    assert resolve_acl_path(make_config(aclFile="/etc/acl.yml", rocketmqHome="/opt/rmq")) == "/etc/acl.yml"
+    assert resolve_acl_path(make_config()) == "conf/plain_acl.yml"
 
 
 @pytest.fixture

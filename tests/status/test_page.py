@@ -16,7 +16,7 @@ from namesrv.protocol.command import make_request
 from namesrv.service import make_service
 from namesrv.status import views
 from tests.brokers import register_request, route_request
-from tests.security.fakes import Conn
+from tests.fakes import FakeConnection as Conn
 
 ACL = """
 accounts:

@@ -3,7 +3,7 @@
 from twisted.internet import task
 from twisted.logger import Logger, LogLevel
 
-from namesrv.protocol.warnings import RateLimitedWarning
+from namesrv.protocol.ratelimited import RateLimitedWarning
 
 
 class Lines:

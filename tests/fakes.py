@@ -1,0 +1,76 @@
+"""The stand-ins every test area shares: a connection with no socket, an event log that remembers.
+
+Both provide the interface of what they replace (checked with ``verifyObject`` in
+tests/test_fakes.py), so a change to IRemotingConnection or IEventLog breaks the fakes
+loudly instead of letting tests pass against something the server would never see.
+"""
+
+import itertools
+
+from zope.interface import implementer
+
+from namesrv.eventlog import NullEventLog
+from namesrv.interfaces import IRemotingConnection
+
+_connection_ids = itertools.count(1)
+
+
+@implementer(IRemotingConnection)
+class FakeConnection:
+    """A connection the tables and processors can hold; ``close()`` is only recorded.
+
+    ``closing`` follows RemotingProtocol (the scheduler skips liveness requests from a
+    connection that is closing); ``closed`` says whether ``close()`` was called.
+    """
+
+    def __init__(self, peer="127.0.0.1:5555", connection_id=None, closing=False):
+        self.peer = peer
+        self.connection_id = next(_connection_ids) if connection_id is None else connection_id
+        self.closing = closing
+        self.closed = False
+
+    def close(self):
+        self.closing = True
+        self.closed = True
+
+    def __repr__(self):
+        return "<FakeConnection %d %s>" % (self.connection_id, self.peer)
+
+
+class RecordingEventLog(NullEventLog):
+    """A NullEventLog that keeps what it was told: ``emitted`` (event, fields) and ``requests``."""
+
+    def __init__(self, server_id="127.0.0.1:9876"):
+        NullEventLog.__init__(self, server_id)
+        self.emitted = []
+        self.requests = []
+
+    def emit(self, event, **fields):
+        self.emitted.append((event, fields))
+        NullEventLog.emit(self, event, **fields)
+
+    def record_request(self, code, response_code, micros, peer):
+        self.requests.append((code, response_code, peer))
+
+    def record_requests(self, code, response_code, count, micros, peer):
+        self.requests.extend([(code, response_code, peer)] * count)
+
+    def named(self, name):
+        return [fields for event, fields in self.emitted if event == name]
+
+    def topic_changes(self):
+        """``topic_route_changed`` events, one dict per topic (an event may list several ``topics``)."""
+        return topic_changes(self.named("topic_route_changed"))
+
+    def clear(self):
+        del self.emitted[:]
+
+
+def topic_changes(events):
+    """Expand ``topic_route_changed`` events into one {topic, before, after} per topic."""
+    out = []
+    for fields in events:
+        topics = fields["topics"] if "topics" in fields else [fields["topic"]]
+        assert ("topics" in fields) != ("topic" in fields) and (len(topics) > 1 or "topic" in fields)
+        out.extend({"topic": t, "before": fields["before"], "after": fields["after"]} for t in topics)
+    return out
