@@ -65,8 +65,7 @@ class NamesrvService(service.Service):
         if self.snapshots is not None:
             self.snapshots.restore()
         gc.freeze()
-        if hasattr(self.events, "start"):
-            self.events.start()
+        self.events.start()
         self.security.startService()
         backlog = self.config.serverSocketBacklog or 50
         if self.read_workers is not None and self.config.routeReadWorkersExclusive:
@@ -84,16 +83,14 @@ class NamesrvService(service.Service):
             self.read_workers.start(address.port)
         self.context.server_id = "%s:%s" % (address.host, address.port)
         self.readiness.serving_address = (address.host, address.port)
-        if hasattr(self.events, "server_id"):
-            self.events.server_id = self.context.server_id
+        self.events.server_id = self.context.server_id
         config = self.config
         self._scan = self._every(self._scan_not_active_brokers, lambda: config.scanNotActiveBrokerInterval / 1000.0, 5)
         self._every(self.kv.print_all, lambda: config.kvConfigPrintInterval, 60)
         if self.snapshots is not None:
             self._every(self.snapshots.save_in_background, lambda: config.routeSnapshotInterval,
                         config.routeSnapshotInterval)
-        if hasattr(self.events, "flush_aggregates"):
-            self._every(self.events.flush_aggregates, lambda: 1.0, 1.0)
+        self._every(self.events.flush_aggregates, lambda: 1.0, 1.0)
         log.info("The Name Server boot success. serializeType=JSON, address {addr}",
                  addr=self.context.server_id)
         self.events.emit("server_started", listen=self.context.server_id)
@@ -140,8 +137,7 @@ class NamesrvService(service.Service):
 
     def _close_event_log(self, ignored=None):
         self.events.emit("server_stopped", listen=self.context.server_id)
-        if hasattr(self.events, "stop"):
-            self.events.stop()
+        self.events.stop()
         log.info("The Name Server stopped")
 
     # -- timers ------------------------------------------------------------------

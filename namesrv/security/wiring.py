@@ -141,26 +141,6 @@ def _attach_status_page(service, security):
 
 
 def watch_events(events, callback):
-    """Call ``callback(event, fields)`` for every event emitted; uses ``add_listener`` when the log has one."""
-    if events is None:
-        return False
-    add_listener = getattr(events, "add_listener", None)
-    if callable(add_listener):
-        add_listener(callback)
-        return True
-    emit = events.emit
-
-    def emit_and_tell(event, **fields):
-        try:
-            callback(event, fields)
-        except Exception:
-            log.failure("event listener failed on {event}", event=event)
-        return emit(event, **fields)
-
-    try:
-        events.emit = emit_and_tell
-    except AttributeError:
-        log.warn("cannot watch the event log ({cls}): expiration and bad-frame metrics stay at 0",
-                 cls=type(events).__name__)
-        return False
+    """Call ``callback(event, fields)`` for every event ``events`` (an IEventLog) emits."""
+    events.add_listener(callback)
     return True
