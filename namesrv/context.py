@@ -15,7 +15,9 @@ class NamesrvContext:
     - ``kv``: the KVConfigManager;
     - ``reactor``: for callLater / deferToThread;
     - ``events``: the structured event log (an IEventLog);
-    - ``server_id``: ``host:port`` of this server, for the event log.
+    - ``server_id``: ``host:port`` of this server, for the event log;
+    - ``started``: when the server started (``reactor.seconds()``), for the start-up grace;
+      a read worker's replica carries the main process's.
     """
 
     config: Any
@@ -24,3 +26,8 @@ class NamesrvContext:
     reactor: Any
     events: Any = field(default_factory=NullEventLog)
     server_id: str = "127.0.0.1:9876"
+    started: Any = None
+
+    def __post_init__(self):
+        if self.started is None:
+            self.started = self.reactor.seconds()

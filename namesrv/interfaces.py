@@ -42,6 +42,18 @@ class IRequestProcessor(Interface):
         """
 
 
+class IReplicableProcessor(IRequestProcessor):
+    """A processor some of whose answers a read worker may give from its replica.
+
+    A replica holds the route tables, the ORDER_TOPIC_CONFIG KV namespace and the properties
+    as of one generation, and the context's ``started``; a code is replicable when its answer
+    depends on nothing else and changes nothing. Read workers build the processor through the
+    same plugin factory (by its ``name``) and answer these codes themselves.
+    """
+
+    replicable_codes = Attribute("frozenset of the codes (a subset of ``codes``) a replica may answer.")
+
+
 class IRequestProcessorFactory(Interface):
     """What a dropin provides: builds a processor for one running server."""
 

@@ -17,7 +17,7 @@ import time
 
 from zope.interface import implementer
 
-from namesrv.interfaces import IRequestProcessor
+from namesrv.interfaces import IReplicableProcessor
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import HeaderFieldError
 from namesrv.routes import bodies
@@ -58,9 +58,11 @@ class _AppliedRegistration:
         self.data_version = data_version
 
 
-@implementer(IRequestProcessor)
+@implementer(IReplicableProcessor)
 class RouteProcessor:
     name = "route"
+    #: answered by read workers from their replica (namesrv/readworkers)
+    replicable_codes = frozenset([RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO])
     codes = frozenset([
         RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.GET_ROUTEINFO_BY_TOPIC,
         RequestCode.GET_BROKER_CLUSTER_INFO, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
@@ -79,7 +81,6 @@ class RouteProcessor:
         self._last_registrations = {}
         self.unchanged_skipped = 0
         self.timer = timer
-        self.started = context.reactor.seconds()
         self._handlers = {
             RequestCode.REGISTER_BROKER: self.register_broker,
             RequestCode.UNREGISTER_BROKER: self.unregister_broker,
@@ -229,7 +230,7 @@ class RouteProcessor:
     def _ready(self):
         if not self.context.config.needWaitForService:
             return True
-        elapsed = self.context.reactor.seconds() - self.started
+        elapsed = self.context.reactor.seconds() - self.context.started
         # A clock set backwards must not hold the grace forever (PITFALLS 5).
         return elapsed < 0 or elapsed >= float(self.context.config.waitSecondsForService)
 

@@ -9,7 +9,7 @@ from twisted.internet import defer, protocol
 from twisted.logger import Logger
 
 import namesrv
-from namesrv.protocol.codes import RequestCode
+from namesrv.interfaces import IReplicableProcessor
 from namesrv.readworkers.delta import TopicTracker
 from namesrv.readworkers.feed import FeedError, MessageReader, publication
 from namesrv.readworkers.forwarded import ForwardedConnectionFactory
@@ -19,8 +19,6 @@ from namesrv.registry import record_requests
 
 log = Logger()
 
-#: the reads a worker may answer itself (the hot ones; everything else is forwarded)
-READ_CODES = (RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO)
 #: publishing may take at most this share of the main process's time (a full copy of 100k
 #: entries takes ~200 parts; during a burst of changes, reads are forwarded meanwhile)
 PUBLISH_DUTY = 0.25
@@ -137,6 +135,8 @@ class ReadWorkerPool:
                 "--backlog", str(config.serverSocketBacklog or 50),
                 "--upstream", self.socket_path, "--generation", self.generation.path,
                 "--handoff", self.handoff_path, *self.worker_arguments]
+        for processor in self.replicable_processors():
+            args += ["--processor", processor.name]
         env = dict(os.environ)
         source_root = os.path.dirname(os.path.dirname(os.path.abspath(namesrv.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH")) if p)
@@ -182,23 +182,26 @@ class ReadWorkerPool:
             delay = max(0.0, self._next_publish - self.reactor.seconds())
             self._publish_call = self.reactor.callLater(delay, self._publish)
 
+    def replicable_processors(self):
+        """The processors that declare codes a replica may answer (IReplicableProcessor): workers
+        build the same ones through their plugin factories, by name."""
+        return [processor for processor in self.service.registry.processors
+                if IReplicableProcessor.providedBy(processor) and processor.replicable_codes]
+
     def local_codes(self):
-        """The read codes our own route processor answers and every policy lets a worker answer: those
-        that allow an answer from a copy, and those a worker runs itself (``checked_by_read_workers``:
-        the ACL check, with the same file)."""
-        from processors.route import RouteProcessor
+        """The replicable codes every policy lets a worker answer: those that allow an answer from
+        a copy, and those a worker checks itself (``checked_by_read_workers``: the ACL check,
+        with the same file)."""
         registry = self.service.registry
-        return [code for code in READ_CODES
-                if isinstance(registry.processor_for(code), RouteProcessor)
+        return [code for processor in self.replicable_processors() for code in sorted(processor.replicable_codes)
+                if registry.processor_for(code) is processor
                 and all(_worker_may_answer(policy, code) for policy in registry.policies)]
 
     def publication(self, topics=None):
         """The messages of one publication (feed.publication): ``topics`` changed, or all (None)."""
         service = self.service
-        route_processor = service.registry.processor_for(RequestCode.GET_ROUTEINFO_BY_TOPIC)
-        started = getattr(route_processor, "started", self.reactor.seconds())
-        return publication(self.generation.value, service.routes, service.kv, service.config, started,
-                           self.local_codes(), topics)
+        return publication(self.generation.value, service.routes, service.kv, service.config,
+                           service.context.started, self.local_codes(), topics)
 
     def _publish(self):
         """Start a publication; its messages go out one per reactor turn (reads forwarded to us

@@ -4,11 +4,10 @@ from namesrv.answercache import AnswerCache
 from namesrv.clock import MonotonicClock
 from namesrv.config import NamesrvConfig
 from namesrv.context import NamesrvContext
-from namesrv.registry import ProcessorRegistry
+from namesrv.registry import ProcessorRegistry, load_processor_factories
 from namesrv.routes import RouteInfoManager
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.readworkers.delta import apply_brokers, apply_topics
-from processors.route import RouteProcessor
 
 
 class ReplicaKV:
@@ -81,7 +80,7 @@ class Replica:
 
     held = False
 
-    def __init__(self, shared_generation, reactor):
+    def __init__(self, shared_generation, reactor, processor_names=("route",), plugin_package=None):
         self.shared = shared_generation
         self.generation = None
         self.local_codes = frozenset()
@@ -91,9 +90,13 @@ class Replica:
         self._config_text = None
         self.context = NamesrvContext(config=NamesrvConfig(), routes=RouteInfoManager(clock=MonotonicClock()),
                                       kv=ReplicaKV(None), reactor=reactor)
-        self.processor = RouteProcessor(self.context)
+        factories = {factory.name: factory for factory in load_processor_factories(plugin_package)}
+        missing = sorted(set(processor_names) - set(factories))
+        if missing:
+            raise ValueError("no processor plugin named %s for a replica" % ", ".join(missing))
         self.counts = RequestCounts()
-        self.registry = ProcessorRegistry([self.processor], events=self.counts)
+        self.registry = ProcessorRegistry([factories[name].build(self.context) for name in processor_names],
+                                          events=self.counts)
         self.answer_cache = FreshAnswerCache(self.registry, self)
 
     @property
@@ -142,7 +145,7 @@ class Replica:
             self._config_text = config_text
         apply_brokers(self.context.routes, message)
         self.context.kv = ReplicaKV(message.get("orderTopicConfig"))
-        self.processor.started = float(message["started"])
+        self.context.started = float(message["started"])
         self.local_codes = frozenset(int(code) for code in message["localCodes"])
         self.generation = int(message["generation"])
         self.answer_cache.invalidate()

@@ -158,6 +158,8 @@ def parse_args(argv):
     parser.add_argument("--upstream", required=True, help="the main process's UNIX socket")
     parser.add_argument("--generation", required=True, help="the shared generation file")
     parser.add_argument("--handoff", default=None, help="the main process's UNIX socket for brokers' connections")
+    parser.add_argument("--processor", action="append", dest="processors", default=[],
+                        help="a replicable processor to build through its plugin factory (repeatable)")
     add_arguments(parser)
     return parser.parse_args(argv)
 
@@ -166,7 +168,7 @@ def main(argv=None):
     options = parse_args(sys.argv[1:] if argv is None else argv)
     from twisted.internet import reactor
     globalLogBeginner.beginLoggingTo([_stderr_observer()], redirectStandardIO=False)
-    replica = Replica(SharedGeneration(options.generation), reactor)
+    replica = Replica(SharedGeneration(options.generation), reactor, processor_names=options.processors)
     try:
         guards = WorkerGuards(options, replica, reactor)
     except ValueError as e:   # TlsConfigError, AclFileError: never serve unguarded

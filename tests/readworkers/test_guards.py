@@ -20,7 +20,8 @@ from namesrv.readworkers.feed import MessageReader, counts_message
 from namesrv.readworkers.forwarding import WorkerConnection
 from namesrv.readworkers.generation import SharedGeneration
 from namesrv.readworkers.guards import WorkerGuards, worker_arguments
-from namesrv.readworkers.pool import READ_CODES, ReadWorkerPool
+from namesrv.readworkers.pool import ReadWorkerPool
+from processors.route import RouteProcessor
 from namesrv.readworkers.replica import Replica
 from namesrv.readworkers.worker import parse_args
 from namesrv.security.classes import RequestClassifier
@@ -250,7 +251,7 @@ def test_a_workers_counts_reach_the_main_metrics(tmp_path):
 def test_with_acl_on_workers_still_answer_the_reads(tmp_path):
     harness = AclHarness(tmp_path)
     pool = ReadWorkerPool(harness.service, 1)
-    assert sorted(pool.local_codes()) == sorted(READ_CODES)
+    assert sorted(pool.local_codes()) == sorted(RouteProcessor.replicable_codes)
 
     class Opaque:   # a third-party policy that says nothing about copies keeps reads in the main process
         def check(self, request, connection):

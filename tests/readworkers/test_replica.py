@@ -13,7 +13,7 @@ from namesrv.protocol.command import make_request
 from namesrv.readworkers.delta import TopicTracker
 from namesrv.readworkers.feed import FeedError, MessageReader, down_reader, pack, publication, topics_message
 from namesrv.readworkers.generation import SharedGeneration
-from namesrv.readworkers.pool import READ_CODES
+from processors.route import RouteProcessor
 from namesrv.readworkers.replica import Replica
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.routes.snapshot import encode_snapshot, restore_snapshot
@@ -43,9 +43,9 @@ class Harness:
 
     def publish(self, part_topics=2):
         full, topics = self.tracker.take()
-        started = self.service.registry.processor_for(RequestCode.GET_ROUTEINFO_BY_TOPIC).started
+        started = self.service.context.started
         data = b"".join(publication(self.shared.value, self.service.routes, self.service.kv, self.service.config,
-                                    started, READ_CODES, None if full else topics, part_topics=part_topics))
+                                    started, RouteProcessor.replicable_codes, None if full else topics, part_topics=part_topics))
         self.sizes.append((full, len(topics)))
         reader = down_reader()
         messages = reader.feed(data[:7]) + reader.feed(data[7:])   # any cut of the stream
@@ -127,13 +127,13 @@ def test_a_restore_sends_every_topic_again(harness):
 def test_nothing_is_answered_before_a_full_copy(harness):
     replica = Replica(SharedGeneration(harness.shared.path), Reactor())
     delta = list(publication(harness.shared.value, harness.service.routes, harness.service.kv,
-                             harness.service.config, 0, READ_CODES, {"T1"}))
+                             harness.service.config, 0, RouteProcessor.replicable_codes, {"T1"}))
     for message in down_reader().feed(b"".join(delta)):
         replica.apply(message)
     assert not replica.fresh() and not replica.complete
     # a full copy cut short (its reset part lost) is refused, and leaves nothing usable
     final = down_reader().feed(list(publication(harness.shared.value, harness.service.routes, harness.service.kv,
-                                                  harness.service.config, 0, READ_CODES))[-1])[0]
+                                                  harness.service.config, 0, RouteProcessor.replicable_codes))[-1])[0]
     with pytest.raises(ValueError):
         replica.apply(final)
     assert not replica.fresh()

@@ -8,7 +8,7 @@ from twisted.internet.testing import StringTransport
 from namesrv.protocol.codes import RequestCode
 from namesrv.readworkers.feed import publication
 from namesrv.readworkers.generation import SharedGeneration
-from namesrv.readworkers.pool import READ_CODES
+from processors.route import RouteProcessor
 from namesrv.readworkers.replica import Replica
 from namesrv.readworkers.worker import ReadWorker
 from namesrv.service import make_service
@@ -36,8 +36,8 @@ def test_a_burst_of_parts_is_applied_one_per_turn_and_listening_follows_the_firs
     service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=topics), FakeConnection("127.0.0.1:40000"))
     shared = SharedGeneration(str(tmp_path / "generation"), writable=True)
     shared.bump()
-    started = service.registry.processor_for(RequestCode.GET_ROUTEINFO_BY_TOPIC).started
-    data = b"".join(publication(shared.value, service.routes, service.kv, service.config, started, READ_CODES,
+    started = service.context.started
+    data = b"".join(publication(shared.value, service.routes, service.kv, service.config, started, RouteProcessor.replicable_codes,
                                 None, part_topics=2))
 
     clock = TurnClock()
