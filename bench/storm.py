@@ -1,9 +1,9 @@
 """Route-read latency during a registration storm: the figure behind the isolation work.
 
-    python -m namesrv.security.storm                      # 200 brokers x 1,000 topics, scheduler on
-    python -m namesrv.security.storm --scheduler off      # the same without the route-first scheduler
-    python -m namesrv.security.storm --big-topics 50000 --scans 20
-    python -m namesrv.security.storm --target 127.0.0.1:9876   # against a server you started
+    python -m bench.storm                      # 200 brokers x 1,000 topics, scheduler on
+    python -m bench.storm --scheduler off      # the same without the route-first scheduler
+    python -m bench.storm --big-topics 50000 --scans 20
+    python -m bench.storm --target 127.0.0.1:9876   # against a server you started
 
 Three processes, so the load generator's GIL never slows the measurement: the server
 (``twistd namesrv``, or with ``--minimal`` a server built from the route processor alone),
@@ -160,7 +160,7 @@ def free_port():
 
 def spawn_server(port, scheduler, minimal, workdir, settings=()):
     if minimal:
-        cmd = [sys.executable, "-m", "namesrv.security.storm", "--serve", str(port), "--scheduler", scheduler]
+        cmd = [sys.executable, "-m", "bench.storm", "--serve", str(port), "--scheduler", scheduler]
         cmd += ["--set=%s" % setting for setting in settings]
     else:
         props = os.path.join(workdir, "namesrv.properties")

@@ -1,6 +1,6 @@
 """A small registration storm through the real route processor, scheduler on: every answer must be right.
 
-The latency figure comes from ``python -m namesrv.security.storm`` (three processes); this
+The latency figure comes from ``python -m bench.storm`` (three processes); this
 test only checks correctness under the same shape of load, in-process on 127.0.0.1.
 """
 
@@ -12,7 +12,7 @@ from namesrv.client import RemotingClientProtocol
 from namesrv.protocol.codec import decode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, Version
 from namesrv.protocol.command import make_request
-from namesrv.security.storm import PROBE_TOPIC, build_minimal_service, register_frame
+from bench.storm import PROBE_TOPIC, build_minimal_service, register_frame
 from namesrv.security.wiring import secure_service
 from tests.config_for import make_config
 

@@ -1,0 +1,45 @@
+"""Layers point one way: the library (namesrv/) never imports the plugin layer (processors/) or bench/."""
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FORBIDDEN = ("processors", "bench", "tests", "tools")
+
+
+def imported_modules(path):
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module
+
+
+def test_namesrv_imports_nothing_above_it():
+    offenders = {}
+    for path in sorted((ROOT / "namesrv").rglob("*.py")):
+        bad = [name for name in imported_modules(path) if name.split(".")[0] in FORBIDDEN]
+        if bad:
+            offenders[str(path.relative_to(ROOT))] = bad
+    assert offenders == {}
+
+
+def test_read_workers_build_the_replicable_processors_named_by_the_main_process(tmp_path):
+    from twisted.internet import task
+    from namesrv.interfaces import IReplicableProcessor
+    from namesrv.readworkers.generation import SharedGeneration
+    from namesrv.readworkers.pool import ReadWorkerPool
+    from namesrv.readworkers.replica import Replica
+    from namesrv.service import make_service
+    from tests.config_for import service_config
+    from tests.test_answer_cache import Reactor
+
+    service = make_service(service_config(tmp_path), clock=task.Clock(), reactor=Reactor())
+    pool = ReadWorkerPool(service, 1)
+    assert [p.name for p in pool.replicable_processors()] == ["route"]
+    assert sorted(pool.local_codes()) == sorted(service.registry.processor_for(105).replicable_codes)
+    SharedGeneration(str(tmp_path / "g"), writable=True)
+    replica = Replica(SharedGeneration(str(tmp_path / "g")), task.Clock(), processor_names=["route"])
+    (built,) = replica.registry.processors
+    assert IReplicableProcessor.providedBy(built) and built.context is replica.context
