@@ -1,0 +1,1 @@
+"""From a decoded request to its processor: the registry, request classes, isolation, refusals."""

@@ -1,0 +1,1 @@
+"""What operators watch: the event log, Prometheus metrics, the health check."""

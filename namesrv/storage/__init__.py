@@ -1,0 +1,1 @@
+"""Files written safely: atomic replacement, the route snapshot, the instance id."""
