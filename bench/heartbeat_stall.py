@@ -20,7 +20,7 @@ from bench.brokers import CLUSTER, broker_addr, register_body, register_request,
 
 def build(brokers, topics, workdir):
     from namesrv.config import NamesrvConfig
-    from namesrv.eventlog import NullEventLog
+    from namesrv.observe.eventlog import NullEventLog
     from namesrv.protocol.codec import encode_frame
     from namesrv.service import make_service
 

@@ -42,7 +42,7 @@ class _Sink(StringTransport):
 def build_server(topics, brokers, workdir):
     """An unstarted NameServer holding ``brokers`` × ``topics`` routes, and one connection to it."""
     from namesrv.config import NamesrvConfig
-    from namesrv.eventlog import NullEventLog
+    from namesrv.observe.eventlog import NullEventLog
     from namesrv.routes.bodies import decode_register_broker_body
     from namesrv.service import make_service
 

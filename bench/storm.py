@@ -180,11 +180,11 @@ def build_minimal_service(reactor, config):
     """The pieces secure_service needs, with the route processor alone (no KV store, no event log)."""
     import types
     from namesrv.context import NamesrvContext
-    from namesrv.eventlog import NullEventLog
-    from namesrv.housekeeping import BrokerHousekeeping
-    from namesrv.registry import ProcessorRegistry
+    from namesrv.observe.eventlog import NullEventLog
+    from namesrv.server.housekeeping import BrokerHousekeeping
+    from namesrv.dispatch.registry import ProcessorRegistry
     from namesrv.routes import RouteInfoManager
-    from namesrv.server import RemotingServerFactory
+    from namesrv.server.factory import RemotingServerFactory
     from processors.route import RouteProcessor
 
     class NoKV:

@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from typing import Any
 
-from namesrv.eventlog import NullEventLog
+from namesrv.observe.eventlog import NullEventLog
 
 
 @dataclass

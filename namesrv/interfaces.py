@@ -90,7 +90,7 @@ class IRequestObserver(Interface):
 
 
 class IEventLog(IRequestObserver):
-    """The structured event log (``namesrv/eventlog.py``) as the rest of the server uses it.
+    """The structured event log (``namesrv/observe/eventlog.py``) as the rest of the server uses it.
 
     Two implementations: ``EventLog`` writes JSON lines for the Spark reports, ``NullEventLog``
     drops everything (event logging switched off, tests, load generators). Java has no such

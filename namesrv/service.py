@@ -9,11 +9,11 @@ from twisted.logger import Logger
 
 from namesrv.clock import MonotonicClock
 from namesrv.context import NamesrvContext, NullEventLog
-from namesrv.health import Readiness
-from namesrv.housekeeping import BrokerHousekeeping
-from namesrv.registry import ProcessorRegistry
+from namesrv.observe.health import Readiness
+from namesrv.server.housekeeping import BrokerHousekeeping
+from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.security.wiring import secure_service
-from namesrv.server import RemotingServerFactory
+from namesrv.server.factory import RemotingServerFactory
 
 log = Logger()
 
@@ -157,7 +157,7 @@ def _make_answer_cache(config, registry, routes, kv):
     """Whole answers for repeated route reads, dropped on any change to what they were built from."""
     if not config.answerCacheEnable:
         return None
-    from namesrv.answercache import AnswerCache
+    from namesrv.protocol.answercache import AnswerCache
     cache = AnswerCache(registry, max_entries=config.answerCacheMaxEntries)
     registry.answer_cache = cache
     routes.add_change_listener(cache.invalidate)
@@ -183,7 +183,7 @@ def _make_read_workers(config, service):
 def _make_event_log(config, reactor):
     if not config.eventLogEnable:
         return NullEventLog()
-    from namesrv.eventlog import EventLog
+    from namesrv.observe.eventlog import EventLog
     return EventLog(config.event_log_path(), server_id="%s:%s" % (config.bindAddress, config.listenPort),
                     max_bytes=config.eventLogMaxBytes, backups=config.eventLogBackups, reactor=reactor)
 
@@ -191,8 +191,8 @@ def _make_event_log(config, reactor):
 def _make_snapshotter(config, routes, reactor):
     if not config.routeSnapshotEnable or not config.routeSnapshotPath:
         return None
-    from namesrv.snapshotfile import RouteSnapshotFile
-    from namesrv.instance import InstanceIdentity
+    from namesrv.storage.snapshotfile import RouteSnapshotFile
+    from namesrv.storage.instance import InstanceIdentity
     return RouteSnapshotFile(os.path.expanduser(config.routeSnapshotPath), routes, reactor,
                              owner=InstanceIdentity.for_config(config))
 

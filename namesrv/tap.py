@@ -53,7 +53,7 @@ class Options(usage.Options):
 
 def makeService(options):
     from namesrv.kvconfig import KVConfigError
-    from namesrv.registry import ProcessorConflictError
+    from namesrv.dispatch.registry import ProcessorConflictError
     from namesrv.service import make_service
 
     from namesrv.optional import missing_part

@@ -22,7 +22,7 @@ from zope.interface import implementer
 from namesrv.config import ConfigError, java_text
 from namesrv.interfaces import IRequestProcessor
 from namesrv.kvconfig.filewriter import SerialFileWriter
-from namesrv.properties import PropertiesError, parse_properties
+from namesrv.config.properties import PropertiesError, parse_properties
 from namesrv.protocol.codes import RequestCode, ResponseCode
 
 BLACK_LIST_REMARK = "Can not update config in black list."

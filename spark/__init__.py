@@ -1,6 +1,6 @@
 """PySpark reports over NameServer event logs: ``python -m spark.report --input DIR --output OUT``.
 
-Reads our JSON event logs (``namesrv-events.log*``, written by ``namesrv.eventlog``) and the Java
+Reads our JSON event logs (``namesrv-events.log*``, written by ``namesrv.observe.eventlog``) and the Java
 NameServer's ``namesrv.log*`` (logback text) into one normalized event table, then writes one table per
 report (Parquet + a single CSV) and ``report.html`` with PNG charts. Modules, one job each:
 

@@ -16,7 +16,7 @@ NameServer does; clients send route queries every second. Injected incidents:
 - ``drifts``: a broker registering every 45 s instead of 30 s for 1-2 hours.
 
 Server ``i`` writes ``DIR/<host>_<port>/namesrv-events.log`` (our JSON events, request aggregates per
-second as ``namesrv.eventlog`` writes them) or, for the first ``--java-servers`` servers,
+second as ``namesrv.observe.eventlog`` writes them) or, for the first ``--java-servers`` servers,
 ``DIR/<host>_<port>/namesrv.log`` in the Java 4.9 NameServer's logback layout (GMT+8, seconds).
 ``DIR/_truth.json`` (ignored by Spark: leading underscore) records the parameters, brokers, injected
 incidents and every expiration and flap as the servers saw them.
@@ -73,7 +73,7 @@ class Broker:
 
 
 class JsonSink:
-    """Our event log: one JSON object per line (``namesrv.eventlog`` format)."""
+    """Our event log: one JSON object per line (``namesrv.observe.eventlog`` format)."""
 
     def __init__(self, path, server_id):
         self.f = open(path, "w", encoding="utf-8", buffering=1 << 20)

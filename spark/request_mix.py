@@ -1,7 +1,7 @@
 """Report 3: request mix, latency percentiles and error rates per request code.
 
 ``request`` events are per-second aggregates (``count``, ``usSum``, ``usMax`` and a log2 histogram
-``hist`` of µs, see ``namesrv.eventlog``); a single-request event (``count`` 1, ``us``) is folded in as a
+``hist`` of µs, see ``namesrv.observe.eventlog``); a single-request event (``count`` 1, ``us``) is folded in as a
 one-entry histogram. Histograms merge by adding counts per bucket, so the per-minute p50/p99 are
 exact *bucket upper bounds* (within a factor of two of the true latency), whatever the sampling.
 
@@ -32,7 +32,7 @@ aggregate({b}, named_struct('cum', 0L, 'p50', cast(null as bigint), 'p99', cast(
 
 
 def _bucket(us):
-    """Upper bound of the log2 bucket of ``us`` (as ``namesrv.eventlog.histogram_bucket``)."""
+    """Upper bound of the log2 bucket of ``us`` (as ``namesrv.observe.eventlog.histogram_bucket``)."""
     us = F.greatest(us, F.lit(1))
     return F.when(us <= 1, F.lit(1).cast("long")).otherwise(
         F.pow(F.lit(2.0), F.length(F.bin(us - 1))).cast("long"))

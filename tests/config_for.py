@@ -9,7 +9,7 @@ from namesrv.config import NamesrvConfig, java_text, property_named
 
 
 def make_config(**overrides):
-    """The defaults of namesrv/config.py's table with ``overrides`` (Python values) applied.
+    """The defaults of namesrv/config/__init__.py's table with ``overrides`` (Python values) applied.
 
     An unknown name is a TypeError: a typo in a test must not quietly become an extra key.
     """

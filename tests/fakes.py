@@ -9,7 +9,7 @@ import itertools
 
 from zope.interface import implementer
 
-from namesrv.eventlog import NullEventLog
+from namesrv.observe.eventlog import NullEventLog
 from namesrv.interfaces import IRemotingConnection
 
 _connection_ids = itertools.count(1)

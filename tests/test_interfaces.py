@@ -3,7 +3,7 @@
 from twisted.internet.testing import StringTransport
 from zope.interface.verify import verifyObject
 
-from namesrv.eventlog import EventLog, NullEventLog
+from namesrv.observe.eventlog import EventLog, NullEventLog
 from namesrv.interfaces import IEventLog, IRemotingConnection
 from namesrv.protocol.remoting import RemotingProtocol
 from tests.fakes import FakeConnection, RecordingEventLog

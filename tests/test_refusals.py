@@ -4,8 +4,8 @@ from twisted.logger import Logger, formatEvent
 
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
-from namesrv.refusals import RefusalLog
-from namesrv.registry import ProcessorRegistry
+from namesrv.dispatch.refusals import RefusalLog
+from namesrv.dispatch.registry import ProcessorRegistry
 from tests.brokers import register_request
 from tests.processors.test_route_processor import world  # noqa: F401 (a fixture)
 

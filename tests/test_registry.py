@@ -12,7 +12,7 @@ from zope.interface import implementer
 from namesrv.interfaces import IRequestProcessor
 from namesrv.protocol.codes import ResponseCode
 from namesrv.protocol.command import HeaderFieldError, make_request
-from namesrv.registry import ProcessorConflictError, ProcessorRegistry, load_processor_factories
+from namesrv.dispatch.registry import ProcessorConflictError, ProcessorRegistry, load_processor_factories
 from tests.fakes import FakeConnection, RecordingEventLog
 
 

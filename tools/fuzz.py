@@ -40,7 +40,7 @@ def sentinel_frame():
 
 def _drain(sock, buffer, seconds):
     """The answers already in ``buffer`` and those arriving within ``seconds``: route reads are
-    answered at once, broker and admin requests a scheduler turn later (namesrv/isolation.py)."""
+    answered at once, broker and admin requests a scheduler turn later (namesrv/dispatch/isolation.py)."""
     answers = []
     sock.settimeout(seconds)
     try:

@@ -1,7 +1,7 @@
 """Every NameServer property with its Java name, type, default and meaning, and the live config.
 
 Names are the Java field names of NamesrvConfig and NettyServerConfig (4.9 and 5.x), so an
-existing ``namesrv.properties`` keeps working; our own additions follow the same style.
+existing ``namesrv.config.properties`` keeps working; our own additions follow the same style.
 Where Java parses a bad value silently (``Integer.parseInt`` failing leaves the default,
 ``Boolean.parseBoolean("yes")`` is false), we refuse it with a message naming the key:
 a typo must not quietly change behaviour.
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from twisted.logger import Logger
 
-from namesrv.properties import PropertiesError, format_properties, load_properties_file
+from namesrv.config.properties import PropertiesError, format_properties, load_properties_file
 
 log = Logger()
 
@@ -169,7 +169,7 @@ PROPERTIES = [
     Int("answerCacheMaxEntries", 65536, "distinct cached request frames before the cache starts over"),
     AutoInt("routeReadWorkers", "auto", "processes answering route reads beside the main one, on the same port (read at start); auto = one fewer than the CPUs this process may run on (0 on one CPU: one process)", default_read_workers),
     Bool("routeReadWorkersExclusive", True, "with read workers: only the workers accept connections, so no route read waits behind registration work (read at start)"),
-    # security and operations (namesrv/security, namesrv/isolation.py, namesrv/metrics.py)
+    # security and operations (namesrv/security, namesrv/dispatch/isolation.py, namesrv/observe/metrics.py)
     Bool("aclEnable", False, "require signed requests (RocketMQ ACL 1.0) for aclSignedClasses"),
     Str("aclFile", "conf/plain_acl.yml", "credentials (Java plain_acl.yml format), relative to rocketmqHome; reloaded on change"),
     Str("aclSignedClasses", "adminWrite", "classes that must be signed: routeRead, brokerControl, adminRead, adminWrite or all"),

@@ -1,4 +1,4 @@
-"""Writes conf/namesrv.properties from the property table: ``python -m namesrv.confgen > conf/namesrv.properties``."""
+"""Writes conf/namesrv.properties from the property table: ``python -m namesrv.config.confgen > conf/namesrv.properties``."""
 
 import sys
 

@@ -26,7 +26,7 @@ from zope.interface import implementer
 
 from namesrv.interfaces import IRequestPolicy
 from namesrv.protocol.codes import RequestCode, ResponseCode
-from namesrv.security.classes import ADMIN_READ, ADMIN_WRITE, ALL_CLASSES, BROKER_CONTROL, ROUTE_READ
+from namesrv.dispatch.classes import ADMIN_READ, ADMIN_WRITE, ALL_CLASSES, BROKER_CONTROL, ROUTE_READ
 
 log = Logger()
 

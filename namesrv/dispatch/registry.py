@@ -7,11 +7,11 @@ from twisted.logger import Logger
 from twisted.plugin import getPlugins
 from zope.interface.verify import verifyObject
 
-from namesrv.eventlog import NullEventLog
+from namesrv.observe.eventlog import NullEventLog
 from namesrv.interfaces import IRequestProcessor, IRequestProcessorFactory
 from namesrv.protocol.codes import ResponseCode, request_name
 from namesrv.protocol.command import HeaderFieldError
-from namesrv.refusals import RefusalLog
+from namesrv.dispatch.refusals import RefusalLog
 
 log = Logger()
 

@@ -17,7 +17,7 @@ from twisted.internet import defer, threads
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from namesrv.atomicfile import write_atomic
+from namesrv.storage.atomicfile import write_atomic
 
 
 class SerialFileWriter:

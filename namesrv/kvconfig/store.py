@@ -17,7 +17,7 @@ import os
 
 from twisted.logger import Logger
 
-from namesrv.eventlog import NullEventLog
+from namesrv.observe.eventlog import NullEventLog
 from namesrv.kvconfig.filewriter import SerialFileWriter
 
 

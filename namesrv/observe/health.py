@@ -91,7 +91,7 @@ class HealthResource(resource.Resource):
 
 
 def main(argv=None):
-    """``python -m namesrv.health [--wait SECONDS] URL``: exit 0 once URL's /health says UP.
+    """``python -m namesrv.observe.health [--wait SECONDS] URL``: exit 0 once URL's /health says UP.
 
     For a systemd ExecStartPost or a container's health check (a blocking CLI, never run
     inside the server).
@@ -102,7 +102,7 @@ def main(argv=None):
     import urllib.error
     import urllib.request
 
-    parser = argparse.ArgumentParser(prog="python -m namesrv.health", description=main.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m namesrv.observe.health", description=main.__doc__.splitlines()[0])
     parser.add_argument("url", help="the health URL, e.g. http://127.0.0.1:5557/health")
     parser.add_argument("--wait", type=float, default=0.0, help="keep asking for this many seconds (default: once)")
     args = parser.parse_args(argv)

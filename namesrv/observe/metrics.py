@@ -19,7 +19,7 @@ from twisted.logger import Logger
 from twisted.web import resource, server, wsgi
 
 from namesrv.protocol.codes import RequestCode
-from namesrv.security.classes import ALL_CLASSES
+from namesrv.dispatch.classes import ALL_CLASSES
 
 log = Logger()
 
@@ -225,7 +225,7 @@ class MetricsHttpService(service.Service):
         root = resource.Resource()
         root.putChild(b"metrics", self.metrics.resource(reactor))
         if self.readiness is not None:
-            from namesrv.health import HealthResource
+            from namesrv.observe.health import HealthResource
             root.putChild(b"health", HealthResource(self.readiness, reactor))
         site = _QuietSite(root)
         site.noisy = False

@@ -35,7 +35,7 @@ import struct
 
 from namesrv.protocol.codec import encode_frame, encode_json_header
 from namesrv.protocol.codes import SerializeType
-from namesrv.registry import record_requests
+from namesrv.dispatch.registry import record_requests
 
 _PAIR = struct.Struct(">ii")
 _INT = struct.Struct(">i")

@@ -43,7 +43,7 @@ class RemotingCommand:
     body: Optional[bytes] = None
     serialize_type: int = SerializeType.JSON
     #: set by a processor on an answer that depends only on the request's header and on state
-    #: whose every change invalidates the AnswerCache (see namesrv/answercache.py)
+    #: whose every change invalidates the AnswerCache (see namesrv/protocol/answercache.py)
     cacheable: bool = field(default=False, compare=False, repr=False)
 
     # -- flags -------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The main process's side of a read worker's forwarded connection."""
 
 from namesrv.protocol.remoting import RemotingProtocol
-from namesrv.server import RemotingServerFactory
+from namesrv.server.factory import RemotingServerFactory
 
 #: a preface line longer than this is not ours
 MAX_PREFACE = 300

@@ -16,7 +16,7 @@ from namesrv.context import NullEventLog
 from namesrv.protocol.remoting import RemotingProtocol
 from namesrv.readworkers.handoff import HANDOFF_CODES, can_hand_off, hand_off
 from namesrv.readworkers.unixclient import connect_unix
-from namesrv.server import NoHousekeeping, RemotingServerFactory
+from namesrv.server.factory import NoHousekeeping, RemotingServerFactory
 
 _LENGTH = struct.Struct(">i")
 #: first line on a forwarded connection: the client's address

@@ -21,7 +21,7 @@ import os
 from twisted.application import service as app_service
 from twisted.logger import Logger
 
-from namesrv import tlsmode
+from namesrv.server import tlsmode
 
 log = Logger()
 
@@ -131,7 +131,7 @@ class WorkerGuards(app_service.MultiService):
         goes to the main process until the file reads again."""
         from namesrv.security.acl import AclPolicy, AclStore
         from namesrv.security.aclfile import AclFileError
-        from namesrv.security.classes import RequestClassifier
+        from namesrv.dispatch.classes import RequestClassifier
         from namesrv.security.filewatch import FileWatcher
         self.acl_store = AclStore(path)
         replica = self.replica

@@ -15,7 +15,7 @@ from namesrv.readworkers.feed import FeedError, MessageReader, publication
 from namesrv.readworkers.forwarded import ForwardedConnectionFactory
 from namesrv.readworkers.handoff import HandoffFactory, adopt_connection
 from namesrv.readworkers.generation import SharedGeneration
-from namesrv.registry import record_requests
+from namesrv.dispatch.registry import record_requests
 
 log = Logger()
 

@@ -1,10 +1,10 @@
 """A read worker's copy of what route reads are answered from, and how fresh it is."""
 
-from namesrv.answercache import AnswerCache
+from namesrv.protocol.answercache import AnswerCache
 from namesrv.clock import MonotonicClock
 from namesrv.config import NamesrvConfig
 from namesrv.context import NamesrvContext
-from namesrv.registry import ProcessorRegistry, load_processor_factories
+from namesrv.dispatch.registry import ProcessorRegistry, load_processor_factories
 from namesrv.routes import RouteInfoManager
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.readworkers.delta import apply_brokers, apply_topics

@@ -10,7 +10,7 @@ import struct
 import time
 import zlib
 
-from namesrv import fastjson
+from namesrv.protocol import fastjson
 from namesrv.routes.model import (
     DataVersion, QueueData, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper)
 

@@ -1,7 +1,7 @@
 """The values the route tables hold, named as in RocketMQ (TopicConfig, QueueData, BrokerData, ...).
 
 Each class knows its fastjson shape (``to_json``: a dict with Java's field names, written
-with sorted keys by ``namesrv.fastjson``). Classes use ``__slots__``: a NameServer holds
+with sorted keys by ``namesrv.protocol.fastjson``). Classes use ``__slots__``: a NameServer holds
 one QueueData per (topic, broker name), i.e. hundreds of thousands of them.
 """
 

@@ -19,7 +19,7 @@ from namesrv.interfaces import IRequestPolicy
 from namesrv.protocol.codes import ResponseCode, request_name
 from namesrv.security.aclfile import AclFileError, AclTable, load_acl_file
 from namesrv.security.addresses import AddressMatcher, peer_host
-from namesrv.security.classes import ADMIN_WRITE, BROKER_CONTROL, parse_class_list
+from namesrv.dispatch.classes import ADMIN_WRITE, BROKER_CONTROL, parse_class_list
 from namesrv.security.signature import ACCESS_KEY, signature_matches
 
 log = Logger()

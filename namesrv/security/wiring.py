@@ -23,10 +23,10 @@ import os
 from twisted.application import service as app_service
 from twisted.logger import Logger
 
-from namesrv import tlsmode
-from namesrv.isolation import ClassLimitPolicy, PriorityDispatcher
+from namesrv.server import tlsmode
+from namesrv.dispatch.isolation import ClassLimitPolicy, PriorityDispatcher
 from namesrv.security.acl import AclPolicy, AclStore, BrokerAllowListPolicy
-from namesrv.security.classes import RequestClassifier
+from namesrv.dispatch.classes import RequestClassifier
 from namesrv.security.filewatch import FileWatcher
 
 log = Logger()
@@ -79,7 +79,7 @@ def secure_service(service):
 
     metrics_port = config.prometheusListenPort
     if metrics_port:
-        from namesrv.metrics import NamesrvMetrics
+        from namesrv.observe.metrics import NamesrvMetrics
         security.metrics = NamesrvMetrics(classifier, routes=service.routes,
                                           factory=service.factory, events=service.events)
         listeners.append(security.metrics)
@@ -116,7 +116,7 @@ def secure_service(service):
         log.info("TLS {mode} on the remoting port", mode=mode)
 
     if security.metrics is not None:
-        from namesrv.metrics import MetricsHttpService
+        from namesrv.observe.metrics import MetricsHttpService
         metrics = security.metrics
         metrics.limits = security.limits
         metrics.dispatcher = security.dispatcher

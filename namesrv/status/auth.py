@@ -12,7 +12,7 @@ import base64
 import binascii
 import hmac
 
-from namesrv.security.classes import ADMIN_READ, parse_class_list
+from namesrv.dispatch.classes import ADMIN_READ, parse_class_list
 
 
 class PageAccess:

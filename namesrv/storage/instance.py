@@ -10,7 +10,7 @@ import uuid
 
 from twisted.logger import Logger
 
-from namesrv.atomicfile import write_atomic
+from namesrv.storage.atomicfile import write_atomic
 
 log = Logger()
 

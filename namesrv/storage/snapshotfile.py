@@ -12,7 +12,7 @@ import os
 from twisted.internet import threads
 from twisted.logger import Logger
 
-from namesrv.atomicfile import write_atomic
+from namesrv.storage.atomicfile import write_atomic
 
 
 class RouteSnapshotFile:

@@ -97,5 +97,5 @@ def test_table_and_profile_are_written(tiny_run):
         assert name in latest and name in stdout
     assert "| 2000 | compressed |" in latest  # the registration summary table
     # the profile table names the route path: replayed from the answer cache, or the handler itself
-    assert "namesrv/answercache.py" in latest or "get_route_info_by_topic" in latest
+    assert "namesrv/protocol/answercache.py" in latest or "get_route_info_by_topic" in latest
     assert (out / "profile-route.txt").stat().st_size > 0

@@ -3,8 +3,8 @@ import os
 import pytest
 
 from namesrv.config import PROPERTIES, ConfigError, NamesrvConfig, property_named
-from namesrv.confgen import render
-from namesrv.properties import parse_properties
+from namesrv.config.confgen import render
+from namesrv.config.properties import parse_properties
 
 #: Field names of the Java classes (read from NamesrvConfig.java / NettyServerConfig.java).
 JAVA_4_9 = ("rocketmqHome kvConfigPath configStorePath productEnvName clusterTest orderMessageEnable configBlackList "
@@ -166,7 +166,7 @@ SHIPPED = os.path.join(os.path.dirname(__file__), "..", "..", "conf", "namesrv.p
 
 def test_shipped_properties_file_is_generated_from_the_table():
     with open(SHIPPED) as f:
-        assert f.read() == render(), "regenerate: python -m namesrv.confgen > conf/namesrv.properties"
+        assert f.read() == render(), "regenerate: python -m namesrv.config.confgen > conf/namesrv.properties"
 
 
 def test_shipped_properties_file_lists_every_property_with_its_default():
@@ -217,7 +217,7 @@ def test_default_files_carry_the_port_except_on_java_port_and_stay_once_pinned()
 
 
 def test_instance_id_is_made_once_and_kept(tmp_path):
-    from namesrv.instance import InstanceIdentity, load_instance_id
+    from namesrv.storage.instance import InstanceIdentity, load_instance_id
     path = str(tmp_path / "kv.json.instance")
     first = load_instance_id(path)
     assert load_instance_id(path) == first and len(first) == 32

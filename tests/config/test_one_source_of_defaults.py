@@ -1,4 +1,4 @@
-"""Defaults live in one place: the property table of namesrv/config.py.
+"""Defaults live in one place: the property table of namesrv/config/__init__.py.
 
 Code that reads ``getattr(config, "name", default)`` restates a default, and the copies
 drift (the frame limits once defaulted to "off" that way while the table said 1 MiB).
@@ -71,4 +71,4 @@ def test_the_detector_sees_fallbacks_and_nothing_else():
 def test_no_module_reads_a_config_property_with_its_own_fallback():
     hits = scan()
     offenders = hits
-    assert offenders == {}, "read config.<name> instead (defaults live in namesrv/config.py): %s" % offenders
+    assert offenders == {}, "read config.<name> instead (defaults live in namesrv/config/__init__.py): %s" % offenders

@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from namesrv.properties import (
+from namesrv.config.properties import (
     PropertiesError, escape_value, format_properties, load_properties_file, parse_properties,
 )
 

@@ -1,6 +1,6 @@
 import json
 
-from namesrv.eventlog import EventLog, histogram_bucket
+from namesrv.observe.eventlog import EventLog, histogram_bucket
 
 
 class Clock:

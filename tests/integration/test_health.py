@@ -62,7 +62,7 @@ def test_health_is_down_while_the_remoting_port_does_not_answer(make_namesrv):
 def test_health_is_down_before_the_port_serves():
     from twisted.internet import task
     from twisted.web.test.requesthelper import DummyRequest
-    from namesrv.health import HealthResource, Readiness
+    from namesrv.observe.health import HealthResource, Readiness
     request = DummyRequest([b""])
     body = HealthResource(Readiness(), task.Clock()).render_GET(request)
     assert request.responseCode == 503 and json.loads(body)["reason"] == "starting or stopping"
@@ -74,11 +74,11 @@ def test_health_command_waits_for_up_and_fails_with_one_line(make_namesrv):
     metrics = free_port()
     server = make_namesrv({"prometheusListenPort": str(metrics)}).start()
     url = "http://127.0.0.1:%d/health" % metrics
-    up = subprocess.run([sys.executable, "-m", "namesrv.health", "--wait", "30", url], capture_output=True, text=True,
+    up = subprocess.run([sys.executable, "-m", "namesrv.observe.health", "--wait", "30", url], capture_output=True, text=True,
                         timeout=60)
     assert up.returncode == 0 and '"status": "UP"' in up.stdout
     server.stop()
-    down = subprocess.run([sys.executable, "-m", "namesrv.health", url], capture_output=True, text=True, timeout=60)
+    down = subprocess.run([sys.executable, "-m", "namesrv.observe.health", url], capture_output=True, text=True, timeout=60)
     assert down.returncode == 1 and down.stderr.startswith("namesrv not ready: ")
     assert len(down.stderr.strip().splitlines()) == 1 and "Traceback" not in down.stderr
 
@@ -90,5 +90,5 @@ def test_shipped_systemd_unit_runs_twistd_in_the_foreground_and_waits_for_health
     unit.read(os.path.join(os.path.dirname(__file__), "..", "..", "conf", "namesrv.service"))
     service = unit["Service"]
     assert "twistd -n --pidfile= namesrv -c " in service["ExecStart"]
-    assert "-m namesrv.health --wait" in service["ExecStartPost"]
+    assert "-m namesrv.observe.health --wait" in service["ExecStartPost"]
     assert int(service["LimitNOFILE"]) >= 65536 and service["KillSignal"] == "SIGTERM"

@@ -23,7 +23,7 @@ ENTRIES = 20000
 # parent reads every result with KVConfigManager.load, which also clears leftover temp files.
 PRELUDE = textwrap.dedent("""
     import json, os, shutil, signal, sys
-    from namesrv.atomicfile import write_atomic
+    from namesrv.storage.atomicfile import write_atomic
 
     path = sys.argv[1]
 

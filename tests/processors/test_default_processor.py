@@ -9,7 +9,7 @@ from zope.interface.verify import verifyObject
 from namesrv.config import NamesrvConfig
 from namesrv.context import NamesrvContext
 from namesrv.interfaces import IRequestProcessor
-from namesrv.properties import parse_properties
+from namesrv.config.properties import parse_properties
 from namesrv.protocol.codec import decode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request

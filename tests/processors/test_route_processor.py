@@ -7,7 +7,7 @@ import pytest
 from twisted.internet.task import Clock
 from zope.interface.verify import verifyObject
 
-from namesrv import fastjson
+from namesrv.protocol import fastjson
 from namesrv.context import NamesrvContext
 from namesrv.interfaces import IRequestProcessor
 from namesrv.protocol.codec import decode_frame, encode_frame
@@ -458,7 +458,7 @@ def test_missing_field_vector_names_the_field(world):
 
 
 def test_through_the_registry_errors_become_answers_and_oneway_stays_silent(world):
-    from namesrv.registry import ProcessorRegistry
+    from namesrv.dispatch.registry import ProcessorRegistry
 
     registry = ProcessorRegistry([world.processor], events=world.events)
     request = register_request("C", "broker-a", "127.0.0.1:10911", topics=["A", "B"])

@@ -9,9 +9,9 @@ from twisted.internet.interfaces import ISSLTransport
 from twisted.internet.testing import StringTransport
 from zope.interface import alsoProvides
 
-from namesrv import tlsmode
+from namesrv.server import tlsmode
 from namesrv.config import NamesrvConfig
-from namesrv.metrics import NamesrvMetrics
+from namesrv.observe.metrics import NamesrvMetrics
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
@@ -24,7 +24,7 @@ from namesrv.readworkers.pool import ReadWorkerPool
 from processors.route import RouteProcessor
 from namesrv.readworkers.replica import Replica
 from namesrv.readworkers.worker import parse_args
-from namesrv.security.classes import RequestClassifier
+from namesrv.dispatch.classes import RequestClassifier
 from namesrv.security.signature import sign_request_ext
 from namesrv.service import make_service
 from tests.brokers import register_request, route_request

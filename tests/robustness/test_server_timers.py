@@ -14,11 +14,11 @@ from twisted.internet import task
 from twisted.internet.address import IPv4Address
 from twisted.internet.testing import StringTransport
 
-from namesrv.eventlog import NullEventLog
+from namesrv.observe.eventlog import NullEventLog
 from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
-from namesrv.server import RemotingServerFactory
+from namesrv.server.factory import RemotingServerFactory
 from tests.config_for import make_config
 from tests.fakes import RecordingEventLog
 

@@ -5,7 +5,7 @@ import zlib
 
 import pytest
 
-from namesrv import fastjson
+from namesrv.protocol import fastjson
 from namesrv.protocol.codec import decode_frame
 from namesrv.routes import bodies
 from namesrv.routes.bodies import BodyDecodeError

@@ -2,7 +2,7 @@
 
 import pytest
 
-from namesrv import fastjson
+from namesrv.protocol import fastjson
 from namesrv.protocol.codec import decode_frame
 from namesrv.routes import bodies
 from namesrv.routes.model import PERM_READ, PERM_WRITE, QueueData

@@ -114,7 +114,7 @@ def test_a_lone_surrogate_in_a_topic_name_survives_the_round_trip():
 
 
 def test_tables_msgpack_cannot_carry_are_not_saved_and_the_old_file_stays(tmp_path):
-    from namesrv.snapshotfile import RouteSnapshotFile
+    from namesrv.storage.snapshotfile import RouteSnapshotFile
     from tests.routes.helpers import topic
     path = tmp_path / "routes.snapshot"
     routes = new_routes()

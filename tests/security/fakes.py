@@ -7,8 +7,8 @@ from zope.interface import implementer
 
 from namesrv.interfaces import IRequestProcessor
 from namesrv.protocol.codes import RequestCode, request_name
-from namesrv.registry import ProcessorRegistry
-from namesrv.server import RemotingServerFactory
+from namesrv.dispatch.registry import ProcessorRegistry
+from namesrv.server.factory import RemotingServerFactory
 from tests.config_for import make_config
 from tests.fakes import RecordingEventLog
 

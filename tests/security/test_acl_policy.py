@@ -5,10 +5,10 @@ from twisted.internet import task
 
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
-from namesrv.registry import ProcessorRegistry
+from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.security.acl import AclPolicy, AclStore, BrokerAllowListPolicy
 from namesrv.security.aclfile import parse_acl
-from namesrv.security.classes import RequestClassifier
+from namesrv.dispatch.classes import RequestClassifier
 from namesrv.security.filewatch import FileWatcher
 from namesrv.security.signature import sign_request_ext
 from tests.config_for import make_config

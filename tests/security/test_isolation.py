@@ -4,11 +4,11 @@ from twisted.internet import defer, task
 from zope.interface import implementer
 
 from namesrv.interfaces import IRequestProcessor
-from namesrv.isolation import OVERLOAD_REMARK, ClassLimitPolicy, PriorityDispatcher
+from namesrv.dispatch.isolation import OVERLOAD_REMARK, ClassLimitPolicy, PriorityDispatcher
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
-from namesrv.registry import ProcessorRegistry
-from namesrv.security.classes import RequestClassifier
+from namesrv.dispatch.registry import ProcessorRegistry
+from namesrv.dispatch.classes import RequestClassifier
 from tests.config_for import make_config
 from tests.fakes import FakeConnection, RecordingEventLog
 from tests.security.fakes import Echo

@@ -3,12 +3,12 @@
 from twisted.internet.address import IPv4Address
 from twisted.internet.testing import StringTransport
 
-from namesrv.eventlog import EventLog, NullEventLog
-from namesrv.metrics import NamesrvMetrics
-from namesrv.registry import ProcessorRegistry
-from namesrv.security.classes import RequestClassifier
+from namesrv.observe.eventlog import EventLog, NullEventLog
+from namesrv.observe.metrics import NamesrvMetrics
+from namesrv.dispatch.registry import ProcessorRegistry
+from namesrv.dispatch.classes import RequestClassifier
 from namesrv.security.wiring import watch_events
-from namesrv.server import RemotingServerFactory
+from namesrv.server.factory import RemotingServerFactory
 from tests.config_for import make_config
 from tests.fakes import RecordingEventLog
 from tests.routes.helpers import new_routes, register

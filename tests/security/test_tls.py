@@ -8,7 +8,7 @@ from twisted.internet.endpoints import SSL4ClientEndpoint, TCP4ClientEndpoint, c
 from twisted.internet.testing import StringTransport
 from twisted.protocols.tls import TLSMemoryBIOFactory
 
-from namesrv import tlsmode
+from namesrv.server import tlsmode
 from namesrv.client import RemotingClientProtocol
 from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode

@@ -9,14 +9,14 @@ from twisted.internet.endpoints import SSL4ClientEndpoint, TCP4ClientEndpoint, c
 from twisted.web.client import Agent, readBody
 
 from namesrv.client import RemotingClientProtocol
-from namesrv.isolation import ClassLimitPolicy, PriorityDispatcher
+from namesrv.dispatch.isolation import ClassLimitPolicy, PriorityDispatcher
 from namesrv.protocol.codes import RequestCode, ResponseCode, SerializeType
 from namesrv.protocol.command import make_request
 from namesrv.security.acl import AclPolicy, BrokerAllowListPolicy
 from namesrv.security.aclfile import AclFileError
 from namesrv.security.signature import sign_request_ext
 from namesrv.security.wiring import resolve_acl_path, secure_service
-from namesrv.tlsmode import TlsSniffingFactory
+from namesrv.server.tlsmode import TlsSniffingFactory
 from tests.config_for import make_config
 from tests.security import fakes
 from tests.security.certs import write_pair
