@@ -166,3 +166,69 @@ def _pivot(rows):
             row["first"] / row["parse_ms"], ms(row.get("first_event")), ms(row["unchanged"]),
             row["unchanged"] / row["parse_ms"], ms(row.get("unchanged_event"))))
     return "\n".join(lines)
+
+
+# -- round trips of first registrations and re-registrations (python -m bench.registration) --------
+
+ROUND_TRIP_KINDS = ("first", "unchanged", "changed")
+
+
+def round_trips(server, topics, index, repeats):
+    """``{kind: [seconds, ...]}`` for one broker of ``topics``, plain body, everything counted.
+
+    ``first``: into tables that do not know the broker (unregistered in between);
+    ``unchanged``: the same body again (the periodic re-registration of a quiet broker);
+    ``changed``: the same topics with a new DataVersion (decoded and applied again, nothing moves).
+    """
+    bodies = [register_body(topics, False, counter) for counter in (1, 2)]
+    broker = FakeBroker(server.port, "bench-rtt-%d" % len(topics), index)
+    found = {kind: [] for kind in ROUND_TRIP_KINDS}
+    try:
+        broker.trivial()
+        for _ in range(repeats):
+            found["first"].append(_register(broker, bodies[0], False))
+            found["unchanged"].append(_register(broker, bodies[0], False))
+            found["changed"].append(_register(broker, bodies[1], False))
+            broker.unregister()
+    finally:
+        broker.close()
+    return found
+
+
+def main(argv=None):
+    """Print the median round trip of REGISTER_BROKER per size and kind on a default server (event log on)."""
+    import argparse
+    import os
+
+    from bench.profiling import top_functions
+
+    parser = argparse.ArgumentParser(prog="python -m bench.registration", description=main.__doc__)
+    parser.add_argument("--sizes", default="10000,50000", help="topics per registration, comma-separated")
+    parser.add_argument("--repeats", type=int, default=5, help="registrations of each kind per size")
+    parser.add_argument("--no-event-log", action="store_true", help="run the server without its event log")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile the server's reactor thread and print the dearest functions (slows it)")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    print("REGISTER_BROKER round trip, plain body, loopback; load average %.2f; median (min..max) of %d"
+          % (os.getloadavg()[0], args.repeats))
+    with NamesrvServer(event_log=not args.no_event_log) as server:
+        if args.profile:
+            server.start_profile()
+        for index, count in enumerate(sizes):
+            found = round_trips(server, topic_names("BenchRttTopic", count), 200 + index, args.repeats)
+            for kind in ROUND_TRIP_KINDS:
+                ms = sorted(s * 1000 for s in found[kind])
+                print("register %6d topics %-9s %8.2f ms (%.2f..%.2f)"
+                      % (count, kind, statistics.median(ms), ms[0], ms[-1]), flush=True)
+        if args.profile:
+            total, rows = top_functions(server.stop_profile(), count=25, by="cumulative",
+                                        only=("namesrv/", "processors/", "twisted/", "<built-in", "<method"))
+            print("profile: %.3f s on the reactor thread; by cumulative time:" % total)
+            for label, own, cumulative, calls in rows:
+                print("  %8.3f s own %8.3f s %8d calls  %s" % (cumulative, own, calls, label))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
