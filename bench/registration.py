@@ -20,7 +20,7 @@ import statistics
 import time
 
 from bench.brokers import FakeBroker, parse_compressed, parse_plain, register_body, topic_names
-from bench.servers import NamesrvServer
+from bench.servers import NamesrvServer, cpu_seconds
 
 SECTION = "Registration cost (REGISTER_BROKER, one broker, idle connection)"
 _REGISTER_EVENTS = ("broker_registered", "broker_heartbeat")
@@ -179,20 +179,25 @@ def round_trips(server, topics, index, repeats):
     ``first``: into tables that do not know the broker (unregistered in between);
     ``unchanged``: the same body again (the periodic re-registration of a quiet broker);
     ``changed``: the same topics with a new DataVersion (decoded and applied again, nothing moves).
+    Also ``{kind: server CPU seconds per registration}`` (its main process, /proc clock ticks:
+    the figure a busy machine moves least).
     """
-    bodies = [register_body(topics, False, counter) for counter in (1, 2)]
+    bodies = {"first": register_body(topics, False, 1)}
+    bodies["unchanged"], bodies["changed"] = bodies["first"], register_body(topics, False, 2)
     broker = FakeBroker(server.port, "bench-rtt-%d" % len(topics), index)
     found = {kind: [] for kind in ROUND_TRIP_KINDS}
+    cpu = dict.fromkeys(ROUND_TRIP_KINDS, 0.0)
     try:
         broker.trivial()
         for _ in range(repeats):
-            found["first"].append(_register(broker, bodies[0], False))
-            found["unchanged"].append(_register(broker, bodies[0], False))
-            found["changed"].append(_register(broker, bodies[1], False))
+            for kind in ROUND_TRIP_KINDS:
+                before = cpu_seconds(server.pid, children=False)
+                found[kind].append(_register(broker, bodies[kind], False))
+                cpu[kind] += cpu_seconds(server.pid, children=False) - before
             broker.unregister()
     finally:
         broker.close()
-    return found
+    return found, {kind: seconds / repeats for kind, seconds in cpu.items()}
 
 
 def main(argv=None):
@@ -216,11 +221,11 @@ def main(argv=None):
         if args.profile:
             server.start_profile()
         for index, count in enumerate(sizes):
-            found = round_trips(server, topic_names("BenchRttTopic", count), 200 + index, args.repeats)
+            found, cpu = round_trips(server, topic_names("BenchRttTopic", count), 200 + index, args.repeats)
             for kind in ROUND_TRIP_KINDS:
                 ms = sorted(s * 1000 for s in found[kind])
-                print("register %6d topics %-9s %8.2f ms (%.2f..%.2f)"
-                      % (count, kind, statistics.median(ms), ms[0], ms[-1]), flush=True)
+                print("register %6d topics %-9s round trip %8.2f ms (%.2f..%.2f); server CPU %6.1f ms"
+                      % (count, kind, statistics.median(ms), ms[0], ms[-1], cpu[kind] * 1000), flush=True)
         if args.profile:
             total, rows = top_functions(server.stop_profile(), count=25, by="cumulative",
                                         only=("namesrv/", "processors/", "twisted/", "<built-in", "<method"))

@@ -21,6 +21,8 @@ refreshes and admin operations in ``RouteAdmin`` (admin.py).
 """
 
 from contextlib import contextmanager
+from itertools import filterfalse, repeat
+from operator import attrgetter, contains, is_
 
 from namesrv.clock import MonotonicClock
 from namesrv.routes.admin import RouteAdmin
@@ -29,6 +31,80 @@ from namesrv.routes.model import (
     DEFAULT_HEARTBEAT_TIMEOUT_MILLIS, MASTER_ID, PERM_WRITE, BrokerData, BrokerLiveInfo, DataVersion, QueueData,
     RegisterBrokerResult, RemovedBroker, TopicConfigSerializeWrapper, shared_queue_data)
 from namesrv.routes.queries import RouteQueries
+
+
+_SETTINGS = attrgetter("read_queue_nums", "write_queue_nums", "perm", "topic_sys_flag")
+
+
+class _SharedQueueDatas(dict):
+    """settings -> the shared QueueData of one broker, made on first use (a broker's topics have few)."""
+
+    def __init__(self, broker_name):
+        dict.__init__(self)
+        self.broker_name = broker_name
+
+    def __missing__(self, settings):
+        queue_data = self[settings] = shared_queue_data(QueueData(self.broker_name, *settings))
+        return queue_data
+
+
+def _queue_datas(broker_name, topic_configs, perm_mask):
+    """An iterator over the shared QueueData of each TopicConfig, in order (no per-topic Python code)."""
+    settings = map(_SETTINGS, topic_configs)
+    if perm_mask != -1:
+        settings = ((read, write, perm & perm_mask, flag) for read, write, perm, flag in settings)
+    return map(_SharedQueueDatas(broker_name).__getitem__, settings)
+
+
+def _route_changes(touched, table):
+    """{(brokers before, brokers after): [topic, ...]} of the touched topics whose broker set changed."""
+    groups = {}
+    for topic, before in touched.items():
+        qmap = table.get(topic)
+        if qmap is None:
+            if before:
+                groups.setdefault((tuple(sorted(before)), ()), []).append(topic)
+        elif not before and len(qmap) == 1:   # a new topic (a first registration's common case)
+            groups.setdefault(((), tuple(qmap)), []).append(topic)
+        elif len(qmap) != len(before) or any(name not in qmap for name in before):
+            groups.setdefault((tuple(sorted(before)), tuple(sorted(qmap))), []).append(topic)
+    return groups
+
+
+def _none_known(table, topics):
+    """True when no topic of ``topics`` is in ``table`` (a scan in C)."""
+    return not any(map(table.__contains__, topics))
+
+
+def _created_alone_change(created, touched, table):
+    """``_route_changes`` when the operation's only change was ``_put_broker_topics`` creating ``topics``
+    (a broker's first registration), checked in a few passes in C; else None."""
+    broker_name, topics, qmaps = created
+    if len(touched) != len(topics):   # touched only grows, and started as exactly these topics
+        return None
+    if not all(map(is_, map(table.get, topics), qmaps)) or set(map(len, qmaps)) != {1} \
+            or not all(map(contains, qmaps, repeat(broker_name))):
+        return None
+    return {((), (broker_name,)): topics}
+
+
+def _uniform_change(touched, table):
+    """``_route_changes`` when every touched topic went from one broker set to one other (a broker's
+    first registration: thousands of topics, one group), computed without a Python loop; else None."""
+    if len(touched) < 64:
+        return None
+    befores = set(touched.values())
+    if len(befores) != 1:
+        return None
+    qmaps = list(map(table.get, touched))
+    if None in qmaps:
+        return None
+    afters = set(map(tuple, map(sorted, qmaps)))
+    if len(afters) != 1:
+        return None
+    (before,), (after,) = befores, afters
+    before = tuple(sorted(before))
+    return {} if before == after else {(before, after): list(touched)}
 
 
 class _NoEvents:
@@ -88,17 +164,12 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
                 touched, self._touched = self._touched, None
                 if self.__dict__.pop("_change_pending", False):
                     self._changed()
-                groups = {}
-                table = self.topic_queue_table
-                for topic, before in touched.items():
-                    qmap = table.get(topic)
-                    if qmap is None:
-                        if before:
-                            groups.setdefault((tuple(sorted(before)), ()), []).append(topic)
-                    elif not before and len(qmap) == 1:   # a new topic (a first registration's common case)
-                        groups.setdefault(((), tuple(qmap)), []).append(topic)
-                    elif len(qmap) != len(before) or any(name not in qmap for name in before):
-                        groups.setdefault((tuple(sorted(before)), tuple(sorted(qmap))), []).append(topic)
+                created = self.__dict__.pop("_created_alone", None)
+                groups = None if created is None else _created_alone_change(created, touched, self.topic_queue_table)
+                if groups is None:
+                    groups = _uniform_change(touched, self.topic_queue_table)
+                if groups is None:
+                    groups = _route_changes(touched, self.topic_queue_table)
                 emit = self.events.emit
                 for (before, after), topics in groups.items():
                     if len(topics) == 1:
@@ -149,18 +220,29 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         mine = self._broker_topics.get(broker_name)
         if mine is None:
             mine = self._broker_topics[broker_name] = set()
-        stored = {}   # queue settings -> the shared QueueData, for this call
+        topics = list(topic_configs)
+        queue_datas = _queue_datas(broker_name, topic_configs.values(), perm_mask)
+        if _none_known(table, topics):
+            # Topics nobody has yet (a broker's first registration): the same bookkeeping as the
+            # loop below, in bulk, in the same order.
+            created = list(map(dict.fromkeys, repeat((broker_name,)), queue_datas))
+            if touched:
+                touched.update(dict.fromkeys(filterfalse(touched.__contains__, topics), ()))
+            else:   # the operation's first change: _changing can name the change without a scan
+                self._touched = dict.fromkeys(topics, ())
+                self._created_alone = (broker_name, topics, created)
+            table.update(zip(topics, created))
+            mine.update(topics)
+            self._mark_broker(broker_name)
+            self._topic_set_changed()
+            self._queue_datas_changed(topics)
+            return
         changed = []
         added = new_topic = False
-        for topic, config in topic_configs.items():
+        for topic, queue_data in zip(topics, queue_datas):
             qmap = table.get(topic)
             if only_missing and qmap is not None and broker_name in qmap:
                 continue
-            settings = (config.read_queue_nums, config.write_queue_nums, config.perm & perm_mask,
-                        config.topic_sys_flag)
-            queue_data = stored.get(settings)
-            if queue_data is None:
-                queue_data = stored[settings] = shared_queue_data(QueueData(broker_name, *settings))
             if qmap is None:
                 if topic not in touched:
                     touched[topic] = ()
