@@ -227,7 +227,7 @@ def main(argv=None):
                 print("register %6d topics %-9s round trip %8.2f ms (%.2f..%.2f); server CPU %6.1f ms"
                       % (count, kind, statistics.median(ms), ms[0], ms[-1], cpu[kind] * 1000), flush=True)
         if args.profile:
-            total, rows = top_functions(server.stop_profile(), count=25, by="cumulative",
+            total, rows = top_functions(server.stop_profile(), count=40, by="cumulative",
                                         only=("namesrv/", "processors/", "twisted/", "<built-in", "<method"))
             print("profile: %.3f s on the reactor thread; by cumulative time:" % total)
             for label, own, cumulative, calls in rows:

@@ -76,6 +76,18 @@ def _none_known(table, topics):
     return not any(map(table.__contains__, topics))
 
 
+def _nothing_to_put(table, topics, broker_name, queue_datas, only_missing):
+    """True when ``_put_broker_topics``' loop would change nothing: the broker already has every topic
+    (with ``only_missing``) or the very same shared QueueData in every one (passes in C)."""
+    qmaps = list(map(table.get, topics))
+    if None in qmaps:
+        return False
+    olds = list(map(dict.get, qmaps, repeat(broker_name)))
+    if any(map(is_, olds, repeat(None))):
+        return False
+    return only_missing or all(map(is_, olds, queue_datas))
+
+
 def _created_alone_change(created, touched, table):
     """``_route_changes`` when the operation's only change was ``_put_broker_topics`` creating ``topics``
     (a broker's first registration), checked in a few passes in C; else None."""
@@ -237,6 +249,9 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
             self._topic_set_changed()
             self._queue_datas_changed(topics)
             return
+        queue_datas = list(queue_datas)
+        if _nothing_to_put(table, topics, broker_name, queue_datas, only_missing):
+            return   # a re-registration of the same topics (new DataVersion, same queues)
         changed = []
         added = new_topic = False
         for topic, queue_data in zip(topics, queue_datas):

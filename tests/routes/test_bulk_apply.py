@@ -69,6 +69,7 @@ def per_topic_only():
     """The shortcuts switched off: the reference behaviour."""
     patch = pytest.MonkeyPatch()
     patch.setattr(manager, "_none_known", lambda table, topics: False)
+    patch.setattr(manager, "_nothing_to_put", lambda table, topics, broker_name, queue_datas, only_missing: False)
     patch.setattr(manager, "_created_alone_change", lambda created, touched, table: None)
     patch.setattr(manager, "_uniform_change", lambda touched, table: None)
     try:
@@ -117,3 +118,19 @@ def test_a_second_broker_of_the_same_topics_matches_the_per_topic_path():
     assert state(fast) == state(slow)
     changes = fast_events.named("topic_route_changed")
     assert changes[1] == {"topics": TOPICS[:120] + ["baseTopic"], "before": ["a"], "after": ["a", "b"]}
+
+
+def test_an_unchanged_data_version_still_adds_the_topics_the_broker_lacks():
+    ops_ = [("register", "a", "h:1", 0, TOPICS[:120], 6, 1, None, CONNS[0], False),
+            ("register", "b", "h:2", 0, TOPICS[:100], 6, 1, None, CONNS[1], False),
+            ("register", "b", "h:2", 0, TOPICS[:120], 6, 1, None, CONNS[1], False),   # same DataVersion
+            ("register", "b", "h:2", 0, TOPICS[:120], 4, 2, None, CONNS[1], False)]   # new perm everywhere
+    fast_events, slow_events = Events(), Events()
+    fast, slow = new_routes(Clock(), fast_events), new_routes(Clock(), slow_events)
+    for op in ops_:
+        apply(fast, op)
+        with per_topic_only():
+            apply(slow, op)
+        assert state(fast) == state(slow)
+    assert fast_events.emitted == slow_events.emitted
+    assert all(fast.topic_queue_table[t]["b"].perm == 4 for t in TOPICS[:120])
