@@ -237,7 +237,7 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         if _none_known(table, topics):
             # Topics nobody has yet (a broker's first registration): the same bookkeeping as the
             # loop below, in bulk, in the same order.
-            created = list(map(dict.fromkeys, repeat((broker_name,)), queue_datas))
+            created = [{broker_name: queue_data} for queue_data in queue_datas]
             if touched:
                 touched.update(dict.fromkeys(filterfalse(touched.__contains__, topics), ()))
             else:   # the operation's first change: _changing can name the change without a scan
