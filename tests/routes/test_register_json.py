@@ -278,3 +278,55 @@ def test_captured_java_registrations_take_the_typed_path():
     if checked == 0:
         vector("req_register_plain_json")   # skips when the vectors are absent
     assert checked >= 1
+
+
+# -- end to end through the route processor: the same answers, byte for byte ---------------------
+
+def _processor():
+    from twisted.internet.task import Clock
+
+    from namesrv.context import NamesrvContext
+    from namesrv.routes import RouteInfoManager
+    from processors.route import RouteProcessor
+    from tests.processors.test_route_processor import Conn, Events, FakeKV, java_config
+
+    clock = Clock()
+    clock.advance(1000)
+    events = Events()
+    routes = RouteInfoManager(clock=clock, events=events)
+    context = NamesrvContext(config=java_config(), routes=routes, kv=FakeKV(), reactor=clock, events=events)
+    return RouteProcessor(context, timer=lambda: 0.0), Conn(), events
+
+
+def test_typed_and_lenient_registrations_answer_the_same_bytes():
+    from namesrv.protocol.codec import encode_frame
+    from namesrv.protocol.codes import RequestCode, Version
+    from namesrv.protocol.command import make_request
+    from tests.brokers import crc32, route_request
+
+    configs = {"T%04d" % i: {"order": i % 5 == 0, "perm": 6 if i % 3 else 4, "readQueueNums": 4 + i % 2,
+                             "topicFilterType": "SINGLE_TAG", "topicName": "T%04d" % i, "topicSysFlag": i % 2,
+                             "writeQueueNums": 4, "attributes": {"+message.type": "NORMAL"}}
+               for i in range(300)}
+    typed = json.dumps({"filterServerList": ["127.0.0.1:50001"],
+                        "topicConfigSerializeWrapper": {"dataVersion": {"counter": 3, "timestamp": 1700000000000},
+                                                        "topicConfigTable": configs}}).encode()
+    # the same registration with fastjson-era quirks: numbers as strings, a bare integer key
+    quirky = typed.replace(b'"readQueueNums": 4,', b'"readQueueNums": "4",').replace(
+        b'"counter": 3', b'"counter": "3"').replace(b'"filterServerList"', b'"x":{1:2},"filterServerList"')
+    assert register_json.decode_register_body(typed) is not None
+    assert register_json.decode_register_body(quirky) is None
+    answers, emitted = [], []
+    for body in (typed, quirky):
+        processor, conn, events = _processor()
+        ext = {"brokerName": "broker-a", "brokerAddr": "127.0.0.1:10911", "clusterName": "c1",
+               "haServerAddr": "127.0.0.1:10912", "brokerId": "0", "compressed": "false", "bodyCrc32": str(crc32(body))}
+        requests = [make_request(RequestCode.REGISTER_BROKER, ext, body=body, version=Version.V4_9_8)]
+        requests += [route_request(t, version=v) for t in ("T0000", "T0001", "T0299") for v in (Version.V4_9_8, 401)]
+        requests += [make_request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}),
+                     make_request(RequestCode.GET_BROKER_CLUSTER_INFO, {})]
+        answers.append([encode_frame(processor.process_request(r, conn)) for r in requests])
+        emitted.append([(name, {k: v for k, v in fields.items() if k != "bodyBytes"}) for name, fields in events.emitted])
+    assert answers[0] == answers[1]
+    assert emitted[0] == emitted[1]   # the bodies' sizes differ, nothing else
+    assert len(answers[0]) == 9 and b"T0299" in answers[0][-2]
