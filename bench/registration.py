@@ -12,6 +12,10 @@ empty table (the broker is unregistered in between), ``unchanged`` a re-registra
 with the same DataVersion: the periodic heartbeat of a broker whose topics did not change.
 The whole set runs on a server with the event log (the default) and on one without:
 the difference is what logging a registration costs.
+
+``python -m bench.registration [--sizes 10000,50000] [--repeats 5] [--profile]`` prints, on its
+own, the whole round trip of first registrations and re-registrations (unchanged, changed)
+and the server's CPU per registration; ``--profile`` adds the server's dearest functions.
 """
 
 import glob
