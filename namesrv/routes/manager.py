@@ -21,102 +21,16 @@ refreshes and admin operations in ``RouteAdmin`` (admin.py).
 """
 
 from contextlib import contextmanager
-from itertools import filterfalse, repeat
-from operator import attrgetter, contains, is_
+from itertools import filterfalse
 
 from namesrv.clock import MonotonicClock
+from namesrv.routes import bulk
 from namesrv.routes.admin import RouteAdmin
 from namesrv.routes.liveness import DeadlineQueue
 from namesrv.routes.model import (
     DEFAULT_HEARTBEAT_TIMEOUT_MILLIS, MASTER_ID, PERM_WRITE, BrokerData, BrokerLiveInfo, DataVersion, QueueData,
     RegisterBrokerResult, RemovedBroker, TopicConfigSerializeWrapper, shared_queue_data)
 from namesrv.routes.queries import RouteQueries
-
-
-_SETTINGS = attrgetter("read_queue_nums", "write_queue_nums", "perm", "topic_sys_flag")
-
-
-class _SharedQueueDatas(dict):
-    """settings -> the shared QueueData of one broker, made on first use (a broker's topics have few)."""
-
-    def __init__(self, broker_name):
-        dict.__init__(self)
-        self.broker_name = broker_name
-
-    def __missing__(self, settings):
-        queue_data = self[settings] = shared_queue_data(QueueData(self.broker_name, *settings))
-        return queue_data
-
-
-def _queue_datas(broker_name, topic_configs, perm_mask):
-    """An iterator over the shared QueueData of each TopicConfig, in order (no per-topic Python code)."""
-    settings = map(_SETTINGS, topic_configs)
-    if perm_mask != -1:
-        settings = ((read, write, perm & perm_mask, flag) for read, write, perm, flag in settings)
-    return map(_SharedQueueDatas(broker_name).__getitem__, settings)
-
-
-def _route_changes(touched, table):
-    """{(brokers before, brokers after): [topic, ...]} of the touched topics whose broker set changed."""
-    groups = {}
-    for topic, before in touched.items():
-        qmap = table.get(topic)
-        if qmap is None:
-            if before:
-                groups.setdefault((tuple(sorted(before)), ()), []).append(topic)
-        elif not before and len(qmap) == 1:   # a new topic (a first registration's common case)
-            groups.setdefault(((), tuple(qmap)), []).append(topic)
-        elif len(qmap) != len(before) or any(name not in qmap for name in before):
-            groups.setdefault((tuple(sorted(before)), tuple(sorted(qmap))), []).append(topic)
-    return groups
-
-
-def _none_known(table, topics):
-    """True when no topic of ``topics`` is in ``table`` (a scan in C)."""
-    return not any(map(table.__contains__, topics))
-
-
-def _nothing_to_put(table, topics, broker_name, queue_datas, only_missing):
-    """True when ``_put_broker_topics``' loop would change nothing: the broker already has every topic
-    (with ``only_missing``) or the very same shared QueueData in every one (passes in C)."""
-    qmaps = list(map(table.get, topics))
-    if None in qmaps:
-        return False
-    olds = list(map(dict.get, qmaps, repeat(broker_name)))
-    if any(map(is_, olds, repeat(None))):
-        return False
-    return only_missing or all(map(is_, olds, queue_datas))
-
-
-def _created_alone_change(created, touched, table):
-    """``_route_changes`` when the operation's only change was ``_put_broker_topics`` creating ``topics``
-    (a broker's first registration), checked in a few passes in C; else None."""
-    broker_name, topics, qmaps = created
-    if len(touched) != len(topics):   # touched only grows, and started as exactly these topics
-        return None
-    if not all(map(is_, map(table.get, topics), qmaps)) or set(map(len, qmaps)) != {1} \
-            or not all(map(contains, qmaps, repeat(broker_name))):
-        return None
-    return {((), (broker_name,)): topics}
-
-
-def _uniform_change(touched, table):
-    """``_route_changes`` when every touched topic went from one broker set to one other (a broker's
-    first registration: thousands of topics, one group), computed without a Python loop; else None."""
-    if len(touched) < 64:
-        return None
-    befores = set(touched.values())
-    if len(befores) != 1:
-        return None
-    qmaps = list(map(table.get, touched))
-    if None in qmaps:
-        return None
-    afters = set(map(tuple, map(sorted, qmaps)))
-    if len(afters) != 1:
-        return None
-    (before,), (after,) = befores, afters
-    before = tuple(sorted(before))
-    return {} if before == after else {(before, after): list(touched)}
 
 
 class _NoEvents:
@@ -176,12 +90,13 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
                 touched, self._touched = self._touched, None
                 if self.__dict__.pop("_change_pending", False):
                     self._changed()
+                table = self.topic_queue_table
                 created = self.__dict__.pop("_created_alone", None)
-                groups = None if created is None else _created_alone_change(created, touched, self.topic_queue_table)
+                groups = None if created is None else bulk.created_alone_change(created, touched, table)
                 if groups is None:
-                    groups = _uniform_change(touched, self.topic_queue_table)
+                    groups = bulk.uniform_change(touched, table)
                 if groups is None:
-                    groups = _route_changes(touched, self.topic_queue_table)
+                    groups = bulk.route_changes(touched, table)
                 emit = self.events.emit
                 for (before, after), topics in groups.items():
                     if len(topics) == 1:
@@ -233,8 +148,8 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         if mine is None:
             mine = self._broker_topics[broker_name] = set()
         topics = list(topic_configs)
-        queue_datas = _queue_datas(broker_name, topic_configs.values(), perm_mask)
-        if _none_known(table, topics):
+        queue_datas = bulk.queue_datas(broker_name, topic_configs.values(), perm_mask)
+        if bulk.none_known(table, topics):
             # Topics nobody has yet (a broker's first registration): the same bookkeeping as the
             # loop below, in bulk, in the same order.
             created = [{broker_name: queue_data} for queue_data in queue_datas]
@@ -250,7 +165,7 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
             self._queue_datas_changed(topics)
             return
         queue_datas = list(queue_datas)
-        if _nothing_to_put(table, topics, broker_name, queue_datas, only_missing):
+        if bulk.nothing_to_put(table, topics, broker_name, queue_datas, only_missing):
             return   # a re-registration of the same topics (new DataVersion, same queues)
         changed = []
         added = new_topic = False

@@ -1,7 +1,8 @@
 """The bulk paths of a registration's table apply against the per-topic ones (hypothesis, differential).
 
-``_put_broker_topics`` creates never-seen topics in bulk, and ``_changing`` names the broker-set
-changes of such a creation, or of a uniform change, without a per-topic loop. Two managers run
+``_put_broker_topics`` creates never-seen topics in bulk and recognises a re-registration that
+changes nothing; ``_changing`` names the broker-set changes of such a creation, or of a uniform
+change, without a per-topic loop (``namesrv/routes/bulk.py``). Two managers run
 the same operations, one with those shortcuts switched off: tables, their order, every emitted
 event (fields and order) and every answer body must be identical.
 """
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from twisted.internet.task import Clock
 
-from namesrv.routes import manager
+from namesrv.routes import bulk
 from namesrv.routes.model import QueueData
 from tests.routes.helpers import Conn, Events, new_routes, topic, wrapper
 
@@ -68,10 +69,10 @@ def state(routes):
 def per_topic_only():
     """The shortcuts switched off: the reference behaviour."""
     patch = pytest.MonkeyPatch()
-    patch.setattr(manager, "_none_known", lambda table, topics: False)
-    patch.setattr(manager, "_nothing_to_put", lambda table, topics, broker_name, queue_datas, only_missing: False)
-    patch.setattr(manager, "_created_alone_change", lambda created, touched, table: None)
-    patch.setattr(manager, "_uniform_change", lambda touched, table: None)
+    patch.setattr(bulk, "none_known", lambda table, topics: False)
+    patch.setattr(bulk, "nothing_to_put", lambda table, topics, broker_name, queue_datas, only_missing: False)
+    patch.setattr(bulk, "created_alone_change", lambda created, touched, table: None)
+    patch.setattr(bulk, "uniform_change", lambda touched, table: None)
     try:
         yield
     finally:

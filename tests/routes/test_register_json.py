@@ -75,8 +75,10 @@ quirky_number = st.one_of(ints.map(str), st.floats(allow_nan=True), st.integers(
 
 
 def maybe_quirky(good, quirky, one_in=12):
-    """Mostly ``good``: a body is decoded by the typed reader only when every part of it is."""
-    return st.integers(0, one_in).flatmap(lambda n: quirky if n == one_in // 2 else good)   # not an edge: those come often
+    """Mostly ``good``: a body is decoded by the typed reader only when every part of it is.
+
+    The quirky draw is a middle value: hypothesis draws the edges of a range often."""
+    return st.integers(0, one_in).flatmap(lambda n: quirky if n == one_in // 2 else good)
 
 
 def field_values(one_in=40):
@@ -326,7 +328,8 @@ def test_typed_and_lenient_registrations_answer_the_same_bytes():
         requests += [make_request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}),
                      make_request(RequestCode.GET_BROKER_CLUSTER_INFO, {})]
         answers.append([encode_frame(processor.process_request(r, conn)) for r in requests])
-        emitted.append([(name, {k: v for k, v in fields.items() if k != "bodyBytes"}) for name, fields in events.emitted])
+        emitted.append([(name, {k: v for k, v in fields.items() if k != "bodyBytes"})
+                        for name, fields in events.emitted])
     assert answers[0] == answers[1]
     assert emitted[0] == emitted[1]   # the bodies' sizes differ, nothing else
     assert len(answers[0]) == 9 and b"T0299" in answers[0][-2]
