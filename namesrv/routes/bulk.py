@@ -1,9 +1,10 @@
 """The route tables' changes of many topics at once, in passes over C iterators.
 
 A broker's registration carries up to 50,000 topics: a Python loop over them costs more than
-the dicts it makes. Each function here is exact (the same result as the per-topic code in
-``manager.py``, which ``tests/routes/test_bulk_apply.py`` runs side by side) and answers
-None or False when its shortcut does not apply.
+the dicts it makes. Each shortcut here is exact (the same result as the per-topic code:
+``route_changes`` below and the loop of ``RouteInfoManager._put_broker_topics``, which
+``tests/routes/test_bulk_apply.py`` runs side by side) and answers None or False when it
+does not apply.
 """
 
 from itertools import repeat
