@@ -101,7 +101,7 @@ def decode_register_body(body):
     """A RegisterBrokerBody (version >= V3_0_11), or None: the lenient reader must decide."""
     try:
         value = _BODY.decode(body)
-    except (msgspec.MsgspecError, ValueError):   # UnicodeDecodeError too
+    except (msgspec.MsgspecError, ValueError, RecursionError):   # UnicodeDecodeError too
         return None
     wrapper = _wrapper(value.topic_config_serialize_wrapper)
     if wrapper is None:
@@ -114,7 +114,7 @@ def decode_wrapper_body(body):
     """A legacy (pre-V3_0_11) body: the bare TopicConfigSerializeWrapper, or None as above."""
     try:
         value = _WRAPPER.decode(body)
-    except (msgspec.MsgspecError, ValueError):   # UnicodeDecodeError too
+    except (msgspec.MsgspecError, ValueError, RecursionError):   # UnicodeDecodeError too
         return None
     wrapper = _wrapper(value)
     return None if wrapper is None else RegisterBrokerBody(wrapper, None)

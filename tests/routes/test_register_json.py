@@ -10,6 +10,7 @@ import json
 import time
 from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -333,3 +334,10 @@ def test_typed_and_lenient_registrations_answer_the_same_bytes():
     assert answers[0] == answers[1]
     assert emitted[0] == emitted[1]   # the bodies' sizes differ, nothing else
     assert len(answers[0]) == 9 and b"T0299" in answers[0][-2]
+
+
+def test_a_body_nested_too_deep_is_left_to_the_lenient_reader():
+    body = b'{"topicConfigSerializeWrapper":{"topicQueueMappingInfoMap":' + b"[" * 5000 + b"]" * 5000 + b"}}"
+    assert register_json.decode_register_body(body) is None
+    with pytest.raises(RecursionError):   # as before: the registry answers SYSTEM_ERROR
+        bodies.decode_lenient_register_body(body, 401)
