@@ -204,6 +204,15 @@ def round_trips(server, topics, index, repeats):
     return found, {kind: seconds / repeats for kind, seconds in cpu.items()}
 
 
+def decode_costs(body, repeat):
+    """Median milliseconds to decode a plain body: the typed decoder, the lenient one, bare ``json.loads``."""
+    from namesrv.routes import bodies
+
+    typed = _median_time(lambda: bodies.decode_register_broker_body(body, False, 409), repeat)
+    lenient = _median_time(lambda: bodies.decode_lenient_register_body(body, 409), repeat)
+    return typed * 1000, lenient * 1000, _median_time(lambda: parse_plain(body), repeat) * 1000
+
+
 def main(argv=None):
     """Print the median round trip of REGISTER_BROKER per size and kind on a default server (event log on)."""
     import argparse
@@ -225,7 +234,10 @@ def main(argv=None):
         if args.profile:
             server.start_profile()
         for index, count in enumerate(sizes):
-            found, cpu = round_trips(server, topic_names("BenchRttTopic", count), 200 + index, args.repeats)
+            topics = topic_names("BenchRttTopic", count)
+            print("decode  %6d topics in this process: typed %.2f ms, lenient %.2f ms, json.loads alone %.2f ms"
+                  % ((count,) + decode_costs(register_body(topics, False), args.repeats)), flush=True)
+            found, cpu = round_trips(server, topics, 200 + index, args.repeats)
             for kind in ROUND_TRIP_KINDS:
                 ms = sorted(s * 1000 for s in found[kind])
                 print("register %6d topics %-9s round trip %8.2f ms (%.2f..%.2f); server CPU %6.1f ms"
