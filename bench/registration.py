@@ -12,6 +12,10 @@ empty table (the broker is unregistered in between), ``unchanged`` a re-registra
 with the same DataVersion: the periodic heartbeat of a broker whose topics did not change.
 The whole set runs on a server with the event log (the default) and on one without:
 the difference is what logging a registration costs.
+
+``python -m bench.registration [--sizes 10000,50000] [--repeats 5] [--profile]`` prints, on its
+own, the whole round trip of first registrations and re-registrations (unchanged, changed)
+and the server's CPU per registration; ``--profile`` adds the server's dearest functions.
 """
 
 import glob
@@ -20,7 +24,7 @@ import statistics
 import time
 
 from bench.brokers import FakeBroker, parse_compressed, parse_plain, register_body, topic_names
-from bench.servers import NamesrvServer
+from bench.servers import NamesrvServer, cpu_seconds
 
 SECTION = "Registration cost (REGISTER_BROKER, one broker, idle connection)"
 _REGISTER_EVENTS = ("broker_registered", "broker_heartbeat")
@@ -166,3 +170,86 @@ def _pivot(rows):
             row["first"] / row["parse_ms"], ms(row.get("first_event")), ms(row["unchanged"]),
             row["unchanged"] / row["parse_ms"], ms(row.get("unchanged_event"))))
     return "\n".join(lines)
+
+
+# -- round trips of first registrations and re-registrations (python -m bench.registration) --------
+
+ROUND_TRIP_KINDS = ("first", "unchanged", "changed")
+
+
+def round_trips(server, topics, index, repeats):
+    """``{kind: [seconds, ...]}`` for one broker of ``topics``, plain body, everything counted.
+
+    ``first``: into tables that do not know the broker (unregistered in between);
+    ``unchanged``: the same body again (the periodic re-registration of a quiet broker);
+    ``changed``: the same topics with a new DataVersion (decoded and applied again, nothing moves).
+    Also ``{kind: server CPU seconds per registration}`` (its main process, /proc clock ticks:
+    the figure a busy machine moves least).
+    """
+    bodies = {"first": register_body(topics, False, 1)}
+    bodies["unchanged"], bodies["changed"] = bodies["first"], register_body(topics, False, 2)
+    broker = FakeBroker(server.port, "bench-rtt-%d" % len(topics), index)
+    found = {kind: [] for kind in ROUND_TRIP_KINDS}
+    cpu = dict.fromkeys(ROUND_TRIP_KINDS, 0.0)
+    try:
+        broker.trivial()
+        for _ in range(repeats):
+            for kind in ROUND_TRIP_KINDS:
+                before = cpu_seconds(server.pid, children=False)
+                found[kind].append(_register(broker, bodies[kind], False))
+                cpu[kind] += cpu_seconds(server.pid, children=False) - before
+            broker.unregister()
+    finally:
+        broker.close()
+    return found, {kind: seconds / repeats for kind, seconds in cpu.items()}
+
+
+def decode_costs(body, repeat):
+    """Median milliseconds to decode a plain body: the typed decoder, the lenient one, bare ``json.loads``."""
+    from namesrv.routes import bodies
+
+    typed = _median_time(lambda: bodies.decode_register_broker_body(body, False, 409), repeat)
+    lenient = _median_time(lambda: bodies.decode_lenient_register_body(body, 409), repeat)
+    return typed * 1000, lenient * 1000, _median_time(lambda: parse_plain(body), repeat) * 1000
+
+
+def main(argv=None):
+    """Print the median round trip of REGISTER_BROKER per size and kind on a default server (event log on)."""
+    import argparse
+    import os
+
+    from bench.profiling import top_functions
+
+    parser = argparse.ArgumentParser(prog="python -m bench.registration", description=main.__doc__)
+    parser.add_argument("--sizes", default="10000,50000", help="topics per registration, comma-separated")
+    parser.add_argument("--repeats", type=int, default=5, help="registrations of each kind per size")
+    parser.add_argument("--no-event-log", action="store_true", help="run the server without its event log")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile the server's reactor thread and print the dearest functions (slows it)")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    print("REGISTER_BROKER round trip, plain body, loopback; load average %.2f; median (min..max) of %d"
+          % (os.getloadavg()[0], args.repeats))
+    with NamesrvServer(event_log=not args.no_event_log) as server:
+        if args.profile:
+            server.start_profile()
+        for index, count in enumerate(sizes):
+            topics = topic_names("BenchRttTopic", count)
+            print("decode  %6d topics in this process: typed %.2f ms, lenient %.2f ms, json.loads alone %.2f ms"
+                  % ((count,) + decode_costs(register_body(topics, False), args.repeats)), flush=True)
+            found, cpu = round_trips(server, topics, 200 + index, args.repeats)
+            for kind in ROUND_TRIP_KINDS:
+                ms = sorted(s * 1000 for s in found[kind])
+                print("register %6d topics %-9s round trip %8.2f ms (%.2f..%.2f); server CPU %6.1f ms"
+                      % (count, kind, statistics.median(ms), ms[0], ms[-1], cpu[kind] * 1000), flush=True)
+        if args.profile:
+            total, rows = top_functions(server.stop_profile(), count=40, by="cumulative",
+                                        only=("namesrv/", "processors/", "twisted/", "<built-in", "<method"))
+            print("profile: %.3f s on the reactor thread; by cumulative time:" % total)
+            for label, own, cumulative, calls in rows:
+                print("  %8.3f s own %8.3f s %8d calls  %s" % (cumulative, own, calls, label))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

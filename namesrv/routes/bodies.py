@@ -11,6 +11,7 @@ import time
 import zlib
 
 from namesrv.protocol import fastjson
+from namesrv.routes import register_json
 from namesrv.routes.model import (
     DataVersion, QueueData, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper)
 
@@ -244,16 +245,25 @@ def decode_register_broker_body(body, compressed=False, version=VERSION_REGISTER
                                 max_inflated=MAX_INFLATED_BYTES):
     """Decode a REGISTER_BROKER body the way the request ``version`` says (requests.md 103).
 
-    An absent body is an empty table with DataVersion (0, 0, 0).
+    An absent body is an empty table with DataVersion (0, 0, 0). A JSON body is read by
+    ``register_json`` when it is exactly as Java brokers write it, else by the lenient reader
+    below (same values either way; only the lenient reader answers errors).
     """
     if version < VERSION_REGISTER_BODY:
         if not body:
             return RegisterBrokerBody(TopicConfigSerializeWrapper(DataVersion(0, 0, 0)), None)
-        return RegisterBrokerBody(wrapper_from_json(_json(body, "TopicConfigSerializeWrapper")), None)
+        return register_json.decode_wrapper_body(body) or decode_lenient_register_body(body, version)
     if not body:
         return RegisterBrokerBody(TopicConfigSerializeWrapper(DataVersion(0, 0, 0)), [])
     if compressed:
         return decode_compressed_register_body(body, version >= VERSION_MAPPING_SECTION, max_inflated)
+    return register_json.decode_register_body(body) or decode_lenient_register_body(body, version)
+
+
+def decode_lenient_register_body(body, version=VERSION_REGISTER_BODY):
+    """A non-empty JSON REGISTER_BROKER body through ``fastjson.loads``: every quirk fastjson accepts."""
+    if version < VERSION_REGISTER_BODY:
+        return RegisterBrokerBody(wrapper_from_json(_json(body, "TopicConfigSerializeWrapper")), None)
     value = _object(_json(body, "RegisterBrokerBody"), "RegisterBrokerBody")
     if value is None:
         raise BodyDecodeError("RegisterBrokerBody is null")
@@ -392,10 +402,6 @@ def encode_cluster_info(broker_addr_table, cluster_addr_table):
 
 def encode_topic_list(topics, broker_addr=None):
     return fastjson.dumps_plain({"brokerAddr": broker_addr, "topicList": list(topics)}).encode("utf-8")
-
-
-def encode_kv_table(table):
-    return fastjson.dumps_plain({"table": table}).encode("utf-8")
 
 
 def encode_broker_member_group(cluster, broker_name, broker_addrs):

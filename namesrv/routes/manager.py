@@ -21,19 +21,17 @@ refreshes and admin operations in ``RouteAdmin`` (admin.py).
 """
 
 from contextlib import contextmanager
+from itertools import filterfalse
 
 from namesrv.clock import MonotonicClock
+from namesrv.observe.eventlog import NullEventLog
+from namesrv.routes import bulk
 from namesrv.routes.admin import RouteAdmin
 from namesrv.routes.liveness import DeadlineQueue
 from namesrv.routes.model import (
     DEFAULT_HEARTBEAT_TIMEOUT_MILLIS, MASTER_ID, PERM_WRITE, BrokerData, BrokerLiveInfo, DataVersion, QueueData,
     RegisterBrokerResult, RemovedBroker, TopicConfigSerializeWrapper, shared_queue_data)
 from namesrv.routes.queries import RouteQueries
-
-
-class _NoEvents:
-    def emit(self, event, **fields):
-        pass
 
 
 class RouteInfoManager(RouteQueries, RouteAdmin):
@@ -48,7 +46,7 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
 
     def __init__(self, clock=None, events=None, default_heartbeat_timeout_millis=DEFAULT_HEARTBEAT_TIMEOUT_MILLIS):
         self.clock = clock if clock is not None else MonotonicClock()
-        self.events = events if events is not None else _NoEvents()
+        self.events = events if events is not None else NullEventLog()
         self.default_heartbeat_timeout_millis = default_heartbeat_timeout_millis
         self._reset_tables()
 
@@ -88,17 +86,13 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
                 touched, self._touched = self._touched, None
                 if self.__dict__.pop("_change_pending", False):
                     self._changed()
-                groups = {}
                 table = self.topic_queue_table
-                for topic, before in touched.items():
-                    qmap = table.get(topic)
-                    if qmap is None:
-                        if before:
-                            groups.setdefault((tuple(sorted(before)), ()), []).append(topic)
-                    elif not before and len(qmap) == 1:   # a new topic (a first registration's common case)
-                        groups.setdefault(((), tuple(qmap)), []).append(topic)
-                    elif len(qmap) != len(before) or any(name not in qmap for name in before):
-                        groups.setdefault((tuple(sorted(before)), tuple(sorted(qmap))), []).append(topic)
+                created = self.__dict__.pop("_created_alone", None)
+                groups = None if created is None else bulk.created_alone_change(created, touched, table)
+                if groups is None:
+                    groups = bulk.uniform_change(touched, table)
+                if groups is None:
+                    groups = bulk.route_changes(touched, table)
                 emit = self.events.emit
                 for (before, after), topics in groups.items():
                     if len(topics) == 1:
@@ -149,18 +143,32 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         mine = self._broker_topics.get(broker_name)
         if mine is None:
             mine = self._broker_topics[broker_name] = set()
-        stored = {}   # queue settings -> the shared QueueData, for this call
+        topics = list(topic_configs)
+        queue_datas = bulk.queue_datas(broker_name, topic_configs.values(), perm_mask)
+        if bulk.none_known(table, topics):
+            # Topics nobody has yet (a broker's first registration): the same bookkeeping as the
+            # loop below, in bulk, in the same order.
+            created = [{broker_name: queue_data} for queue_data in queue_datas]
+            if touched:
+                touched.update(dict.fromkeys(filterfalse(touched.__contains__, topics), ()))
+            else:   # the operation's first change: _changing can name the change without a scan
+                self._touched = dict.fromkeys(topics, ())
+                self._created_alone = (broker_name, topics, created)
+            table.update(zip(topics, created))
+            mine.update(topics)
+            self._mark_broker(broker_name)
+            self._topic_set_changed()
+            self._queue_datas_changed(topics)
+            return
+        queue_datas = list(queue_datas)
+        if bulk.nothing_to_put(table, topics, broker_name, queue_datas, only_missing):
+            return   # a re-registration of the same topics (new DataVersion, same queues)
         changed = []
         added = new_topic = False
-        for topic, config in topic_configs.items():
+        for topic, queue_data in zip(topics, queue_datas):
             qmap = table.get(topic)
             if only_missing and qmap is not None and broker_name in qmap:
                 continue
-            settings = (config.read_queue_nums, config.write_queue_nums, config.perm & perm_mask,
-                        config.topic_sys_flag)
-            queue_data = stored.get(settings)
-            if queue_data is None:
-                queue_data = stored[settings] = shared_queue_data(QueueData(broker_name, *settings))
             if qmap is None:
                 if topic not in touched:
                     touched[topic] = ()

@@ -165,7 +165,6 @@ def test_standard_json_rule_is_exactly_the_java_one():
 
 def test_small_bodies_match_java_bytes():
     assert bodies.encode_topic_list(["VecTopicA", "VecTopicB"]) == request("resp_all_topics_json").body
-    assert bodies.encode_kv_table({"VecTopicA": "vec-broker-a:4"}) == request("resp_kvlist_json").body
     assert bodies.encode_topic_list(["a"], "1.2.3.4:5") == b'{"brokerAddr":"1.2.3.4:5","topicList":["a"]}'
     assert bodies.encode_broker_member_group("c", "b", {1: "x", 0: "y"}) == \
         b'{"brokerMemberGroup":{"brokerAddrs":{0:"y",1:"x"},"brokerName":"b","cluster":"c"}}'
