@@ -29,8 +29,10 @@ import time
 from dataclasses import dataclass, field
 
 from bench.cores import DEFAULT, resolved, start_server
-from bench.fleet_brokers import GROUPS_PER_BAND, STYLES, BrokerFleet, sample_topics
+from bench.fleet_brokers import BROKERS_PER_GROUP, GROUPS_PER_BAND, REGISTER_WINDOW, STYLES, BrokerFleet, \
+    sample_topics
 from bench.loadgen import run_load
+from bench.memory import tree_rss_kib
 from bench.wire import percentile, route_templates
 
 SECTION = "Fleet capacity (brokers held while answering route reads)"
@@ -64,6 +66,7 @@ class Step:
     fleet_cpu: float = 0.0
     machine_cpu: float = 0.0
     failures: list = field(default_factory=list)
+    registered: tuple = None    # (brokers before, after, seconds) when the step resized the fleet
 
     @property
     def passed(self):
@@ -119,10 +122,11 @@ def measure(server, fleet, size, spec):
     """One step: ``size`` brokers' beats (none: the reads alone, with the first size registered)."""
     real = max(2, min(size or spec.start[fleet.style], spec.real_brokers))
     real -= real % 2
+    registered = None
     if fleet.size != real:
-        fleet.resize(real)
+        registered = (fleet.size, real, fleet.resize(real))
         fleet.prime()
-    step = Step(size=size, real=real, period=PERIOD * real / size if size else 0.0)
+    step = Step(size=size, real=real, period=PERIOD * real / size if size else 0.0, registered=registered)
     load = spec.load
     templates = route_templates(sample_topics(real, spec.topics, spec.sample_topics))
     beat_seconds = load.warmup + load.duration + 0.5
@@ -170,7 +174,8 @@ def ladder(passes, start, cap, bisections, halvings=MAX_HALVINGS):
 
 
 def search(server, style, spec, log, label):
-    """The reads alone, then the ladder of fleet sizes; returns every Step measured, in order."""
+    """The reads alone, then the ladder of fleet sizes; returns every Step measured, in order,
+    and the server's process tree RSS (KiB) with the first fleet registered."""
     steps = []
     with BrokerFleet(server.port, style, spec.topics, FIRST_INDEX[style]) as fleet:
         def at(size, attempts=2):
@@ -182,11 +187,14 @@ def search(server, style, spec, log, label):
             return False
 
         at(0, attempts=1)
+        rss_kib = tree_rss_kib(server.pid)[0]
         ladder(at, spec.start[style], spec.cap[style], spec.bisections)
-    return steps
+    return steps, rss_kib
 
 
-def report(collector, config, workers, style, steps, spec):
+def report(collector, config, workers, style, steps, spec, rss_kib=None):
+    """Figures and notes of one set-up's search (``rss_kib``: the server tree's RSS before and
+    with the first fleet, when it started from empty tables); returns its verdict."""
     baseline, steps = steps[0], steps[1:]
     passed = [s for s in steps if s.passed]
     best = max(passed, key=lambda s: s.size) if passed else None
@@ -197,6 +205,17 @@ def report(collector, config, workers, style, steps, spec):
               "route_connections": spec.load.connections}
     collector.add(SECTION, prefix + ".no_beats.route_p99", baseline.route.latency_ms(0.99), "ms",
                   route_rps=round(baseline.route.rps), server_cpu=round(baseline.server_cpu, 2), **params)
+    if baseline.registered:
+        _, real, seconds = baseline.registered
+        collector.add(SECTION, prefix + ".first_registration_ms", 1000 * seconds / real, "ms per broker",
+                      brokers=real, in_flight=REGISTER_WINDOW, **params)
+    if rss_kib:
+        before, after = rss_kib
+        entries = baseline.real // BROKERS_PER_GROUP * spec.topics
+        collector.add(SECTION, prefix + ".rss_mib", after / 1024, "MiB", brokers=baseline.real,
+                      entries=entries, **params)
+        collector.add(SECTION, prefix + ".bytes_per_entry", (after - before) * 1024 / entries, "bytes",
+                      entries=entries, **params)
     size = best.size if best else 0
     first_failure = min((s for s in failed if s > size), default=None)
     collector.add(SECTION, prefix + ".brokers", size, "brokers (30 s)", first_failing=first_failure,
@@ -240,10 +259,13 @@ def run(collector, scale, log=print):
     for config, workers, exclusive in CONFIGS:
         server = start_server(workers, exclusive)
         try:
+            empty = tree_rss_kib(server.pid)[0]
             for style in STYLES:
                 log("fleet, %s, %s-style brokers:" % (config, style))
-                steps = search(server, style, spec, log, "%s %s" % (config, style))
-                verdicts[style].append(report(collector, config, workers, style, steps, spec))
+                steps, rss = search(server, style, spec, log, "%s %s" % (config, style))
+                # only the first fleet starts from empty tables (memory once used is not given back)
+                rss_kib = (empty, rss) if style == STYLES[0] else None
+                verdicts[style].append(report(collector, config, workers, style, steps, spec, rss_kib))
         finally:
             server.cleanup()
     for style in STYLES:
