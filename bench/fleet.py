@@ -33,6 +33,7 @@ from bench.fleet_brokers import BROKERS_PER_GROUP, GROUPS_PER_BAND, REGISTER_WIN
     sample_topics
 from bench.loadgen import run_load
 from bench.memory import tree_rss_kib
+from bench.servers import cpu_seconds
 from bench.wire import percentile, route_templates
 
 SECTION = "Fleet capacity (brokers held while answering route reads)"
@@ -63,6 +64,7 @@ class Step:
     route: object = None
     beats: dict = None
     server_cpu: float = 0.0
+    main_cpu: float = 0.0       # the main process alone: where beats are handled in every set-up
     fleet_cpu: float = 0.0
     machine_cpu: float = 0.0
     failures: list = field(default_factory=list)
@@ -83,15 +85,16 @@ class Step:
     def line(self, label):
         route, beats = self.route, self.beats
         if not self.size:
-            return ("%s: no beats (%d brokers registered): route p99 %.2f ms at %.0f/s; cpu (cores) server %.2f, "
-                    "load generator %.2f, machine %.2f" % (label, self.real, route.latency_ms(0.99) or 0, route.rps,
-                                                           self.server_cpu, route.client_cpu, self.machine_cpu))
+            return ("%s: no beats (%d brokers registered): route p99 %.2f ms at %.0f/s; cpu (cores) server %.2f "
+                    "(main %.2f), load generator %.2f, machine %.2f"
+                    % (label, self.real, route.latency_ms(0.99) or 0, route.rps, self.server_cpu, self.main_cpu,
+                       route.client_cpu, self.machine_cpu))
         return ("%s: %s brokers (%d real, period %.2f s, %.0f beats/s): route p99 %.2f ms at %.0f/s; beats rtt "
-                "p99 %.1f ms, %d/%d answered; cpu (cores) server %.2f, load generator %.2f, brokers %.2f, "
+                "p99 %.1f ms, %d/%d answered; cpu (cores) server %.2f (main %.2f), load generator %.2f, brokers %.2f, "
                 "machine %.2f -> %s"
                 % (label, "{:,}".format(self.size), self.real, self.period, self.beats_per_s,
                    route.latency_ms(0.99) or 0, route.rps, self.register_p99_ms() or 0, beats["answered"],
-                   beats["sent"], self.server_cpu, route.client_cpu, self.fleet_cpu, self.machine_cpu,
+                   beats["sent"], self.server_cpu, self.main_cpu, route.client_cpu, self.fleet_cpu, self.machine_cpu,
                    "pass" if self.passed else "FAIL (%s)" % "; ".join(self.failures)))
 
 
@@ -130,12 +133,14 @@ def measure(server, fleet, size, spec):
     load = spec.load
     templates = route_templates(sample_topics(real, spec.topics, spec.sample_topics))
     beat_seconds = load.warmup + load.duration + 0.5
-    busy, clock = machine_busy_seconds(), time.perf_counter()
+    busy, main, clock = machine_busy_seconds(), cpu_seconds(server.pid, children=False), time.perf_counter()
     if size:
         fleet.start_beating(step.period, beat_seconds, spec.grace)
     step.route = run_load(server.port, templates, load, server=server)
     step.beats = fleet.beat_result() if size else dict(NO_BEATS)
-    step.machine_cpu = (machine_busy_seconds() - busy) / (time.perf_counter() - clock)
+    elapsed = time.perf_counter() - clock
+    step.machine_cpu = (machine_busy_seconds() - busy) / elapsed
+    step.main_cpu = (cpu_seconds(server.pid, children=False) - main) / elapsed
     step.server_cpu = step.route.server_cpu or 0.0
     step.fleet_cpu = step.beats["cpu"] / beat_seconds
     step.failures = judge(step, spec)
@@ -229,27 +234,33 @@ def report(collector, config, workers, style, steps, spec, rss_kib=None):
         for name, value in (("server", best.server_cpu), ("loadgen", best.route.client_cpu),
                             ("brokers", best.fleet_cpu), ("machine", best.machine_cpu)):
             collector.add(SECTION, "%s.cpu_%s" % (prefix, name), value, "cores", **params)
+    cpu_bound = None
     busiest = max((s for s in steps if s.beats["answered"] and not s.beats["unanswered"]),
                   key=lambda s: s.beats_per_s, default=None)
-    if busiest is not None and busiest.server_cpu > baseline.server_cpu:
-        # a cost, not a capacity: valid whether or not the step met the latency limits
-        collector.add(SECTION, prefix + ".server_cpu_ms_per_beat",
-                      1000 * (busiest.server_cpu - baseline.server_cpu) / busiest.beats_per_s, "ms",
-                      at_size=busiest.size, beats_per_s=round(busiest.beats_per_s, 1),
-                      beat_bytes=busiest.beats["beat_bytes"], **params)
+    if busiest is not None and busiest.main_cpu > baseline.main_cpu:
+        # A cost, not a capacity: valid whether or not the step met the latency limits. Beats are
+        # handled by the main process in both set-ups (workers hand brokers' connections over).
+        per_beat = (busiest.main_cpu - baseline.main_cpu) / busiest.beats_per_s
+        cpu_bound = int(PERIOD * max(0.0, 1.0 - baseline.main_cpu) / per_beat)
+        facts = dict(at_size=busiest.size, beats_per_s=round(busiest.beats_per_s, 1),
+                     beat_bytes=busiest.beats["beat_bytes"], reads_main_cpu=round(baseline.main_cpu, 2), **params)
+        collector.add(SECTION, prefix + ".main_cpu_ms_per_beat", 1000 * per_beat, "ms", **facts)
+        collector.add(SECTION, prefix + ".cpu_bound_brokers", cpu_bound, "brokers (30 s)", **facts)
     collector.note(SECTION, "%s, %s-style brokers, steps in order:\n\n%s" % (config, style, "\n".join(
         "- " + s.line("%s %s" % (config, style)) for s in [baseline] + steps)))
-    return verdict(config, style, best, first_failure, spec)
+    return verdict(config, style, best, first_failure, baseline, cpu_bound)
 
 
-def verdict(config, style, best, first_failure, spec):
+def verdict(config, style, best, first_failure, baseline, cpu_bound):
+    context = "reads alone p99 %.1f ms; main process CPU-bound at %s" % (
+        baseline.route.latency_ms(0.99) or 0, "?" if cpu_bound is None else "{:,}".format(cpu_bound))
     if best is None:
-        return "%s holds no %s-style fleet (the smallest size failed)" % (config, style)
+        return "%s holds no %s-style fleet: the smallest size failed (%s)" % (config, style, context)
     bound = "at least " if first_failure is None else ""
-    return ("%s holds %s%s %s-style brokers (route p99 %.1f ms at %.0fk reads/s, beat rtt p99 %.1f ms%s)"
+    return ("%s holds %s%s %s-style brokers (route p99 %.1f ms at %.0fk reads/s, beat rtt p99 %.1f ms%s; %s)"
             % (config, bound, "{:,}".format(best.size), style, best.route.latency_ms(0.99),
                best.route.rps / 1000, best.register_p99_ms() or 0,
-               "" if first_failure is None else "; %s failed" % "{:,}".format(first_failure)))
+               "" if first_failure is None else "; %s failed" % "{:,}".format(first_failure), context))
 
 
 def run(collector, scale, log=print):
