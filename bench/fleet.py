@@ -19,9 +19,11 @@ server sees the same beats per second as N brokers on 30 s: sizes are 30-s equiv
 What this leaves out is the tables of N brokers (memory, and the size of the objects the
 collector walks): bench.memory measures bytes per entry for that.
 
-CPU is read from /proc for the server (its read workers included), from the load
-generator's and the fleet's own ``os.times``, and for the whole machine (busy time in
-/proc/stat): what the machine used beyond those three is other people's work.
+CPU, as a share of one core over each step: the server's from /proc/<pid>/stat (its read
+workers included; the main process also alone, as it handles every beat), the broker
+fleet's from /proc/<pid>/stat, the load generator's from its workers' ``os.times`` (the
+same kernel counters), and the whole machine's busy time from /proc/stat: what the
+machine used beyond those three is the kernel's and other people's work.
 """
 
 import os
@@ -43,7 +45,7 @@ STYLE_KEYS = {"4.9": "49style", "5.x": "5xstyle"}
 FIRST_INDEX = {"4.9": 100_000, "5.x": 200_000}
 #: Halvings tried when the first size already fails.
 MAX_HALVINGS = 4
-NO_BEATS = {"sent": 0, "answered": 0, "errors": 0, "unanswered": 0, "cpu": 0.0, "beat_bytes": 0, "rtts": [],
+NO_BEATS = {"sent": 0, "answered": 0, "errors": 0, "unanswered": 0, "beat_bytes": 0, "rtts": [],
             "late": []}
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -133,7 +135,8 @@ def measure(server, fleet, size, spec):
     load = spec.load
     templates = route_templates(sample_topics(real, spec.topics, spec.sample_topics))
     beat_seconds = load.warmup + load.duration + 0.5
-    busy, main, clock = machine_busy_seconds(), cpu_seconds(server.pid, children=False), time.perf_counter()
+    busy, clock = machine_busy_seconds(), time.perf_counter()
+    main, brokers = cpu_seconds(server.pid, children=False), cpu_seconds(fleet.pid, children=False)
     if size:
         fleet.start_beating(step.period, beat_seconds, spec.grace)
     step.route = run_load(server.port, templates, load, server=server)
@@ -141,8 +144,8 @@ def measure(server, fleet, size, spec):
     elapsed = time.perf_counter() - clock
     step.machine_cpu = (machine_busy_seconds() - busy) / elapsed
     step.main_cpu = (cpu_seconds(server.pid, children=False) - main) / elapsed
+    step.fleet_cpu = (cpu_seconds(fleet.pid, children=False) - brokers) / elapsed
     step.server_cpu = step.route.server_cpu or 0.0
-    step.fleet_cpu = step.beats["cpu"] / beat_seconds
     step.failures = judge(step, spec)
     return step
 

@@ -224,7 +224,6 @@ class _Fleet:
             stats["errors"] += 0 if success else 1
 
         self.on_answer = answered
-        cpu_started = sum(os.times()[:2])
         started = time.perf_counter()
         end = started + seconds
         step = period / count if count else seconds
@@ -246,7 +245,7 @@ class _Fleet:
         beat_bytes = sum(len(t.pre) + 10 + len(t.post) + len(tail) for t, tail in self.brokers[0].frames["beat"]) \
             if self.brokers else 0
         stats.update(unanswered=unanswered, seconds=seconds, period=period, brokers=count, beat_bytes=beat_bytes,
-                     cpu=sum(os.times()[:2]) - cpu_started, rtts=rtts.tobytes(), late=late.tobytes())
+                     rtts=rtts.tobytes(), late=late.tobytes())
         return stats
 
     def close(self):

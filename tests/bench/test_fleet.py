@@ -51,7 +51,7 @@ def _step(p99_ms=1.0, rps=50_000, rtts=(0.01,), unanswered=0, errors=0, late=(0.
     route = LoadResult(requests=len(latencies), errors=0, unmatched=0, seconds=len(latencies) / rps,
                        latencies=latencies)
     beats = {"sent": len(rtts) + unanswered, "answered": len(rtts), "errors": errors, "unanswered": unanswered,
-             "rtts": sorted(rtts), "late": sorted(late), "cpu": 0.0, "beat_bytes": 1}
+             "rtts": sorted(rtts), "late": sorted(late), "beat_bytes": 1}
     return Step(size=1000, real=100, period=3.0, route=route, beats=beats)
 
 
