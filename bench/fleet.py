@@ -10,7 +10,9 @@ and the brokers' requests were all answered, successfully, with a round-trip p99
 ``register_p99_ms`` and the fleet never behind its schedule. The largest passing size is
 the result. A step that fails is measured once more and counts as passed if either try
 passed: on a shared machine a neighbour's burst then costs a retry, not the verdict. A
-first step with no broker beating gives the route p99 of the reads alone.
+first step with no broker beating gives the route p99 of the reads alone, and a step of
+beats alone (no reads) their cost in main-process CPU, hence the fleet size at which the
+process that handles them would be busy all the time: a bound that ignores latency.
 
 Time compression: a fleet of N brokers on a 30 s period sends N/30 beats per second. Only
 ``real_brokers`` brokers connect and register (first registrations cost the server as much
@@ -43,6 +45,8 @@ PERIOD = 30.0
 CONFIGS = (("1proc", 0, False), ("default", DEFAULT, DEFAULT))
 STYLE_KEYS = {"4.9": "49style", "5.x": "5xstyle"}
 FIRST_INDEX = {"4.9": 100_000, "5.x": 200_000}
+#: The beat cost is measured at this many times the first size.
+COST_SIZE_FACTOR = 4
 #: Halvings tried when the first size already fails.
 MAX_HALVINGS = 4
 NO_BEATS = {"sent": 0, "answered": 0, "errors": 0, "unanswered": 0, "beat_bytes": 0, "rtts": [],
@@ -196,11 +200,27 @@ def search(server, style, spec, log, label):
 
         at(0, attempts=1)
         rss_kib = tree_rss_kib(server.pid)[0]
+        cost = beat_cost(server, fleet, COST_SIZE_FACTOR * spec.start[style], spec)
+        log("  %s: beats alone at %s brokers: %.3f ms of main-process CPU per beat"
+            % (label, "{:,}".format(cost["size"]), 1000 * cost["per_beat"]))
         ladder(at, spec.start[style], spec.cap[style], spec.bisections)
-    return steps, rss_kib
+    return steps, cost, rss_kib
 
 
-def report(collector, config, workers, style, steps, spec, rss_kib=None):
+def beat_cost(server, fleet, size, spec):
+    """Main-process CPU seconds per beat, from beats alone (no reads to subtract)."""
+    seconds = spec.load.warmup + spec.load.duration
+    period = PERIOD * fleet.size / size
+    main, clock = cpu_seconds(server.pid, children=False), time.perf_counter()
+    fleet.start_beating(period, seconds, spec.grace)
+    beats = fleet.beat_result()
+    used = cpu_seconds(server.pid, children=False) - main
+    per_s = beats["answered"] / (time.perf_counter() - clock)
+    return {"size": size, "beats_per_s": per_s, "beat_bytes": beats["beat_bytes"],
+            "per_beat": used / beats["answered"] if beats["answered"] and not beats["unanswered"] else 0.0}
+
+
+def report(collector, config, workers, style, steps, cost, spec, rss_kib=None):
     """Figures and notes of one set-up's search (``rss_kib``: the server tree's RSS before and
     with the first fleet, when it started from empty tables); returns its verdict."""
     baseline, steps = steps[0], steps[1:]
@@ -238,16 +258,12 @@ def report(collector, config, workers, style, steps, spec, rss_kib=None):
                             ("brokers", best.fleet_cpu), ("machine", best.machine_cpu)):
             collector.add(SECTION, "%s.cpu_%s" % (prefix, name), value, "cores", **params)
     cpu_bound = None
-    busiest = max((s for s in steps if s.beats["answered"] and not s.beats["unanswered"]),
-                  key=lambda s: s.beats_per_s, default=None)
-    if busiest is not None and busiest.main_cpu > baseline.main_cpu:
-        # A cost, not a capacity: valid whether or not the step met the latency limits. Beats are
-        # handled by the main process in both set-ups (workers hand brokers' connections over).
-        per_beat = (busiest.main_cpu - baseline.main_cpu) / busiest.beats_per_s
-        cpu_bound = int(PERIOD * max(0.0, 1.0 - baseline.main_cpu) / per_beat)
-        facts = dict(at_size=busiest.size, beats_per_s=round(busiest.beats_per_s, 1),
-                     beat_bytes=busiest.beats["beat_bytes"], reads_main_cpu=round(baseline.main_cpu, 2), **params)
-        collector.add(SECTION, prefix + ".main_cpu_ms_per_beat", 1000 * per_beat, "ms", **facts)
+    if cost["per_beat"] > 0:
+        # beats are handled by the main process in both set-ups (workers hand brokers' connections over)
+        cpu_bound = int(PERIOD * max(0.0, 1.0 - baseline.main_cpu) / cost["per_beat"])
+        facts = dict(at_size=cost["size"], beats_per_s=round(cost["beats_per_s"], 1), beat_bytes=cost["beat_bytes"],
+                     reads_main_cpu=round(baseline.main_cpu, 2), **params)
+        collector.add(SECTION, prefix + ".main_cpu_ms_per_beat", 1000 * cost["per_beat"], "ms", **facts)
         collector.add(SECTION, prefix + ".cpu_bound_brokers", cpu_bound, "brokers (30 s)", **facts)
     collector.note(SECTION, "%s, %s-style brokers, steps in order:\n\n%s" % (config, style, "\n".join(
         "- " + s.line("%s %s" % (config, style)) for s in [baseline] + steps)))
@@ -276,10 +292,10 @@ def run(collector, scale, log=print):
             empty = tree_rss_kib(server.pid)[0]
             for style in STYLES:
                 log("fleet, %s, %s-style brokers:" % (config, style))
-                steps, rss = search(server, style, spec, log, "%s %s" % (config, style))
+                steps, cost, rss = search(server, style, spec, log, "%s %s" % (config, style))
                 # only the first fleet starts from empty tables (memory once used is not given back)
                 rss_kib = (empty, rss) if style == STYLES[0] else None
-                verdicts[style].append(report(collector, config, workers, style, steps, spec, rss_kib))
+                verdicts[style].append(report(collector, config, workers, style, steps, cost, spec, rss_kib))
         finally:
             server.cleanup()
     for style in STYLES:
