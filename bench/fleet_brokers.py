@@ -24,7 +24,6 @@ import array
 import collections
 import json
 import multiprocessing
-import os
 import selectors
 import socket
 import time
