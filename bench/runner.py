@@ -7,10 +7,11 @@ import sys
 import time
 
 from bench import cores, inprocess, memory, mixed, profiling, registration, results, route
+from bench.fleet import run as run_fleet_capacity
 from bench.scales import SCALES
 from bench.servers import ONE_PROCESS, NamesrvServer
 
-BENCHMARKS = ("inprocess", "route", "profile", "mixed", "register", "memory", "cores")
+BENCHMARKS = ("inprocess", "route", "profile", "mixed", "register", "memory", "cores", "fleet")
 #: A 1-minute load average above this before the run means someone else is using the CPUs.
 BUSY_LOADAVG = 0.7
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -87,6 +88,8 @@ def main(argv=None):
         memory.run(collector, scale, log)
     if "cores" in args.only:
         cores.run(collector, scale, log)
+    if "fleet" in args.only:
+        run_fleet_capacity(collector, scale, log)
     elapsed = time.monotonic() - started
     text = results.write(collector, args.out, scale.name, elapsed, loadavg=load)
     log("")

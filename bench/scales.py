@@ -1,8 +1,24 @@
 """Sizes of each benchmark at the three scales: full (the issue's numbers), quick, tiny (smoke test)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bench.loadgen import LoadSpec
+
+
+@dataclass
+class FleetSpec:
+    """The fleet capacity search (bench.fleet): sizes are 30-s-equivalent broker counts."""
+    topics: int = 1000                 # topics per broker
+    real_brokers: int = 256            # brokers actually connected; beyond, the period shrinks
+    load: LoadSpec = field(default_factory=lambda: LoadSpec(connections=16, depth=16, warmup=1.0, duration=3.0,
+                                                            rate=50_000))
+    route_p99_ms: float = 5.0          # the issue's limit for route reads
+    register_p99_ms: float = 1000.0    # a registration slower than this is not keeping up
+    start: dict = field(default_factory=lambda: {"4.9": 1000, "5.x": 8000})
+    cap: dict = field(default_factory=lambda: {"4.9": 64000, "5.x": 512000})
+    bisections: int = 2
+    grace: float = 2.0                 # seconds after the window for the last answers
+    sample_topics: int = 512           # route read topics, spread over the fleet's bands
 
 
 @dataclass
@@ -29,6 +45,7 @@ class Scale:
     cores_load: LoadSpec
     stall_topics: int = 10000
     stall_registrations: int = 3
+    fleet: FleetSpec = field(default_factory=FleetSpec)
 
 
 FULL = Scale(
@@ -57,6 +74,8 @@ QUICK = Scale(
     mixed_load=LoadSpec(connections=16, depth=8, warmup=0.5, duration=4.0, rate=2000),
     memory_brokers=20, memory_topics=5000,
     cores_load=LoadSpec(connections=32, depth=8, processes=1, warmup=0.5, duration=3.0),
+    fleet=FleetSpec(real_brokers=128, load=LoadSpec(connections=16, depth=16, warmup=0.5, duration=2.0, rate=50_000),
+                    bisections=1),
 )
 
 #: Seconds, not minutes: for the smoke test (figures exist, not what they say).
@@ -73,6 +92,10 @@ TINY = Scale(
     memory_brokers=3, memory_topics=3000,
     cores_load=LoadSpec(connections=4, depth=2, warmup=0.2, duration=0.6),
     stall_topics=500, stall_registrations=1,
+    fleet=FleetSpec(topics=20, real_brokers=16, load=LoadSpec(connections=2, depth=4, warmup=0.1, duration=0.3,
+                                                              rate=1000),
+                    start={"4.9": 16, "5.x": 16}, cap={"4.9": 16, "5.x": 16}, bisections=0, grace=1.0,
+                    sample_topics=20, route_p99_ms=1000.0, register_p99_ms=5000.0),
 )
 
 SCALES = {s.name: s for s in (FULL, QUICK, TINY)}
