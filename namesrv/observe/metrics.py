@@ -18,6 +18,7 @@ from twisted.application import service
 from twisted.logger import Logger
 from twisted.web import resource, server, wsgi
 
+from namesrv.observe.httpport import HttpPortService
 from namesrv.protocol.codes import RequestCode
 from namesrv.dispatch.classes import ALL_CLASSES
 
@@ -199,42 +200,22 @@ class _MetricsResource(resource.Resource):
         return self.wsgi.render(request)
 
 
-class _QuietSite(server.Site):
-    def log(self, request):
-        pass
-
-
-class MetricsHttpService(service.Service):
-    """Serves ``/metrics`` (and ``/health`` given a Readiness) on ``port`` (0 picks a free one: tests) at ``interface``."""
+class MetricsHttpService(HttpPortService):
+    """Serves ``/metrics`` (and ``/health`` given a Readiness) on ``port`` at ``interface``."""
 
     name = "prometheus"
+    what = "Prometheus metrics"
+    path = "/metrics"
 
     def __init__(self, metrics, port, interface="127.0.0.1", reactor=None, readiness=None):
+        HttpPortService.__init__(self, self._root, port, interface, reactor)
         self.metrics = metrics
         self.readiness = readiness
-        self.port_number = port
-        self.interface = interface
-        self.reactor = reactor
-        self.port = None
 
-    def startService(self):
-        service.Service.startService(self)
-        reactor = self.reactor
-        if reactor is None:
-            from twisted.internet import reactor
+    def _root(self, reactor):
         root = resource.Resource()
         root.putChild(b"metrics", self.metrics.resource(reactor))
         if self.readiness is not None:
             from namesrv.observe.health import HealthResource
             root.putChild(b"health", HealthResource(self.readiness, reactor))
-        site = _QuietSite(root)
-        site.noisy = False
-        self.port = reactor.listenTCP(self.port_number, site, interface=self.interface)
-        log.info("Prometheus metrics on http://{host}:{port}/metrics", host=self.interface,
-                 port=self.port.getHost().port)
-
-    def stopService(self):
-        service.Service.stopService(self)
-        port, self.port = self.port, None
-        if port is not None:
-            return port.stopListening()
+        return root

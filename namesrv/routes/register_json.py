@@ -19,6 +19,7 @@ from typing import Annotated, Any, Dict, List, Optional, Union
 
 import msgspec
 
+from namesrv.routes import model
 from namesrv.routes.model import PERM_READ, PERM_WRITE, DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper
 
 _Name = Annotated[str, msgspec.Meta(min_length=1)]
@@ -40,15 +41,9 @@ class TopicConfigRecord(msgspec.Struct, rename="camel", gc=False):
     order: bool = False
     attributes: Optional[Dict[str, str]] = None
 
-    def __repr__(self):
-        return "TopicConfig(%r, %r, %r, perm=%r, sys_flag=%r)" % (
-            self.topic_name, self.read_queue_nums, self.write_queue_nums, self.perm, self.topic_sys_flag)
-
-    def to_json(self):
-        return {"attributes": self.attributes, "order": self.order, "perm": self.perm,
-                "readQueueNums": self.read_queue_nums, "topicFilterType": self.topic_filter_type,
-                "topicName": self.topic_name, "topicSysFlag": self.topic_sys_flag,
-                "writeQueueNums": self.write_queue_nums}
+    # the model's, so the two kinds of record print and serialize alike
+    __repr__ = model.TopicConfig.__repr__
+    to_json = model.TopicConfig.to_json
 
 
 class _DataVersion(msgspec.Struct, rename="camel", gc=False):

@@ -14,6 +14,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.web import resource, server
 
+from namesrv.observe.httpport import HttpPortService
 from namesrv.status import html, views
 from namesrv.status.auth import PageAccess
 from namesrv.status.recent import RecentEvents
@@ -158,35 +159,15 @@ class StatusResource(resource.Resource):
             request.finish()
 
 
-class _QuietSite(server.Site):
-    def log(self, request):
-        pass
-
-
-class StatusHttpService(service.Service):
-    """Listens on ``port`` (0: any free one, for tests) at ``interface``; ``port`` holds the listening port."""
+class StatusHttpService(HttpPortService):
+    """The page's own port (``statusListenPort``); ``port`` holds the listening port."""
 
     name = "status-page"
+    what = "Status page"
 
     def __init__(self, resource_, port, interface, reactor):
+        HttpPortService.__init__(self, lambda reactor: resource_, port, interface, reactor)
         self.resource = resource_
-        self.port_number = port
-        self.interface = interface
-        self.reactor = reactor
-        self.port = None
-
-    def startService(self):
-        service.Service.startService(self)
-        site = _QuietSite(self.resource)
-        site.noisy = False
-        self.port = self.reactor.listenTCP(self.port_number, site, interface=self.interface)
-        log.info("Status page on http://{host}:{port}/", host=self.interface, port=self.port.getHost().port)
-
-    def stopService(self):
-        service.Service.stopService(self)
-        port, self.port = self.port, None
-        if port is not None:
-            return port.stopListening()
 
 
 def attach_status_page(service_, security, port, watch_events):
