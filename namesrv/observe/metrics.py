@@ -14,9 +14,8 @@ tables, the factory's ``connections`` and ``refused``, and the IEventLog's ``dro
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import generate_latest, make_wsgi_app
-from twisted.application import service
 from twisted.logger import Logger
-from twisted.web import resource, server, wsgi
+from twisted.web import resource, wsgi
 
 from namesrv.observe.httpport import HttpPortService
 from namesrv.protocol.codes import RequestCode

@@ -9,7 +9,6 @@ so the Content-Security-Policy can forbid inline scripts). Any other method answ
 import time
 from urllib.parse import parse_qs
 
-from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.web import resource, server
