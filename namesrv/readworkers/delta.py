@@ -89,4 +89,4 @@ def apply_brokers(routes, tables):
     routes.broker_addr_table = brokers
     routes.cluster_addr_table = {cluster: set(names) for cluster, names in tables["clusters"].items()}
     routes.filter_server_table = {(cluster, addr): list(servers) for cluster, addr, servers in tables["filters"]}
-    routes._init_caches()
+    routes.reset_caches()

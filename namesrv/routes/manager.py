@@ -27,6 +27,7 @@ from namesrv.clock import MonotonicClock
 from namesrv.observe.eventlog import NullEventLog
 from namesrv.routes import bulk
 from namesrv.routes.admin import RouteAdmin
+from namesrv.routes.changes import RouteChanges
 from namesrv.routes.liveness import DeadlineQueue
 from namesrv.routes.model import (
     DEFAULT_HEARTBEAT_TIMEOUT_MILLIS, MASTER_ID, PERM_WRITE, BrokerData, BrokerLiveInfo, DataVersion, QueueData,
@@ -48,6 +49,10 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         self.clock = clock if clock is not None else MonotonicClock()
         self.events = events if events is not None else NullEventLog()
         self.default_heartbeat_timeout_millis = default_heartbeat_timeout_millis
+        self.changes = RouteChanges()   # survives resets: listeners stay subscribed
+        self._table_epoch = 0           # renewed by every reset (see registration_token)
+        self._mark_counter = 0
+        self._created_alone = None      # set by a bulk first registration, read when its operation ends
         self._reset_tables()
 
     def _reset_tables(self):
@@ -64,8 +69,8 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         # brokerName -> a number never used before, renewed whenever its BrokerData, cluster
         # membership or set of topics changes (see registration_token); a reset renews the epoch
         self._broker_marks = {}
-        self.__dict__["_table_epoch"] = self.__dict__.get("_table_epoch", 0) + 1
-        self._init_caches()
+        self._table_epoch += 1
+        self.reset_caches()
 
     # -- change tracking --------------------------------------------------------------
     @contextmanager
@@ -79,15 +84,15 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         outer = self._touched is not None
         if not outer:
             self._touched = {}
+        self.changes.begin()
         try:
             yield
         finally:
             if not outer:
                 touched, self._touched = self._touched, None
-                if self.__dict__.pop("_change_pending", False):
-                    self._changed()
+                self.changes.end()
                 table = self.topic_queue_table
-                created = self.__dict__.pop("_created_alone", None)
+                created, self._created_alone = self._created_alone, None
                 groups = None if created is None else bulk.created_alone_change(created, touched, table)
                 if groups is None:
                     groups = bulk.uniform_change(touched, table)
@@ -351,8 +356,8 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
                     result.ha_server_addr = master.ha_server_addr
 
     def _mark_broker(self, broker_name):
-        marks = self.__dict__["_mark_counter"] = self.__dict__.get("_mark_counter", 0) + 1
-        self._broker_marks[broker_name] = marks
+        self._mark_counter += 1
+        self._broker_marks[broker_name] = self._mark_counter
 
     def registration_token(self, broker_name):
         """Equal for two moments only if nothing that re-applying a registration of ``broker_name``
@@ -363,7 +368,7 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
         gone with the live entry) or written only when its DataVersion changes (QueueData of
         topics it still has, static-topic mappings), which an identical body does not.
         """
-        return self.__dict__["_table_epoch"], self._broker_marks.get(broker_name)
+        return self._table_epoch, self._broker_marks.get(broker_name)
 
     def refresh_unchanged_registration(self, cluster, broker_addr, token, connection=None,
                                        heartbeat_timeout_millis=None):
@@ -536,6 +541,21 @@ class RouteInfoManager(RouteQueries, RouteAdmin):
             for topic in list(self.topic_queue_table):
                 self._remove_topic(topic)
         self._reset_tables()
+
+    def replace_tables(self, other):
+        """Take over every table (and its indexes) of ``other``, a manager built and checked apart
+        (a snapshot being restored): all or nothing. This manager keeps its clock, events and
+        change followers, who hear that everything changed."""
+        self._reset_tables()
+        for name in self._TABLES:
+            setattr(self, name, getattr(other, name))
+        self._topic_set_changed()
+        self._brokers_changed()
+
+    #: the state replace_tables moves: the six tables and the indexes kept beside them
+    _TABLES = ("topic_queue_table", "broker_addr_table", "cluster_addr_table", "broker_live_table",
+               "filter_server_table", "topic_queue_mapping_info_table", "_broker_topics", "_by_connection",
+               "_deadlines")
 
     def check_invariants(self):
         """Raise AssertionError if the tables contradict each other (used by tests)."""

@@ -19,33 +19,31 @@ _MAX_VARIANTS_PER_TOPIC = 8
 class RouteQueries:
     """Mixin of RouteInfoManager: everything that reads the tables without changing them."""
 
-    def _init_caches(self):
+    def reset_caches(self):
+        """Drop every cached answer body: the tables were replaced (a snapshot restore, a
+        replica's new broker tables). Every follower hears that everything changed."""
         self._route_cache = {}       # topic -> {(standard, acting, orderTopicConf): bytes}
         self._topics_generation = 0  # bumped when a topic appears or disappears
         self._brokers_generation = 0  # bumped when BrokerData or cluster sets change
         self._topic_list_body = None
         self._cluster_info_body = None
-        for tracker in self.__dict__.get("_topic_trackers", ()):
-            tracker.full = True   # every topic may differ after a reset
-        self._changed()   # a reset (snapshot restore) is a change too
+        self.changes.everything_changed()
 
     def add_change_listener(self, callback):
         """``callback()`` after any change a read could see (e.g. AnswerCache.invalidate); kept across resets."""
-        self.__dict__.setdefault("change_listeners", []).append(callback)
+        self.changes.add_listener(callback)
 
     def track_topic_changes(self, tracker):
         """Add to ``tracker`` (a set with a ``full`` flag) every topic whose QueueData or static-topic
         mapping changes from now on; a reset of all tables sets ``tracker.full`` instead."""
-        self.__dict__.setdefault("_topic_trackers", []).append(tracker)
-        return tracker
+        return self.changes.track(tracker)
+
+    @property
+    def change_generation(self):
+        return self.changes.generation
 
     def _changed(self):
-        if self.__dict__.get("_touched") is not None:   # inside one operation: once, when it ends
-            self._change_pending = True
-            return
-        self.change_generation = self.__dict__.get("change_generation", 0) + 1
-        for callback in self.__dict__.get("change_listeners", ()):
-            callback()
+        self.changes.changed()
 
     # -- invalidation hooks (called by the manager) -----------------------------------
     def _topic_set_changed(self):
@@ -62,8 +60,7 @@ class RouteQueries:
         if cache:
             for topic in topics:
                 cache.pop(topic, None)
-        for tracker in self.__dict__.get("_topic_trackers", ()):
-            tracker.update(topics)
+        self.changes.topics_changed(topics)
         self._changed()
 
     def _brokers_changed(self):

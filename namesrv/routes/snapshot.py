@@ -83,7 +83,7 @@ def restore_snapshot(routes, data, emit_events=True):
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, AssertionError) as e:
         raise SnapshotError("corrupt route snapshot: %s" % e)
     before = {topic: routes.topic_broker_names(topic) for topic in routes.topic_queue_table}
-    _adopt(routes, fresh)
+    routes.replace_tables(fresh)
     if emit_events:
         for topic in sorted(set(before) | set(routes.topic_queue_table)):
             after = routes.topic_broker_names(topic)
@@ -136,14 +136,3 @@ def _load(fresh, decoded, now):
         if not isinstance(by_broker, dict) or not all(isinstance(info, dict) for info in by_broker.values()):
             raise SnapshotError("bad static-topic mapping of %r" % (topic,))
         fresh.topic_queue_mapping_info_table[_string(topic, "topic")] = by_broker
-
-
-def _adopt(routes, fresh):
-    """Take over every table (and index/cache) of ``fresh``; the manager keeps its clock and events."""
-    routes._reset_tables()
-    for attribute in ("topic_queue_table", "broker_addr_table", "cluster_addr_table", "broker_live_table",
-                      "filter_server_table", "topic_queue_mapping_info_table", "_broker_topics", "_by_connection",
-                      "_deadlines"):
-        setattr(routes, attribute, getattr(fresh, attribute))
-    routes._topic_set_changed()
-    routes._brokers_changed()

@@ -1,0 +1,48 @@
+"""The change notifications alone: once per operation, trackers, and followers kept across resets."""
+
+from namesrv.routes.changes import RouteChanges
+from tests.routes.helpers import new_routes, register, topic
+
+
+class Tracker(set):
+    full = False
+
+
+def test_an_operation_notifies_once_when_it_ends_and_only_if_something_changed():
+    changes, heard = RouteChanges(), []
+    changes.add_listener(lambda: heard.append(changes.generation))
+    changes.begin()
+    changes.changed()
+    changes.begin()          # nested: still one notification, at the outermost end
+    changes.changed()
+    changes.end()
+    assert heard == []
+    changes.end()
+    assert heard == [1]
+    changes.begin()
+    changes.end()            # nothing changed inside
+    changes.changed()        # outside any operation: at once
+    assert heard == [1, 2]
+
+
+def test_trackers_collect_topics_and_a_reset_marks_everything():
+    changes = RouteChanges()
+    tracker = changes.track(Tracker())
+    changes.topics_changed(["A", "B"])
+    assert tracker == {"A", "B"} and not tracker.full
+    changes.everything_changed()
+    assert tracker.full and changes.generation == 1
+
+
+def test_followers_of_a_manager_survive_a_snapshot_style_replacement():
+    routes, other = new_routes(), new_routes()
+    heard = []
+    routes.add_change_listener(lambda: heard.append(1))
+    tracker = routes.track_topic_changes(Tracker())
+    register(other, topic("T1"), topic("T2"))
+    routes.replace_tables(other)
+    assert heard and tracker.full and sorted(routes.topic_queue_table) == ["T1", "T2", "baseTopic"]
+    heard.clear()
+    register(routes, topic("T3"), counter=2)
+    assert heard == [1] and "T3" in tracker
+    routes.check_invariants()
