@@ -53,5 +53,5 @@ def check_invariants(routes):
     for key in routes.filter_server_table:
         assert key in routes.broker_live_table, "filter servers of %r without a live entry" % (key,)
 
-    for topic in routes._route_cache:
+    for topic in routes.body_cache.routes:
         assert topic in topics, "cached route of vanished topic %r" % topic

@@ -1,19 +1,18 @@
-"""Read-only questions to the route tables, and the caches that make the hot ones cheap.
+"""Read-only questions to the route tables, answered from the body cache where they can be.
 
-Clients poll GET_ROUTEINFO_BY_TOPIC every 30 s per topic; Java deep-copies and encodes
-each answer under a lock (PITFALLS 8). Here the ENCODED body is cached per topic and
-(standard JSON?, acting-master rewrite?, orderTopicConf) and dropped precisely when
-something it was built from changes: the topic's QueueData or static-topic mapping, the
-BrokerData of one of its brokers, or the filter servers of one of their addresses. A
-heartbeat that changes nothing drops nothing. Cluster info and the all-topics list are
-cached by generation counters (PITFALLS 7).
+The encoded route of a topic is kept per (standard JSON?, acting-master rewrite?,
+orderTopicConf) in a RouteBodyCache (bodycache.py) and dropped precisely when something it
+was built from changes: the topic's QueueData or static-topic mapping, the BrokerData of
+one of its brokers, or the filter servers of one of their addresses. A heartbeat that
+changes nothing drops nothing. Cluster info and the all-topics list are kept until a
+broker or topic-set change (PITFALLS 7). The manager calls the ``_…_changed`` hooks below.
 """
 
 from namesrv.routes import bodies
+from namesrv.routes.bodycache import RouteBodyCache
 from namesrv.routes.model import (
     FLAG_UNIT, FLAG_UNIT_SUB, MASTER_ID, PERM_WRITE, SYNC_BROKER_MEMBER_GROUP_PREFIX, TopicRouteData)
 
-_MAX_VARIANTS_PER_TOPIC = 8
 
 
 class RouteQueries:
@@ -22,11 +21,7 @@ class RouteQueries:
     def reset_caches(self):
         """Drop every cached answer body: the tables were replaced (a snapshot restore, a
         replica's new broker tables). Every follower hears that everything changed."""
-        self._route_cache = {}       # topic -> {(standard, acting, orderTopicConf): bytes}
-        self._topics_generation = 0  # bumped when a topic appears or disappears
-        self._brokers_generation = 0  # bumped when BrokerData or cluster sets change
-        self._topic_list_body = None
-        self._cluster_info_body = None
+        self.body_cache = RouteBodyCache()
         self.changes.everything_changed()
 
     def add_change_listener(self, callback):
@@ -47,8 +42,7 @@ class RouteQueries:
 
     # -- invalidation hooks (called by the manager) -----------------------------------
     def _topic_set_changed(self):
-        self._topics_generation += 1
-        self._topic_list_body = None
+        self.body_cache.topic_set_changed()
         self._changed()
 
     def _queue_data_changed(self, topic):
@@ -56,16 +50,12 @@ class RouteQueries:
 
     def _queue_datas_changed(self, topics):
         """``_queue_data_changed`` for many topics, with one change notification."""
-        cache = self._route_cache
-        if cache:
-            for topic in topics:
-                cache.pop(topic, None)
+        self.body_cache.forget_routes(topics)
         self.changes.topics_changed(topics)
         self._changed()
 
     def _brokers_changed(self):
-        self._brokers_generation += 1
-        self._cluster_info_body = None
+        self.body_cache.brokers_changed()
         self._changed()
 
     def _broker_data_changed(self, broker_name):
@@ -75,10 +65,7 @@ class RouteQueries:
 
     def _invalidate_broker_routes(self, broker_name):
         self._changed()
-        cache = self._route_cache
-        if cache:
-            for topic in self._broker_topics.get(broker_name, ()):
-                cache.pop(topic, None)
+        self.body_cache.forget_routes(self._broker_topics.get(broker_name, ()))
 
     # -- routes ------------------------------------------------------------------------
     def pickup_topic_route(self, topic, support_acting_master=False):
@@ -115,22 +102,16 @@ class RouteQueries:
 
     def route_body(self, topic, standard, order_topic_conf=None, support_acting_master=False):
         """The encoded TopicRouteData answer for ``topic``, or None when there is no route."""
-        variants = self._route_cache.get(topic)
         key = (standard, support_acting_master, order_topic_conf)
-        if variants is not None:
-            body = variants.get(key)
-            if body is not None:
-                return body
+        body = self.body_cache.route(topic, key)
+        if body is not None:
+            return body
         route = self.pickup_topic_route(topic, support_acting_master)
         if route is None:
             return None
         route.order_topic_conf = order_topic_conf
         body = bodies.encode_topic_route(route, standard)
-        if variants is None:
-            variants = self._route_cache[topic] = {}
-        elif len(variants) >= _MAX_VARIANTS_PER_TOPIC:
-            variants.clear()
-        variants[key] = body
+        self.body_cache.remember_route(topic, key, body)
         return body
 
     def broker_topic_count(self, broker_name):
@@ -144,9 +125,10 @@ class RouteQueries:
     # -- cluster info --------------------------------------------------------------------
     def cluster_info_body(self):
         """GET_BROKER_CLUSTER_INFO's body (plain fastjson), rebuilt only after broker changes."""
-        if self._cluster_info_body is None:
-            self._cluster_info_body = bodies.encode_cluster_info(self.broker_addr_table, self.cluster_addr_table)
-        return self._cluster_info_body
+        cache = self.body_cache
+        if cache.cluster_info is None:
+            cache.cluster_info = bodies.encode_cluster_info(self.broker_addr_table, self.cluster_addr_table)
+        return cache.cluster_info
 
     def get_all_cluster_info(self):
         """Copies: ({brokerName: BrokerData}, {cluster: set(brokerName)})."""
@@ -163,9 +145,10 @@ class RouteQueries:
         return sorted(self.topic_queue_table)
 
     def all_topic_list_body(self):
-        if self._topic_list_body is None:
-            self._topic_list_body = bodies.encode_topic_list(sorted(self.topic_queue_table))
-        return self._topic_list_body
+        cache = self.body_cache
+        if cache.topic_list is None:
+            cache.topic_list = bodies.encode_topic_list(sorted(self.topic_queue_table))
+        return cache.topic_list
 
     def topics_by_cluster(self, cluster):
         """Topics with QueueData on any broker of ``cluster`` (unknown cluster: [])."""
@@ -209,7 +192,7 @@ class RouteQueries:
         """Sizes of the tables, for logs and metrics."""
         return {"topics": len(self.topic_queue_table), "brokerNames": len(self.broker_addr_table),
                 "clusters": len(self.cluster_addr_table), "liveBrokers": len(self.broker_live_table),
-                "filterServers": len(self.filter_server_table), "cachedRoutes": len(self._route_cache)}
+                "filterServers": len(self.filter_server_table), "cachedRoutes": len(self.body_cache.routes)}
 
 
 def _copy_mapping(info):

@@ -46,3 +46,20 @@ def test_followers_of_a_manager_survive_a_snapshot_style_replacement():
     register(routes, topic("T3"), counter=2)
     assert heard == [1] and "T3" in tracker
     routes.check_invariants()
+
+
+def test_the_body_cache_forgets_only_what_it_is_told():
+    from namesrv.routes.bodycache import MAX_VARIANTS_PER_TOPIC, RouteBodyCache
+    cache = RouteBodyCache()
+    cache.remember_route("A", (True, False, None), b"a1")
+    cache.remember_route("B", (True, False, None), b"b1")
+    cache.topic_list, cache.cluster_info = b"list", b"info"
+    cache.forget_routes(["A", "Z"])
+    assert cache.route("A", (True, False, None)) is None and cache.route("B", (True, False, None)) == b"b1"
+    cache.brokers_changed()
+    assert cache.cluster_info is None and cache.topic_list == b"list"
+    cache.topic_set_changed()
+    assert cache.topic_list is None
+    for n in range(MAX_VARIANTS_PER_TOPIC + 1):          # a topic asked in ever new shapes stays bounded
+        cache.remember_route("B", (False, bool(n % 2), "conf%d" % n), b"x")
+    assert len(cache.routes["B"]) <= MAX_VARIANTS_PER_TOPIC

@@ -76,7 +76,7 @@ def apply(routes, clock, op):
 
 def check(routes, replayed):
     routes.check_invariants()
-    for topic_name, variants in routes._route_cache.items():
+    for topic_name, variants in routes.body_cache.routes.items():
         for (standard, acting, conf), body in variants.items():
             route = routes.pickup_topic_route(topic_name, acting)
             route.order_topic_conf = conf
