@@ -22,6 +22,7 @@ from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import HeaderFieldError
 from namesrv.routes import bodies
 from namesrv.routes.bodies import BodyDecodeError
+from namesrv.routes.shortcut import UnchangedRegistrations
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.routes.queries import filter_by_zone
 
@@ -48,16 +49,6 @@ def _topic_not_exist_remark(topic):
     return "No topic route info in name server for the topic: %s\nSee %s for further details." % (topic, FAQ_URL)
 
 
-class _AppliedRegistration:
-    __slots__ = ("fingerprint", "token", "topics", "data_version")
-
-    def __init__(self, fingerprint, token, topics, data_version):
-        self.fingerprint = fingerprint
-        self.token = token
-        self.topics = topics
-        self.data_version = data_version
-
-
 @implementer(IReplicableProcessor)
 class RouteProcessor:
     name = "route"
@@ -76,10 +67,8 @@ class RouteProcessor:
 
     def __init__(self, context, timer=time.perf_counter):
         self.context = context
-        #: (cluster, brokerAddr) -> the last registration applied: an identical one, with no table
-        #: change since, only refreshes liveness (its body is not decoded again)
-        self._last_registrations = {}
-        self.unchanged_skipped = 0
+        #: an identical registration, with no table change since, only refreshes liveness
+        self.unchanged = UnchangedRegistrations(self.routes)
         self.timer = timer
         self._handlers = {
             RequestCode.REGISTER_BROKER: self.register_broker,
@@ -149,14 +138,11 @@ class RouteProcessor:
             return self._error(request, CRC_MISMATCH % (bodies.crc32(body), body_crc32))
         delete_topics = bool(self.context.config.deleteTopicWithBrokerRegistration)
         fingerprint = self._fingerprint(request, delete_topics)
-        last = self._last_registrations.get((cluster, broker_addr))
-        if last is not None and last.fingerprint == fingerprint:
-            result = self.routes.refresh_unchanged_registration(cluster, broker_addr, last.token, connection,
-                                                                heartbeat_timeout)
-            if result is not None:
-                self.unchanged_skipped += 1
-                return self._registered(request, result, cluster, broker_name, broker_id, broker_addr,
-                                        last.topics, last.data_version, body, compressed, started)
+        refreshed = self.unchanged.refresh(cluster, broker_addr, fingerprint, connection, heartbeat_timeout)
+        if refreshed is not None:
+            result, last = refreshed
+            return self._registered(request, result, cluster, broker_name, broker_id, broker_addr,
+                                    last.topics, last.data_version, body, compressed, started)
         try:
             decoded = bodies.decode_register_broker_body(
                 body, compressed, request.version,
@@ -179,7 +165,7 @@ class RouteProcessor:
             # (measured: every other 10,000-topic registration paid 30-40 ms of collection).
             gc.freeze()
         if not result.stale:
-            self._remember_registration(cluster, broker_addr, broker_name, fingerprint, topics, data_version)
+            self.unchanged.remember(cluster, broker_addr, broker_name, fingerprint, topics, data_version)
         return self._registered(request, result, cluster, broker_name, broker_id, broker_addr, topics, data_version,
                                 body, compressed, started)
 
@@ -190,14 +176,6 @@ class RouteProcessor:
         digest = hashlib.sha256(request.body or b"").digest()   # ~1 ms per MB (SHA-NI); blake2b is 3x slower here
         return (request.version, request.serialize_type, tuple(sorted((request.ext or {}).items())), digest,
                 delete_topics)
-
-    def _remember_registration(self, cluster, broker_addr, broker_name, fingerprint, topics, data_version):
-        remembered = self._last_registrations
-        if len(remembered) > 2 * len(self.routes.broker_live_table) + 1024:   # forget brokers that left
-            for key in [k for k in remembered if k not in self.routes.broker_live_table]:
-                del remembered[key]
-        remembered[(cluster, broker_addr)] = _AppliedRegistration(
-            fingerprint, self.routes.registration_token(broker_name), topics, data_version)
 
     def _registered(self, request, result, cluster, broker_name, broker_id, broker_addr, topics, data_version,
                     body, compressed, started):

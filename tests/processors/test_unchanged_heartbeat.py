@@ -42,7 +42,7 @@ def test_an_identical_heartbeat_is_not_decoded_and_refreshes_liveness(world, no_
     no_decode()
     again = world.call(master(opaque=9))
     assert (again.code, again.ext, again.body) == (first.code, first.ext, first.body)
-    assert world.processor.unchanged_skipped == 1
+    assert world.processor.unchanged.skipped == 1
     live = world.routes.broker_live_table[("C", "127.0.0.1:10911")]
     assert live.last_update == world.clock.seconds() and live.connection is world.conn
     beats = world.events.named("broker_heartbeat")
@@ -56,17 +56,17 @@ def test_the_slave_still_learns_its_master(world, no_decode):
     no_decode()
     quick = world.call(slave(), FakeConnection(connection_id=2))
     assert quick.ext == full.ext == {"haServerAddr": "127.0.0.1:10912", "masterAddr": "127.0.0.1:10911"}
-    assert world.processor.unchanged_skipped == 1
+    assert world.processor.unchanged.skipped == 1
 
 
 def test_a_deleted_topic_comes_back_with_the_next_heartbeat(world):
     world.call(master())
     world.call(master())
-    assert world.processor.unchanged_skipped == 1
+    assert world.processor.unchanged.skipped == 1
     assert world.call(req(C.DELETE_TOPIC_IN_NAMESRV, {"topic": "B"})).code == ResponseCode.SUCCESS
     assert world.call(route_request("B")).code == ResponseCode.TOPIC_NOT_EXIST
     world.call(master())                     # a table change since: the full path, as Java
-    assert world.processor.unchanged_skipped == 1
+    assert world.processor.unchanged.skipped == 1
     assert world.call(route_request("B")).code == ResponseCode.SUCCESS
 
 
@@ -74,16 +74,16 @@ def test_other_brokers_changes_do_not_matter(world):
     world.call(master())
     world.call(register_request("C", "broker-b", "127.0.0.2:10911", topics=["X", "Y", "A"]), FakeConnection(connection_id=3))
     world.call(master())
-    assert world.processor.unchanged_skipped == 1
+    assert world.processor.unchanged.skipped == 1
 
 
 def test_a_change_to_the_brokers_group_takes_the_full_path(world):
     world.call(master())
     world.call(slave(), FakeConnection(connection_id=2))            # the group's addresses changed
     world.call(master())
-    assert world.processor.unchanged_skipped == 0
+    assert world.processor.unchanged.skipped == 0
     world.call(master())
-    assert world.processor.unchanged_skipped == 1
+    assert world.processor.unchanged.skipped == 1
 
 
 def _tables(routes):
@@ -130,7 +130,7 @@ def test_random_histories_end_as_without_the_shortcut(seed, monkeypatch):
         for topic in ("A", "B", "C", "X", "Extra"):
             assert fast.routes.route_body(topic, False, None, False) == \
                 slow.routes.route_body(topic, False, None, False), (seed, step, topic)
-    assert fast.processor.unchanged_skipped > 0
+    assert fast.processor.unchanged.skipped > 0
 
 
 @pytest.mark.parametrize("change", [
@@ -141,14 +141,14 @@ def test_random_histories_end_as_without_the_shortcut(seed, monkeypatch):
 def test_a_different_registration_is_decoded(world, change):
     world.call(master())
     world.call(master(**change))
-    assert world.processor.unchanged_skipped == 0
+    assert world.processor.unchanged.skipped == 0
 
 
 def test_a_new_connection_is_bound(world):
     world.call(master())
     other = FakeConnection(connection_id=7)
     world.call(master(), other)
-    assert world.processor.unchanged_skipped == 1
+    assert world.processor.unchanged.skipped == 1
     assert world.routes.broker_live_table[("C", "127.0.0.1:10911")].connection is other
 
 
@@ -158,7 +158,7 @@ def test_an_expired_broker_registers_in_full(world):
     world.routes.scan_not_active_brokers()
     assert world.call(route_request("A")).code == ResponseCode.TOPIC_NOT_EXIST
     world.call(master())
-    assert world.processor.unchanged_skipped == 0
+    assert world.processor.unchanged.skipped == 0
     assert world.call(route_request("A")).code == ResponseCode.SUCCESS
 
 
@@ -168,12 +168,12 @@ def test_a_refused_body_is_never_remembered(world):
     bad.ext["bodyCrc32"] = "0"
     for _ in range(2):
         assert world.call(bad).code == ResponseCode.SYSTEM_ERROR
-    assert world.processor.unchanged_skipped == 0
+    assert world.processor.unchanged.skipped == 0
 
 
 def test_forgotten_brokers_do_not_pile_up(world):
     world.call(master())
-    remembered = world.processor._last_registrations
+    remembered = world.processor.unchanged.applied
     for i in range(1100):
         remembered[("gone", "127.0.9.%d:1" % i)] = object()
     world.call(register_request("C", "broker-z", "127.0.0.9:10911", topics=["Z1", "Z2"]), FakeConnection(connection_id=9))
