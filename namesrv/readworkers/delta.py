@@ -11,6 +11,7 @@ the main process encodes one part per reactor turn, a worker decodes and applies
 part per message.
 """
 
+from namesrv.routes import rows
 from namesrv.routes.model import BrokerData, QueueData, shared_queue_data
 
 #: topics per part: ~1 ms to encode, decode or apply
@@ -40,21 +41,14 @@ def encode_topics(routes, topics):
     mapping_part = {}
     for topic in topics:
         qmap = queue_table.get(topic)
-        topic_part[topic] = [[qd.broker_name, qd.read_queue_nums, qd.write_queue_nums, qd.perm, qd.topic_sys_flag]
-                             for qd in qmap.values()] if qmap else None
+        topic_part[topic] = rows.queue_data_rows(qmap) if qmap else None
         mapping_part[topic] = mappings.get(topic)
     return {"topics": topic_part, "mappings": mapping_part}
 
 
 def encode_brokers(routes):
     """The broker-level tables, whole."""
-    return {
-        "brokers": [[bd.broker_name, bd.cluster, bd.zone_name, bd.enable_acting_master,
-                     [[broker_id, addr] for broker_id, addr in bd.broker_addrs.items()]]
-                    for bd in routes.broker_addr_table.values()],
-        "clusters": {cluster: sorted(names) for cluster, names in routes.cluster_addr_table.items()},
-        "filters": [[cluster, addr, list(servers)] for (cluster, addr), servers in routes.filter_server_table.items()],
-    }
+    return rows.broker_level_rows(routes)
 
 
 def apply_topics(routes, part, reset=False):

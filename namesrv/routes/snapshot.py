@@ -9,6 +9,7 @@ SnapshotError and leaves the manager untouched.
 
 import msgpack
 
+from namesrv.routes import rows
 from namesrv.routes.model import BrokerData, BrokerLiveInfo, DataVersion, QueueData
 
 FORMAT = "rocketmq-namesrv-routes"
@@ -25,19 +26,10 @@ def encode_snapshot(routes, owner=None):
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "owner": owner,
-        "topics": {topic: [[qd.broker_name, qd.read_queue_nums, qd.write_queue_nums, qd.perm, qd.topic_sys_flag]
-                           for qd in queue_map.values()]
-                   for topic, queue_map in routes.topic_queue_table.items()},
-        "brokers": [[bd.broker_name, bd.cluster, bd.zone_name, bd.enable_acting_master,
-                     [[broker_id, addr] for broker_id, addr in bd.broker_addrs.items()]]
-                    for bd in routes.broker_addr_table.values()],
-        "clusters": {cluster: sorted(names) for cluster, names in routes.cluster_addr_table.items()},
-        "live": [[cluster, addr, live.broker_name, live.broker_id, live.ha_server_addr,
-                  live.heartbeat_timeout_millis,
-                  [live.data_version.timestamp, live.data_version.counter, live.data_version.state_version]]
-                 for (cluster, addr), live in routes.broker_live_table.items()],
-        "filters": [[cluster, addr, list(servers)] for (cluster, addr), servers in routes.filter_server_table.items()],
+        "topics": rows.topic_rows(routes),
+        "live": rows.live_rows(routes),
         "mappings": routes.topic_queue_mapping_info_table,
+        **rows.broker_level_rows(routes),
     }
     # surrogatepass: a topic name may hold a lone surrogate (a broker's JSON "\udc80"); it must
     # come back as it went. An integer beyond 64 bits raises OverflowError: SnapshotError.
