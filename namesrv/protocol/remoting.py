@@ -170,6 +170,17 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             self._reactor = reactor
         return self._reactor.callLater(delay, f, *args)
 
+    def callLater(self, period, func):
+        """TimeoutMixin's timer (the idle timeout) on the same reactor as every other timer here."""
+        return self._call_later(period, func)
+
+    def _header_too_long(self, header_length):
+        """The bad-frame reason when ``header_length`` exceeds maxHeaderLength, else None."""
+        limit = self.limits.max_header_length
+        if limit and header_length > limit:
+            return "header of %d bytes exceeds maxHeaderLength %d" % (header_length, limit)
+        return None
+
     # -- frames --------------------------------------------------------------
     def dataReceived(self, data):
         if self.closing:
@@ -251,10 +262,10 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         limits = self.limits
         (word,) = _LENGTH.unpack_from(buffer, offset + 4)
         header_length = word & 0xFFFFFF
-        if limits.max_header_length and header_length > limits.max_header_length:
+        too_long = self._header_too_long(header_length)
+        if too_long:
             self._partial_checked = True
-            return self.bad_frame("header of %d bytes exceeds maxHeaderLength %d"
-                                  % (header_length, limits.max_header_length))
+            return self.bad_frame(too_long)
         if len(buffer) - offset < 8 + header_length:
             return
         self._partial_checked = True
@@ -306,10 +317,9 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
     def frame_received(self, frame):
         limits = self.limits
         if limits.max_header_length and len(frame) >= 4:
-            header_length = _LENGTH.unpack_from(frame, 0)[0] & 0xFFFFFF
-            if header_length > limits.max_header_length:
-                return self.bad_frame("header of %d bytes exceeds maxHeaderLength %d"
-                                      % (header_length, limits.max_header_length))
+            too_long = self._header_too_long(_LENGTH.unpack_from(frame, 0)[0] & 0xFFFFFF)
+            if too_long:
+                return self.bad_frame(too_long)
         try:
             request = decode_frame(frame)
         except FrameDecodeError as e:
