@@ -41,7 +41,6 @@ def accept(clock, events=None, **config):
     factory = RemotingServerFactory(Answering(), make_config(**config), Housekeeping(), events or NullEventLog(),
                                     reactor=clock)
     proto = factory.buildProtocol(IPv4Address("TCP", "127.0.0.1", 40001))
-    proto.callLater = clock.callLater   # TimeoutMixin's idle timer reads the global reactor otherwise
     transport = StringTransport()
     proto.makeConnection(transport)
     return proto, transport
