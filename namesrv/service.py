@@ -94,15 +94,18 @@ class NamesrvService(service.Service):
         backlog = self.config.serverSocketBacklog or 50
         if self.read_workers is not None:
             # One socket: the workers inherit it (readworkers/sharedport.py says why).
-            from namesrv.readworkers.sharedport import adopt_listening, listening_socket
+            from namesrv.readworkers.sharedport import HeldPort, adopt_listening, listening_socket
             self.listen_socket = listening or listening_socket(self.config.listenPort, self.config.bindAddress,
                                                                backlog)
-            # Exclusive: this process accepts only until a worker does, so that no connection
-            # waits in the queue while the workers start (at a takeover, the whole switch).
-            self.port = adopt_listening(self.reactor, self.listen_socket, self.listen_factory)
-            self._adopted_socket = True
-            if self.config.routeReadWorkersExclusive:
-                self.read_workers.on_listening = self._worker_listening
+            if self.config.routeReadWorkersExclusive and listening is None:
+                self.port = HeldPort(self.listen_socket)
+            else:
+                # Exclusive after a takeover: this process accepts only until a worker does, so
+                # that no connection waits in the queue while the new workers start.
+                self.port = adopt_listening(self.reactor, self.listen_socket, self.listen_factory)
+                self._adopted_socket = True
+                if self.config.routeReadWorkersExclusive:
+                    self.read_workers.on_listening = self._worker_listening
         elif listening is not None:
             from namesrv.readworkers.sharedport import adopt_listening
             self.listen_socket = listening

@@ -1,6 +1,7 @@
 """The main process's read workers: spawn, feed with replicas, collect their request counts."""
 
 import os
+import select
 import shutil
 import sys
 import tempfile
@@ -121,7 +122,15 @@ class ReadWorkerPool:
             worker.send(message)
 
     def drained(self):
-        return self.draining and not self.workers and self.handoffs_open == 0
+        """Every worker has exited and every connection it handed us has arrived. A draining worker
+        exits only once each handoff is connected and sent, so a handoff not yet arrived is either
+        open here or still waiting to be accepted (our handoff socket is then readable)."""
+        if not self.draining or self.workers or self.handoffs_open:
+            return False
+        if self.handoff_port is None:
+            return True
+        readable, _, _ = select.select([self.handoff_port.fileno()], [], [], 0)
+        return not readable
 
     def stop(self):
         """Stop feeding and close the workers' stdin (they then report their last counts, close

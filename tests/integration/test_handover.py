@@ -119,5 +119,5 @@ def test_takeover_drops_no_request_and_keeps_the_broker(tmp_path, workers):
             new.stop()
     for reader in readers:
         assert reader.sent > 50
-        assert (reader.failed, reader.not_exist) == (0, 0), reader.errors[:5]
+        assert (reader.failed, reader.not_exist) == (0, 0), (reader.fresh, reader.errors[:5])
     assert "handed over: exiting" in old.log()
