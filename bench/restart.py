@@ -115,6 +115,11 @@ def run(workers, seconds, readers):
     print("  slowest answer during the switch: %.3f s; outside it: p99 %.4f s, max %.4f s"
           % (max((s[1] for s in during), default=0.0), outside[int(len(outside) * 0.99)] if outside else 0.0,
              outside[-1] if outside else 0.0))
+    for thread in threads:
+        for began, took, outcome in thread.samples:
+            if outcome != "ok":
+                print("  %s on %s connection: began %+.3f s after the new process started, took %.3f s"
+                      % (outcome, "a new" if thread.fresh else "a kept", began - switch_began, took))
     print("  broker's connection opened on the old process, registration answered after: code %d" % heartbeat)
     return 0 if count(samples, "failed") == count(samples, "not_exist") == 0 else 1
 

@@ -126,7 +126,11 @@ def quiet(connection):
 def detach(connection):
     """Stop serving ``connection`` here: a duplicate of its socket and the bytes read but not
     handled (a partial frame, or frames a paused connection had not handled yet). Our copy is
-    closed without shutting the socket down."""
+    closed without shutting the socket down.
+
+    Call it from a timer or later I/O event than the ``stop_reading`` of the connection: Twisted
+    delivers every read event of the poll batch being dispatched, even for a descriptor that
+    stopped reading during that batch, and a closing connection drops what it reads."""
     transport = connection.transport
     stop_reading(connection)
     descriptor = os.dup(transport.fileno())

@@ -133,7 +133,10 @@ class ReadWorker(protocol.Protocol):
         self._drain_deadline = self.reactor.seconds() + DRAIN_GRACE
         self._drain = task.LoopingCall(self._sweep)
         self._drain.clock = self.reactor
-        self._drain.start(DRAIN_SWEEP, now=True)
+        # Not now: we run inside an I/O batch, and a read event of this batch for a connection
+        # stopped above is still delivered (Twisted reads on any reported event); detaching in
+        # the same batch would drop those bytes. From a timer call, the next poll is fresh.
+        self._drain.start(DRAIN_SWEEP, now=False)
 
     def _sweep(self):
         """Hand over (or close, for TLS) every connection whose answers are all out."""
