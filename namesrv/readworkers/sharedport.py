@@ -1,4 +1,4 @@
-"""A TCP listening port that other processes of ours may bind too (SO_REUSEPORT)."""
+"""The listening socket the main process shares with its read workers (and hands over at a takeover)."""
 
 import socket
 
