@@ -10,7 +10,7 @@ from twisted.logger import Logger
 from namesrv.handover.drain import ServerDrain
 from namesrv.handover.handing import HandingFactory
 from namesrv.handover.inflight import InFlightDispatcher
-from namesrv.handover.taking import TakeoverClient, TakeoverRefused
+from namesrv.handover.taking import TakeoverClient
 from namesrv.instance import InstanceIdentity
 from namesrv.readworkers.handoff import adopt_connection
 from namesrv.readworkers.unixclient import connect_unix

@@ -11,13 +11,8 @@ and everything not yet read travels with the sockets to the new process.
 
 import os
 
-from twisted.logger import Logger
-
 from namesrv.readworkers.handoff import adopt_connection, detach, movable, quiet, stop_reading
 from namesrv.server import NoHousekeeping
-
-log = Logger()
-
 
 class ServerDrain:
     """Drains a NamesrvService (``service``) whose dispatcher is counted by ``inflight``."""

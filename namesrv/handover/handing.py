@@ -8,6 +8,8 @@ If the new process goes away or refuses before ``ready``, the old one resumes se
 one exits whatever happens.
 """
 
+import os
+
 from twisted.internet import protocol, task
 from twisted.internet.interfaces import IFileDescriptorReceiver
 from twisted.logger import Logger
@@ -44,7 +46,6 @@ class HandingSession(protocol.Protocol):
         self._sent = []   # descriptors queued on the transport: closed once it is gone
 
     def fileDescriptorReceived(self, descriptor):
-        import os
         os.close(descriptor)   # the new process never sends us any
 
     def dataReceived(self, data):
