@@ -121,3 +121,24 @@ def test_takeover_drops_no_request_and_keeps_the_broker(tmp_path, workers):
         assert reader.sent > 50
         assert (reader.failed, reader.not_exist) == (0, 0), (reader.fresh, reader.errors[:5])
     assert "handed over: exiting" in old.log()
+
+
+
+def test_a_takeover_by_another_listen_address_is_refused_and_the_old_process_keeps_serving(tmp_path):
+    old = NamesrvProcess(tmp_path, {"routeReadWorkers": "0"}).start()
+    try:
+        broker = BlockingRemotingClient("127.0.0.1", old.port)
+        assert broker.call(register_request("C", "b-keep", "127.0.0.1:10911", topics=[TOPIC, "First"])).code == 0
+        # the same KV file (so the same control socket) but another port: another instance
+        (tmp_path / "other").mkdir()
+        other = NamesrvProcess(tmp_path / "other", {"kvConfigPath": os.path.join(old.workdir, "kvConfig.json")})
+        other.process = subprocess.Popen(other.command("--takeover"), cwd=other.workdir, env=other.env(),
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        other.process.wait(30)   # it gives up by itself
+        assert "takeover failed" in other.log() and "listening on 127.0.0.1:%d" % other.port in other.log()
+        assert "takeover refused" in old.log()
+        assert old.process.poll() is None
+        assert broker.call(route_request(TOPIC)).code == ResponseCode.SUCCESS
+        broker.close()
+    finally:
+        old.stop()
