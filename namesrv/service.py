@@ -28,7 +28,7 @@ class NamesrvService(service.Service):
 
     name = "namesrv"
 
-    def __init__(self, config, reactor=None, plugin_package=None, clock=None, events=None):
+    def __init__(self, config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False):
         from twisted.internet import reactor as default_reactor
         from namesrv.kvconfig import KVConfigManager
         from namesrv.routes import RouteInfoManager
@@ -54,7 +54,11 @@ class NamesrvService(service.Service):
         self.answer_cache = _make_answer_cache(config, self.registry, self.routes, self.kv)
         self.factory.answer_cache = self.answer_cache
         self.read_workers = _make_read_workers(config, self)
+        from namesrv.handover.coordinator import Handover
+        self.handover = Handover(self, takeover=takeover)   # after the dispatcher is wired: it counts answers
         self.port = None
+        self.listen_socket = None
+        self._adopted_socket = False
         self._timers = []
         self._delayed = []
         config.add_listener(self._config_changed)
@@ -67,20 +71,52 @@ class NamesrvService(service.Service):
         gc.freeze()
         self.events.start()
         self.security.startService()
+        if self.handover.takeover:
+            # namesrv/handover: the tables and the listening socket come from the running process
+            self.handover.take_over().addCallbacks(self._serve, self._takeover_failed)
+        else:
+            self._serve(None)
+
+    def _worker_listening(self):
+        from namesrv.readworkers.sharedport import HeldPort, close_listening
+        if self._adopted_socket and self.port is not None:
+            close_listening(self.port)
+            self.port = HeldPort(self.listen_socket)
+            self._adopted_socket = False
+
+    def _takeover_failed(self, failure):
+        log.error("namesrv: takeover failed, not starting: {why}", why=failure.getErrorMessage())
+        self.reactor.callLater(0, self.reactor.stop)
+
+    def _serve(self, listening=None):
+        """Listen on ``listening`` (a takeover's socket) or a new socket, start workers and timers."""
         backlog = self.config.serverSocketBacklog or 50
-        if self.read_workers is not None and self.config.routeReadWorkersExclusive:
-            from namesrv.readworkers.sharedport import ReservedPort
-            self.port = ReservedPort(self.config.listenPort, self.config.bindAddress)
-        elif self.read_workers is not None:
-            from namesrv.readworkers.sharedport import listen_shared
-            self.port = listen_shared(self.reactor, self.config.listenPort, self.listen_factory,
-                                      interface=self.config.bindAddress, backlog=backlog)
+        if self.read_workers is not None:
+            # One socket: the workers inherit it (readworkers/sharedport.py says why).
+            from namesrv.readworkers.sharedport import HeldPort, adopt_listening, listening_socket
+            self.listen_socket = listening or listening_socket(self.config.listenPort, self.config.bindAddress,
+                                                               backlog)
+            if self.config.routeReadWorkersExclusive and listening is None:
+                self.port = HeldPort(self.listen_socket)
+            else:
+                # Exclusive after a takeover: this process accepts only until a worker does, so
+                # that no connection waits in the queue while the new workers start.
+                self.port = adopt_listening(self.reactor, self.listen_socket, self.listen_factory)
+                self._adopted_socket = True
+                if self.config.routeReadWorkersExclusive:
+                    self.read_workers.on_listening = self._worker_listening
+        elif listening is not None:
+            from namesrv.readworkers.sharedport import adopt_listening
+            self.listen_socket = listening
+            self.port = adopt_listening(self.reactor, listening, self.listen_factory)
+            self._adopted_socket = True
         else:
             self.port = self.reactor.listenTCP(self.config.listenPort, self.listen_factory, backlog=backlog,
                                                interface=self.config.bindAddress)
+            self.listen_socket = getattr(self.port, "socket", None)
         address = self.port.getHost()
         if self.read_workers is not None:
-            self.read_workers.start(address.port)
+            self.read_workers.start(address.port, self.listen_socket)
         self.context.server_id = "%s:%s" % (address.host, address.port)
         self.readiness.serving_address = (address.host, address.port)
         self.events.server_id = self.context.server_id
@@ -94,6 +130,7 @@ class NamesrvService(service.Service):
         log.info("The Name Server boot success. serializeType=JSON, address {addr}",
                  addr=self.context.server_id)
         self.events.emit("server_started", listen=self.context.server_id)
+        self.handover.serving()
 
     def _every(self, function, interval, first_delay):
         """A LoopingCall of ``function`` every ``interval()`` seconds, the first after ``first_delay``."""
@@ -116,13 +153,22 @@ class NamesrvService(service.Service):
         for call in self._timers:
             if call.running:
                 call.stop()
-        stopping = []
+        stopping = [defer.maybeDeferred(self.handover.stop)]
         if self.port is not None:
-            stopping.append(defer.maybeDeferred(self.port.stopListening))
+            if self.handover.handed_over or self._adopted_socket:
+                # the socket lives on in the new process (or our workers): close our descriptor only
+                from namesrv.readworkers.sharedport import close_listening
+                stopping.append(defer.maybeDeferred(close_listening, self.port))
+            else:
+                stopping.append(defer.maybeDeferred(self.port.stopListening))
             self.port = None
+        if self._adopted_socket:
+            self.listen_socket.close()   # held beside the reactor's own duplicate (adopt_listening)
+        self.listen_socket = None
         stopping.append(defer.maybeDeferred(self.security.stopService))
-        # Save before closing connections: closing them is not brokers leaving.
-        if self.snapshots is not None:
+        # Save before closing connections: closing them is not brokers leaving. After a takeover
+        # the tables are the new process's, which saves them itself.
+        if self.snapshots is not None and not self.handover.handed_over:
             self.snapshots.save_now()
         self.kv.flush_sync()
         for processor in self.registry.processors:
@@ -197,6 +243,7 @@ def _make_snapshotter(config, routes, reactor):
                              owner=InstanceIdentity.for_config(config))
 
 
-def make_service(config, reactor=None, plugin_package=None, clock=None, events=None):
-    """The tap-style factory: one NameServer service for ``config``."""
-    return NamesrvService(config, reactor=reactor, plugin_package=plugin_package, clock=clock, events=events)
+def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False):
+    """The tap-style factory: one NameServer service for ``config`` (``takeover``: namesrv/handover)."""
+    return NamesrvService(config, reactor=reactor, plugin_package=plugin_package, clock=clock, events=events,
+                          takeover=takeover)

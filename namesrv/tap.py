@@ -11,7 +11,7 @@ log = Logger()
 class Options(usage.Options):
     """Options named like the Java `mqnamesrv` ones (`-c`, `-p`) plus `--listenPort`/`--host`."""
 
-    synopsis = "[-c FILE] [-p] [--listenPort PORT] [--host ADDRESS] [--statusListenPort PORT]"
+    synopsis = "[-c FILE] [-p] [--takeover] [--listenPort PORT] [--host ADDRESS] [--statusListenPort PORT]"
     longdesc = ("Runs a RocketMQ NameServer. Properties use the Java names (listenPort, kvConfigPath, "
                 "orderMessageEnable, scanNotActiveBrokerInterval, ...); see conf/namesrv.properties.")
     optParameters = [
@@ -22,6 +22,8 @@ class Options(usage.Options):
     ]
     optFlags = [
         ["printConfigItem", "p", "Print every effective property as key=value and exit."],
+        ["takeover", None, "Replace the running process of this instance (same -c file) without dropping a "
+                           "request: take its tables, port and connections (see README, Restarts nobody notices)."],
     ]
 
     def postOptions(self):
@@ -59,7 +61,7 @@ def makeService(options):
     from namesrv.optional import missing_part
 
     try:
-        return make_service(options.config)
+        return make_service(options.config, takeover=bool(options["takeover"]))
     except (KVConfigError, ProcessorConflictError, ValueError) as e:
         sys.stderr.write("namesrv: refusing to start: %s\n" % e)
         raise SystemExit(1)

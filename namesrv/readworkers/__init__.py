@@ -2,9 +2,9 @@
 
 CPython runs one thread of Python at a time, so one process answers at most one core's
 worth of route reads. With ``routeReadWorkers`` = N, the server starts N worker
-processes that listen on the same port (SO_REUSEPORT: the kernel spreads new
-connections over every listener) and answer GET_ROUTEINFO_BY_TOPIC and
-GET_BROKER_CLUSTER_INFO from a replica of the tables; every other request on a
+processes that accept from the main process's listening socket (inherited: one socket,
+so a process that exits resets nothing in its queue; sharedport.py) and answer
+GET_ROUTEINFO_BY_TOPIC and GET_BROKER_CLUSTER_INFO from a replica of the tables; every other request on a
 worker's connection is passed, as the same frame, to the main process, which owns
 the tables. Pieces:
 

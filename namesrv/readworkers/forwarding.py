@@ -37,7 +37,7 @@ class WorkerDispatcher:
         if request.code in HANDOFF_CODES and connection.factory.handoff_path and can_hand_off(connection):
             connection.hand_off()
             return None
-        connection.forward(connection.current_frame)
+        connection.forward(connection.current_frame, expects_answer=not request.is_oneway)
         return None
 
 
@@ -47,6 +47,7 @@ class WorkerConnection(RemotingProtocol):
     upstream = None
     current_frame = None
     handed_off = False
+    awaiting = 0   # forwarded requests whose answer has not come back (a handover waits for them)
 
     def frame_received(self, frame):
         self.current_frame = frame
@@ -65,9 +66,11 @@ class WorkerConnection(RemotingProtocol):
         self.factory.handoffs += 1
         hand_off(self.factory.reactor, self.factory.handoff_path, self, unread)
 
-    def forward(self, frame):
+    def forward(self, frame, expects_answer=True):
         if self.closing:
             return
+        if expects_answer:
+            self.awaiting += 1
         if self.upstream is None:
             self.upstream = self.factory.open_upstream(self)
         self.upstream.send(frame)
@@ -125,12 +128,16 @@ class Upstream(protocol.Protocol):
         buffer += data
         size = len(buffer)
         offset = 0
+        frames = 0
         while size - offset >= 4:
             end = offset + 4 + _LENGTH.unpack_from(buffer, offset)[0]
             if end > size:
                 break
             offset = end
+            frames += 1
         if offset:
+            downstream = self.downstream
+            downstream.awaiting = max(0, getattr(downstream, "awaiting", 0) - frames)
             self.downstream.write_frames(bytes(buffer[:offset]))
             del buffer[:offset]
 

@@ -62,6 +62,7 @@ class HandoffSender(protocol.Protocol):
         self.descriptor = descriptor
         self.peer = peer
         self.unread = unread
+        self.finished = False   # the descriptor is sent (or given up): a draining worker may exit
 
     def connectionMade(self):
         self.transport.sendFileDescriptor(self.descriptor)
@@ -79,6 +80,7 @@ class HandoffSender(protocol.Protocol):
         self._close_descriptor()   # the socket closes with it: the broker reconnects
 
     def _close_descriptor(self):
+        self.finished = True
         if self.descriptor is not None:
             os.close(self.descriptor)
             self.descriptor = None
@@ -93,6 +95,57 @@ def hand_off(reactor, path, connection, unread):
     connect_unix(reactor, path, sender, sender.connect_failed)
     transport._shouldShutdown = False   # close our descriptor only: the socket lives on in the main process
     transport.loseConnection()
+    return sender
+
+
+def stop_reading(connection):
+    """Read nothing more from ``connection`` (a handover moves it at a frame boundary): bytes not
+    yet read stay in the socket and travel with it. The protocol stops being its transport's
+    producer, so a drained write buffer cannot resume reading."""
+    transport = connection.transport
+    if transport is None or not hasattr(transport, "stopReading"):
+        return
+    if getattr(transport, "producer", None) is connection:
+        transport.unregisterProducer()
+    transport.stopReading()
+
+
+def movable(connection):
+    """A plain TCP connection whose socket can change process (TLS sessions cannot)."""
+    transport = connection.transport
+    return (transport is not None and not ISSLTransport.providedBy(transport)
+            and hasattr(transport, "fileno") and hasattr(transport, "stopReading"))
+
+
+def quiet(connection):
+    """Nothing left to write to the peer: every answer so far has left our buffers."""
+    transport = connection.transport
+    return not getattr(transport, "dataBuffer", b"") and not getattr(transport, "_tempDataBuffer", None)
+
+
+def detach(connection):
+    """Stop serving ``connection`` here: a duplicate of its socket and the bytes read but not
+    handled (a partial frame, or frames a paused connection had not handled yet). Our copy is
+    closed without shutting the socket down.
+
+    Call it from a timer or later I/O event than the ``stop_reading`` of the connection: Twisted
+    delivers every read event of the poll batch being dispatched, even for a descriptor that
+    stopped reading during that batch, and a closing connection drops what it reads."""
+    transport = connection.transport
+    stop_reading(connection)
+    descriptor = os.dup(transport.fileno())
+    unread = bytes(connection._buffer)
+    connection.closing = True
+    transport._shouldShutdown = False
+    transport.loseConnection()
+    return descriptor, unread
+
+
+def hand_off_idle(reactor, path, connection):
+    """Hand a connection with nothing in flight (a draining worker's) to the main process at ``path``."""
+    descriptor, unread = detach(connection)
+    sender = HandoffSender(descriptor, connection.peer, unread)
+    connect_unix(reactor, path, sender, sender.connect_failed)
     return sender
 
 

@@ -1,6 +1,7 @@
 """The main process's read workers: spawn, feed with replicas, collect their request counts."""
 
 import os
+import select
 import shutil
 import sys
 import tempfile
@@ -11,9 +12,9 @@ from twisted.logger import Logger
 import namesrv
 from namesrv.interfaces import IReplicableProcessor
 from namesrv.readworkers.delta import TopicTracker
-from namesrv.readworkers.feed import FeedError, MessageReader, publication
+from namesrv.readworkers.feed import FeedError, MessageReader, pack_down, publication
 from namesrv.readworkers.forwarded import ForwardedConnectionFactory
-from namesrv.readworkers.handoff import HandoffFactory, adopt_connection
+from namesrv.readworkers.handoff import HandoffFactory, HandoffReceiver, adopt_connection
 from namesrv.readworkers.generation import SharedGeneration
 from namesrv.dispatch.registry import record_requests
 
@@ -56,18 +57,25 @@ class ReadWorkerPool:
         self._publish_work = 0.0       # reactor time the running publication has taken so far
         self._published_generation = None
         self._unsettled = False        # tables changed since the shared counter was last bumped
+        self.listen_socket = None      # the listening socket the workers inherit (sharedport.listening_socket)
+        self.draining = False          # a takeover: workers hand everything over and are not respawned
+        self.divert = None             # while draining: divert(descriptor, peer, unread) instead of adopting
+        self.handoffs_open = 0         # handoff connections whose socket has not arrived in full yet
+        self.on_listening = None       # called when a worker starts accepting
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self, port):
-        """Start the workers on TCP ``port`` (which the main process already listens on, shared)."""
+    def start(self, port, listen_socket=None):
+        """Start the workers on TCP ``port``; with ``listen_socket`` they accept from that socket
+        (inherited), else each binds the port itself (SO_REUSEPORT)."""
         self.port = port
+        self.listen_socket = listen_socket
         self.running = True
         self.directory = tempfile.mkdtemp(prefix="namesrv-readers-")
         os.chmod(self.directory, 0o700)
         self.generation = SharedGeneration(os.path.join(self.directory, "generation"), writable=True)
         self.forwarded = ForwardedConnectionFactory(self.service.factory)
         self.internal_port = self.reactor.listenUNIX(self.socket_path, self.forwarded, mode=0o600, backlog=1024)
-        self.handoff_port = self.reactor.listenUNIX(self.handoff_path, HandoffFactory(self._adopt), mode=0o600,
+        self.handoff_port = self.reactor.listenUNIX(self.handoff_path, _CountingHandoffFactory(self), mode=0o600,
                                                     backlog=1024)
         service = self.service
         self.tracker = service.routes.track_topic_changes(TopicTracker())
@@ -91,11 +99,36 @@ class ReadWorkerPool:
 
     def _adopt(self, descriptor, peer, unread):
         """A worker handed us a broker's connection: serve it as if we had accepted it."""
+        if self.divert is not None:
+            return self.divert(descriptor, peer, unread)
         if not self.running:
             os.close(descriptor)
             return
         if adopt_connection(self.reactor, self.service.factory, descriptor, peer, unread) is not None:
             self.handoffs += 1
+
+    def drain(self):
+        """A takeover: every worker stops accepting, hands its connections to us and exits; none is
+        respawned. ``drained()`` tells when all of them are gone and every handoff has arrived."""
+        self.draining = True
+        for call in [self._publish_call, self._send_call, *self._respawns]:
+            if call is not None and call.active():
+                call.cancel()
+        self._messages = None
+        message = pack_down({"kind": "drain"})
+        for worker in self.workers.values():
+            worker.send(message)
+
+    def drained(self):
+        """Every worker has exited and every connection it handed us has arrived. A draining worker
+        exits only once each handoff is connected and sent, so a handoff not yet arrived is either
+        open here or still waiting to be accepted (our handoff socket is then readable)."""
+        if not self.draining or self.workers or self.handoffs_open:
+            return False
+        if self.handoff_port is None:
+            return True
+        readable, _, _ = select.select([self.handoff_port.fileno()], [], [], 0)
+        return not readable
 
     def stop(self):
         """Stop feeding and close the workers' stdin (they then report their last counts, close
@@ -128,6 +161,8 @@ class ReadWorkerPool:
     def _spawn(self, index):
         if not self.running:
             return
+        if self.draining:
+            return
         worker = WorkerProcess(self, index)
         config = self.service.config
         args = [sys.executable, "-m", "namesrv.readworkers.worker", "--index", str(index),
@@ -137,17 +172,21 @@ class ReadWorkerPool:
                 "--handoff", self.handoff_path, *self.worker_arguments]
         for processor in self.replicable_processors():
             args += ["--processor", processor.name]
+        child_fds = {0: "w", 1: "r", 2: "r"}
+        if self.listen_socket is not None:
+            child_fds[3] = self.listen_socket.fileno()
+            args += ["--listen-fd", "3"]
         env = dict(os.environ)
         source_root = os.path.dirname(os.path.dirname(os.path.abspath(namesrv.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH")) if p)
         self.workers[index] = worker
         self.reactor.spawnProcess(worker, sys.executable, args, env=env, path=self.directory,
-                                  childFDs={0: "w", 1: "r", 2: "r"})
+                                  childFDs=child_fds)
 
     def worker_ended(self, worker, reason):
         if self.workers.get(worker.index) is worker:
             del self.workers[worker.index]
-        if self.running:
+        if self.running and not self.draining:
             log.warn("route read worker {i} exited ({why}); starting another in {s}s", i=worker.index,
                      why=reason.getErrorMessage(), s=RESPAWN_DELAY)
             self._respawns = [c for c in self._respawns if c.active()]
@@ -156,7 +195,7 @@ class ReadWorkerPool:
     # -- replicas ----------------------------------------------------------------------------
     def changed(self, *ignored):
         """Something a read could see changed: publish soon; replicas are stale once settled."""
-        if not self.running:
+        if not self.running or self.draining:
             return
         self._unsettled = True
         self._schedule_publish()
@@ -276,6 +315,28 @@ class ReadWorkerPool:
                     security.metrics.rejected(request_class, reason)
 
 
+class _CountedReceiver(HandoffReceiver):
+    def __init__(self, pool):
+        HandoffReceiver.__init__(self, pool._adopt)
+        self.pool = pool
+        pool.handoffs_open += 1
+
+    def connectionLost(self, reason=None):
+        self.pool.handoffs_open -= 1
+        HandoffReceiver.connectionLost(self, reason)
+
+
+class _CountingHandoffFactory(HandoffFactory):
+    """Handoffs, counted while their bytes arrive: a draining pool is done only when none is open."""
+
+    def __init__(self, pool):
+        HandoffFactory.__init__(self, pool._adopt)
+        self.pool = pool
+
+    def buildProtocol(self, addr):
+        return _CountedReceiver(self.pool)
+
+
 def _worker_may_answer(policy, code):
     if getattr(policy, "checked_by_read_workers", False):
         return True
@@ -317,6 +378,9 @@ class WorkerProcess(protocol.ProcessProtocol):
                 if kind == "counts":
                     self.pool.record_counts(self.index, message.get("counts", []), message.get("connections"),
                                             message.get("rejections", []))
+                elif kind == "listening":
+                    if self.pool.on_listening is not None:
+                        self.pool.on_listening()
                 elif kind == "resync":
                     self.needs_full = True
                     self.pool.changed()

@@ -1,4 +1,4 @@
-"""A TCP listening port that other processes of ours may bind too (SO_REUSEPORT)."""
+"""The listening socket the main process shares with its read workers (and hands over at a takeover)."""
 
 import socket
 
@@ -53,3 +53,44 @@ def listen_shared(reactor, port, factory, interface="127.0.0.1", backlog=50):
         return reactor.adoptStreamPort(sock.fileno(), sock.family, factory)
     finally:
         sock.close()   # the reactor holds its own duplicate of the descriptor
+
+
+def listening_socket(port, interface="127.0.0.1", backlog=50):
+    """One listening socket for the whole server: the main process makes it, its read workers
+    inherit it, and a takeover (namesrv/handover) passes it to the next main process.
+
+    One socket rather than one per process: connections waiting in the accept queue of a
+    SO_REUSEPORT socket that closes are reset, while a socket shared by descriptor lives as
+    long as any process holds it, so a worker's or a whole server's exit loses none.
+    """
+    sock = _shared_socket(port, interface)
+    try:
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except Exception:
+        sock.close()
+        raise
+    return sock
+
+
+class HeldPort(ReservedPort):
+    """The listening socket held (its queue kept alive) by a main process that does not accept:
+    only its read workers accept from it (exclusive mode)."""
+
+    def __init__(self, sock):
+        self.socket = sock
+
+
+def adopt_listening(reactor, sock, factory):
+    """Accept from ``sock`` with ``factory`` (the reactor uses its own duplicate; ``sock`` stays ours)."""
+    return reactor.adoptStreamPort(sock.fileno(), sock.family, factory)
+
+
+def close_listening(port):
+    """Stop accepting on a port whose socket other processes share: close our descriptor only.
+
+    Twisted's ``stopListening`` calls ``shutdown()`` first, and on Linux shutting a listening
+    socket down stops it listening for every process that holds it, resetting its queue.
+    """
+    port._shouldShutdown = False
+    return port.stopListening()

@@ -3,12 +3,19 @@
 It listens on the main process's port once its first replica has arrived (so no client
 lands on it before it can answer), with TLS and ACL as the main process has them
 (guards.py), reports its request counts every second, and exits when its stdin closes
-(the main process stopped or died).
+(the main process stopped or died). It accepts from the listening socket the main process
+made (``--listen-fd``, inherited), so its exit never resets connections still queued.
+
+A ``drain`` message (a takeover, namesrv/handover) makes it stop accepting and hand every
+connection to the main process once nothing is in flight on it; TLS connections, which
+cannot move, are closed once their answers are out. Then it exits.
 """
 
 import argparse
 import collections
 import gc
+import os
+import socket
 import sys
 
 from twisted.internet import protocol, stdio, task
@@ -17,15 +24,19 @@ from twisted.logger import FilteringLogObserver, LogLevel, LogLevelFilterPredica
 
 from zope.interface import implementer
 
-from namesrv.readworkers.feed import FeedError, counts_message, down_reader, resync_message
+from namesrv.readworkers.feed import FeedError, counts_message, down_reader, pack, resync_message
 from namesrv.readworkers.forwarding import WorkerConnectionFactory
 from namesrv.readworkers.generation import SharedGeneration
 from namesrv.readworkers.guards import WorkerGuards, add_arguments
+from namesrv.readworkers.handoff import hand_off_idle, movable, quiet, stop_reading
 from namesrv.readworkers.replica import Replica
-from namesrv.readworkers.sharedport import listen_shared
+from namesrv.readworkers.sharedport import close_listening, listen_shared
 
 log = Logger()
 COUNTS_INTERVAL = 1.0
+#: while draining, how often connections are looked at, and how long the drain may take
+DRAIN_SWEEP = 0.005
+DRAIN_GRACE = 5.0
 
 
 @implementer(IHalfCloseableProtocol)
@@ -50,6 +61,9 @@ class ReadWorker(protocol.Protocol):
         self._reactor_stopping = False
         self._counts = task.LoopingCall(self.send_counts)
         self._counts.clock = reactor
+        self._drain = None
+        self._drain_deadline = None
+        self._senders = []
 
     def dataReceived(self, data):
         try:
@@ -57,6 +71,8 @@ class ReadWorker(protocol.Protocol):
         except FeedError as e:
             log.error("unreadable feed from the main process ({e}); exiting", e=e)
             return self.shut_down()
+        if any(m.get("kind") == "drain" for m in messages):
+            return self.drain()
         self._pending.extend(m for m in messages if m.get("kind") in ("topics", "replica"))
         if self._pending and self._apply_call is None:
             self._apply_call = self.reactor.callLater(0, self._apply_next)
@@ -84,13 +100,61 @@ class ReadWorker(protocol.Protocol):
                 self.listen()
 
     def listen(self):
-        self.port = listen_shared(self.reactor, self.options.port, self.guards.listen_factory(self.factory),
-                                  interface=self.options.interface, backlog=self.options.backlog)
+        factory = self.guards.listen_factory(self.factory)
+        if self.options.listen_fd is not None:
+            probe = socket.socket(fileno=os.dup(self.options.listen_fd))
+            family = probe.family
+            probe.close()
+            self.port = self.reactor.adoptStreamPort(self.options.listen_fd, family, factory)
+            os.close(self.options.listen_fd)   # the port holds its own duplicate
+            self.options.listen_fd = None
+        else:
+            self.port = listen_shared(self.reactor, self.options.port, factory,
+                                      interface=self.options.interface, backlog=self.options.backlog)
         self.guards.startService()
+        self.transport.write(pack({"kind": "listening"}))
         self._counts.start(COUNTS_INTERVAL, now=False)
         log.info("read worker {i} listening on {addr}:{port} (generation {g}, {n} topics)", i=self.options.index,
                  addr=self.options.interface, port=self.options.port, g=self.replica.generation,
                  n=len(self.replica.context.routes.topic_queue_table))
+
+    # -- takeover ------------------------------------------------------------------------------
+    def drain(self):
+        """Stop accepting; move every connection to the main process at a frame boundary; exit."""
+        if self._drain is not None or self._stopped:
+            return
+        log.info("read worker {i} draining: handing its connections to the main process", i=self.options.index)
+        self._pending.clear()
+        if self.port is not None:
+            close_listening(self.port)   # our descriptor only: the socket stays in the main process
+            self.port = None
+        for connection in list(self.factory.connections.values()):
+            stop_reading(connection)
+        self._drain_deadline = self.reactor.seconds() + DRAIN_GRACE
+        self._drain = task.LoopingCall(self._sweep)
+        self._drain.clock = self.reactor
+        # Not now: we run inside an I/O batch, and a read event of this batch for a connection
+        # stopped above is still delivered (Twisted reads on any reported event); detaching in
+        # the same batch would drop those bytes. From a timer call, the next poll is fresh.
+        self._drain.start(DRAIN_SWEEP, now=False)
+
+    def _sweep(self):
+        """Hand over (or close, for TLS) every connection whose answers are all out."""
+        late = self.reactor.seconds() >= self._drain_deadline
+        for connection in list(self.factory.connections.values()):
+            if connection.closing:
+                continue
+            stop_reading(connection)   # a connection accepted just before the drain
+            idle = connection.awaiting == 0 and quiet(connection)
+            if late or (idle and not (movable(connection) and self.options.handoff)):
+                connection.close()
+            elif idle:
+                self._senders.append(hand_off_idle(self.reactor, self.options.handoff, connection))
+        self._senders = [s for s in self._senders if not s.finished]
+        if not self.factory.connections and (not self._senders or late):
+            self._drain.stop()
+            log.info("read worker {i} drained", i=self.options.index)
+            self.shut_down()
 
     def send_counts(self):
         counts = self.replica.counts.take()
@@ -119,11 +183,13 @@ class ReadWorker(protocol.Protocol):
         if self._counts.running:
             self._counts.stop()
             self.send_counts()
+        if self._drain is not None and self._drain.running:
+            self._drain.stop()
         if self._apply_call is not None and self._apply_call.active():
             self._apply_call.cancel()
         self._apply_call = None
         if self.port is not None:
-            self.port.stopListening()
+            close_listening(self.port)
             self.port = None
         if self.guards.running:
             self.guards.stopService()
@@ -160,6 +226,7 @@ def parse_args(argv):
     parser.add_argument("--handoff", default=None, help="the main process's UNIX socket for brokers' connections")
     parser.add_argument("--processor", action="append", dest="processors", default=[],
                         help="a replicable processor to build through its plugin factory (repeatable)")
+    parser.add_argument("--listen-fd", type=int, default=None, help="the inherited listening socket to accept from")
     add_arguments(parser)
     return parser.parse_args(argv)
 

@@ -8,6 +8,8 @@ import sys
 import time
 
 from namesrv.client import BlockingRemotingClient
+from namesrv.protocol.codes import RequestCode
+from namesrv.protocol.command import make_request
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TWISTD = os.path.join(os.path.dirname(sys.executable), "twistd")
@@ -58,10 +60,18 @@ class NamesrvProcess:
                 raise RuntimeError("namesrv exited with %s:\n%s\n%s" % (
                     self.process.returncode, self.process.stdout.read().decode(errors="replace"), self.log()))
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                # Answered, not only accepted: with read workers the port queues connections
+                # until a worker has its first replica.
+                with BlockingRemotingClient("127.0.0.1", self.port, timeout=max(1.0, deadline - time.monotonic())) \
+                        as probe:
+                    probe.call(make_request(RequestCode.GET_BROKER_CLUSTER_INFO))
                 return self
-            except OSError:
+            except ConnectionRefusedError:
                 time.sleep(0.05)
+            except socket.timeout:
+                continue
+            except OSError:
+                return self   # accepted, then closed (tlsMode=enforcing closes a plain client): serving
         self.stop()
         raise RuntimeError("namesrv did not listen within %ss:\n%s" % (timeout, self.log()))
 

@@ -1,0 +1,176 @@
+"""Both ends of a takeover for one NamesrvService: the control socket, and the hooks the
+conversation (handing.py, taking.py) needs from the server."""
+
+import os
+import socket
+
+from twisted.internet import defer
+from twisted.logger import Logger
+
+from namesrv.handover.drain import ServerDrain
+from namesrv.handover.handing import HandingFactory
+from namesrv.handover.inflight import InFlightDispatcher
+from namesrv.handover.taking import TakeoverClient
+from namesrv.storage.instance import InstanceIdentity
+from namesrv.readworkers.handoff import adopt_connection
+from namesrv.readworkers.unixclient import connect_unix
+
+log = Logger()
+
+#: the longest path a UNIX socket can bind on Linux
+MAX_SOCKET_PATH = 107
+
+
+def control_path(config):
+    """``<instance id file>.handover.sock``: one per instance (per KV file), beside its id."""
+    return config.instance_id_path() + ".handover.sock"
+
+
+def answers(path):
+    """Does a live process listen on the UNIX socket ``path``? (At start only: a local connect
+    returns at once.)"""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+class NothingToTakeOver(Exception):
+    """No process of this instance answers on its control socket."""
+
+
+class Handover:
+    """Created by the service after its dispatcher is wired (it counts deferred answers)."""
+
+    def __init__(self, service, takeover=False):
+        self.service = service
+        self.reactor = service.reactor
+        self.takeover = takeover
+        self._path = False   # computed at first use (control_path)
+        self._identity = None
+        self.inflight = InFlightDispatcher(service.factory.dispatcher)
+        service.factory.dispatcher = self.inflight
+        self.drain = ServerDrain(service, self.inflight)
+        self.busy = False
+        self.handed_over = False
+        self.control_port = None
+        self.client = None
+
+    @property
+    def path(self):
+        if self._path is False:
+            self._path = control_path(self.service.config)
+            if len(os.fsencode(self._path)) > MAX_SOCKET_PATH:
+                log.warn("takeover control socket {path} is too long for a UNIX socket: this process cannot be "
+                         "taken over (use a shorter kvConfigPath)", path=self._path)
+                self._path = None
+        return self._path
+
+    @property
+    def identity(self):
+        if self._identity is None:
+            self._identity = InstanceIdentity.for_config(self.service.config)
+        return self._identity
+
+    # -- the new process ---------------------------------------------------------------------
+    def take_over(self):
+        """A Deferred firing with the old process's listening socket once its tables are ours
+        (None when no process of this instance runs: start as usual). Fails with TakeoverRefused."""
+        if self.path is None or not os.path.exists(self.path):
+            log.info("takeover: no running process of this instance ({path}); starting normally", path=self.path)
+            return defer.succeed(None)
+        self.client = TakeoverClient(self.identity, self._adopt)
+        connect_unix(self.reactor, self.path, self.client, self._connect_failed)
+        return self.client.state.addCallbacks(self._adopt_state, self._nothing_running)
+
+    @staticmethod
+    def _nothing_running(failure):
+        failure.trap(NothingToTakeOver)
+        return None
+
+    def _connect_failed(self, reason):
+        log.info("takeover: nothing answers on {path} ({why}); starting normally", path=self.path,
+                 why=reason.getErrorMessage())
+        client, self.client = self.client, None
+        client.state.errback(NothingToTakeOver())
+
+    def _adopt_state(self, state):
+        from namesrv.routes.snapshot import restore_snapshot
+        restore_snapshot(self.service.routes, state.routes)   # the old process's tables, brokers as restored
+        self.service.kv.load()                                # flushed by the old process before it answered
+        log.info("takeover: tables taken over ({n} topics)", n=len(self.service.routes.topic_queue_table))
+        return state.listening
+
+    def _adopt(self, descriptor, peer, unread):
+        adopt_connection(self.reactor, self.service.factory, descriptor, peer, unread)
+
+    def serving(self):
+        """The service listens: tell the old process (which then sends its connections), or
+        open our control socket at once."""
+        if self.client is None:
+            return self._listen_control()
+        self.client.ready()
+        self.client.done.addCallback(self._taken_over).addErrback(
+            lambda failure: log.warn("takeover ended early: {why}", why=failure.getErrorMessage()))
+        self.client.done.addBoth(lambda _: self._listen_control())
+
+    def _taken_over(self, counts):
+        moved, closed = counts
+        log.info("takeover complete: {m} connections moved here, {c} closed by the old process", m=moved, c=closed)
+
+    def _listen_control(self):
+        if self.path is None or self.control_port is not None or not self.service.running:
+            return
+        if os.path.exists(self.path):
+            if answers(self.path):
+                log.warn("takeover control socket {path} belongs to another live process of this instance; "
+                         "this one cannot be taken over", path=self.path)
+                return
+            os.unlink(self.path)
+        self.control_port = self.reactor.listenUNIX(self.path, HandingFactory(self, self.reactor), mode=0o600)
+
+    def stop(self):
+        if self.control_port is not None:
+            port, self.control_port = self.control_port, None
+            return port.stopListening()
+
+    # -- the old process (HandingSession's server) -----------------------------------------------
+    def begin(self):
+        self.busy = True
+        self.stop()   # one takeover at a time; the new process listens here once it is done
+        self.drain.begin()
+
+    def settled(self):
+        return self.drain.settled()
+
+    def listen_fd(self):
+        return self.service.listen_socket.fileno()
+
+    def tables(self):
+        from namesrv.routes.snapshot import encode_snapshot
+        self.service.kv.flush_sync()
+        return encode_snapshot(self.service.routes, self.identity.as_record())
+
+    def detach_all(self):
+        return self.drain.detach_all()
+
+    def release(self, sockets):
+        self.drain.release(sockets)
+
+    def resume(self, why):
+        log.warn("takeover abandoned ({why}): serving again", why=why)
+        self.busy = False
+        self.drain.resume()
+        self._listen_control()
+
+    def finished(self, moved, closed):
+        self.handed_over = True
+
+    def exit(self):
+        log.info("handed over: exiting")
+        self.reactor.callLater(0, self.reactor.stop)

@@ -1,0 +1,108 @@
+"""The old main process's side of a takeover: stop taking work, then give everything away.
+
+Order matters for "no registration lost": the read workers first hand all their
+connections to this process (which keeps them, unread, instead of serving them), while
+this process still serves its own connections and the forwarded ones (a worker waits for
+its forwarded answers before it moves a connection). Once the workers are gone, this
+process stops reading every connection and waits until no answer is pending and every
+answer has left. Only then are the tables copied: nothing can change them after that,
+and everything not yet read travels with the sockets to the new process.
+"""
+
+import os
+
+from namesrv.readworkers.handoff import adopt_connection, detach, movable, quiet, stop_reading
+from namesrv.server.factory import NoHousekeeping
+
+class ServerDrain:
+    """Drains a NamesrvService (``service``) whose dispatcher is counted by ``inflight``."""
+
+    def __init__(self, service, inflight):
+        self.service = service
+        self.inflight = inflight
+        self.collected = []   # (descriptor, peer, unread): sockets handed to us by our workers
+        self.begun = False
+
+    def _factories(self):
+        factories = [self.service.factory]
+        pool = self.service.read_workers
+        if pool is not None and pool.forwarded is not None:
+            factories.append(pool.forwarded)
+        return factories
+
+    def connections(self):
+        return [c for f in self._factories() for c in list(f.connections.values()) if not c.closing]
+
+    def begin(self):
+        """Stop accepting and start the workers' drain. Closing a connection from now on is the
+        server leaving, not a broker: no housekeeping."""
+        self.begun = True
+        for factory in self._factories():
+            factory.housekeeping = NoHousekeeping()
+        port = self.service.port
+        if hasattr(port, "stopReading"):
+            port.stopReading()   # our accepting only: the socket and its queue live on
+        pool = self.service.read_workers
+        if pool is not None:
+            pool.divert = self._collect
+            pool.drain()
+
+    def _collect(self, descriptor, peer, unread):
+        self.collected.append((descriptor, peer, unread))
+
+    def settled(self):
+        """True once the workers are gone and no connection here has anything in flight."""
+        pool = self.service.read_workers
+        if pool is not None and not pool.drained():
+            return False
+        connections = self.connections()
+        for connection in connections:
+            stop_reading(connection)
+        return self.inflight.count == 0 and all(quiet(c) for c in connections)
+
+    def detach_all(self):
+        """Every connection as (descriptor, peer, unread), ours closed; TLS ones are closed (their
+        clients reconnect). Returns (movable sockets, number closed)."""
+        moving, self.collected = self.collected, []
+        closed = 0
+        for connection in self.connections():
+            if movable(connection):
+                descriptor, unread = detach(connection)
+                moving.append((descriptor, connection.peer, unread))
+            else:
+                connection.close()
+                closed += 1
+        return moving, closed
+
+    def release(self, moving):
+        """Close descriptors that could not be sent."""
+        for descriptor, _, _ in moving:
+            try:
+                os.close(descriptor)
+            except OSError:
+                pass
+
+    def resume(self):
+        """The takeover failed before any connection moved: serve everything here again."""
+        service = self.service
+        for factory in self._factories():
+            factory.housekeeping = service.housekeeping
+        for connection in self.connections():
+            transport = connection.transport
+            if hasattr(transport, "registerProducer") and getattr(transport, "producer", None) is None:
+                transport.registerProducer(connection, True)
+            if not connection.paused and hasattr(transport, "startReading"):
+                transport.startReading()
+        collected, self.collected = self.collected, []
+        for descriptor, peer, unread in collected:
+            adopt_connection(service.reactor, service.factory, descriptor, peer, unread)
+        if hasattr(service.port, "startReading"):
+            service.port.startReading()
+        pool = service.read_workers
+        if pool is not None:
+            pool.divert = None
+            pool.draining = False
+            for index in range(pool.count):
+                if index not in pool.workers:
+                    pool._spawn(index)
+        self.begun = False

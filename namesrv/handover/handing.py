@@ -1,0 +1,150 @@
+"""The old process's end of a takeover: one conversation on its control socket.
+
+States: ``hello`` (waiting for the new process to introduce itself) → ``draining`` (workers
+hand their connections in, answers in flight finish) → ``sent`` (tables and listening
+socket sent; waiting for ``ready``) → ``done`` (every connection sent; the process exits).
+If the new process goes away or refuses before ``ready``, the old one resumes serving
+(``server.resume``); after ``ready`` the connections are the new process's, so the old
+one exits whatever happens.
+"""
+
+import os
+
+from twisted.internet import protocol, task
+from twisted.internet.interfaces import IFileDescriptorReceiver
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from namesrv.handover import messages
+from namesrv.handover.messages import HandoverProtocolError, MessageReader, choose_version, encode
+
+#: how often the drain is looked at, how long it may take, how long ``ready`` may take
+SWEEP = 0.005
+DRAIN_GRACE = 10.0
+READY_TIMEOUT = 60.0
+
+
+@implementer(IFileDescriptorReceiver)
+class HandingSession(protocol.Protocol):
+    """``server`` provides: ``identity`` (InstanceIdentity), ``busy`` (a takeover already runs),
+    ``begin()``, ``settled()``, ``tables()`` (snapshot bytes, KV flushed), ``listen_fd()``,
+    ``detach_all()`` → (sockets, closed), ``release(sockets)``, ``resume(why)``,
+    ``finished(moved, closed)``."""
+
+    log = Logger()
+
+    def __init__(self, server, clock):
+        self.server = server
+        self.clock = clock
+        self.reader = MessageReader()
+        self.state = "hello"
+        self.version = None
+        self.peer_pid = None
+        self._sweep = None
+        self._deadline = None
+        self._ready_timeout = None
+        self._sent = []   # descriptors queued on the transport: closed once it is gone
+
+    def fileDescriptorReceived(self, descriptor):
+        os.close(descriptor)   # the new process never sends us any
+
+    def dataReceived(self, data):
+        try:
+            for message in self.reader.feed(data):
+                self._handle(message)
+        except HandoverProtocolError as e:
+            self.log.warn("takeover: unreadable message ({e}); closing", e=e)
+            self.transport.loseConnection()
+
+    def _handle(self, message):
+        kind = message["kind"]
+        if kind == messages.HELLO and self.state == "hello":
+            return self._hello(message)
+        if kind == messages.READY and self.state == "sent":
+            return self._ready()
+        self.log.warn("takeover: unexpected {kind} in state {state}; closing", kind=kind, state=self.state)
+        self.transport.loseConnection()
+
+    def _refuse(self, reason):
+        self.log.warn("takeover refused: {reason}", reason=reason)
+        self.state = "refused"
+        self.transport.write(encode(messages.REFUSE, reason=reason))
+        self.transport.loseConnection()
+
+    def _hello(self, message):
+        self.version = choose_version(message.get("versions") or ())
+        if self.version is None:
+            return self._refuse("no common takeover version: we speak %s, you offered %r"
+                                % (list(messages.VERSIONS), message.get("versions")))
+        record = {"instance": message.get("instance"), "listen": message.get("listen")}
+        if not self.server.identity.owns(record):
+            return self._refuse("this is %s, not %s" % (self.server.identity.describe(self.server.identity.as_record()),
+                                                        self.server.identity.describe(record)))
+        if self.server.busy:
+            return self._refuse("a takeover is already under way")
+        self.peer_pid = message.get("pid")
+        self.log.info("takeover by process {pid} (version {v}): draining", pid=self.peer_pid, v=self.version)
+        self.state = "draining"
+        self.server.begin()
+        self._deadline = self.clock.seconds() + DRAIN_GRACE
+        self._sweep = task.LoopingCall(self._check_drained)
+        self._sweep.clock = self.clock
+        self._sweep.start(SWEEP, now=True)
+
+    def _check_drained(self):
+        late = self.clock.seconds() >= self._deadline
+        if not (self.server.settled() or late):
+            return
+        self._sweep.stop()
+        if late:
+            self.log.warn("takeover: drain not finished within {s}s; going on", s=DRAIN_GRACE)
+        descriptor = self.server.listen_fd()
+        routes = self.server.tables()
+        self.transport.sendFileDescriptor(descriptor)
+        self.transport.write(encode(messages.STATE, version=self.version, routes=routes))
+        self.state = "sent"
+        self._ready_timeout = self.clock.callLater(READY_TIMEOUT, self._no_ready)
+
+    def _no_ready(self):
+        self._ready_timeout = None
+        self.log.warn("takeover: no ready within {s}s", s=READY_TIMEOUT)
+        self.transport.loseConnection()
+
+    def _ready(self):
+        if self._ready_timeout is not None and self._ready_timeout.active():
+            self._ready_timeout.cancel()
+        sockets, closed = self.server.detach_all()
+        for descriptor, peer, unread in sockets:
+            self.transport.sendFileDescriptor(descriptor)
+            self.transport.write(encode(messages.CONNECTION, peer=peer, unread=unread))
+            self._sent.append(descriptor)
+        self.transport.write(encode(messages.DONE, moved=len(sockets), closed=closed))
+        self.state = "done"
+        self.log.info("takeover: {n} connections moved to process {pid}, {c} closed", n=len(sockets),
+                      pid=self.peer_pid, c=closed)
+        self.server.finished(len(sockets), closed)
+        self.transport.loseConnection()
+
+    def connectionLost(self, reason=None):
+        if self._sweep is not None and self._sweep.running:
+            self._sweep.stop()
+        if self._ready_timeout is not None and self._ready_timeout.active():
+            self._ready_timeout.cancel()
+        self.server.release([(d, None, None) for d in self._sent])
+        self._sent = []
+        if self.state in ("draining", "sent"):
+            self.state = "failed"
+            self.server.resume("the new process left before it was ready")
+        elif self.state == "done":
+            self.server.exit()
+
+
+class HandingFactory(protocol.Factory):
+    noisy = False
+
+    def __init__(self, server, clock):
+        self.server = server
+        self.clock = clock
+
+    def buildProtocol(self, addr):
+        return HandingSession(self.server, self.clock)

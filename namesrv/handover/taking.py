@@ -1,0 +1,117 @@
+"""The new process's end of a takeover: ask, receive the tables and the listening socket,
+say when serving, then adopt every connection the old process sends."""
+
+import os
+import socket
+
+from twisted.internet import defer, protocol
+from twisted.internet.interfaces import IFileDescriptorReceiver
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from namesrv.handover import messages
+from namesrv.handover.messages import HandoverProtocolError, MessageReader, encode
+
+
+class TakeoverRefused(Exception):
+    """The old process said no (another instance, no common version, a takeover under way),
+    or the conversation broke before the tables arrived."""
+
+
+class TakenState:
+    """What the old process gave: its listening socket and its route tables (snapshot bytes)."""
+
+    def __init__(self, listening, routes, version):
+        self.listening = listening
+        self.routes = routes
+        self.version = version
+
+
+@implementer(IFileDescriptorReceiver)
+class TakeoverClient(protocol.Protocol):
+    """``state`` fires with a TakenState (or fails with TakeoverRefused); call ``ready()`` once
+    serving from its socket; ``adopt(descriptor, peer, unread)`` is called for each connection;
+    ``done`` fires with (moved, closed) when the old process has given everything."""
+
+    log = Logger()
+
+    def __init__(self, identity, adopt):
+        self.identity = identity
+        self.adopt = adopt
+        self.reader = MessageReader()
+        self.descriptors = []
+        self.state = defer.Deferred()
+        self.done = defer.Deferred()
+        self.phase = "hello"
+        self.moved = 0
+
+    def connectionMade(self):
+        record = self.identity.as_record()
+        self.transport.write(encode(messages.HELLO, versions=list(messages.VERSIONS), instance=record["instance"],
+                                    listen=record["listen"], pid=os.getpid()))
+
+    def fileDescriptorReceived(self, descriptor):
+        os.set_inheritable(descriptor, False)
+        self.descriptors.append(descriptor)
+
+    def dataReceived(self, data):
+        try:
+            for message in self.reader.feed(data):
+                self._handle(message)
+        except HandoverProtocolError as e:
+            self._fail("unreadable message from the old process (%s)" % e)
+
+    def _handle(self, message):
+        kind = message["kind"]
+        if kind == messages.REFUSE:
+            return self._fail("the running process refused: %s" % message.get("reason"))
+        if kind == messages.STATE and self.phase == "hello":
+            descriptor = self._take_descriptor()
+            routes = message.get("routes")
+            if descriptor is None or not isinstance(routes, bytes):
+                return self._fail("state without its listening socket or tables")
+            self.phase = "state"
+            listening = socket.socket(fileno=descriptor)
+            listening.setblocking(False)
+            return self.state.callback(TakenState(listening, routes, message.get("version")))
+        if kind == messages.CONNECTION and self.phase == "ready":
+            descriptor = self._take_descriptor()
+            unread = message.get("unread") or b""
+            peer = message.get("peer") or "?"
+            if descriptor is None or not isinstance(unread, bytes):
+                return self._fail("connection message without its socket")
+            self.moved += 1
+            return self.adopt(descriptor, str(peer), unread)
+        if kind == messages.DONE and self.phase == "ready":
+            self.phase = "done"
+            self.transport.loseConnection()
+            return self.done.callback((message.get("moved"), message.get("closed")))
+        self._fail("unexpected %s message in phase %s" % (kind, self.phase))
+
+    def _take_descriptor(self):
+        return self.descriptors.pop(0) if self.descriptors else None
+
+    def ready(self):
+        self.phase = "ready"
+        self.transport.write(encode(messages.READY))
+
+    def _fail(self, why):
+        if self.transport is not None:
+            self.transport.loseConnection()
+        self._lost(why)
+
+    def _lost(self, why):
+        if self.phase == "hello":
+            self.phase = "failed"
+            self.state.errback(TakeoverRefused(why))
+        elif self.phase in ("state", "ready"):
+            self.phase = "failed"
+            self.log.warn("takeover: {why}; {n} connections adopted, the others reconnect", why=why, n=self.moved)
+            self.done.errback(TakeoverRefused(why))
+
+    def connectionLost(self, reason=None):
+        for descriptor in self.descriptors:
+            os.close(descriptor)
+        self.descriptors = []
+        if self.phase not in ("done", "failed"):
+            self._lost("the old process closed the conversation")

@@ -1,0 +1,129 @@
+"""The old process's side of a takeover, message by message (StringTransport, task.Clock)."""
+
+from twisted.internet import task
+
+from namesrv.handover import handing, messages
+from namesrv.handover.handing import HandingSession
+from namesrv.handover.messages import MessageReader, encode
+from tests.handover.fakes import DescriptorTransport, FakeServer
+
+
+def session(server=None):
+    server = server or FakeServer()
+    clock = task.Clock()
+    proto = HandingSession(server, clock)
+    transport = DescriptorTransport()
+    proto.makeConnection(transport)
+    return proto, transport, server, clock
+
+
+def hello(instance="id-1", listen="127.0.0.1:9876", versions=(1,)):
+    return encode(messages.HELLO, versions=list(versions), instance=instance, listen=listen, pid=123)
+
+
+def sent(transport):
+    return MessageReader().feed(transport.value())
+
+
+def test_a_full_takeover_in_order():
+    proto, transport, server, clock = session()
+    proto.dataReceived(hello())
+    assert server.calls == ["begin"] and proto.state == "draining"
+    clock.advance(handing.SWEEP)
+    assert transport.value() == b""                      # nothing sent while in flight
+    server.is_settled = True
+    clock.advance(handing.SWEEP)
+    assert server.calls == ["begin", "tables"]
+    (state,) = sent(transport)
+    assert state == {"kind": "state", "version": 1, "routes": b"ROUTES"}
+    assert transport.descriptors == [(0, 40)]             # the listening socket, with the state's first byte
+    proto.dataReceived(encode(messages.READY))
+    messages_out = sent(transport)
+    assert [m["kind"] for m in messages_out] == ["state", "connection", "connection", "done"]
+    assert [(m["peer"], m["unread"]) for m in messages_out[1:3]] == [("127.0.0.1:5000", b"\x00\x00"),
+                                                                     ("127.0.0.1:5001", b"")]
+    assert messages_out[3]["moved"] == 2 and messages_out[3]["closed"] == 1
+    # each socket goes with the first byte of its own message
+    starts = []
+    offset = 0
+    for chunk in _frames(transport.value()):
+        starts.append(offset)
+        offset += len(chunk)
+    assert [fd for _, fd in transport.descriptors] == [40, 41, 42]
+    assert [at for at, _ in transport.descriptors] == starts[:3]
+    assert transport.disconnecting
+    proto.connectionLost(None)
+    assert server.calls[-3:] == [("finished", 2, 1), ("release", [41, 42]), "exit"]
+
+
+def _frames(data):
+    import struct
+    while data:
+        (n,) = struct.unpack(">I", data[:4])
+        yield data[:4 + n]
+        data = data[4 + n:]
+
+
+def test_another_instance_is_refused_and_nothing_drains():
+    proto, transport, server, clock = session()
+    proto.dataReceived(hello(instance="someone-else"))
+    (refusal,) = sent(transport)
+    assert refusal["kind"] == "refuse" and "someone-else" in refusal["reason"]
+    assert server.calls == [] and transport.disconnecting
+
+
+def test_another_listen_address_is_refused():
+    proto, transport, server, clock = session()
+    proto.dataReceived(hello(listen="127.0.0.1:9877"))
+    assert sent(transport)[0]["kind"] == "refuse"
+
+
+def test_no_common_version_is_refused_naming_ours():
+    proto, transport, server, clock = session()
+    proto.dataReceived(hello(versions=(7, 8)))
+    (refusal,) = sent(transport)
+    assert "no common takeover version" in refusal["reason"] and "[1]" in refusal["reason"]
+
+
+def test_a_second_takeover_while_one_runs_is_refused():
+    server = FakeServer()
+    server.busy = True
+    proto, transport, _, _ = session(server)
+    proto.dataReceived(hello())
+    assert sent(transport)[0]["reason"] == "a takeover is already under way"
+
+
+def test_the_new_process_leaving_before_ready_resumes_the_old_one():
+    proto, transport, server, clock = session()
+    proto.dataReceived(hello())
+    server.is_settled = True
+    clock.advance(handing.SWEEP)
+    proto.connectionLost(None)
+    assert server.calls[-1] == "resume" and "detach_all" not in server.calls
+
+
+def test_no_ready_in_time_closes_and_resumes():
+    proto, transport, server, clock = session()
+    proto.dataReceived(hello())
+    server.is_settled = True
+    clock.advance(handing.SWEEP)
+    clock.advance(handing.READY_TIMEOUT)
+    assert transport.disconnecting
+    proto.connectionLost(None)
+    assert server.calls[-1] == "resume"
+
+
+def test_a_drain_that_never_settles_goes_on_after_the_grace():
+    proto, transport, server, clock = session()
+    proto.dataReceived(hello())
+    clock.pump([handing.SWEEP] * int(handing.DRAIN_GRACE / handing.SWEEP + 2))
+    assert sent(transport)[0]["kind"] == "state"
+
+
+def test_garbage_or_a_message_out_of_order_closes_without_draining():
+    proto, transport, server, clock = session()
+    proto.dataReceived(b"\x00\x00\x00\x01\xc1")
+    assert transport.disconnecting and server.calls == []
+    proto, transport, server, clock = session()
+    proto.dataReceived(encode(messages.READY))
+    assert transport.disconnecting and server.calls == []

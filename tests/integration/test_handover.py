@@ -1,0 +1,144 @@
+"""`twistd namesrv --takeover` replaces a running server on its port over real sockets: route
+readers see no failure and no TOPIC_NOT_EXIST, a broker's open connection is served by the
+new process, and the old one exits by itself."""
+
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+from namesrv.client import BlockingRemotingClient
+from namesrv.protocol.codes import RequestCode, ResponseCode
+from namesrv.protocol.command import make_request
+from tests.brokers import register_request, route_request
+from tests.integration.server import NamesrvProcess
+
+TOPIC = "HandoverTopic"
+#: each reader stops after this many requests or seconds, whichever comes first
+MAX_REQUESTS = 20000
+MAX_SECONDS = 60.0
+
+
+class RouteReader(threading.Thread):
+    """Reads TOPIC's route in a loop; ``fresh``: a new connection per request (exercises the
+    accept queue), else one connection kept open (as a Java client does)."""
+
+    def __init__(self, port, fresh=False):
+        threading.Thread.__init__(self, daemon=True)
+        self.port = port
+        self.fresh = fresh
+        self.stop_event = threading.Event()
+        self.sent = self.failed = self.not_exist = 0
+        self.slowest = 0.0
+        self.errors = []
+
+    def run(self):
+        client = None
+        deadline = time.monotonic() + MAX_SECONDS
+        while not self.stop_event.is_set() and self.sent < MAX_REQUESTS and time.monotonic() < deadline:
+            self.sent += 1
+            began = time.monotonic()
+            try:
+                if client is None:
+                    client = BlockingRemotingClient("127.0.0.1", self.port, timeout=10.0)
+                answer = client.call(route_request(TOPIC))
+                if answer.code == ResponseCode.TOPIC_NOT_EXIST:
+                    self.not_exist += 1
+                elif answer.code != ResponseCode.SUCCESS:
+                    self.failed += 1
+                    self.errors.append("code %s %s" % (answer.code, answer.remark))
+            except (OSError, ConnectionError) as e:
+                self.failed += 1
+                self.errors.append(repr(e))
+                if client is not None:
+                    client.close()
+                client = None
+            self.slowest = max(self.slowest, time.monotonic() - began)
+            if self.fresh and client is not None:
+                client.close()
+                client = None
+        if client is not None:
+            client.close()
+
+
+def start_takeover(old):
+    """A second twistd with the same -c file and --takeover."""
+    new = NamesrvProcess.__new__(NamesrvProcess)
+    new.__dict__.update(old.__dict__)
+    new.log_file = os.path.join(old.workdir, "twistd-new.log")
+    new.process = subprocess.Popen(new.command("--takeover"), cwd=new.workdir, env=new.env(),
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return new
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+@pytest.mark.parametrize("workers", ["1", "0"])
+def test_takeover_drops_no_request_and_keeps_the_broker(tmp_path, workers):
+    old = NamesrvProcess(tmp_path, {"routeReadWorkers": workers}).start()
+    new = None
+    readers = []
+    try:
+        broker = BlockingRemotingClient("127.0.0.1", old.port)
+        assert broker.call(register_request("C", "b-hand", "127.0.0.1:10911", topics=[TOPIC, "First"])).code == 0
+        wait_for(lambda: BlockingRemotingClient("127.0.0.1", old.port).call(route_request(TOPIC)).code == 0,
+                 30, "the route on the old process")
+        readers = [RouteReader(old.port), RouteReader(old.port, fresh=True)]
+        for reader in readers:
+            reader.start()
+        time.sleep(0.5)
+        new = start_takeover(old)
+        old.process.wait(30)   # the old process exits by itself once everything is handed over
+        assert old.process.returncode == 0, old.log()
+        time.sleep(0.5)
+        for reader in readers:
+            reader.stop_event.set()
+            reader.join(MAX_SECONDS)
+        # the broker's connection, opened on the old process, is served by the new one
+        assert broker.call(register_request("C", "b-hand", "127.0.0.1:10911", topics=[TOPIC, "First", "Second"],
+                                            counter=2)).code == 0
+        answer = broker.call(make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Second"}))
+        assert answer.code == ResponseCode.SUCCESS
+        broker.close()
+        assert new.process.poll() is None
+        wait_for(lambda: "takeover complete" in new.log(), 10, "the new process's log")
+    finally:
+        for reader in readers:
+            reader.stop_event.set()
+        old.stop()
+        if new is not None:
+            new.stop()
+    for reader in readers:
+        assert reader.sent > 50
+        assert (reader.failed, reader.not_exist) == (0, 0), (reader.fresh, reader.errors[:5])
+    assert "handed over: exiting" in old.log()
+
+
+
+def test_a_takeover_by_another_listen_address_is_refused_and_the_old_process_keeps_serving(tmp_path):
+    old = NamesrvProcess(tmp_path, {"routeReadWorkers": "0"}).start()
+    try:
+        broker = BlockingRemotingClient("127.0.0.1", old.port)
+        assert broker.call(register_request("C", "b-keep", "127.0.0.1:10911", topics=[TOPIC, "First"])).code == 0
+        # the same KV file (so the same control socket) but another port: another instance
+        (tmp_path / "other").mkdir()
+        other = NamesrvProcess(tmp_path / "other", {"kvConfigPath": os.path.join(old.workdir, "kvConfig.json")})
+        other.process = subprocess.Popen(other.command("--takeover"), cwd=other.workdir, env=other.env(),
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        other.process.wait(30)   # it gives up by itself
+        assert "takeover failed" in other.log() and "listening on 127.0.0.1:%d" % other.port in other.log()
+        assert "takeover refused" in old.log()
+        assert old.process.poll() is None
+        assert broker.call(route_request(TOPIC)).code == ResponseCode.SUCCESS
+        broker.close()
+    finally:
+        old.stop()
