@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN = $(VENV)/bin
 ARGS ?=
 
-.PHONY: run test bench clean
+.PHONY: run test bench clean spark-package
 
 $(BIN)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ test: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python -m bench $(ARGS)
+
+# dist/spark.zip + dist/spark_report.py for spark-submit (see README, Event log and Spark reports)
+spark-package:
+	$(PYTHON) -m spark.package --dist dist
 
 clean:
 	rm -rf $(VENV) build *.egg-info twisted/plugins/dropin.cache
