@@ -37,7 +37,7 @@ def generate(data_dir, size):
 
 def run_report(directory, out, master, driver_memory):
     cmd = [sys.executable, "-m", "spark.report", "--input", directory, "--output", out, "--master", master,
-           "--conf", "spark.driver.memory=%s" % driver_memory]
+           "--conf", "spark.driver.memory=%s" % driver_memory, "--json"]
     started = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     elapsed = time.time() - started
