@@ -18,6 +18,7 @@ import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 SIZE = (10, 4)
 GAP_COLOR = "#dddddd"
@@ -43,7 +44,7 @@ def _figure(title, height=None):
 
 def _save(fig, path):
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    fig.savefig(path, dpi=80, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -148,6 +149,8 @@ def series(path, title, lines, ylabel, covered, bucket, log=False, zero=True):
         ax.set_yscale("log")
     else:
         ax.set_ylim(bottom=0)
+        if zero:   # counts: whole numbers on the axis
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(handles, names, fontsize=8, loc="upper left")
     _time_axis(ax)
     return _save(fig, path)
@@ -160,7 +163,8 @@ def sessions(path, title, rows, lanes, flaps=(), covered=(), bucket=60000):
     expired ms, re-registered ms). A session is a green bar; an expiration a red x; a flap an orange
     band over the time the broker was away; a clean unregistration a blue bar end.
     """
-    fig, ax = _figure(title, height=max(3, 0.4 * len(lanes) + 2))
+    fig, ax = plt.subplots(figsize=(12, max(3, 0.4 * len(lanes) + 2)))
+    ax.set_title(title, pad=26)
     if not rows:
         _empty(ax)
         return _save(fig, path)
@@ -190,7 +194,7 @@ def sessions(path, title, rows, lanes, flaps=(), covered=(), bucket=60000):
                      label="unregistered")]
     if covered and gaps(set(covered), bucket):
         legend.append(Patch(color=GAP_COLOR, label="no log data"))
-    ax.legend(handles=legend, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=len(legend),
+    ax.legend(handles=legend, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.04), ncol=len(legend),
               frameon=False)
     _time_axis(ax)
     return _save(fig, path)

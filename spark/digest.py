@@ -64,7 +64,7 @@ def collect(staged, tables, top=20):
     def lane(server, addr):
         return "%s @ %s" % (addr, server)
 
-    d["lanes"] = ["%s (%d flaps, %d expirations)" % (lane(r["server"], r["brokerAddr"]), r["flaps"], r["expirations"])
+    d["lanes"] = ["%s  %d flaps/%d exp" % (lane(r["server"], r["brokerAddr"]), r["flaps"], r["expirations"])
                   for r in lanes]
     label = dict(zip([lane(*k) for k in lane_keys], d["lanes"]))
     sess, flapped = [], []
