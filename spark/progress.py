@@ -97,3 +97,41 @@ def summary_line(summary):
     return "%d rows read, %d malformed, %.1f s; report: %s" % (
         sum(lines.values()), lines.get("malformed", 0), summary["seconds"],
         summary["output"].rstrip("/") + "/report.html")
+
+
+class PhaseTimes:
+    """Wall seconds and Spark jobs per phase of a run (the summary's ``phases``: a built-in profile).
+
+    Forwards each phase to the progress display. Jobs are counted from the status tracker's job ids, so
+    the figure includes the small jobs (listing, schema, collects) as well as the big ones.
+    """
+
+    def __init__(self, spark, display=None, clock=time.monotonic):
+        self.tracker = spark.sparkContext.statusTracker()
+        self.display = display or NoProgress()
+        self.clock = clock
+        self.rows = []
+        self._current = None
+
+    def _jobs(self):
+        try:
+            return len(self.tracker.getJobIdsForGroup(None))
+        except Exception:  # noqa: BLE001 - a tracker that cannot answer leaves the count out
+            return None
+
+    def _close_current(self):
+        if self._current is not None:
+            name, started, jobs = self._current
+            now_jobs = self._jobs()
+            self.rows.append({"phase": name, "seconds": round(self.clock() - started, 2),
+                              "jobs": None if jobs is None or now_jobs is None else now_jobs - jobs})
+
+    def phase(self, name):
+        self._close_current()
+        self._current = (name, self.clock(), self._jobs())
+        self.display.phase(name)
+
+    def finish(self):
+        self._close_current()
+        self._current = None
+        return self.rows

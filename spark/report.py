@@ -1,11 +1,15 @@
 """Entry point: ``python -m spark.report --input DIR_OR_GLOB --output OUT_DIR [--master local[*]]``.
 
-Also runs unchanged under ``spark-submit``; only the driver runs Python (there is no Python UDF), so the
-package is needed on the driver only::
+Also runs unchanged under ``spark-submit``; only the driver runs Python (there is no Python UDF).
+``make spark-package`` (``python -m spark.package --dist dist``) builds the zip and a launcher::
 
-    zip -r spark-jobs.zip spark
-    spark-submit --master yarn --deploy-mode cluster --py-files spark-jobs.zip spark/report.py \
+    spark-submit --master spark://host:7077 --py-files dist/spark.zip dist/spark_report.py \
         --input hdfs:///logs/namesrv --output s3a://reports/namesrv/2024-03
+
+``--since``/``--until`` keep only the events of a time window (lines without a time are still counted);
+``--incremental`` keeps the classified lines in ``OUT/_stage`` and re-reads only new or changed input
+files (``incremental``). On a terminal a progress line shows the report being built and Spark's job and
+stage; every run ends with a one-line summary (``--quiet``: none, ``--json``: the full summary).
 
 Inputs and output may be on any Hadoop file system (``hdfs://``, ``s3a://``, ``file:``). Writes into OUT_DIR:
 
@@ -110,7 +114,7 @@ PHASES = ("staging", "inputs", "liveness", "heartbeat", "requests", "topics", "d
 def run(spark, inputs, output, progress_display=None, **options):
     """Build every table, the charts and ``report.html``; returns a summary (row counts, timings)."""
     opts = dict(DEFAULTS, **options)
-    show = progress_display or progress.NoProgress()
+    show = progress.PhaseTimes(spark, progress_display)
     started = time.time()
     out = OutputDir(spark, output)
     show.phase("staging")
@@ -177,7 +181,7 @@ def run(spark, inputs, output, progress_display=None, **options):
     if not opts["keep_work"]:
         out.delete("_work")
     summary = {"output": output, "tables": counts, "lines": dict(data["kinds"]), "missing": missing,
-               "seconds": round(time.time() - started, 1)}
+               "seconds": round(time.time() - started, 1), "phases": show.finish()}
     if staging is not None:
         summary["files"] = {"read": len(staging["read"]), "kept": len(staging["kept"]),
                             "dropped": len(staging["dropped"])}
@@ -199,7 +203,9 @@ def main(argv=None):
     from pyspark.sql import SparkSession
     existing = SparkSession.getActiveSession()
     conf = dict(item.split("=", 1) for item in args.conf if "=" in item)
+    session_started = time.time()
     spark = get_session(args.master, conf=conf)
+    session_seconds = round(time.time() - session_started, 1)
     shown = progress.for_command_line(spark, PHASES, args.quiet)
     try:
         summary = run(spark, args.input, args.output, progress_display=shown, flap_minutes=args.flap_minutes,
@@ -210,6 +216,7 @@ def main(argv=None):
         shown.close()
         if existing is None:
             spark.stop()
+    summary["session_seconds"] = session_seconds
     if args.json:
         print(json.dumps(summary, indent=1, sort_keys=True))
     elif not args.quiet:

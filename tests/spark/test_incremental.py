@@ -36,6 +36,13 @@ def _split(source, target, cut):
 
 @pytest.fixture(scope="module")
 def runs(spark, generated, tmp_path_factory):
+    """Three incremental runs into one report directory, and the full report they are compared with.
+
+    ``reference``: a plain report over day 1 since ``since`` (an hour before the cut).
+    1. day 1 since ``since``: every file staged;
+    2. both days (day 1 overwritten with garbage of the same size and time): only day 2 read;
+    3. one day-2 file deleted, since ``since`` until the cut: nothing read, one partition dropped.
+    """
     base = tmp_path_factory.mktemp("incremental")
     stamps = []
     for server in os.listdir(generated[0]):
@@ -43,55 +50,53 @@ def runs(spark, generated, tmp_path_factory):
             with open(os.path.join(generated[0], server, "namesrv-events.log"), encoding="utf-8") as f:
                 stamps += [json.loads(line)["ts"] for line in f]
     cut = min(stamps) + (max(stamps) - min(stamps)) // 2
-    logs, out, day1_report = str(base / "logs"), str(base / "out"), str(base / "day1-only")
+    since = cut - 3600000
+    logs, out, reference = str(base / "logs"), str(base / "out"), str(base / "reference")
     days = _split(generated[0], logs, cut)
-    one = report.run(spark, [os.path.join(logs, "day1")], out, incremental=True)
+    report.run(spark, [os.path.join(logs, "day1")], reference, since=since)
+    one = report.run(spark, [os.path.join(logs, "day1")], out, incremental=True, since=since)
     with open(os.path.join(out, incremental.STAGE, incremental.MANIFEST)) as f:
         one["ids"] = sorted(incremental.file_id(key) for key in json.load(f)["files"])
     one["partitions"] = sorted(n.split("=", 1)[1] for n in os.listdir(os.path.join(out, incremental.STAGE))
                                if n.startswith("fileId="))
-    first_tables = {name: sorted_rows(spark, out, name) for name in SAME}
-    report.run(spark, [os.path.join(logs, "day1")], day1_report)
+    one["tables"] = {name: sorted_rows(spark, out, name) for name in SAME}
     for path in days["day1"]:   # same size, same mtime, unreadable content: must not be read again
         stat = os.stat(path)
         with open(path, "w") as f:
             f.write("#" * stat.st_size)
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     two = report.run(spark, [logs], out, incremental=True)
-    return {"out": out, "one": one, "two": two, "cut": cut, "day1": day1_report, "logs": logs, "days": days,
-            "first_tables": first_tables}
+    two["tables"] = {name: sorted_rows(spark, out, name) for name in SAME}
+    os.unlink(days["day2"][0])
+    three = report.run(spark, [logs], out, incremental=True, since=since, until=cut)
+    return {"out": out, "one": one, "two": two, "three": three, "since": since, "cut": cut,
+            "reference": reference}
 
 
 def test_the_first_run_stages_every_file_and_matches_a_full_run(runs, spark):
     assert runs["one"]["files"] == {"read": 3, "kept": 0, "dropped": 0}
     assert len(runs["one"]["ids"]) == 3 and runs["one"]["partitions"] == runs["one"]["ids"]
     for name in SAME:
-        assert runs["first_tables"][name] == sorted_rows(spark, runs["day1"], name), name
+        assert runs["one"]["tables"][name] == sorted_rows(spark, runs["reference"], name), name
 
 
 def test_adding_a_day_reads_only_the_new_files_and_matches_a_full_run(runs, spark, generated_report):
     assert runs["two"]["files"] == {"read": 3, "kept": 3, "dropped": 0}
     assert runs["two"]["lines"].get("malformed", 0) == 0     # the garbage in day 1 was never read
-    assert_same_tables(spark, runs["out"], generated_report[0], SAME)
-    assert os.path.exists(os.path.join(runs["out"], incremental.STAGE, incremental.MANIFEST))
+    for name in SAME:
+        assert runs["two"]["tables"][name] == sorted_rows(spark, generated_report[0], name), name
 
 
-def test_a_window_then_a_removed_file(runs, spark, read_table):
-    """No change: nothing is read and --since/--until keep only the events inside; a deleted file's
-    partition leaves the stage."""
-    since, until = runs["cut"] - 1800000, runs["cut"] + 1800000
-    three = report.run(spark, [runs["logs"]], runs["out"], incremental=True, since=since, until=until)
-    assert three["files"] == {"read": 0, "kept": 6, "dropped": 0}
+def test_a_window_and_a_removed_file(runs, spark, read_table):
+    """Nothing is read, the deleted file's partition leaves the stage, only events in the window count."""
+    assert runs["three"]["files"] == {"read": 0, "kept": 5, "dropped": 1}
+    assert_same_tables(spark, runs["out"], runs["reference"], SAME)
     servers = read_table(runs["out"], "servers")
-    assert len(servers) == 3 and all(since <= r["firstTs"] and r["lastTs"] < until for r in servers)
-    assert all(since <= r["start"] < until for r in read_table(runs["out"], "broker_sessions"))
+    assert len(servers) == 3 and all(runs["since"] <= r["firstTs"] and r["lastTs"] < runs["cut"] for r in servers)
     minutes = [r["minute"] for r in read_table(runs["out"], "request_minutely")]
-    assert minutes and all(since // 60000 * 60000 <= m < until for m in minutes)
-
-    os.unlink(runs["days"]["day2"][0])
-    four = report.run(spark, [runs["logs"]], runs["out"], incremental=True, until=runs["cut"])
-    assert four["files"] == {"read": 0, "kept": 5, "dropped": 1}
-    assert_same_tables(spark, runs["out"], runs["day1"], SAME)
+    assert minutes and all(runs["since"] // 60000 * 60000 <= m < runs["cut"] for m in minutes)
+    page = open(os.path.join(runs["out"], "report.html"), encoding="utf-8").read()
+    assert "Window: only events from" in page
 
 
 def test_since_and_until_parse_dates_and_epoch_ms():

@@ -8,7 +8,10 @@ from spark import progress, report
 
 class FakeTracker:
     def __init__(self):
-        self.jobs, self.stages = [], {}
+        self.jobs, self.stages, self.all_jobs = [], {}, []
+
+    def getJobIdsForGroup(self, group):
+        return list(self.all_jobs)
 
     def getActiveJobsIds(self):
         return list(self.jobs)
@@ -65,3 +68,17 @@ def test_the_line_names_the_report_and_sparks_job_and_stage():
 def test_summary_line():
     summary = {"lines": {"json": 90, "java": 8, "malformed": 2}, "seconds": 12.34, "output": "/r/out/"}
     assert progress.summary_line(summary) == "100 rows read, 2 malformed, 12.3 s; report: /r/out/report.html"
+
+
+def test_phase_times_count_seconds_and_jobs_per_phase():
+    tracker, now = FakeTracker(), [0.0]
+    shown = []
+    display = SimpleNamespace(phase=shown.append)
+    times = progress.PhaseTimes(fake_spark(tracker), display, clock=lambda: now[0])
+    times.phase("staging")
+    tracker.all_jobs, now[0] = [0], 40.0
+    times.phase("liveness")
+    tracker.all_jobs, now[0] = [0, 1, 2, 3], 55.5
+    assert times.finish() == [{"phase": "staging", "seconds": 40.0, "jobs": 1},
+                              {"phase": "liveness", "seconds": 15.5, "jobs": 3}]
+    assert shown == ["staging", "liveness"]
