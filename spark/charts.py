@@ -18,7 +18,18 @@ import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+
+
+
+def _plain(value, _position=None):
+    """Plain numbers on log axes (1, 10, 1,000,000, 0.5), never 10^3 or 1e+06."""
+    if value >= 1 and value == int(value):
+        return "{:,}".format(int(value))
+    return "%g" % value
+
+
+PLAIN = FuncFormatter(_plain)
 
 SIZE = (10, 4)
 GAP_COLOR = "#dddddd"
@@ -76,6 +87,7 @@ def bars(path, title, labels, values, xlabel="", horizontal=True, log=False, yla
         ax.set_xlabel(xlabel)
         if log:
             ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(PLAIN)
     else:
         ax.bar(range(len(labels)), values, color="#4c72b0")
         step = max(1, len(labels) // 20)
@@ -85,6 +97,7 @@ def bars(path, title, labels, values, xlabel="", horizontal=True, log=False, yla
         ax.set_ylabel(ylabel)
         if log:
             ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(PLAIN)
     return _save(fig, path)
 
 
@@ -120,6 +133,8 @@ def gaps(covered, bucket):
 def series(path, title, lines, ylabel, covered, bucket, log=False, zero=True):
     """Time series on the bucket grid: ``lines`` maps a label to [(bucket start ms, value), ...].
 
+    ``log``: False, True (log scale) or ``"symlog"`` (linear up to 1, logarithmic above).
+
     ``covered``: the set of bucket starts with any input line; gaps between them are shaded.
     """
     fig, ax = _figure(title)
@@ -145,8 +160,13 @@ def series(path, title, lines, ylabel, covered, bucket, log=False, zero=True):
         handles.append(Patch(color=GAP_COLOR))
         names.append("no log data")
     ax.set_ylabel(ylabel)
-    if log:
+    if log == "symlog":   # counts with a start-up burst: zero stays zero, the burst does not flatten the rest
+        ax.set_yscale("symlog", linthresh=1)
+        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(PLAIN)
+    elif log:
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(PLAIN)
     else:
         ax.set_ylim(bottom=0)
         if zero:   # counts: whole numbers on the axis
@@ -164,7 +184,7 @@ def sessions(path, title, rows, lanes, flaps=(), covered=(), bucket=60000):
     band over the time the broker was away; a clean unregistration a blue bar end.
     """
     fig, ax = plt.subplots(figsize=(12, max(3, 0.4 * len(lanes) + 2)))
-    ax.set_title(title, pad=26)
+    ax.set_title(title)
     if not rows:
         _empty(ax)
         return _save(fig, path)
@@ -194,7 +214,6 @@ def sessions(path, title, rows, lanes, flaps=(), covered=(), bucket=60000):
                      label="unregistered")]
     if covered and gaps(set(covered), bucket):
         legend.append(Patch(color=GAP_COLOR, label="no log data"))
-    ax.legend(handles=legend, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.04), ncol=len(legend),
-              frameon=False)
+    ax.legend(handles=legend, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     _time_axis(ax)
     return _save(fig, path)

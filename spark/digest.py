@@ -113,7 +113,7 @@ def collect(staged, tables, top=20):
 CHARTS = {
     "lines_by_kind": ("Input lines by kind (lines, log scale)",
                       "Almost everything should be json or java; a visible malformed bar means damaged input."),
-    "liveness_events": ("Broker registrations, expirations and flaps (events per {minutes} min)",
+    "liveness_events": ("Broker registrations, expirations and flaps (events per {minutes} min, log scale above 1)",
                         "Look for expiration and flap spikes; grey bands are times with no log data, not quiet."),
     "liveness_sessions": ("Per-broker timeline, most flapping brokers on top",
                           "A healthy broker is one unbroken green bar; red x and orange bands mark a flapping one."),
@@ -154,7 +154,7 @@ def draw(d, directory):
     charts.bars(p("lines_by_kind"), t["lines_by_kind"][0], [k for k, _ in d["kinds"]], [v for _, v in d["kinds"]],
                 "lines", log=True)
     charts.series(p("liveness_events"), t["liveness_events"][0], d["liveness_series"],
-                  "events per %d min" % (bucket // 60000), covered, bucket)
+                  "events per %d min (log above 1)" % (bucket // 60000), covered, bucket, log="symlog")
     charts.sessions(p("liveness_sessions"), t["liveness_sessions"][0], d["sessions"], d["lanes"], d["lane_flaps"],
                     covered, bucket)
     charts.bars(p("heartbeat_intervals"), t["heartbeat_intervals"][0], [b for b, _ in d["interval_hist"]],

@@ -56,3 +56,7 @@ def test_the_broker_timeline_always_writes_a_png(tmp_path, rows):
     charts.sessions(path, "timeline", rows, ["b1 @ s1"], [("b1 @ s1", 5 * MIN, 7 * MIN)], {0, 7 * MIN}, MIN)
     with open(path, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_log_axes_use_plain_numbers():
+    assert [charts._plain(v) for v in (1, 10, 1000000, 0.5, 0)] == ["1", "10", "1,000,000", "0.5", "0"]
