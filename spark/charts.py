@@ -21,7 +21,6 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 
-
 def _plain(value, _position=None):
     """Plain numbers on log axes (1, 10, 1,000,000, 0.5), never 10^3 or 1e+06."""
     if value >= 1 and value == int(value):
