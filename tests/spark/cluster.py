@@ -5,6 +5,7 @@ PID we hold is the JVM's) and are stopped by PID; nothing is daemonized, nothing
 The master and worker logs are kept in the cluster directory to explain a failed start.
 """
 
+import json
 import os
 import signal
 import socket
@@ -12,7 +13,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-import json
 
 import pyspark
 
