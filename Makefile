@@ -8,7 +8,7 @@ ARGS ?=
 # `make run` serves the status page on http://127.0.0.1:$(STATUS_PORT)/ (twistd namesrv alone keeps it off)
 STATUS_PORT ?= 9877
 
-.PHONY: run test bench clean
+.PHONY: run test bench clean spark-package
 
 $(BIN)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ test: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python -m bench $(ARGS)
+
+# dist/spark.zip + dist/spark_report.py for spark-submit (see README, Event log and Spark reports)
+spark-package:
+	$(PYTHON) -m spark.package --dist dist
 
 clean:
 	rm -rf $(VENV) build *.egg-info twisted/plugins/dropin.cache

@@ -1,12 +1,20 @@
-"""Rows per second of the Spark reports: ``python -m bench.spark_bench [--sizes 1000000 10000000]``.
+"""Rows per second of the Spark reports: ``python -m bench.spark_bench [--shape fleet] [--sizes ...]``.
 
-For each size, ``spark.gen_logs`` writes about that many event lines (3 servers x 50 brokers x 200
-topics, the duration chosen to reach the size; cached under ``--data`` between runs), then
-``python -m spark.report`` runs on them in a fresh process on ``--master`` (default ``local[2]``),
-so the figure includes the JVM start and every table, chart and the HTML page. Prints one JSON line per
-size and a summary table; ``--json FILE`` appends the JSON lines to FILE.
+Two named input shapes, written by ``spark.gen_logs`` and cached under ``--data`` between runs:
 
-Not part of the test suite (10M events take a while): run it by hand.
+- ``small`` (default): 3 servers x 50 brokers x 200 topics; ``--sizes`` are line counts, the duration is
+  chosen to reach them;
+- ``fleet``: 10 name servers x 1,000 brokers heartbeating every 30 s x 2,000 topics, 20 route queries/s per
+  server, with flaps, outages, partitions, restarts and drifts; ``--hours`` are the durations (the issue's
+  figure is 24 h, about 29 M heartbeat lines; run a fraction of it and read the per-line figure).
+
+For each size ``python -m spark.report --json`` runs on it in a fresh process on ``--master`` (default
+``local[2]``), so the wall time includes the JVM start and every table, chart and the HTML page. Prints
+one JSON line per size (with the report's own profile: seconds and Spark jobs per phase, and the session
+start), a summary table and, with two sizes or more, the marginal cost per line (the slope between the
+smallest and largest run, which removes the fixed cost). ``--json FILE`` appends the JSON lines to FILE.
+
+Not part of the test suite: run it by hand.
 """
 
 import argparse
@@ -18,26 +26,33 @@ import sys
 import time
 
 GEN = dict(servers=3, brokers=50, topics=200, seed=42, flaps=10, outages=2, partitions=2, restarts=4, drifts=2)
+FLEET = dict(servers=10, brokers=1000, topics=2000, seed=42, flaps=20, outages=3, partitions=3, restarts=6, drifts=5,
+             route_qps=20)
 
 
-def generate(data_dir, size):
-    directory = os.path.join(data_dir, "events-%d" % size)
+def generate(data_dir, size, shape="small"):
+    """(directory, lines, seconds spent generating); ``size``: lines (small) or hours (fleet)."""
+    params = FLEET if shape == "fleet" else GEN
+    directory = os.path.join(data_dir, "%s-%s" % ("fleet" if shape == "fleet" else "events", size))
     truth = os.path.join(directory, "_truth.json")
     if os.path.exists(truth):
         with open(truth) as f:
             saved = json.load(f)
-        if saved.get("params", {}).get("seed") == GEN["seed"]:
+        if saved.get("params", {}).get("seed") == params["seed"]:
             return directory, saved["events"], 0.0
     shutil.rmtree(directory, ignore_errors=True)
     from spark import gen_logs
     started = time.time()
-    result = gen_logs.generate(directory, events_target=size, **GEN)
+    if shape == "fleet":
+        result = gen_logs.generate(directory, hours=float(size), **params)
+    else:
+        result = gen_logs.generate(directory, events_target=int(size), **params)
     return directory, result["events"], time.time() - started
 
 
 def run_report(directory, out, master, driver_memory):
     cmd = [sys.executable, "-m", "spark.report", "--input", directory, "--output", out, "--master", master,
-           "--conf", "spark.driver.memory=%s" % driver_memory]
+           "--conf", "spark.driver.memory=%s" % driver_memory, "--json"]
     started = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     elapsed = time.time() - started
@@ -49,18 +64,24 @@ def run_report(directory, out, master, driver_memory):
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench.spark_bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", type=int, nargs="+", default=[1000000, 10000000])
+    p.add_argument("--shape", choices=("small", "fleet"), default="small")
+    p.add_argument("--sizes", type=float, nargs="+", default=None,
+                   help="line counts (small; default 1e6 1e7) or hours (fleet; default 0.25 0.5)")
     p.add_argument("--master", default="local[2]")
     p.add_argument("--data", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "namesrv-spark-bench"))
     p.add_argument("--driver-memory", default="3g")
     p.add_argument("--json", default=None, help="append the results (JSON lines) to this file")
     args = p.parse_args(argv)
+    sizes = args.sizes or ([0.25, 0.5] if args.shape == "fleet" else [1000000, 10000000])
+    sizes = [int(x) if args.shape == "small" else x for x in sizes]
     results = []
-    for size in args.sizes:
-        directory, lines, gen_seconds = generate(args.data, size)
-        out = os.path.join(args.data, "report-%d" % size)
+    for size in sizes:
+        directory, lines, gen_seconds = generate(args.data, size, args.shape)
+        out = os.path.join(args.data, "report-%s-%s" % (args.shape, size))
         elapsed, summary = run_report(directory, out, args.master, args.driver_memory)
-        result = {"bench": "spark_report", "target": size, "rows": lines, "master": args.master,
+        result = {"bench": "spark_report" if args.shape == "small" else "spark_report_fleet", "target": size,
+                  "rows": lines, "master": args.master, "phases": summary.get("phases"),
+                  "session_seconds": summary.get("session_seconds"),
                   "wall_seconds": round(elapsed, 1), "report_seconds": summary["seconds"],
                   "rows_per_second": round(lines / elapsed),
                   "rows_per_second_in_report": round(lines / summary["seconds"]),
@@ -75,6 +96,16 @@ def main(argv=None):
     for r in results:
         print("%12d %12.1f %10d %14d" % (r["rows"], r["wall_seconds"], r["rows_per_second"],
                                           r["rows_per_second_in_report"]))
+    if len(results) >= 2:
+        lo, hi = results[0], results[-1]
+        slope = (hi["wall_seconds"] - lo["wall_seconds"]) / max(1, hi["rows"] - lo["rows"])
+        fixed = lo["wall_seconds"] - slope * lo["rows"]
+        print("\nmarginal: %.1f us/line = %d lines/s; fixed: %.1f s" % (slope * 1e6, 1 / slope if slope > 0 else 0,
+                                                                       fixed))
+    for r in results:
+        print("\nprofile of %d rows (session start %.1f s):" % (r["rows"], r["session_seconds"] or 0))
+        for phase in r["phases"] or []:
+            print("  %-16s %8.1f s %5s jobs" % (phase["phase"], phase["seconds"], phase["jobs"]))
     return 0
 
 

@@ -15,7 +15,10 @@ report (Parquet + a single CSV) and ``report.html`` with PNG charts. Modules, on
 - ``disagreement``: brokers known to one name server but not another (report 5);
 - ``output``: Parquet/CSV writers and file moves through the Hadoop FileSystem API (hdfs://, s3a://);
 - ``charts`` and ``htmlreport``: matplotlib PNGs and the HTML summary (small aggregates only);
-- ``report``: the entry point; ``gen_logs``: synthetic logs with a ground-truth sidecar.
+- ``incremental``: ``--incremental`` staging, one partition per input file, re-reading only changed files;
+- ``progress``: the terminal progress line, the per-phase profile and the closing summary line;
+- ``report``: the entry point; ``gen_logs``: synthetic logs with a ground-truth sidecar;
+- ``package``: ``spark.zip`` and a launcher for ``spark-submit --py-files`` (``make spark-package``).
 
 Nothing here imports the server: the jobs run on a cluster without it.
 """

@@ -68,19 +68,31 @@ def table(columns, rows, limit=20):
     return "<table><thead><tr>%s</tr></thead><tbody>%s</tbody></table>" % (head, body)
 
 
-def render(d, summary, options, chart_dir="charts"):
-    """The page as a string; ``summary``: {table: rows}; ``options``: the run's parameters."""
+def figure(chart_dir, image, title, caption):
+    """A chart with its title (also the image's alt text) and the one line saying what to look for."""
+    return ("<figure><img src='%s/%s.png' alt='%s'><figcaption><b>%s.</b> %s</figcaption></figure>"
+            % (chart_dir, image, html.escape(title, quote=True), html.escape(title), html.escape(caption)))
+
+
+def render(d, summary, options, chart_dir="charts", captions=None):
+    """The page as a string; ``summary``: {table: rows}; ``options``: the run's parameters;
+    ``captions``: {chart: (title, caption)}."""
+    captions = captions or {}
     out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>NameServer event report</title>",
            "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;"
            "font-size:12px;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
            "th{background:#eee}img{max-width:100%;display:block;margin:.5em 0}.empty{color:#888}"
-           ".warn{color:#a00}</style></head><body>",
+           ".warn{color:#a00}figure{margin:1em 0}figcaption{font-size:13px;color:#333}</style></head><body>",
            "<h1>NameServer event report</h1>"]
     first, last = d.get("first"), d.get("last")
     span = "no events" if first is None else "%s to %s (UTC)" % (_cell("start", first), _cell("end", last))
     malformed = dict(d["kinds"]).get("malformed", 0)
     out.append("<p>Inputs: %s<br>Events from %s; %d server(s); %d malformed line(s).</p>" % (
         html.escape(", ".join(options.get("inputs", []))), html.escape(span), len(d["servers"][1]), malformed))
+    if options.get("since") is not None or options.get("until") is not None:
+        out.append("<p>Window: only events from %s to %s (UTC).</p>" % (
+            html.escape(_cell("start", options.get("since")) or "the first"),
+            html.escape(_cell("end", options.get("until")) or "the last")))
     if options.get("missing"):
         out.append("<p class='warn'>Inputs that matched nothing: %s</p>" % html.escape(", ".join(options["missing"])))
     out.append("<ul>%s</ul>" % "".join("<li><a href='#%s'>%s</a></li>" % (key, html.escape(title))
@@ -88,7 +100,7 @@ def render(d, summary, options, chart_dir="charts"):
     for key, title, images, tables, text in SECTIONS:
         out.append("<h2 id='%s'>%s</h2><p>%s</p>" % (key, html.escape(title), text.format(**options)))
         for image in images:
-            out.append("<img src='%s/%s.png' alt='%s'>" % (chart_dir, image, image))
+            out.append(figure(chart_dir, image, *captions.get(image, (image, ""))))
         out.append("<p>Tables: %s</p>" % ", ".join(
             "<a href='%s.csv'>%s.csv</a> (%d rows, also <code>%s.parquet</code>)" % (t, t, summary.get(t, 0), t)
             for t in tables))

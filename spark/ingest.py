@@ -127,16 +127,30 @@ def stage(spark, inputs, path, java_tz=javalog.DEFAULT_TZ):
     return missing
 
 
-def stage_schema():
+def stage_schema(partitions=("event",)):
     """The staged table's schema (given when reading: an empty input leaves no Parquet file to infer from)."""
     fields = [T.StructField("kind", T.StringType())]
     fields += [T.StructField(name, EVENT_TYPES[name]) for name in EVENT_COLUMNS if name != "event"]
-    fields += [T.StructField("raw", T.StringType()), T.StructField("event", T.StringType())]
+    fields += [T.StructField("raw", T.StringType())]
+    fields += [T.StructField(name, T.StringType()) for name in partitions]
     return T.StructType(fields)
 
 
-def load_stage(spark, path):
-    return spark.read.schema(stage_schema()).parquet(path)
+def load_stage(spark, path, since=None, until=None, partitions=("event",)):
+    """The staged lines; with ``since``/``until`` (epoch ms, until exclusive) only events in that window.
+
+    Lines without a time (malformed, blank, stack traces, Java lines without an event) are kept: they
+    are still counted in the input summary.
+    """
+    staged = spark.read.schema(stage_schema(partitions)).parquet(path)
+    if partitions != ("event",):
+        staged = staged.select(*[name for name in stage_schema().names])
+    ts = F.col("ts")
+    if since is not None:
+        staged = staged.filter(ts.isNull() | (ts >= F.lit(since)))
+    if until is not None:
+        staged = staged.filter(ts.isNull() | (ts < F.lit(until)))
+    return staged
 
 
 def events_of(staged):

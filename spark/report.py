@@ -1,11 +1,15 @@
 """Entry point: ``python -m spark.report --input DIR_OR_GLOB --output OUT_DIR [--master local[*]]``.
 
-Also runs unchanged under ``spark-submit``; only the driver runs Python (there is no Python UDF), so the
-package is needed on the driver only::
+Also runs unchanged under ``spark-submit``; only the driver runs Python (there is no Python UDF).
+``make spark-package`` (``python -m spark.package --dist dist``) builds the zip and a launcher::
 
-    zip -r spark-jobs.zip spark
-    spark-submit --master yarn --deploy-mode cluster --py-files spark-jobs.zip spark/report.py \
+    spark-submit --master spark://host:7077 --py-files dist/spark.zip dist/spark_report.py \
         --input hdfs:///logs/namesrv --output s3a://reports/namesrv/2024-03
+
+``--since``/``--until`` keep only the events of a time window (lines without a time are still counted);
+``--incremental`` keeps the classified lines in ``OUT/_stage`` and re-reads only new or changed input
+files (``incremental``). On a terminal a progress line shows the report being built and Spark's job and
+stage; every run ends with a one-line summary (``--quiet``: none, ``--json``: the full summary).
 
 Inputs and output may be on any Hadoop file system (``hdfs://``, ``s3a://``, ``file:``). Writes into OUT_DIR:
 
@@ -18,12 +22,14 @@ An empty or missing input gives the same files with no rows. Malformed lines are
 """
 
 import argparse
+import datetime
 import json
 import os
 import sys
 import time
 
-from spark import digest, disagreement, heartbeat, htmlreport, ingest, javalog, request_mix, topic_churn
+from spark import (digest, disagreement, heartbeat, htmlreport, incremental, ingest, javalog, progress, request_mix,
+                   topic_churn)
 from spark.liveness import Liveness
 from spark.output import LocalStaging, OutputDir
 from spark.session import get_session
@@ -49,7 +55,22 @@ TABLES = {
 }
 
 DEFAULTS = {"flap_minutes": 10.0, "heartbeat_period_s": 30.0, "drift_tolerance_s": 5.0,
-            "min_disagreement_ms": 1000, "java_tz": javalog.DEFAULT_TZ, "top": 20, "keep_work": False}
+            "min_disagreement_ms": 1000, "java_tz": javalog.DEFAULT_TZ, "top": 20, "keep_work": False,
+            "since": None, "until": None, "incremental": False}
+
+
+def utc_time(text):
+    """``--since``/``--until``: epoch ms, or an ISO date or date-time in UTC (``2024-03-01``, ``2024-03-01T12:00``)."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError("not an epoch-ms number or ISO date/time: %r" % text)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return int(when.timestamp() * 1000)
 
 
 def build_parser():
@@ -71,49 +92,79 @@ def build_parser():
                    help="time zone of Java namesrv.log timestamps (logback_namesrv.xml writes GMT+8)")
     p.add_argument("--top", type=int, default=DEFAULTS["top"], help="rows per table shown in report.html")
     p.add_argument("--keep-work", action="store_true", help="keep the staged, classified lines (_work/lines)")
+    p.add_argument("--since", type=utc_time, default=None,
+                   help="only events at or after this time (epoch ms or ISO date/time, UTC)")
+    p.add_argument("--until", type=utc_time, default=None,
+                   help="only events before this time (epoch ms or ISO date/time, UTC)")
+    p.add_argument("--incremental", action="store_true",
+                   help="keep the classified lines in OUT/_stage and re-read only new or changed input files")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="Spark setting for a session this command creates (e.g. spark.driver.memory=4g)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress line and no closing summary (progress is only drawn on a terminal anyway)")
+    p.add_argument("--json", action="store_true",
+                   help="end with the run's summary as JSON (row counts per table, lines per kind) on stdout")
     return p
 
 
-def run(spark, inputs, output, **options):
+#: The steps of a run, in order, as the progress line names them.
+PHASES = ("staging", "inputs", "liveness", "heartbeat", "requests", "topics", "disagreement", "charts and html")
+
+
+def run(spark, inputs, output, progress_display=None, **options):
     """Build every table, the charts and ``report.html``; returns a summary (row counts, timings)."""
     opts = dict(DEFAULTS, **options)
+    show = progress.PhaseTimes(spark, progress_display)
     started = time.time()
     out = OutputDir(spark, output)
-    missing = ingest.stage(spark, inputs, out.path(WORK), opts["java_tz"])
-    staged = ingest.load_stage(spark, out.path(WORK))
+    show.phase("staging")
+    if opts["incremental"]:
+        staging = incremental.update(spark, out, inputs, opts["java_tz"])
+        missing = staging["missing"]
+        staged = ingest.load_stage(spark, out.path(incremental.STAGE), opts["since"], opts["until"],
+                                   partitions=("fileId", "event"))
+    else:
+        missing = ingest.stage(spark, inputs, out.path(WORK), opts["java_tz"])
+        staging = None
+        staged = ingest.load_stage(spark, out.path(WORK), opts["since"], opts["until"])
     t = {}
 
     def write(name, df):
         t[name] = out.write_table(name, df, *TABLES[name])
         return t[name]
 
+    show.phase("inputs")
     write("input_lines", ingest.line_counts(staged))
     windows = write("servers", ingest.server_windows(staged))
     events = ingest.events_of(staged)
 
+    show.phase("liveness")
     live = Liveness(ingest.broker_events(staged), windows, opts["flap_minutes"])
     write("broker_liveness", live.summary)
     sessions = write("broker_sessions", live.sessions)
     write("broker_flaps", live.flaps)
+    show.phase("heartbeat")
     write("heartbeat_intervals", heartbeat.distribution(live.timeline))
     write("heartbeat_drift", heartbeat.drift(live.timeline, opts["heartbeat_period_s"], opts["drift_tolerance_s"]))
     live.release()
 
+    show.phase("requests")
     req = request_mix.requests(events)
     minute = write("request_minutely", request_mix.minutely(req))
     write("request_codes", request_mix.per_code(minute))
     write("request_responses", request_mix.responses(req))
 
+    show.phase("topics")
     te = topic_churn.topic_events(events)
     gone = write("topic_vanished", topic_churn.vanished(te, windows))
     write("topic_churn", topic_churn.churn(te, gone))
 
+    show.phase("disagreement")
     servers = disagreement.server_list(windows)
     iv = write("ns_disagreement", disagreement.intervals(sessions, windows, servers, opts["min_disagreement_ms"]))
     write("ns_disagreement_minutes", disagreement.minutes(iv))
 
+    show.phase("charts and html")
     counts = row_counts(t)
     data = digest.collect(staged, t, opts["top"])
     page_opts = dict(opts, inputs=ingest.split_inputs(inputs), missing=missing,
@@ -125,12 +176,16 @@ def run(spark, inputs, output, **options):
             out.put_file(os.path.join(local, "charts", image), "charts/" + image)
         page = os.path.join(local, "report.html")
         with open(page, "w", encoding="utf-8") as f:
-            f.write(htmlreport.render(data, counts, page_opts))
+            f.write(htmlreport.render(data, counts, page_opts, captions=digest.titles(data)))
         out.put_file(page, "report.html")
     if not opts["keep_work"]:
         out.delete("_work")
-    return {"output": output, "tables": counts, "lines": dict(data["kinds"]), "missing": missing,
-            "seconds": round(time.time() - started, 1)}
+    summary = {"output": output, "tables": counts, "lines": dict(data["kinds"]), "missing": missing,
+               "seconds": round(time.time() - started, 1), "phases": show.finish()}
+    if staging is not None:
+        summary["files"] = {"read": len(staging["read"]), "kept": len(staging["kept"]),
+                            "dropped": len(staging["dropped"])}
+    return summary
 
 
 def row_counts(tables):
@@ -148,16 +203,24 @@ def main(argv=None):
     from pyspark.sql import SparkSession
     existing = SparkSession.getActiveSession()
     conf = dict(item.split("=", 1) for item in args.conf if "=" in item)
+    session_started = time.time()
     spark = get_session(args.master, conf=conf)
+    session_seconds = round(time.time() - session_started, 1)
+    shown = progress.for_command_line(spark, PHASES, args.quiet)
     try:
-        summary = run(spark, args.input, args.output, flap_minutes=args.flap_minutes,
+        summary = run(spark, args.input, args.output, progress_display=shown, flap_minutes=args.flap_minutes,
                       heartbeat_period_s=args.heartbeat_period_s, drift_tolerance_s=args.drift_tolerance_s,
                       min_disagreement_ms=args.min_disagreement_ms, java_tz=args.java_tz, top=args.top,
-                      keep_work=args.keep_work)
+                      keep_work=args.keep_work, since=args.since, until=args.until, incremental=args.incremental)
     finally:
+        shown.close()
         if existing is None:
             spark.stop()
-    print(json.dumps(summary, indent=1, sort_keys=True))
+    summary["session_seconds"] = session_seconds
+    if args.json:
+        print(json.dumps(summary, indent=1, sort_keys=True))
+    elif not args.quiet:
+        print(progress.summary_line(summary))
     return 0
 
 

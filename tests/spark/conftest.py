@@ -82,6 +82,17 @@ def table(spark, out, name):
     return [row.asDict(recursive=True) for row in spark.read.parquet(os.path.join(out, name + ".parquet")).collect()]
 
 
+def sorted_rows(spark, out, name):
+    """(columns, rows as sorted tuples of reprs) of a written table: order-free, exact comparison."""
+    df = spark.read.parquet(os.path.join(out, name + ".parquet"))
+    return df.columns, sorted(tuple(repr(v) for v in r) for r in df.collect())
+
+
+def assert_same_tables(spark, got, want, names):
+    for name in names:
+        assert sorted_rows(spark, got, name) == sorted_rows(spark, want, name), name
+
+
 @pytest.fixture
 def read_table(spark):
     return lambda out, name: table(spark, out, name)

@@ -66,7 +66,7 @@ def empty_report(spark, tmp_path_factory):
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         code = report.main(["--input", str(base / "empty"), "--input", missing, "--output", out,
-                            "--flap-minutes", "1", "--min-disagreement-ms", "0"])
+                            "--flap-minutes", "1", "--min-disagreement-ms", "0", "--json"])
     assert code == 0
     return out, missing, json.loads(printed.getvalue())
 

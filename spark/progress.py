@@ -1,0 +1,137 @@
+"""What a long report run shows while it works, and the line it ends with.
+
+On a terminal, one status line is redrawn in place about twice a second: the report being built
+(``[4/9] heartbeat``), the elapsed time, and Spark's active job and stage with their task counts, read
+from ``SparkContext.statusTracker()`` (Spark's own console bar needs the web UI, which local sessions
+turn off). Off a terminal, or with ``--quiet``, nothing is drawn: logs and CI output stay clean.
+
+The poller is a daemon thread on the driver that only reads the status tracker; the reports never wait
+for it.
+"""
+
+import sys
+import threading
+import time
+
+
+def status_text(tracker):
+    """``job 12 stage 31: 3/8 tasks`` for the active stages (empty when Spark is idle)."""
+    parts = []
+    for stage_id in sorted(tracker.getActiveStageIds()):
+        info = tracker.getStageInfo(stage_id)
+        if info is not None:
+            parts.append("stage %d: %d/%d tasks" % (stage_id, info.numCompletedTasks, info.numTasks))
+    jobs = sorted(tracker.getActiveJobsIds())
+    if not jobs:
+        return ""
+    return "job %s %s" % (",".join(str(j) for j in jobs), ", ".join(parts))
+
+
+class NoProgress:
+    """Progress that shows nothing (off a terminal, ``--quiet``, or a library call)."""
+
+    def phase(self, name):
+        pass
+
+    def close(self):
+        pass
+
+
+class TerminalProgress:
+    """The redrawn status line on ``stream`` (a TTY); ``phase`` names the report being built."""
+
+    def __init__(self, spark, phases, stream=None, interval=0.5, clock=time.monotonic):
+        self.tracker = spark.sparkContext.statusTracker()
+        self.phases = list(phases)
+        self.stream = stream or sys.stderr
+        self.interval = interval
+        self.clock = clock
+        self.started = clock()
+        self.current = ""
+        self._width = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="report-progress", daemon=True)
+        self._thread.start()
+
+    def phase(self, name):
+        self.current = name
+        self.draw()
+
+    def line(self):
+        number = self.phases.index(self.current) + 1 if self.current in self.phases else 0
+        where = "[%d/%d] %s" % (number, len(self.phases), self.current) if number else self.current
+        try:
+            spark_status = status_text(self.tracker)
+        except Exception:  # noqa: BLE001 - a stopped context while closing: show no Spark status
+            spark_status = ""
+        return "%s  %5.0fs  %s" % (where, self.clock() - self.started, spark_status)
+
+    def draw(self):
+        text = self.line()[:160]
+        self.stream.write("\r" + text.ljust(self._width))
+        self.stream.flush()
+        self._width = len(text)
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            self.draw()
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.stream.write("\r" + " " * self._width + "\r")
+        self.stream.flush()
+
+
+def for_command_line(spark, phases, quiet, stream=None):
+    """TerminalProgress when ``stream`` (stderr) is a terminal and not ``quiet``, else NoProgress."""
+    stream = stream or sys.stderr
+    if quiet or not stream.isatty():
+        return NoProgress()
+    return TerminalProgress(spark, phases, stream)
+
+
+def summary_line(summary):
+    """The run's last line: rows read, malformed lines, wall time and where the report is."""
+    lines = summary["lines"]
+    return "%d rows read, %d malformed, %.1f s; report: %s" % (
+        sum(lines.values()), lines.get("malformed", 0), summary["seconds"],
+        summary["output"].rstrip("/") + "/report.html")
+
+
+class PhaseTimes:
+    """Wall seconds and Spark jobs per phase of a run (the summary's ``phases``: a built-in profile).
+
+    Forwards each phase to the progress display. Jobs are counted from the status tracker's job ids, so
+    the figure includes the small jobs (listing, schema, collects) as well as the big ones.
+    """
+
+    def __init__(self, spark, display=None, clock=time.monotonic):
+        self.tracker = spark.sparkContext.statusTracker()
+        self.display = display or NoProgress()
+        self.clock = clock
+        self.rows = []
+        self._current = None
+
+    def _jobs(self):
+        try:
+            return len(self.tracker.getJobIdsForGroup(None))
+        except Exception:  # noqa: BLE001 - a tracker that cannot answer leaves the count out
+            return None
+
+    def _close_current(self):
+        if self._current is not None:
+            name, started, jobs = self._current
+            now_jobs = self._jobs()
+            self.rows.append({"phase": name, "seconds": round(self.clock() - started, 2),
+                              "jobs": None if jobs is None or now_jobs is None else now_jobs - jobs})
+
+    def phase(self, name):
+        self._close_current()
+        self._current = (name, self.clock(), self._jobs())
+        self.display.phase(name)
+
+    def finish(self):
+        self._close_current()
+        self._current = None
+        return self.rows

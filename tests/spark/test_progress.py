@@ -1,0 +1,84 @@
+"""The progress line (terminal only) and the closing summary line, with a fake status tracker."""
+
+import io
+from types import SimpleNamespace
+
+from spark import progress, report
+
+
+class FakeTracker:
+    def __init__(self):
+        self.jobs, self.stages, self.all_jobs = [], {}, []
+
+    def getJobIdsForGroup(self, group):
+        return list(self.all_jobs)
+
+    def getActiveJobsIds(self):
+        return list(self.jobs)
+
+    def getActiveStageIds(self):
+        return list(self.stages)
+
+    def getStageInfo(self, stage_id):
+        done, total = self.stages[stage_id]
+        return SimpleNamespace(numCompletedTasks=done, numTasks=total)
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def fake_spark(tracker):
+    return SimpleNamespace(sparkContext=SimpleNamespace(statusTracker=lambda: tracker))
+
+
+def test_off_a_terminal_or_quiet_nothing_is_drawn():
+    tracker = FakeTracker()
+    assert isinstance(progress.for_command_line(fake_spark(tracker), report.PHASES, False, io.StringIO()),
+                      progress.NoProgress)
+    assert isinstance(progress.for_command_line(fake_spark(tracker), report.PHASES, True, Terminal()),
+                      progress.NoProgress)
+
+
+def test_the_line_names_the_report_and_sparks_job_and_stage():
+    tracker, stream, now = FakeTracker(), Terminal(), [100.0]
+    shown = progress.TerminalProgress(fake_spark(tracker), report.PHASES, stream, interval=3600,
+                                      clock=lambda: now[0])
+    try:
+        assert isinstance(progress.for_command_line(fake_spark(tracker), report.PHASES, False, stream),
+                          progress.TerminalProgress)
+        tracker.jobs, tracker.stages = [7], {12: (3, 8)}
+        now[0] = 142.0
+        shown.phase("liveness")
+        last = stream.getvalue().split("\r")[-1]
+        assert last.startswith("[3/%d] liveness" % len(report.PHASES))
+        assert "42s" in last and "job 7 stage 12: 3/8 tasks" in last
+        tracker.jobs, tracker.stages = [], {}
+        shown.phase("charts and html")
+        drawn = stream.getvalue().split("\r")
+        last = drawn[-1]
+        assert last.startswith("[8/8] charts and html") and "job" not in last
+        assert len(last) == len(drawn[-2]) > len(last.rstrip())   # blanks out the longer previous line
+    finally:
+        shown.close()
+    assert stream.getvalue().endswith("\r")
+
+
+def test_summary_line():
+    summary = {"lines": {"json": 90, "java": 8, "malformed": 2}, "seconds": 12.34, "output": "/r/out/"}
+    assert progress.summary_line(summary) == "100 rows read, 2 malformed, 12.3 s; report: /r/out/report.html"
+
+
+def test_phase_times_count_seconds_and_jobs_per_phase():
+    tracker, now = FakeTracker(), [0.0]
+    shown = []
+    display = SimpleNamespace(phase=shown.append)
+    times = progress.PhaseTimes(fake_spark(tracker), display, clock=lambda: now[0])
+    times.phase("staging")
+    tracker.all_jobs, now[0] = [0], 40.0
+    times.phase("liveness")
+    tracker.all_jobs, now[0] = [0, 1, 2, 3], 55.5
+    assert times.finish() == [{"phase": "staging", "seconds": 40.0, "jobs": 1},
+                              {"phase": "liveness", "seconds": 15.5, "jobs": 3}]
+    assert shown == ["staging", "liveness"]
