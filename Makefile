@@ -8,7 +8,7 @@ ARGS ?=
 # `make run` serves the status page on http://127.0.0.1:$(STATUS_PORT)/ (twistd namesrv alone keeps it off)
 STATUS_PORT ?= 9877
 
-.PHONY: run test bench clean spark-package
+.PHONY: run test test-cluster bench clean spark-package
 
 $(BIN)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ run: $(BIN)/.installed
 test: $(BIN)/.installed
 	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall .
 	$(BIN)/python -m pytest $(ARGS)
+
+test-cluster: $(BIN)/.installed
+	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall .
+	$(BIN)/python -m pytest -m cluster $(ARGS)
 
 bench: $(BIN)/.installed
 	$(BIN)/python -m bench $(ARGS)

@@ -23,10 +23,27 @@ An empty or missing input gives the same files with no rows. Malformed lines are
 
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import sys
 import time
+
+#: what the report needs beyond the server: (module, what it is for); both come with the extra
+EXTRAS = (("pyspark", "PySpark"), ("matplotlib", "matplotlib (the charts)"))
+
+
+def missing_extras():
+    """One line naming what to install, or None: run before importing the jobs, so that a plain
+    ``pip install .`` gets a hint instead of a ModuleNotFoundError traceback."""
+    missing = [what for module, what in EXTRAS if importlib.util.find_spec(module) is None]
+    if not missing:
+        return None
+    return "spark.report: %s not installed: pip install 'rocketmq-namesrv[spark]'" % " and ".join(missing)
+
+
+if __name__ == "__main__" and missing_extras():
+    sys.exit(missing_extras())
 
 from spark import (digest, disagreement, heartbeat, htmlreport, incremental, ingest, javalog, progress, request_mix,
                    topic_churn)

@@ -35,3 +35,20 @@ def test_tls_without_pyopenssl_refuses_to_start_with_one_line(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     assert "namesrv: refusing to start: pyOpenSSL (TLS) is not installed: pip install 'twisted[tls]'" in done.stderr
     assert "Traceback" not in done.stderr + done.stdout
+
+
+HIDE_SPARK = """
+import importlib.util, runpy, sys
+real = importlib.util.find_spec
+importlib.util.find_spec = lambda name, *a: None if name in ("pyspark", "matplotlib") else real(name, *a)
+sys.argv = ["spark.report", "--input", "x", "--output", "y"]
+runpy.run_module("spark.report", run_name="__main__")
+"""
+
+
+def test_spark_report_without_its_extra_says_what_to_install(tmp_path):
+    done = subprocess.run([sys.executable, "-c", HIDE_SPARK], cwd=str(tmp_path), capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=REPO))
+    assert done.returncode == 1
+    assert done.stderr.strip() == ("spark.report: PySpark and matplotlib (the charts) not installed: "
+                                   "pip install 'rocketmq-namesrv[spark]'")

@@ -99,6 +99,7 @@ def test_the_package_holds_every_module_and_is_reproducible(tmp_path):
         assert a.read() == b.read()
 
 
+@pytest.mark.cluster
 def test_master_url_gives_the_local_tables(spark, cluster_runs, generated_report, standalone):
     out, code, stderr = cluster_runs["master"]
     assert code == 0, stderr
@@ -107,6 +108,7 @@ def test_master_url_gives_the_local_tables(spark, cluster_runs, generated_report
     assert any(app["name"] == "namesrv-report" for app in standalone.completed_apps())
 
 
+@pytest.mark.cluster
 def test_spark_submit_with_the_package_gives_the_local_tables(spark, cluster_runs, formats_report, standalone):
     out, code, stderr = cluster_runs["submit"]
     assert code == 0, stderr
