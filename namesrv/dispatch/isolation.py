@@ -132,6 +132,10 @@ class PriorityDispatcher:
         self._order = collections.deque(self.queues)
         self._call = None
         self.dropped = 0
+        #: ``hold(request)`` -> None, or a Deferred to wait for before the request runs; its class
+        #: waits meanwhile (the read workers hold a large registration until their replicas are fresh)
+        self.holds = []
+        self._held = set()     # classes waiting on a hold
 
     def enabled(self):
         return self.config.isolationSchedulerEnable
@@ -161,16 +165,36 @@ class PriorityDispatcher:
         self._call = None
         budget = max(0, self.config.isolationTurnBudgetMillis) / 1000.0
         deadline = self.timer() + budget
-        while self.pending():
+        while self._runnable():
             request_class = self._order[0]
             self._order.rotate(-1)
             queue = self.queues[request_class]
-            if queue:
+            if queue and request_class not in self._held:
+                if self._hold(request_class, queue[0][0]):
+                    continue
                 self._run(request_class, *queue.popleft())
                 if self.timer() >= deadline:
                     break
-        if self.pending():
+        if self._runnable():
             self._schedule()
+
+    def _runnable(self):
+        return any(queue for request_class, queue in self.queues.items() if request_class not in self._held)
+
+    def _hold(self, request_class, request):
+        """True when a hold asks ``request`` (and its class) to wait; the class runs again after it."""
+        for hold in self.holds:
+            waiting = hold(request)
+            if waiting is not None and not waiting.called:
+                self._held.add(request_class)
+
+                def release(ignored):
+                    self._held.discard(request_class)
+                    self._schedule()
+
+                waiting.addBoth(release)
+                return True
+        return False
 
     def _run(self, request_class, request, connection, answer, size, queued_at):
         self.limits.dequeued(request_class, size)

@@ -11,6 +11,7 @@ from twisted.logger import Logger
 
 import namesrv
 from namesrv.interfaces import IReplicableProcessor
+from namesrv.protocol.codes import RequestCode
 from namesrv.readworkers.delta import TopicTracker
 from namesrv.readworkers.feed import FeedError, MessageReader, pack_down, publication
 from namesrv.readworkers.forwarded import ForwardedConnectionFactory
@@ -25,6 +26,10 @@ log = Logger()
 PUBLISH_DUTY = 0.25
 MIN_PUBLISH_INTERVAL = 0.005
 RESPAWN_DELAY = 1.0
+#: a REGISTER_BROKER body this large (about 7,000 topics) waits for fresh replicas before it runs
+LARGE_REGISTRATION_BYTES = 1 << 20
+#: ...for at most this long (seconds)
+MAX_HOLD = 1.0
 STOP_GRACE = 5.0
 
 
@@ -57,6 +62,7 @@ class ReadWorkerPool:
         self._publish_work = 0.0       # reactor time the running publication has taken so far
         self._published_generation = None
         self._unsettled = False        # tables changed since the shared counter was last bumped
+        self._fresh_waiters = []       # (Deferred, timeout call) of large registrations held
         self.listen_socket = None      # the listening socket the workers inherit (sharedport.listening_socket)
         self.draining = False          # a takeover: workers hand everything over and are not respawned
         self.divert = None             # while draining: divert(descriptor, peer, unread) instead of adopting
@@ -85,6 +91,7 @@ class ReadWorkerPool:
         service.config.add_listener(self.changed)
         service.registry.change_listeners.append(self.changed)
         service.registry.answer_hooks.append(self.settle)
+        service.security.dispatcher.holds.append(self.hold_large_registration)
         for index in range(self.count):
             self._spawn(index)
         log.info("{n} route read worker(s) share port {port}", n=self.count, port=port)
@@ -107,10 +114,56 @@ class ReadWorkerPool:
         if adopt_connection(self.reactor, self.service.factory, descriptor, peer, unread) is not None:
             self.handoffs += 1
 
+    # -- large registrations wait for fresh replicas -------------------------------------
+    def hold_large_registration(self, request):
+        """A Deferred a large REGISTER_BROKER waits for (the dispatcher's hold), or None.
+
+        A registration of tens of thousands of topics holds the main process for a long time
+        (hundreds of ms at 100,000 topics). If it starts while the workers' replicas are stale
+        (a publication running or not yet applied), every read meanwhile is forwarded to the
+        main process and waits for the whole registration. Started once the replicas are
+        fresh, it runs while the workers answer every read themselves. The wait is bounded
+        (``MAX_HOLD``): a worker that never catches up cannot hold brokers back.
+        """
+        if request.code != RequestCode.REGISTER_BROKER or len(request.body or b"") < LARGE_REGISTRATION_BYTES:
+            return None
+        if not self.running or self.draining or self.replicas_fresh():
+            return None
+        waiting = defer.Deferred()
+        timeout = self.reactor.callLater(MAX_HOLD, self._release_one, waiting)
+        self._fresh_waiters.append((waiting, timeout))
+        return waiting
+
+    def replicas_fresh(self):
+        """Every running worker has applied the publication of the counter's current value."""
+        if self._unsettled or self._messages is not None:
+            return False
+        value = self.generation.value
+        return all(worker.applied_generation == value for worker in self.workers.values()
+                   if not worker.ended)
+
+    def worker_applied(self):
+        if self._fresh_waiters and self.replicas_fresh():
+            self._release_all()
+
+    def _release_one(self, waiting):
+        self._fresh_waiters = [(d, call) for d, call in self._fresh_waiters if d is not waiting]
+        if not waiting.called:
+            waiting.callback(None)
+
+    def _release_all(self):
+        waiters, self._fresh_waiters = self._fresh_waiters, []
+        for waiting, timeout in waiters:
+            if timeout.active():
+                timeout.cancel()
+            if not waiting.called:
+                waiting.callback(None)
+
     def drain(self):
         """A takeover: every worker stops accepting, hands its connections to us and exits; none is
         respawned. ``drained()`` tells when all of them are gone and every handoff has arrived."""
         self.draining = True
+        self._release_all()
         for call in [self._publish_call, self._send_call, *self._respawns]:
             if call is not None and call.active():
                 call.cancel()
@@ -134,6 +187,7 @@ class ReadWorkerPool:
         """Stop feeding and close the workers' stdin (they then report their last counts, close
         their port and exit); the Deferred fires when every worker has ended."""
         self.running = False
+        self._release_all()
         for call in [self._publish_call, self._send_call, *self._respawns]:
             if call is not None and call.active():
                 call.cancel()
@@ -353,6 +407,7 @@ class WorkerProcess(protocol.ProcessProtocol):
         self.reader = MessageReader()
         self.ended = False
         self.needs_full = False
+        self.applied_generation = None    # the generation of the last publication it applied
         self.ended_deferred = defer.Deferred()
         self._kill_call = None
         self._log_tail = b""
@@ -378,6 +433,9 @@ class WorkerProcess(protocol.ProcessProtocol):
                 if kind == "counts":
                     self.pool.record_counts(self.index, message.get("counts", []), message.get("connections"),
                                             message.get("rejections", []))
+                elif kind == "applied":
+                    self.applied_generation = message.get("generation")
+                    self.pool.worker_applied()
                 elif kind == "listening":
                     if self.pool.on_listening is not None:
                         self.pool.on_listening()

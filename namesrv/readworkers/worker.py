@@ -93,6 +93,7 @@ class ReadWorker(protocol.Protocol):
             self.transport.write(resync_message())
             return
         if message["kind"] == "replica" and usable:
+            self.transport.write(pack({"kind": "applied", "generation": self.replica.generation}))
             # The replica is long-lived: out of the collector's reach, a full collection of
             # a million entries (hundreds of ms) never runs while clients wait.
             gc.freeze()

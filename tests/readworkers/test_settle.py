@@ -44,3 +44,78 @@ def test_a_change_nobody_was_answered_about_is_settled_when_its_publication_begi
     assert pool.generation.read() == before and pool._stale()
     pool.settle()
     assert pool.generation.read() == before + 1 and not pool._unsettled
+
+
+class FakeWorker:
+    ended = False
+
+    def __init__(self, applied=None):
+        self.applied_generation = applied
+
+
+def big_registration(topics=8000):
+    return register_request("C", "big", "127.0.0.1:10999", topics=["Big%05d" % i for i in range(topics)])
+
+
+def test_a_large_registration_waits_for_fresh_replicas_and_no_longer_than_max_hold(tmp_path):
+    from namesrv.readworkers.pool import LARGE_REGISTRATION_BYTES, MAX_HOLD
+    service, pool = wired_pool(tmp_path)
+    pool.reactor = clock = task.Clock()
+    worker = pool.workers[0] = FakeWorker(applied=pool.generation.value)
+    request = big_registration()
+    assert len(request.body) >= LARGE_REGISTRATION_BYTES
+    assert pool.hold_large_registration(request) is None                       # fresh: runs at once
+    assert pool.hold_large_registration(register_request("C", "s", "127.0.0.1:1", topics=["A", "B"])) is None
+
+    pool._unsettled = True                                                      # a change not yet published
+    waiting = pool.hold_large_registration(request)
+    assert waiting is not None and not waiting.called
+    pool.settle()
+    worker.applied_generation = pool.generation.value                           # the worker reports it applied
+    pool._unsettled = False
+    pool.worker_applied()
+    assert waiting.called
+
+    worker.applied_generation = None                                            # a worker that never catches up
+    late = pool.hold_large_registration(request)
+    clock.advance(MAX_HOLD - 0.01)
+    assert not late.called
+    clock.advance(0.02)
+    assert late.called and pool._fresh_waiters == []
+
+
+def test_the_dispatcher_holds_only_the_class_of_a_held_request():
+    from twisted.internet import defer
+    from namesrv.dispatch.classes import RequestClassifier
+    from namesrv.dispatch.isolation import ClassLimitPolicy, PriorityDispatcher
+    from namesrv.protocol.codes import RequestCode
+    from namesrv.protocol.command import make_request
+    from tests.config_for import make_config
+
+    ran = []
+
+    class Registry:
+        def processor_for(self, code):
+            return object()
+
+        def dispatch(self, request, connection):
+            ran.append(request.code)
+            return request.make_response(0)
+
+    config = make_config()
+    classifier = RequestClassifier()
+    clock = task.Clock()
+    dispatcher = PriorityDispatcher(Registry(), classifier, ClassLimitPolicy(classifier, config, []), config, clock)
+    gate = defer.Deferred()
+    dispatcher.holds.append(lambda request: gate if request.code == RequestCode.REGISTER_BROKER else None)
+    registered = dispatcher.dispatch(register_request("C", "b", "127.0.0.1:1", topics=["A", "B"]),
+                                     FakeConnection("127.0.0.1:40000"))
+    listed = dispatcher.dispatch(make_request(RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": "n"}),
+                                 FakeConnection("127.0.0.1:40001"))
+    clock.advance(0)
+    clock.advance(0)
+    assert ran == [RequestCode.GET_KVLIST_BY_NAMESPACE] and listed.called and not registered.called
+    dispatcher.holds.clear()
+    gate.callback(None)
+    clock.advance(0)
+    assert ran == [RequestCode.GET_KVLIST_BY_NAMESPACE, RequestCode.REGISTER_BROKER] and registered.called
