@@ -65,12 +65,12 @@ def main(argv=None):
         service, clock, links = build(args.brokers, args.topics, workdir)
         processor = service.registry.processor_for(103)
         for number in range(args.rounds):
-            skipped = processor.unchanged_skipped
+            skipped = processor.unchanged.skipped
             reading, worst, handling = one_round(service, clock, links)
             print("round %d: read+frame %.1f ms (%.3f ms per broker, worst read %.2f ms); handling %.1f ms "
                   "(%.3f ms per broker); %d of %d on the unchanged shortcut"
                   % (number, reading * 1e3, reading * 1e3 / args.brokers, worst * 1e3, handling * 1e3,
-                     handling * 1e3 / args.brokers, processor.unchanged_skipped - skipped, args.brokers))
+                     handling * 1e3 / args.brokers, processor.unchanged.skipped - skipped, args.brokers))
     return 0
 
 
