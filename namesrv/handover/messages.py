@@ -13,6 +13,8 @@ import struct
 
 import msgpack
 
+from namesrv.protocol.lengthprefixed import LengthPrefixedReader
+
 #: versions this code speaks, oldest first
 VERSIONS = (1,)
 #: a message larger than this is garbage (the route tables of 1M topics are well below)
@@ -48,29 +50,13 @@ def choose_version(offered):
     return max(common) if common else None
 
 
-class MessageReader:
+class MessageReader(LengthPrefixedReader):
     """Bytes in (any cut), whole messages (dicts with a string ``kind``) out."""
 
-    def __init__(self, max_message=MAX_MESSAGE):
-        self._buffer = bytearray()
-        self.max_message = max_message
+    error = HandoverProtocolError
 
-    def feed(self, data):
-        self._buffer += data
-        messages = []
-        buffer = self._buffer
-        offset = 0
-        while len(buffer) - offset >= 4:
-            (length,) = _LENGTH.unpack_from(buffer, offset)
-            if length > self.max_message:
-                raise HandoverProtocolError("message of %d bytes exceeds %d" % (length, self.max_message))
-            end = offset + 4 + length
-            if end > len(buffer):
-                break
-            messages.append(_decode(bytes(buffer[offset + 4:end])))
-            offset = end
-        del buffer[:offset]
-        return messages
+    def __init__(self, max_message=MAX_MESSAGE):
+        LengthPrefixedReader.__init__(self, _decode, max_message)
 
 
 def _decode(data):

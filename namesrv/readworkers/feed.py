@@ -21,6 +21,7 @@ import struct
 import msgpack
 
 from namesrv.config import java_text
+from namesrv.protocol.lengthprefixed import LengthPrefixedReader
 from namesrv.readworkers.delta import PART_TOPICS, encode_brokers, encode_topics
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 
@@ -49,36 +50,14 @@ def _msgpack_loads(data):
     return msgpack.unpackb(data, raw=False, strict_map_key=False)
 
 
-class MessageReader:
+class MessageReader(LengthPrefixedReader):
     """Bytes in (any cut), whole messages out; ``loads`` decodes one (msgpack: upward messages)."""
 
-    def __init__(self, loads=_msgpack_loads):
-        self._buffer = bytearray()
-        self._loads = loads
+    error = FeedError
+    max_message = MAX_MESSAGE
 
-    def feed(self, data):
-        self._buffer += data
-        messages = []
-        buffer = self._buffer
-        offset = 0
-        while len(buffer) - offset >= 4:
-            (length,) = _LENGTH.unpack_from(buffer, offset)
-            if length > MAX_MESSAGE:
-                raise FeedError("message of %d bytes" % length)
-            end = offset + 4 + length
-            if end > len(buffer):
-                break
-            try:
-                message = self._loads(bytes(buffer[offset + 4:end]))
-            except Exception as e:  # decoders raise several unrelated types on garbage
-                raise FeedError("undecodable message: %s" % e)
-            if not isinstance(message, dict):
-                raise FeedError("message is not a map")
-            messages.append(message)
-            offset = end
-        if offset:
-            del buffer[:offset]
-        return messages
+    def __init__(self, loads=_msgpack_loads):
+        LengthPrefixedReader.__init__(self, loads)
 
 
 def topics_message(routes, topics, reset=False):
