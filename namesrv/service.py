@@ -4,12 +4,13 @@ import gc
 import os
 
 from twisted.application import service
-from twisted.internet import defer, task
+from twisted.internet import defer
 from twisted.logger import Logger
 
 from namesrv.clock import MonotonicClock
 from namesrv.context import NamesrvContext, NullEventLog
 from namesrv.observe.health import Readiness
+from namesrv.periodic import PeriodicCall
 from namesrv.server.housekeeping import BrokerHousekeeping
 from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.security.wiring import secure_service
@@ -18,12 +19,14 @@ from namesrv.server.factory import RemotingServerFactory
 log = Logger()
 
 
-class NamesrvService(service.Service):
-    """The NameServer as an IService: start listens and starts timers, stop undoes it all.
+class NamesrvService(service.MultiService):
+    """The NameServer as an IService: start listens, stop undoes it all.
 
     Start-up order follows Java's NamesrvController: load the KV file (a corrupt file
-    refuses to start), restore the route snapshot, then listen and schedule the
-    liveness scan (first after 5 s) and the KV print (first after 1 min).
+    refuses to start), restore the route snapshot, then listen. Its children: the security
+    services (file watchers, the metrics and status ports) and the timers (PeriodicCall:
+    the liveness scan first after 5 s, the KV print after 1 min, route snapshots, the event
+    log's aggregates), started and stopped with it.
     """
 
     name = "namesrv"
@@ -33,6 +36,7 @@ class NamesrvService(service.Service):
         from namesrv.kvconfig import KVConfigManager
         from namesrv.routes import RouteInfoManager
 
+        service.MultiService.__init__(self)
         self.config = config
         config.pin_instance_paths()
         self.reactor = reactor or default_reactor
@@ -59,18 +63,23 @@ class NamesrvService(service.Service):
         self.port = None
         self.listen_socket = None
         self._adopted_socket = False
-        self._timers = []
-        self._delayed = []
+        self.security.setServiceParent(self)
+        self._scan = self._every("liveness scan", self._scan_not_active_brokers,
+                                 lambda: config.scanNotActiveBrokerInterval / 1000.0, 5)
+        self._every("KV print", self.kv.print_all, lambda: config.kvConfigPrintInterval, 60)
+        if self.snapshots is not None:
+            self._every("route snapshot", self._save_snapshot, lambda: config.routeSnapshotInterval,
+                        config.routeSnapshotInterval)
+        self._every("event log aggregates", self.events.flush_aggregates, lambda: 1.0, 1.0)
         config.add_listener(self._config_changed)
 
     # -- lifecycle -------------------------------------------------------------
     def startService(self):
-        service.Service.startService(self)
         if self.snapshots is not None:
             self.snapshots.restore()
         gc.freeze()
         self.events.start()
-        self.security.startService()
+        service.MultiService.startService(self)   # security first, then the timers
         if self.handover.takeover:
             # namesrv/handover: the tables and the listening socket come from the running process
             self.handover.take_over().addCallbacks(self._serve, self._takeover_failed)
@@ -120,40 +129,21 @@ class NamesrvService(service.Service):
         self.context.server_id = "%s:%s" % (address.host, address.port)
         self.readiness.serving_address = (address.host, address.port)
         self.events.server_id = self.context.server_id
-        config = self.config
-        self._scan = self._every(self._scan_not_active_brokers, lambda: config.scanNotActiveBrokerInterval / 1000.0, 5)
-        self._every(self.kv.print_all, lambda: config.kvConfigPrintInterval, 60)
-        if self.snapshots is not None:
-            self._every(self.snapshots.save_in_background, lambda: config.routeSnapshotInterval,
-                        config.routeSnapshotInterval)
-        self._every(self.events.flush_aggregates, lambda: 1.0, 1.0)
         log.info("The Name Server boot success. serializeType=JSON, address {addr}",
                  addr=self.context.server_id)
         self.events.emit("server_started", listen=self.context.server_id)
         self.handover.serving()
 
-    def _every(self, function, interval, first_delay):
-        """A LoopingCall of ``function`` every ``interval()`` seconds, the first after ``first_delay``."""
-        call = task.LoopingCall(function)
-        call.clock = self.reactor
-        self._timers.append(call)
-        self._delayed.append(self.reactor.callLater(first_delay, self._start_timer, call, interval))
-        return call
-
-    def _start_timer(self, call, interval):
-        call.start(interval(), now=True).addErrback(
-            lambda failure: log.failure("timer {fn} stopped", failure, fn=call.f))
+    def _every(self, name, function, interval, first_delay):
+        """A child timer: ``function`` every ``interval()`` seconds, the first after ``first_delay``."""
+        timer = PeriodicCall(name, function, interval, first_delay, self.reactor)
+        timer.setServiceParent(self)
+        return timer
 
     def stopService(self):
-        service.Service.stopService(self)
         self.readiness.serving_address = None
-        for delayed in self._delayed:
-            if delayed.active():
-                delayed.cancel()
-        for call in self._timers:
-            if call.running:
-                call.stop()
-        stopping = [defer.maybeDeferred(self.handover.stop)]
+        stopping = [service.MultiService.stopService(self),   # the timers, then security
+                    defer.maybeDeferred(self.handover.stop)]
         if self.port is not None:
             if self.handover.handed_over or self._adopted_socket:
                 # the socket lives on in the new process (or our workers): close our descriptor only
@@ -165,7 +155,6 @@ class NamesrvService(service.Service):
         if self._adopted_socket:
             self.listen_socket.close()   # held beside the reactor's own duplicate (adopt_listening)
         self.listen_socket = None
-        stopping.append(defer.maybeDeferred(self.security.stopService))
         # Save before closing connections: closing them is not brokers leaving. After a takeover
         # the tables are the new process's, which saves them itself.
         if self.snapshots is not None and not self.handover.handed_over:
@@ -193,10 +182,15 @@ class NamesrvService(service.Service):
         # collections (measured up to 0.44 s at 1M entries) off the reactor thread.
         gc.freeze()
 
+    def _save_snapshot(self):
+        """Only while serving: during a takeover the tables are not ours yet (an empty copy must
+        never replace the last good snapshot)."""
+        if self.readiness.serving_address is not None:
+            return self.snapshots.save_in_background()
+
     def _config_changed(self, name, old, new):
-        if name == "scanNotActiveBrokerInterval" and self._scan.running:
-            self._scan.stop()
-            self._scan.start(new / 1000.0, now=False)
+        if name == "scanNotActiveBrokerInterval":
+            self._scan.restart()
 
 
 def _make_answer_cache(config, registry, routes, kv):

@@ -1,0 +1,35 @@
+"""A timer as a child service: first call after its delay, then every interval; restart and stop."""
+
+from twisted.application import service
+from twisted.internet import task
+
+from namesrv.periodic import PeriodicCall
+
+
+def test_first_call_after_the_delay_then_every_interval_and_nothing_after_stop():
+    clock, calls, interval = task.Clock(), [], [10.0]
+    parent = service.MultiService()
+    timer = PeriodicCall("scan", lambda: calls.append(clock.seconds()), lambda: interval[0], 5, clock)
+    timer.setServiceParent(parent)
+    parent.startService()
+    clock.advance(4.9)
+    assert calls == []
+    clock.pump([0.1, 10, 10])
+    assert calls == [5.0, 15.0, 25.0]
+    interval[0] = 2.0
+    timer.restart()                      # the new interval from now on, no extra call now
+    clock.pump([2, 2])
+    assert calls == [5.0, 15.0, 25.0, 27.0, 29.0]
+    parent.stopService()
+    clock.advance(100)
+    assert calls[-1] == 29.0 and not timer.looping
+
+
+def test_stopped_before_its_first_call_never_calls():
+    clock, calls = task.Clock(), []
+    timer = PeriodicCall("print", lambda: calls.append(1), lambda: 1.0, 60, clock)
+    timer.startService()
+    clock.advance(30)
+    timer.stopService()
+    clock.advance(100)
+    assert calls == [] and not clock.getDelayedCalls()
