@@ -63,7 +63,7 @@ class SortedTopics:
 
     def names(self):
         table = self.routes.topic_queue_table
-        key = (id(table), getattr(self.routes, "change_generation", 0), len(table))
+        key = (id(table), self.routes.change_generation, len(table))
         now = self.clock.seconds()
         if key != self._key and (self._sorted_at is None or not 0 <= now - self._sorted_at < self.min_interval):
             self._names = sorted(table)

@@ -112,7 +112,7 @@ def test_main_and_worker_share_the_port(make_namesrv):
     finally:
         for client in clients:
             client.close()
-    # 24 connections hashed over two listeners: the worker gets some (odds of none: 2**-24)
+    # 24 connections on the one socket both processes accept from: the worker takes some
     assert answered_by_workers(server) > 0
 
 

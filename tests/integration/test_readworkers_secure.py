@@ -108,7 +108,7 @@ def test_tls_and_plain_reads_are_answered_by_a_worker_sharing_the_port(make_name
     finally:
         for client in clients:
             client.close()
-    # 24 connections hashed over two listeners: the worker gets some (odds of none: 2**-24)
+    # 24 connections on the one socket both processes accept from: the worker takes some
     assert answered_by_workers(server) > 0
     assert "Traceback" not in server.log()
 

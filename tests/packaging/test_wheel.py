@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.request
 import zipfile
 
 import pytest
@@ -78,9 +79,11 @@ def test_installed_wheel_serves_routes_from_outside_the_checkout(installed, tmp_
                                capture_output=True, text=True, timeout=120).stdout
     assert "namesrv" in help_text
 
+    status_port = free_port()
     server = InstalledNamesrv(installed, workdir, env, {
         "routeReadWorkers": "1",
         "prometheusListenPort": str(free_port()),
+        "statusListenPort": str(status_port),
         **tls_properties(workdir),
     })
     server.start(timeout=60)
@@ -93,6 +96,8 @@ def test_installed_wheel_serves_routes_from_outside_the_checkout(installed, tmp_
             route = reader.call(route_request("Wheeled"))
             assert route.code == ResponseCode.SUCCESS
             assert json.loads(route.body)["brokerDatas"][0]["brokerName"] == "broker-w"
+        with urllib.request.urlopen("http://127.0.0.1:%d/" % status_port, timeout=10) as page:
+            assert b"broker-w" in page.read()        # the status page's package is in the wheel too
         log = server.log()
         assert "Traceback" not in log and "ModuleNotFoundError" not in log
     finally:
