@@ -1,7 +1,6 @@
-"""The Twisted protocol that frames remoting commands on a TCP connection."""
+"""The Twisted protocol for one remoting connection: frames in, dispatch, answers out."""
 
 import itertools
-import struct
 
 from twisted.internet import defer, protocol
 from twisted.logger import Logger
@@ -12,36 +11,12 @@ from twisted.internet.interfaces import IPushProducer
 
 from namesrv.interfaces import IRemotingConnection
 from namesrv.protocol.codec import FrameDecodeError, decode_frame, encode_frame
-from namesrv.protocol.codes import DEFAULT_MAX_FRAME_LENGTH, RequestCode
+from namesrv.protocol.framing import NO_LIMITS, BadFrame, FrameLimits, FrameReader  # noqa: F401 (FrameLimits)
 from namesrv.protocol.ratelimited import RateLimitedWarning
 
 _connection_ids = itertools.count(1)
-_LENGTH = struct.Struct(">i")
-_NOTHING_UNREAD = (b"", 0)
 #: one line per bad frame, up to 20 per 10 s across all connections (each still counted by on_bad_frame)
 BAD_FRAME_WARNINGS = RateLimitedWarning(Logger("namesrv.protocol.remoting.RemotingProtocol"))
-
-#: Codes whose body may exceed ``maxRequestBodyLength`` (a broker's whole topic table).
-BIG_BODY_CODES = frozenset([RequestCode.REGISTER_BROKER])
-
-
-class FrameLimits:
-    """Per-connection limits beyond Java's frame length; 0 or None switches one off."""
-
-    def __init__(self, max_header_length=0, max_ext_fields=0, max_request_body_length=0,
-                 read_frame_timeout=0):
-        self.max_header_length = max_header_length
-        self.max_ext_fields = max_ext_fields
-        self.max_request_body_length = max_request_body_length
-        self.read_frame_timeout = read_frame_timeout
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(config.maxHeaderLength, config.maxExtFields, config.maxRequestBodyLength,
-                   config.serverReadFrameTimeoutSeconds)
-
-
-NO_LIMITS = FrameLimits()
 
 
 def format_peer(address):
@@ -54,13 +29,11 @@ def format_peer(address):
 
 @implementer(IRemotingConnection, IPushProducer)
 class RemotingProtocol(protocol.Protocol, TimeoutMixin):
-    """One connection: frames in, commands to the dispatcher, encoded answers out.
+    """One connection: a FrameReader splits the bytes, each frame is answered from the
+    answer cache or dispatched, and the answers are written back in order.
 
-    Framing keeps one bytearray per connection, so a 16 MiB frame arriving in 64 KiB
-    pieces costs linear time (Twisted's IntNStringReceiver re-concatenates its buffer
-    on every read). Like Java's NettyDecoder, a frame that cannot be decoded (too
-    long, bad header length, unknown serialize type, bad header) closes the
-    connection without an answer; the other connections are not affected.
+    A frame that cannot be framed or decoded closes the connection without an answer, as
+    Java's NettyDecoder does; the other connections are not affected.
 
     The protocol is its transport's streaming producer: when a peer stops reading
     its answers and the transport's buffer fills up, we stop reading (and answering)
@@ -79,7 +52,6 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         self.on_close = on_close
         self.on_bad_frame = on_bad_frame
         self.idle_timeout = idle_timeout
-        self.max_frame_length = max_frame_length or DEFAULT_MAX_FRAME_LENGTH
         self.slow_reader_timeout = slow_reader_timeout
         self._reactor = reactor
         self.connection_id = next(_connection_ids)
@@ -87,11 +59,9 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         self.closing = False
         self.paused = False
         self.limits = limits
-        self._buffer = bytearray()
+        self.reader = FrameReader(max_frame_length, limits)
         self._slow_reader_call = None
-        self._partial_checked = False
         self._frame_timer = None
-        self._unread = _NOTHING_UNREAD
 
     # -- IRemotingConnection -------------------------------------------------
     def close(self):
@@ -120,7 +90,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         self._cancel_slow_reader()
         self._cancel_frame_timer()
         self.closing = True
-        self._buffer = bytearray()
+        self.reader.clear()
         if self.on_close is not None:
             on_close, self.on_close = self.on_close, None
             on_close(self)
@@ -174,124 +144,72 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         """TimeoutMixin's timer (the idle timeout) on the same reactor as every other timer here."""
         return self._call_later(period, func)
 
-    def _header_too_long(self, header_length):
-        """The bad-frame reason when ``header_length`` exceeds maxHeaderLength, else None."""
-        limit = self.limits.max_header_length
-        if limit and header_length > limit:
-            return "header of %d bytes exceeds maxHeaderLength %d" % (header_length, limit)
-        return None
-
     # -- frames --------------------------------------------------------------
+    def unread(self):
+        """What was read and not handled yet (a connection moving to another process takes it along)."""
+        return self.reader.unread()
+
     def dataReceived(self, data):
         if self.closing:
             return
         if self.idle_timeout:
             self.resetTimeout()
-        if self._buffer or self.paused:
-            self._buffer += data
-            if not self.paused:
-                self._process()
+        if self.paused:
+            self.reader.buffer_more(data)
         else:
-            self._frames(data)   # the common case: nothing left over, frame straight from the read
+            self._frame(data)
 
     def _process(self):
-        """Frame what is buffered (after a partial read, or when resumed).
+        """Frame what was buffered while paused."""
+        self._frame(None)
 
-        While the first frame is still incomplete nothing is copied: a 16 MiB frame arriving
-        in 64 KiB reads costs linear time, not quadratic.
-        """
-        buffer = self._buffer
-        if len(buffer) >= 4:
-            (length,) = _LENGTH.unpack_from(buffer, 0)
-            if 0 <= length and length + 4 <= self.max_frame_length and len(buffer) < length + 4:
-                if not self._partial_checked and len(buffer) >= 8:
-                    self._check_partial(buffer, 0, length)
-                if not self.closing:
-                    self._watch_partial_frame()
-                return
-        if buffer:
-            data, self._buffer = bytes(buffer), bytearray()
-            self._frames(data)
+    def _frame(self, data):
+        """Handle the complete frames of ``data`` after anything buffered (None: only what is buffered)."""
+        reader = self.reader
+        try:
+            chunk = reader.take() if data is None else reader.feed(data)
+            if chunk is not None:
+                self._handle_frames(reader.frames(chunk))
+        except BadFrame as e:
+            self.bad_frame(str(e))
+        if self.closing:
+            reader.clear()
+            return
+        reader.keep_rest()
+        self._watch_partial_frame()
 
-    def _frames(self, data):
-        """Handle every complete frame in ``data``; keep the rest for the next read."""
-        offset = 0
-        size = len(data)
+    def _handle_frames(self, frames):
+        """Answer each frame: from the answer cache (consecutive ones written together, before
+        any slower answer) or through the dispatcher; stop when paused or closing."""
         cache = self.answer_cache
-        cached = []   # answers from the cache, written together (before any slow-path answer)
-        unpack = _LENGTH.unpack_from
-        while size - offset >= 4 and not self.paused and not self.closing:
-            (length,) = unpack(data, offset)
-            if length < 0:
-                return self.bad_frame("negative frame length %d" % length)
-            if length + 4 > self.max_frame_length:
-                return self.bad_frame("frame of %d bytes exceeds the limit of %d"
-                                      % (length + 4, self.max_frame_length))
-            end = offset + 4 + length
-            if end > size:
-                if not self._partial_checked and size - offset >= 8:
-                    self._check_partial(data, offset, length)
-                break
-            frame = data[offset + 4:end]
-            offset = end
-            self._partial_checked = False
+        cached = []
+        handled = False
+        for frame in frames:
+            handled = True
             if cache is not None:
                 answer = cache.answer(frame, self.peer)
                 if answer is not None:
                     cached.append(answer)
+                    if self.paused or self.closing:
+                        break
                     continue
                 if cached:
                     self._write_cached(cached)
                     cached = []
-            self._unread = (data, end)   # what follows this frame (a read worker may hand it over)
             self.frame_received(frame)
-            self._unread = _NOTHING_UNREAD   # never keep a read's bytes (a 16 MiB registration) alive
+            if self.paused or self.closing:
+                break
         if cached:
             self._write_cached(cached)
-        if self.closing:
-            self._buffer = bytearray()
-            return
-        if offset < size:
-            self._buffer[:0] = data[offset:] if offset else data   # (a read may have landed meanwhile)
-        if offset:
+        if handled:
             self._cancel_frame_timer()  # the frame it timed is complete; time the next one afresh
-        self._watch_partial_frame()
-
-    def _check_partial(self, buffer, offset, length):
-        """Refuse an oversized frame from its header, before its body is buffered."""
-        limits = self.limits
-        (word,) = _LENGTH.unpack_from(buffer, offset + 4)
-        header_length = word & 0xFFFFFF
-        too_long = self._header_too_long(header_length)
-        if too_long:
-            self._partial_checked = True
-            return self.bad_frame(too_long)
-        if len(buffer) - offset < 8 + header_length:
-            return
-        self._partial_checked = True
-        body_length = length - 4 - header_length
-        if not limits.max_request_body_length or body_length <= limits.max_request_body_length:
-            return
-        try:
-            request = decode_frame(bytes(buffer[offset + 4:offset + 8 + header_length]))
-        except FrameDecodeError as e:
-            return self.bad_frame(str(e))
-        self._check_body_length(request.code, body_length)
-
-    def _check_body_length(self, code, body_length):
-        limit = self.limits.max_request_body_length
-        if limit and body_length > limit and code not in BIG_BODY_CODES:
-            self.bad_frame("body of %d bytes for request code %d exceeds maxRequestBodyLength %d"
-                           % (body_length, code, limit))
-            return False
-        return True
 
     def _watch_partial_frame(self):
         """A started frame must complete within ``read_frame_timeout`` (slowloris)."""
         timeout = self.limits.read_frame_timeout
         if not timeout:
             return
-        if not self._buffer:
+        if not self.reader.waiting:
             self._cancel_frame_timer()
         elif self._frame_timer is None:
             self._frame_timer = self._call_later(timeout, self._frame_timed_out, timeout)
@@ -315,20 +233,12 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         self.close()
 
     def frame_received(self, frame):
-        limits = self.limits
-        if limits.max_header_length and len(frame) >= 4:
-            too_long = self._header_too_long(_LENGTH.unpack_from(frame, 0)[0] & 0xFFFFFF)
-            if too_long:
-                return self.bad_frame(too_long)
         try:
+            self.limits.check_header(frame)
             request = decode_frame(frame)
-        except FrameDecodeError as e:
-            self.bad_frame(str(e))
-            return
-        if limits.max_ext_fields and request.ext and len(request.ext) > limits.max_ext_fields:
-            return self.bad_frame("%d extFields exceed maxExtFields %d" % (len(request.ext), limits.max_ext_fields))
-        if request.body and not self._check_body_length(request.code, len(request.body)):
-            return
+            self.limits.check_request(request)
+        except (FrameDecodeError, BadFrame) as e:
+            return self.bad_frame(str(e))
         if request.is_response:
             self.log.debug("dropping a response from {peer} (opaque {opaque}): nothing pending",
                            peer=self.peer, opaque=request.opaque)

@@ -59,8 +59,7 @@ class WorkerConnection(RemotingProtocol):
     def hand_off(self):
         """Give this connection (and what was read after the current frame) to the main process."""
         frame = self.current_frame
-        data, end = self._unread
-        unread = _LENGTH.pack(len(frame)) + frame + data[end:]
+        unread = _LENGTH.pack(len(frame)) + frame + self.unread()
         self.closing = True   # handle nothing more here
         self.handed_off = True
         self.factory.handoffs += 1

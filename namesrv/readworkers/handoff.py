@@ -134,7 +134,7 @@ def detach(connection):
     transport = connection.transport
     stop_reading(connection)
     descriptor = os.dup(transport.fileno())
-    unread = bytes(connection._buffer)
+    unread = connection.unread()
     connection.closing = True
     transport._shouldShutdown = False
     transport.loseConnection()

@@ -54,7 +54,10 @@ class Connection:
         self.peer = peer
         self.closing = False
         self.paused = False
-        self._buffer = bytearray(buffered)
+        self._buffered = bytes(buffered)
+
+    def unread(self):
+        return self._buffered
 
     def close(self):
         self.closing = True

@@ -201,4 +201,5 @@ def test_no_connection_keeps_a_reads_bytes_alive(tmp_path):
     proto.makeConnection(StringTransport())
     frame = encode_frame(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T%d" % i for i in range(50)]))
     proto.dataReceived(frame + encode_frame(route_request("T1")))
-    assert proto._unread[0] == b""
+    assert proto.unread() == b""
+    assert proto.reader._data == b""   # not even a reference to the read

@@ -1,0 +1,87 @@
+"""FrameReader alone: byte streams in, frames (or BadFrame) out, nothing lost between reads."""
+
+import struct
+
+import pytest
+
+from namesrv.protocol.codec import encode_frame
+from namesrv.protocol.command import RemotingCommand
+from namesrv.protocol.framing import BadFrame, FrameLimits, FrameReader
+
+
+def framed(payload):
+    return struct.pack(">i", len(payload)) + payload
+
+
+def read_all(reader, *reads):
+    frames = []
+    for data in reads:
+        chunk = reader.feed(data)
+        if chunk is not None:
+            frames.extend(reader.frames(chunk))
+            reader.keep_rest()
+    return frames
+
+
+def test_frames_split_anywhere_come_out_whole_and_in_order():
+    stream = framed(b"one") + framed(b"two!") + framed(b"") + framed(b"three")
+    for cut in range(1, len(stream)):
+        reader = FrameReader()
+        assert read_all(reader, stream[:cut], stream[cut:]) == [b"one", b"two!", b"", b"three"]
+        assert not reader.waiting
+
+
+def test_an_incomplete_first_frame_is_not_copied_out_of_the_buffer():
+    reader = FrameReader()
+    assert reader.feed(framed(b"x" * 100)[:50]) is not None   # first read: framed in place, rest kept
+    list(reader.frames(framed(b"x" * 100)[:50]))
+    reader.keep_rest()
+    assert reader.waiting
+    assert reader.feed(b"x" * 10) is None   # still incomplete: stays in the buffer
+
+
+def test_stopping_early_keeps_the_unhandled_frames_for_the_next_read():
+    reader = FrameReader()
+    chunk = reader.feed(framed(b"a") + framed(b"b") + framed(b"c")[:3])
+    frames = reader.frames(chunk)
+    assert next(frames) == b"a"
+    assert reader.unread() == framed(b"b") + framed(b"c")[:3]   # after the frame being handled
+    reader.keep_rest()
+    assert read_all(reader, framed(b"c")[3:]) == [b"b", b"c"]
+    assert reader.unread() == b""
+
+
+@pytest.mark.parametrize("prefix, reason", [
+    (struct.pack(">i", -1), "negative frame length -1"),
+    (struct.pack(">i", 100), "frame of 104 bytes exceeds the limit of 50"),
+])
+def test_impossible_lengths_are_bad_frames(prefix, reason):
+    reader = FrameReader(max_frame_length=50)
+    with pytest.raises(BadFrame, match=reason):
+        list(reader.frames(reader.feed(prefix + b"\0" * 8)))
+
+
+def test_an_overlong_header_is_refused_before_its_body_arrives():
+    reader = FrameReader(limits=FrameLimits(max_header_length=64))
+    start = struct.pack(">ii", 10000, 5000)   # a 5,000-byte header announced, nothing else sent
+    with pytest.raises(BadFrame, match="exceeds maxHeaderLength 64"):
+        list(reader.frames(reader.feed(start)))
+
+
+def test_a_big_body_is_refused_from_its_header_unless_the_code_may_send_one():
+    limits = FrameLimits(max_request_body_length=10)
+    for code, refused in ((105, True), (103, False)):   # GET_ROUTEINFO_BY_TOPIC, REGISTER_BROKER
+        whole = encode_frame(RemotingCommand(code=code, body=b"b" * 100))
+        reader = FrameReader(limits=limits)
+        if refused:
+            with pytest.raises(BadFrame, match="maxRequestBodyLength 10"):
+                list(reader.frames(reader.feed(whole[:-50])))
+        else:
+            assert read_all(reader, whole[:-50], whole[-50:]) == [whole[4:]]
+
+
+def test_clear_forgets_everything():
+    reader = FrameReader()
+    read_all(reader, framed(b"abc")[:5])
+    reader.clear()
+    assert reader.unread() == b"" and not reader.waiting
