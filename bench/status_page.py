@@ -43,7 +43,7 @@ def build(brokers, per_broker, workdir):
                                    compressed_body(topics), True, cluster="Cluster-%d" % (i % 10))
         assert svc.registry.dispatch(request, _Connection("10.0.0.1:%d" % (20000 + i))).code == 0
     svc.kv.table["ORDER_TOPIC_CONFIG"] = {"Topic-%04d-%06d" % (i % brokers, i): "broker:8" for i in range(10000)}
-    page = next(child for child in svc.security if child.name == "status-page")
+    page = svc.getServiceNamed("status-page")
     return svc, page.resource
 
 

@@ -177,13 +177,15 @@ def spawn_server(port, scheduler, minimal, workdir, settings=()):
 
 
 def build_minimal_service(reactor, config):
-    """The pieces secure_service needs, with the route processor alone (no KV store, no event log)."""
+    """A guarded request path with the route processor alone (no KV store, no event log):
+    ``factory`` dispatches through ``security`` (the guards) as in ``make_service``."""
     import types
     from namesrv.context import NamesrvContext
     from namesrv.observe.eventlog import NullEventLog
     from namesrv.server.housekeeping import BrokerHousekeeping
     from namesrv.dispatch.registry import ProcessorRegistry
     from namesrv.routes import RouteInfoManager
+    from namesrv.security.wiring import RequestGuards
     from namesrv.server.factory import RemotingServerFactory
     from processors.route import RouteProcessor
 
@@ -198,16 +200,16 @@ def build_minimal_service(reactor, config):
     routes = RouteInfoManager(events=events)
     context = NamesrvContext(config=config, routes=routes, kv=NoKV(), reactor=reactor, events=events)
     registry = ProcessorRegistry([RouteProcessor(context)], events=events)
-    svc = types.SimpleNamespace(config=config, reactor=reactor, routes=routes, events=events, registry=registry)
-    svc.factory = RemotingServerFactory(registry, config, BrokerHousekeeping(routes, events), events, reactor)
-    return svc
+    guards = RequestGuards(config, registry, reactor)
+    factory = RemotingServerFactory(guards.dispatcher, config, BrokerHousekeeping(routes, events), events, reactor)
+    return types.SimpleNamespace(config=config, reactor=reactor, routes=routes, events=events, registry=registry,
+                                 security=guards, factory=factory)
 
 
 def serve_minimal(port, scheduler, settings=()):
     """A server from the route processor alone (for when the full service is not available)."""
     from twisted.internet import reactor
     from namesrv.config import NamesrvConfig
-    from namesrv.security.wiring import secure_service
 
     config = NamesrvConfig()
     overrides = {"bindAddress": "127.0.0.1", "isolationSchedulerEnable": "true" if scheduler == "on" else "false"}
@@ -216,7 +218,7 @@ def serve_minimal(port, scheduler, settings=()):
         overrides[key.strip()] = value.strip()
     config.update(overrides, source="--set", announce=False)
     svc = build_minimal_service(reactor, config)
-    reactor.listenTCP(port, secure_service(svc), interface="127.0.0.1", backlog=1024)
+    reactor.listenTCP(port, svc.factory, interface="127.0.0.1", backlog=1024)
     reactor.run()
 
 

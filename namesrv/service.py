@@ -1,4 +1,12 @@
-"""Builds one running NameServer from a NamesrvConfig: tables, processors, port, timers."""
+"""One running NameServer: ``make_service`` builds its parts in order, ``NamesrvService`` runs them.
+
+Built in the order each part needs the previous ones, and handed to constructors; nothing
+is patched in afterwards::
+
+    event log -> KV store (loaded) -> route tables -> context -> processors (plugins)
+      -> guards (policies, priority dispatcher) -> in-flight counter -> answer cache
+      -> remoting factory -> TLS -> metrics, status page -> read workers -> the service
+"""
 
 import gc
 import os
@@ -9,12 +17,14 @@ from twisted.logger import Logger
 
 from namesrv.clock import MonotonicClock
 from namesrv.context import NamesrvContext, NullEventLog
+from namesrv.dispatch.registry import ProcessorRegistry
+from namesrv.handover.inflight import InFlightDispatcher
 from namesrv.observe.health import Readiness
 from namesrv.periodic import PeriodicCall
-from namesrv.server.housekeeping import BrokerHousekeeping
-from namesrv.dispatch.registry import ProcessorRegistry
-from namesrv.security.wiring import secure_service
+from namesrv.security.wiring import RequestGuards, TlsListening
+from namesrv.server.endpoint import RemotingEndpoint, RemotingPortService
 from namesrv.server.factory import RemotingServerFactory
+from namesrv.server.housekeeping import BrokerHousekeeping
 
 log = Logger()
 
@@ -22,56 +32,74 @@ log = Logger()
 class NamesrvService(service.MultiService):
     """The NameServer as an IService: start listens, stop undoes it all.
 
-    Start-up order follows Java's NamesrvController: load the KV file (a corrupt file
-    refuses to start), restore the route snapshot, then listen. Its children: the security
-    services (file watchers, the metrics and status ports) and the timers (PeriodicCall:
-    the liveness scan first after 5 s, the KV print after 1 min, route snapshots, the event
-    log's aggregates), started and stopped with it.
+    Start-up order follows Java's NamesrvController: the KV file is loaded before this is built
+    (a corrupt file refuses to start), the route snapshot is restored at start, then the port
+    listens. Its children, started in this order and stopped in the reverse one: the guards
+    (with the ACL watcher), TLS (certificate watcher), the metrics and status ports, the timers
+    (PeriodicCall: the liveness scan first after 5 s, the KV print after 1 min, route
+    snapshots, the event log's aggregates), and last the remoting port.
     """
 
     name = "namesrv"
 
-    def __init__(self, config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False):
-        from twisted.internet import reactor as default_reactor
-        from namesrv.kvconfig import KVConfigManager
-        from namesrv.routes import RouteInfoManager
-
+    def __init__(self, *, config, reactor, clock, events, kv, routes, context, registry, housekeeping,
+                 guards, inflight, factory, answer_cache=None, tls=None, http_ports=(), snapshots=None,
+                 read_workers=None, readiness=None, takeover=False):
         service.MultiService.__init__(self)
         self.config = config
-        config.pin_instance_paths()
-        self.reactor = reactor or default_reactor
-        self.clock = clock or MonotonicClock()
-        self.events = events if events is not None else _make_event_log(config, self.reactor)
-        self.kv = KVConfigManager(config.kvConfigPath, reactor=self.reactor, events=self.events)
-        self.kv.load()
-        self.routes = RouteInfoManager(clock=self.clock, events=self.events,
-                                       default_heartbeat_timeout_millis=config.brokerChannelExpiredTime)
-        self.snapshots = _make_snapshotter(config, self.routes, self.reactor)
-        self.context = NamesrvContext(config=config, routes=self.routes, kv=self.kv,
-                                      reactor=self.reactor, events=self.events,
-                                      server_id="%s:%s" % (config.bindAddress, config.listenPort))
-        self.registry = ProcessorRegistry.from_plugins(self.context, plugin_package)
-        self.housekeeping = BrokerHousekeeping(self.routes, self.events)
-        self.readiness = Readiness()
-        self.factory = RemotingServerFactory(self.registry, config, self.housekeeping, self.events, self.reactor)
-        self.listen_factory = secure_service(self)
-        self.answer_cache = _make_answer_cache(config, self.registry, self.routes, self.kv)
-        self.factory.answer_cache = self.answer_cache
-        self.read_workers = _make_read_workers(config, self)
+        self.reactor = reactor
+        self.clock = clock
+        self.events = events
+        self.kv = kv
+        self.routes = routes
+        self.context = context
+        self.registry = registry
+        self.housekeeping = housekeeping
+        self.security = guards
+        self.factory = factory
+        self.answer_cache = answer_cache
+        self.tls = tls
+        self.snapshots = snapshots
+        self.read_workers = read_workers
+        self.readiness = readiness if readiness is not None else Readiness()
+        self.listen_factory = tls.factory if tls is not None else factory
         from namesrv.handover.coordinator import Handover
-        self.handover = Handover(self, takeover=takeover)   # after the dispatcher is wired: it counts answers
-        self.port = None
-        self.listen_socket = None
-        self._adopted_socket = False
-        self.security.setServiceParent(self)
+        self.handover = Handover(self, inflight, takeover=takeover)
+
+        guards.setServiceParent(self)
+        if tls is not None:
+            tls.setServiceParent(self)
+        for http in http_ports:
+            http.setServiceParent(self)
         self._scan = self._every("liveness scan", self._scan_not_active_brokers,
                                  lambda: config.scanNotActiveBrokerInterval / 1000.0, 5)
         self._every("KV print", self.kv.print_all, lambda: config.kvConfigPrintInterval, 60)
-        if self.snapshots is not None:
+        if snapshots is not None:
             self._every("route snapshot", self._save_snapshot, lambda: config.routeSnapshotInterval,
                         config.routeSnapshotInterval)
         self._every("event log aggregates", self.events.flush_aggregates, lambda: 1.0, 1.0)
+        self.remoting = RemotingPortService(self._endpoint(), self.listen_factory, self._serving,
+                                            self._takeover_failed)
+        self.remoting.setServiceParent(self)
         config.add_listener(self._config_changed)
+
+    @property
+    def port(self):
+        """The remoting port (a RemotingPort) while listening, else None."""
+        return self.remoting.port
+
+    @property
+    def listen_socket(self):
+        port = self.remoting.port
+        return port.socket if port is not None else None
+
+    def _endpoint(self):
+        config = self.config
+        return RemotingEndpoint(
+            self.reactor, config.listenPort, config.bindAddress, config.serverSocketBacklog or 50,
+            # exclusive read workers accept on the socket; this process only holds it
+            hold=self.read_workers is not None and config.routeReadWorkersExclusive,
+            inherit=self.handover.take_over if self.handover.takeover else None)
 
     # -- lifecycle -------------------------------------------------------------
     def startService(self):
@@ -79,53 +107,18 @@ class NamesrvService(service.MultiService):
             self.snapshots.restore()
         gc.freeze()
         self.events.start()
-        service.MultiService.startService(self)   # security first, then the timers
-        if self.handover.takeover:
-            # namesrv/handover: the tables and the listening socket come from the running process
-            self.handover.take_over().addCallbacks(self._serve, self._takeover_failed)
-        else:
-            self._serve(None)
+        service.MultiService.startService(self)   # the guards first, the remoting port last
 
-    def _worker_listening(self):
-        from namesrv.readworkers.sharedport import HeldPort, close_listening
-        if self._adopted_socket and self.port is not None:
-            close_listening(self.port)
-            self.port = HeldPort(self.listen_socket)
-            self._adopted_socket = False
-
-    def _takeover_failed(self, failure):
-        log.error("namesrv: takeover failed, not starting: {why}", why=failure.getErrorMessage())
-        self.reactor.callLater(0, self.reactor.stop)
-
-    def _serve(self, listening=None):
-        """Listen on ``listening`` (a takeover's socket) or a new socket, start workers and timers."""
-        backlog = self.config.serverSocketBacklog or 50
+    def _serving(self, port):
+        """The port listens (a new socket, or a takeover's): start the workers, say so."""
         if self.read_workers is not None:
-            # One socket: the workers inherit it (readworkers/sharedport.py says why).
-            from namesrv.readworkers.sharedport import HeldPort, adopt_listening, listening_socket
-            self.listen_socket = listening or listening_socket(self.config.listenPort, self.config.bindAddress,
-                                                               backlog)
-            if self.config.routeReadWorkersExclusive and listening is None:
-                self.port = HeldPort(self.listen_socket)
-            else:
+            if self.config.routeReadWorkersExclusive and port.accepting:
                 # Exclusive after a takeover: this process accepts only until a worker does, so
                 # that no connection waits in the queue while the new workers start.
-                self.port = adopt_listening(self.reactor, self.listen_socket, self.listen_factory)
-                self._adopted_socket = True
-                if self.config.routeReadWorkersExclusive:
-                    self.read_workers.on_listening = self._worker_listening
-        elif listening is not None:
-            from namesrv.readworkers.sharedport import adopt_listening
-            self.listen_socket = listening
-            self.port = adopt_listening(self.reactor, listening, self.listen_factory)
-            self._adopted_socket = True
-        else:
-            self.port = self.reactor.listenTCP(self.config.listenPort, self.listen_factory, backlog=backlog,
-                                               interface=self.config.bindAddress)
-            self.listen_socket = getattr(self.port, "socket", None)
-        address = self.port.getHost()
-        if self.read_workers is not None:
-            self.read_workers.start(address.port, self.listen_socket)
+                self.read_workers.on_listening = port.hold
+            address = port.getHost()
+            self.read_workers.start(address.port, port.socket)
+        address = port.getHost()
         self.context.server_id = "%s:%s" % (address.host, address.port)
         self.readiness.serving_address = (address.host, address.port)
         self.events.server_id = self.context.server_id
@@ -133,6 +126,10 @@ class NamesrvService(service.MultiService):
                  addr=self.context.server_id)
         self.events.emit("server_started", listen=self.context.server_id)
         self.handover.serving()
+
+    def _takeover_failed(self, failure):
+        log.error("namesrv: takeover failed, not starting: {why}", why=failure.getErrorMessage())
+        self.reactor.callLater(0, self.reactor.stop)
 
     def _every(self, name, function, interval, first_delay):
         """A child timer: ``function`` every ``interval()`` seconds, the first after ``first_delay``."""
@@ -142,19 +139,8 @@ class NamesrvService(service.MultiService):
 
     def stopService(self):
         self.readiness.serving_address = None
-        stopping = [service.MultiService.stopService(self),   # the timers, then security
+        stopping = [service.MultiService.stopService(self),   # the port, the timers, ..., the guards
                     defer.maybeDeferred(self.handover.stop)]
-        if self.port is not None:
-            if self.handover.handed_over or self._adopted_socket:
-                # the socket lives on in the new process (or our workers): close our descriptor only
-                from namesrv.readworkers.sharedport import close_listening
-                stopping.append(defer.maybeDeferred(close_listening, self.port))
-            else:
-                stopping.append(defer.maybeDeferred(self.port.stopListening))
-            self.port = None
-        if self._adopted_socket:
-            self.listen_socket.close()   # held beside the reactor's own duplicate (adopt_listening)
-        self.listen_socket = None
         # Save before closing connections: closing them is not brokers leaving. After a takeover
         # the tables are the new process's, which saves them itself.
         if self.snapshots is not None and not self.handover.handed_over:
@@ -193,20 +179,61 @@ class NamesrvService(service.MultiService):
             self._scan.restart()
 
 
+def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False):
+    """The tap-style factory: one NameServer service for ``config`` (``takeover``: namesrv/handover)."""
+    from namesrv.kvconfig import KVConfigManager
+    from namesrv.routes import RouteInfoManager
+    if reactor is None:
+        from twisted.internet import reactor
+    clock = clock or MonotonicClock()
+    config.pin_instance_paths()
+    events = events if events is not None else _make_event_log(config, reactor)
+    kv = KVConfigManager(config.kvConfigPath, reactor=reactor, events=events)
+    kv.load()
+    routes = RouteInfoManager(clock=clock, events=events,
+                              default_heartbeat_timeout_millis=config.brokerChannelExpiredTime)
+    context = NamesrvContext(config=config, routes=routes, kv=kv, reactor=reactor, events=events,
+                             server_id="%s:%s" % (config.bindAddress, config.listenPort))
+    registry = ProcessorRegistry.from_plugins(context, plugin_package)
+    guards = RequestGuards(config, registry, reactor)
+    inflight = InFlightDispatcher(guards.dispatcher)   # a takeover waits for the answers it counts
+    answer_cache = _make_answer_cache(config, registry, routes, kv)
+    housekeeping = BrokerHousekeeping(routes, events)
+    factory = RemotingServerFactory(inflight, config, housekeeping, events, reactor, answer_cache=answer_cache)
+    tls = TlsListening.for_config(config, factory, reactor)
+    readiness = Readiness()
+    http_ports = []
+    metrics = None
+    if config.prometheusListenPort:
+        from namesrv.observe.metrics import metrics_port_service
+        metrics = metrics_port_service(config, guards, tls, routes, factory, events, registry, reactor, readiness)
+        http_ports.append(metrics)
+    if config.statusListenPort:
+        from namesrv.status.web import status_page_service
+        http_ports.append(status_page_service(config, routes, kv, registry, events, context, guards.acl_store,
+                                              reactor))
+    return NamesrvService(
+        config=config, reactor=reactor, clock=clock, events=events, kv=kv, routes=routes, context=context,
+        registry=registry, housekeeping=housekeeping, guards=guards, inflight=inflight, factory=factory,
+        answer_cache=answer_cache, tls=tls, http_ports=http_ports, snapshots=_make_snapshotter(config, routes, reactor),
+        read_workers=_make_read_workers(config, routes, kv, registry, factory, guards, tls, metrics, context, reactor),
+        readiness=readiness, takeover=takeover)
+
+
 def _make_answer_cache(config, registry, routes, kv):
     """Whole answers for repeated route reads, dropped on any change to what they were built from."""
     if not config.answerCacheEnable:
         return None
     from namesrv.protocol.answercache import AnswerCache
     cache = AnswerCache(registry, max_entries=config.answerCacheMaxEntries)
-    registry.answer_cache = cache
+    registry.change_listeners.append(cache.invalidate)
     routes.add_change_listener(cache.invalidate)
     kv.change_listeners.append(cache.invalidate)
     config.add_listener(cache.invalidate)
     return cache
 
 
-def _make_read_workers(config, service):
+def _make_read_workers(config, routes, kv, registry, factory, guards, tls, metrics, context, reactor):
     """Route read workers on the same port (namesrv/readworkers), when ``routeReadWorkers`` > 0.
 
     They terminate TLS and check ACL signatures themselves, from the same files
@@ -217,7 +244,12 @@ def _make_read_workers(config, service):
         return None
     from namesrv.readworkers.guards import worker_arguments
     from namesrv.readworkers.pool import ReadWorkerPool
-    return ReadWorkerPool(service, count, worker_arguments(config))
+    import types
+    security = types.SimpleNamespace(dispatcher=guards.dispatcher, tls_factory=tls.factory if tls is not None else None,
+                                     metrics=metrics.metrics if metrics is not None else None)
+    parts = types.SimpleNamespace(config=config, routes=routes, kv=kv, registry=registry, factory=factory,
+                                  security=security, context=context, reactor=reactor)
+    return ReadWorkerPool(parts, count, worker_arguments(config))
 
 
 def _make_event_log(config, reactor):
@@ -235,9 +267,3 @@ def _make_snapshotter(config, routes, reactor):
     from namesrv.storage.instance import InstanceIdentity
     return RouteSnapshotFile(os.path.expanduser(config.routeSnapshotPath), routes, reactor,
                              owner=InstanceIdentity.for_config(config))
-
-
-def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False):
-    """The tap-style factory: one NameServer service for ``config`` (``takeover``: namesrv/handover)."""
-    return NamesrvService(config, reactor=reactor, plugin_package=plugin_package, clock=clock, events=events,
-                          takeover=takeover)

@@ -55,8 +55,8 @@ class ProcessorRegistry:
         self.policies = list(policies)
         self.observers = [self.events, *observers]
         self.processors = list(processors)
-        self.answer_cache = None     # set by the service; invalidated when policies/observers change
-        #: called with no arguments when a policy or observer is added (read workers republish)
+        #: called with no arguments when a policy or observer is added (the answer cache empties
+        #: itself, read workers republish)
         self.change_listeners = []
         #: called with no arguments just before each answer leaves (read workers' generation: an
         #: answer that shows a change is never followed by a read that does not)
@@ -88,8 +88,6 @@ class ProcessorRegistry:
 
     def _policies_changed(self):
         self._cache_allowed = {}
-        if self.answer_cache is not None:
-            self.answer_cache.invalidate()
         for callback in self.change_listeners:
             callback()
 

@@ -9,7 +9,6 @@ from twisted.logger import Logger
 
 from namesrv.handover.drain import ServerDrain
 from namesrv.handover.handing import HandingFactory
-from namesrv.handover.inflight import InFlightDispatcher
 from namesrv.handover.taking import TakeoverClient
 from namesrv.storage.instance import InstanceIdentity
 from namesrv.readworkers.handoff import adopt_connection
@@ -45,16 +44,16 @@ class NothingToTakeOver(Exception):
 
 
 class Handover:
-    """Created by the service after its dispatcher is wired (it counts deferred answers)."""
+    """Created by the service; ``inflight`` (the InFlightDispatcher in front of the connections)
+    counts the deferred answers a takeover waits for."""
 
-    def __init__(self, service, takeover=False):
+    def __init__(self, service, inflight, takeover=False):
         self.service = service
         self.reactor = service.reactor
         self.takeover = takeover
         self._path = False   # computed at first use (control_path)
         self._identity = None
-        self.inflight = InFlightDispatcher(service.factory.dispatcher)
-        service.factory.dispatcher = self.inflight
+        self.inflight = inflight
         self.drain = ServerDrain(service, self.inflight)
         self.busy = False
         self.handed_over = False

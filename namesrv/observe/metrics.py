@@ -218,3 +218,16 @@ class MetricsHttpService(HttpPortService):
             from namesrv.observe.health import HealthResource
             root.putChild(b"health", HealthResource(self.readiness, reactor))
         return root
+
+
+def metrics_port_service(config, guards, tls, routes, factory, events, registry, reactor, readiness=None):
+    """The Prometheus port (``prometheusListenPort``) for one server, fed by the request guards'
+    refusals, every finished request (a registry observer) and every event."""
+    metrics = NamesrvMetrics(guards.classifier, routes=routes, factory=factory, events=events,
+                             limits=guards.limits, dispatcher=guards.dispatcher,
+                             tls=tls.factory if tls is not None else None, acl_store=guards.acl_store)
+    guards.listeners.add(metrics)
+    registry.add_observer(metrics)
+    events.add_listener(metrics.event)
+    return MetricsHttpService(metrics, config.prometheusListenPort, config.bindAddress or "127.0.0.1",
+                              reactor, readiness=readiness)

@@ -1,21 +1,14 @@
-"""Installs authorization, isolation, TLS and metrics into one NameServer; the service calls it once.
+"""The guards in front of the processors, built once by ``make_service`` and passed on.
 
-Usage, from ``NamesrvService.__init__`` once ``self.registry`` and ``self.factory`` exist::
-
-    self.listen_factory = secure_service(self)      # listenTCP(..., self.listen_factory, ...)
-
-and in ``startService`` (before listening) / ``stopService``::
-
-    self.security.startService()
-    stopping.append(defer.maybeDeferred(self.security.stopService))
-
-``self.security`` is a MultiService holding the file watchers (ACL file, TLS files) and the
-Prometheus HTTP port; stopping it also drops the scheduler's queued work.
+``RequestGuards``: who may ask what (ACL, the broker allow list) and how much at once (the
+per-class limits and the priority dispatcher), with the ACL file's watcher as a child.
+``TlsListening``: the remoting factory behind TLS sniffing, with the certificate watcher.
 
 Startup-only properties (read here, once): aclEnable, aclFile, tlsMode and the TLS paths,
-prometheusListenPort, fileWatchIntervalMillis. Live properties (read per request):
-aclSignedClasses, brokerAllowedAddresses, the *MaxInFlight limits, isolationSchedulerEnable,
-isolationTurnBudgetMillis.
+fileWatchIntervalMillis. Live properties (read per request): aclSignedClasses,
+brokerAllowedAddresses, the *MaxInFlight limits, isolationSchedulerEnable,
+isolationTurnBudgetMillis. A configuration that cannot be honoured (no usable ACL file, bad
+TLS material) raises: better not to start than to start unguarded.
 """
 
 import os
@@ -23,36 +16,15 @@ import os
 from twisted.application import service as app_service
 from twisted.logger import Logger
 
-from namesrv.server import tlsmode
+from namesrv.dispatch.classes import RequestClassifier
 from namesrv.dispatch.isolation import ClassLimitPolicy, PriorityDispatcher
 from namesrv.security.acl import AclPolicy, AclStore, BrokerAllowListPolicy
-from namesrv.dispatch.classes import RequestClassifier
 from namesrv.security.filewatch import FileWatcher
+from namesrv.server import tlsmode
 
 log = Logger()
 
 DEFAULT_ACL_FILE = os.path.join("conf", "plain_acl.yml")
-
-
-class SecurityServices(app_service.MultiService):
-    """The children secure_service made, plus the objects tests and metrics look at."""
-
-    name = "security"
-
-    def __init__(self):
-        app_service.MultiService.__init__(self)
-        self.classifier = None
-        self.acl_store = None
-        self.limits = None
-        self.dispatcher = None
-        self.tls_material = None
-        self.tls_factory = None
-        self.metrics = None
-
-    def stopService(self):
-        if self.dispatcher is not None:
-            self.dispatcher.stop()
-        return app_service.MultiService.stopService(self)
 
 
 def resolve_acl_path(config):
@@ -64,83 +36,85 @@ def resolve_acl_path(config):
     return path
 
 
-def secure_service(service):
-    """Install policies/observers into ``service.registry``; return the factory to listen with.
+def watch_interval(config):
+    return max(50, config.fileWatchIntervalMillis) / 1000.0
 
-    Raises ``ValueError`` subclasses (AclFileError, TlsConfigError, or a bad property value)
-    when the configuration cannot be honoured: better not to start than to start unguarded.
+
+class GuardListeners:
+    """Passes the guards' refusals and queue waits on to whoever ``add``\ s itself (the metrics)."""
+
+    def __init__(self):
+        self._listeners = []
+
+    def add(self, listener):
+        self._listeners.append(listener)
+
+    def rejected(self, request_class, reason):
+        for listener in self._listeners:
+            listener.rejected(request_class, reason)
+
+    def queue_waited(self, request_class, seconds):
+        for listener in self._listeners:
+            listener.queue_waited(request_class, seconds)
+
+
+class RequestGuards(app_service.MultiService):
+    """The request policies installed into ``registry`` and the dispatcher in front of it.
+
+    ``dispatcher`` is what the remoting factory dispatches to. ``listeners`` hear about
+    refusals and queue waits (``listeners.add``: the metrics); stopping drops queued work.
     """
-    config = service.config
-    reactor = service.reactor
-    interval = max(50, config.fileWatchIntervalMillis) / 1000.0
-    security = SecurityServices()
-    security.classifier = classifier = RequestClassifier.from_registry(service.registry)
-    listeners = []
 
-    metrics_port = config.prometheusListenPort
-    if metrics_port:
-        from namesrv.observe.metrics import NamesrvMetrics
-        security.metrics = NamesrvMetrics(classifier, routes=service.routes,
-                                          factory=service.factory, events=service.events)
-        listeners.append(security.metrics)
+    name = "security"
 
-    if config.aclEnable:
-        security.acl_store = AclStore(resolve_acl_path(config))
-        security.acl_store.load()
-        service.registry.add_policy(AclPolicy(security.acl_store, classifier, config, listeners))
-        FileWatcher([security.acl_store.path], security.acl_store.reload, interval,
-                    clock=reactor).setServiceParent(security)
-    service.registry.add_policy(BrokerAllowListPolicy(classifier, config, listeners))
+    def __init__(self, config, registry, reactor):
+        app_service.MultiService.__init__(self)
+        self.listeners = GuardListeners()
+        self.classifier = classifier = RequestClassifier.from_registry(registry)
+        self.acl_store = None
+        if config.aclEnable:
+            self.acl_store = AclStore(resolve_acl_path(config))
+            self.acl_store.load()
+            registry.add_policy(AclPolicy(self.acl_store, classifier, config, [self.listeners]))
+            FileWatcher([self.acl_store.path], self.acl_store.reload, watch_interval(config),
+                        clock=reactor).setServiceParent(self)
+        registry.add_policy(BrokerAllowListPolicy(classifier, config, [self.listeners]))
+        self.limits = ClassLimitPolicy(classifier, config, [self.listeners])
+        registry.add_policy(self.limits)
+        self.dispatcher = PriorityDispatcher(registry, classifier, self.limits, config, reactor,
+                                             listeners=[self.listeners])
 
-    security.limits = ClassLimitPolicy(classifier, config, listeners)
-    service.registry.add_policy(security.limits)
-    security.dispatcher = PriorityDispatcher(service.registry, classifier, security.limits, config, reactor,
-                                             listeners=listeners)
-    service.factory.dispatcher = security.dispatcher
+    def stopService(self):
+        self.dispatcher.stop()
+        return app_service.MultiService.stopService(self)
 
-    listen_factory = service.factory
-    mode = tlsmode.parse_mode(config.tlsMode)
-    if mode != tlsmode.DISABLED:
+
+class TlsListening(app_service.MultiService):
+    """``factory`` behind TLS sniffing for ``tlsMode`` permissive or enforcing (``factory``
+    attribute: what to listen with), reloading the certificate files when they change."""
+
+    name = "tls"
+
+    def __init__(self, config, factory, reactor):
+        app_service.MultiService.__init__(self)
         from namesrv.security.certs import ServerTlsMaterial
-        material = security.tls_material = ServerTlsMaterial(
+        mode = tlsmode.parse_mode(config.tlsMode)
+        self.material = ServerTlsMaterial(
             cert_path=config.tlsServerCertPath, key_path=config.tlsServerKeyPath,
             key_password_path=config.tlsServerKeyPasswordFile,
             trust_path=config.tlsServerTrustCertPath,
             client_auth=config.tlsServerNeedClientAuth,
             test_mode=config.tlsTestModeEnable)
-        material.load()
-        listen_factory = security.tls_factory = tlsmode.TlsSniffingFactory(
-            service.factory, mode, material, config=config, reactor=reactor)
-        if material.watched_paths:
-            FileWatcher(material.watched_paths, material.reload, interval, clock=reactor).setServiceParent(security)
+        self.material.load()
+        self.factory = tlsmode.TlsSniffingFactory(factory, mode, self.material, config=config, reactor=reactor)
+        if self.material.watched_paths:
+            FileWatcher(self.material.watched_paths, self.material.reload, watch_interval(config),
+                        clock=reactor).setServiceParent(self)
         log.info("TLS {mode} on the remoting port", mode=mode)
 
-    if security.metrics is not None:
-        from namesrv.observe.metrics import MetricsHttpService
-        metrics = security.metrics
-        metrics.limits = security.limits
-        metrics.dispatcher = security.dispatcher
-        metrics.tls = security.tls_factory
-        metrics.acl_store = security.acl_store
-        service.registry.add_observer(metrics)
-        watch_events(service.events, metrics.event)
-        MetricsHttpService(metrics, metrics_port, config.bindAddress or "127.0.0.1",
-                           reactor, readiness=service.readiness).setServiceParent(security)
-
-    _attach_status_page(service, security)
-    service.security = security
-    return listen_factory
-
-
-def _attach_status_page(service, security):
-    """The read-only status page (namesrv/status) as a child of ``security``, when ``statusListenPort`` is set."""
-    port = service.config.statusListenPort
-    if port:
-        from namesrv.status.web import attach_status_page
-        attach_status_page(service, security, port, watch_events)
-
-
-def watch_events(events, callback):
-    """Call ``callback(event, fields)`` for every event ``events`` (an IEventLog) emits."""
-    events.add_listener(callback)
-    return True
+    @classmethod
+    def for_config(cls, config, factory, reactor):
+        """A TlsListening, or None when ``tlsMode`` is disabled (listen with ``factory`` itself)."""
+        if tlsmode.parse_mode(config.tlsMode) == tlsmode.DISABLED:
+            return None
+        return cls(config, factory, reactor)

@@ -23,7 +23,7 @@ class RemotingServerFactory(protocol.Factory):
     noisy = False
     protocol_class = RemotingProtocol
 
-    def __init__(self, dispatcher, config, housekeeping, events, reactor=None):
+    def __init__(self, dispatcher, config, housekeeping, events, reactor=None, answer_cache=None):
         self.dispatcher = dispatcher
         self.config = config
         self.housekeeping = housekeeping
@@ -31,7 +31,7 @@ class RemotingServerFactory(protocol.Factory):
         self.reactor = reactor
         self.connections = {}
         self.refused = 0
-        self.answer_cache = None   # an AnswerCache shared by every connection (set by the service)
+        self.answer_cache = answer_cache   # an AnswerCache shared by every connection, or None
 
     def connection_limit(self):
         """``serverMaxConnections``, clamped so that connections never take the descriptors

@@ -23,7 +23,7 @@ class RecentEvents:
         self.last_seq = 0
 
     def event(self, event, fields):
-        """A listener for ``watch_events``: ``(event, fields)`` as emitted."""
+        """A listener for ``IEventLog.add_listener``: ``(event, fields)`` as emitted."""
         if event not in SHOWN_EVENTS:
             return
         now = self.clock.seconds()

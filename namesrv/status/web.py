@@ -169,21 +169,15 @@ class StatusHttpService(HttpPortService):
         self.resource = resource_
 
 
-def attach_status_page(service_, security, port, watch_events):
-    """Build the page for one NamesrvService and add its HTTP port as a child of ``security``.
-
-    ``watch_events`` is the wiring's event hook (the one metrics uses); the version recorder
-    is added as a request policy that refuses nothing.
-    """
-    config = service_.config
-    reactor = service_.reactor
+def status_page_service(config, routes, kv, registry, events, context, acl_store, reactor):
+    """The page's port as a service, fed by ``events`` (recent events) and by a request policy
+    that refuses nothing (``RegistrationVersions``), both installed here."""
     recent = RecentEvents(clock=reactor)
-    watch_events(service_.events, recent.event)
+    events.add_listener(recent.event)
     versions = RegistrationVersions()
-    service_.registry.add_policy(versions)
-    page = StatusPage(service_.routes, service_.kv, config, service_.registry, recent, versions,
-                      server_id=lambda: service_.context.server_id, wall_clock=reactor.seconds)
-    access = PageAccess(config, security.acl_store)
-    http = StatusHttpService(StatusResource(page, access), port, config.bindAddress or "127.0.0.1", reactor)
-    http.setServiceParent(security)
-    return http
+    registry.add_policy(versions)
+    page = StatusPage(routes, kv, config, registry, recent, versions,
+                      server_id=lambda: context.server_id, wall_clock=reactor.seconds)
+    access = PageAccess(config, acl_store)
+    return StatusHttpService(StatusResource(page, access), config.statusListenPort,
+                             config.bindAddress or "127.0.0.1", reactor)

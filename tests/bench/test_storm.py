@@ -13,7 +13,6 @@ from namesrv.protocol.codec import decode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, Version
 from namesrv.protocol.command import make_request
 from bench.storm import PROBE_TOPIC, build_minimal_service, register_frame
-from namesrv.security.wiring import secure_service
 from tests.config_for import make_config
 
 
@@ -25,7 +24,7 @@ def as_request(frame):
 def test_storm_answers_every_registration_and_every_route_read():
     config = make_config(isolationTurnBudgetMillis=1)
     svc = build_minimal_service(reactor, config)
-    port = reactor.listenTCP(0, secure_service(svc), interface="127.0.0.1")
+    port = reactor.listenTCP(0, svc.factory, interface="127.0.0.1")
     clients = []
     try:
         endpoint = TCP4ClientEndpoint(reactor, "127.0.0.1", port.getHost().port)

@@ -8,6 +8,7 @@ from zope.interface import implementer
 from namesrv.interfaces import IRequestProcessor
 from namesrv.protocol.codes import RequestCode, request_name
 from namesrv.dispatch.registry import ProcessorRegistry
+from namesrv.security.wiring import RequestGuards, TlsListening
 from namesrv.server.factory import RemotingServerFactory
 from tests.config_for import make_config
 from tests.fakes import RecordingEventLog
@@ -58,11 +59,20 @@ class Routes:
 
 
 def service(reactor, processor=None, **values):
-    """The attributes secure_service reads from a NamesrvService, built from the real registry and factory."""
+    """A NameServer's guarded request path, as ``make_service`` builds it, around one processor:
+    the guards, the factory dispatching through them, TLS and metrics when configured."""
     events = RecordingEventLog()
     cfg = make_config(**values)
     processor = processor or Echo()
     registry = ProcessorRegistry([processor], events=events)
-    factory = RemotingServerFactory(registry, cfg, Housekeeping(), events, reactor)
-    return types.SimpleNamespace(config=cfg, reactor=reactor, registry=registry, factory=factory,
-                                 events=events, routes=Routes(), processor=processor, readiness=None)
+    guards = RequestGuards(cfg, registry, reactor)
+    factory = RemotingServerFactory(guards.dispatcher, cfg, Housekeeping(), events, reactor)
+    tls = TlsListening.for_config(cfg, factory, reactor)
+    routes = Routes()
+    metrics = None
+    if cfg.prometheusListenPort:
+        from namesrv.observe.metrics import metrics_port_service
+        metrics = metrics_port_service(cfg, guards, tls, routes, factory, events, registry, reactor)
+    return types.SimpleNamespace(config=cfg, reactor=reactor, registry=registry, factory=factory, security=guards,
+                                 tls=tls, metrics=metrics, events=events, routes=routes, processor=processor,
+                                 listen_factory=tls.factory if tls is not None else factory)

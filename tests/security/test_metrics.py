@@ -7,7 +7,6 @@ from namesrv.observe.eventlog import EventLog, NullEventLog
 from namesrv.observe.metrics import NamesrvMetrics
 from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.dispatch.classes import RequestClassifier
-from namesrv.security.wiring import watch_events
 from namesrv.server.factory import RemotingServerFactory
 from tests.config_for import make_config
 from tests.fakes import RecordingEventLog
@@ -79,7 +78,7 @@ def test_a_null_event_log_reports_nothing_dropped():
 def test_events_feed_expirations_unregistrations_and_bad_frames():
     events = RecordingEventLog()
     metrics = NamesrvMetrics(RequestClassifier(), events=events)
-    assert watch_events(events, metrics.event)
+    events.add_listener(metrics.event)
     events.emit("broker_expired", brokerAddr="a")
     events.emit("broker_unregistered", reason="channel_closed")
     events.emit("bad_frame", peer="p", reason="r")

@@ -1,4 +1,4 @@
-"""secure_service end to end: real ports on 127.0.0.1, a signed admin write, TLS and a Prometheus scrape."""
+"""The guards, TLS and metrics as make_service wires them, end to end: real ports on 127.0.0.1, a signed admin write, TLS and a Prometheus scrape."""
 
 import socket
 
@@ -15,7 +15,7 @@ from namesrv.protocol.command import make_request
 from namesrv.security.acl import AclPolicy, BrokerAllowListPolicy
 from namesrv.security.aclfile import AclFileError
 from namesrv.security.signature import sign_request_ext
-from namesrv.security.wiring import resolve_acl_path, secure_service
+from namesrv.security.wiring import resolve_acl_path
 from namesrv.server.tlsmode import TlsSniffingFactory
 from tests.config_for import make_config
 from tests.security import fakes
@@ -38,17 +38,15 @@ def free_port():
 
 def test_defaults_install_isolation_and_allow_list_only():
     svc = fakes.service(reactor)
-    listen_factory = secure_service(svc)
-    assert listen_factory is svc.factory
+    assert svc.listen_factory is svc.factory and svc.tls is None and svc.metrics is None
     assert [type(p) for p in svc.registry.policies] == [BrokerAllowListPolicy, ClassLimitPolicy]
     assert isinstance(svc.factory.dispatcher, PriorityDispatcher)
-    assert list(svc.security) == [] and svc.security.metrics is None
+    assert list(svc.security) == []
 
 
 def test_acl_on_without_a_usable_file_refuses_to_start(tmp_path):
-    svc = fakes.service(reactor, aclEnable=True, aclFile=str(tmp_path / "missing.yml"))
     with pytest.raises(AclFileError):
-        secure_service(svc)
+        fakes.service(reactor, aclEnable=True, aclFile=str(tmp_path / "missing.yml"))
 
 
 def test_acl_path_is_relative_to_rocketmq_home():
@@ -63,9 +61,10 @@ def running(tmp_path):
 
     def start(**values):
         svc = fakes.service(reactor, **values)
-        listen_factory = secure_service(svc)
-        svc.security.startService()
-        svc.port = reactor.listenTCP(0, listen_factory, interface="127.0.0.1")
+        svc.children = [c for c in (svc.security, svc.tls, svc.metrics) if c is not None]
+        for child in svc.children:
+            child.startService()
+        svc.port = reactor.listenTCP(0, svc.listen_factory, interface="127.0.0.1")
         started.append(svc)
         return svc
 
@@ -73,7 +72,8 @@ def running(tmp_path):
     for svc in started:
         svc.port.stopListening()
         svc.factory.close_all()
-        svc.security.stopService()
+        for child in reversed(svc.children):
+            child.stopService()
 
 
 def connect(svc):

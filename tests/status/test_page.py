@@ -36,7 +36,7 @@ def make(tmp_path, **extra):
     wall.advance(1_700_000_000)
     svc = make_service(config, reactor=wall, clock=task.Clock())
     svc.wall = wall
-    svc.page = next(s for s in svc.security if s.name == "status-page")
+    svc.page = svc.getServiceNamed("status-page")
     return svc
 
 
@@ -196,7 +196,7 @@ def test_off_by_default(tmp_path):
     config.update({"listenPort": "0", "kvConfigPath": str(tmp_path / "kv2.json"), "eventLogEnable": "false",
                    "routeSnapshotEnable": "false"})
     plain = make_service(config, clock=task.Clock())
-    assert [s.name for s in plain.security if s.name == "status-page"] == []
+    assert [s.name for s in plain if s.name == "status-page"] == []
 
 
 def listed_topics(text):
