@@ -87,7 +87,7 @@ class NamesrvService(service.MultiService):
             self._serve(None)
 
     def _worker_listening(self):
-        from namesrv.readworkers.sharedport import HeldPort, close_listening
+        from namesrv.server.sharedport import HeldPort, close_listening
         if self._adopted_socket and self.port is not None:
             close_listening(self.port)
             self.port = HeldPort(self.listen_socket)
@@ -102,7 +102,7 @@ class NamesrvService(service.MultiService):
         backlog = self.config.serverSocketBacklog or 50
         if self.read_workers is not None:
             # One socket: the workers inherit it (readworkers/sharedport.py says why).
-            from namesrv.readworkers.sharedport import HeldPort, adopt_listening, listening_socket
+            from namesrv.server.sharedport import HeldPort, adopt_listening, listening_socket
             self.listen_socket = listening or listening_socket(self.config.listenPort, self.config.bindAddress,
                                                                backlog)
             if self.config.routeReadWorkersExclusive and listening is None:
@@ -115,7 +115,7 @@ class NamesrvService(service.MultiService):
                 if self.config.routeReadWorkersExclusive:
                     self.read_workers.on_listening = self._worker_listening
         elif listening is not None:
-            from namesrv.readworkers.sharedport import adopt_listening
+            from namesrv.server.sharedport import adopt_listening
             self.listen_socket = listening
             self.port = adopt_listening(self.reactor, listening, self.listen_factory)
             self._adopted_socket = True
@@ -147,7 +147,7 @@ class NamesrvService(service.MultiService):
         if self.port is not None:
             if self.handover.handed_over or self._adopted_socket:
                 # the socket lives on in the new process (or our workers): close our descriptor only
-                from namesrv.readworkers.sharedport import close_listening
+                from namesrv.server.sharedport import close_listening
                 stopping.append(defer.maybeDeferred(close_listening, self.port))
             else:
                 stopping.append(defer.maybeDeferred(self.port.stopListening))
@@ -215,8 +215,8 @@ def _make_read_workers(config, service):
     count = int(config.routeReadWorkers or 0)
     if count <= 0:
         return None
-    from namesrv.readworkers.guards import worker_arguments
-    from namesrv.readworkers.pool import ReadWorkerPool
+    from namesrv.readworkers.worker.guards import worker_arguments
+    from namesrv.readworkers.main.processes import ReadWorkerPool
     return ReadWorkerPool(service, count, worker_arguments(config))
 
 

@@ -28,9 +28,9 @@ def test_namesrv_imports_nothing_above_it():
 def test_read_workers_build_the_replicable_processors_named_by_the_main_process(tmp_path):
     from twisted.internet import task
     from namesrv.interfaces import IReplicableProcessor
-    from namesrv.readworkers.generation import SharedGeneration
-    from namesrv.readworkers.pool import ReadWorkerPool
-    from namesrv.readworkers.replica import Replica
+    from namesrv.readworkers.channel.generation import SharedGeneration
+    from namesrv.readworkers.main.processes import ReadWorkerPool
+    from namesrv.readworkers.worker.replica import Replica
     from namesrv.service import make_service
     from tests.config_for import service_config
     from tests.test_answer_cache import Reactor

@@ -15,15 +15,15 @@ from namesrv.observe.metrics import NamesrvMetrics
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
-from namesrv.readworkers.delta import TopicTracker
-from namesrv.readworkers.feed import MessageReader, counts_message
-from namesrv.readworkers.forwarding import WorkerConnection
-from namesrv.readworkers.generation import SharedGeneration
-from namesrv.readworkers.guards import WorkerGuards, worker_arguments
-from namesrv.readworkers.pool import ReadWorkerPool
+from namesrv.readworkers.channel.delta import TopicTracker
+from namesrv.readworkers.channel.feed import MessageReader, counts_message
+from namesrv.readworkers.worker.connections import WorkerConnection
+from namesrv.readworkers.channel.generation import SharedGeneration
+from namesrv.readworkers.worker.guards import WorkerGuards, worker_arguments
+from namesrv.readworkers.main.processes import ReadWorkerPool
 from processors.route import RouteProcessor
-from namesrv.readworkers.replica import Replica
-from namesrv.readworkers.worker import parse_args
+from namesrv.readworkers.worker.replica import Replica
+from namesrv.readworkers.worker.entry import parse_args
 from namesrv.dispatch.classes import RequestClassifier
 from namesrv.security.signature import sign_request_ext
 from namesrv.service import make_service

@@ -10,11 +10,11 @@ from twisted.internet import task
 from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, Version
 from namesrv.protocol.command import make_request
-from namesrv.readworkers.delta import TopicTracker
-from namesrv.readworkers.feed import FeedError, MessageReader, down_reader, pack, publication, topics_message
-from namesrv.readworkers.generation import SharedGeneration
+from namesrv.readworkers.channel.delta import TopicTracker
+from namesrv.readworkers.channel.feed import FeedError, MessageReader, down_reader, pack, publication, topics_message
+from namesrv.readworkers.channel.generation import SharedGeneration
 from processors.route import RouteProcessor
-from namesrv.readworkers.replica import Replica
+from namesrv.readworkers.worker.replica import Replica
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.routes.snapshot import encode_snapshot, restore_snapshot
 from namesrv.service import make_service
@@ -189,8 +189,8 @@ def test_message_reader_takes_any_cut_and_refuses_garbage():
 
 
 def test_a_failed_publication_leaves_workers_forwarding_and_tries_again(harness):
-    from namesrv.readworkers.delta import TopicTracker as Tracker
-    from namesrv.readworkers.pool import ReadWorkerPool
+    from namesrv.readworkers.channel.delta import TopicTracker as Tracker
+    from namesrv.readworkers.main.processes import ReadWorkerPool
 
     class Worker:
         needs_full = False

@@ -2,8 +2,8 @@
 
 from twisted.internet import task
 
-from namesrv.readworkers.generation import SharedGeneration
-from namesrv.readworkers.pool import ReadWorkerPool
+from namesrv.readworkers.channel.generation import SharedGeneration
+from namesrv.readworkers.main.processes import ReadWorkerPool
 from namesrv.service import make_service
 from tests.fakes import FakeConnection
 from tests.brokers import register_request, route_request
@@ -58,7 +58,7 @@ def big_registration(topics=8000):
 
 
 def test_a_large_registration_waits_for_fresh_replicas_and_no_longer_than_max_hold(tmp_path):
-    from namesrv.readworkers.pool import LARGE_REGISTRATION_BYTES, MAX_HOLD
+    from namesrv.readworkers.main.processes import LARGE_REGISTRATION_BYTES, MAX_HOLD
     service, pool = wired_pool(tmp_path)
     pool.reactor = clock = task.Clock()
     worker = pool.workers[0] = FakeWorker(applied=pool.generation.value)

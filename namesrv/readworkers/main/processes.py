@@ -12,11 +12,11 @@ from twisted.logger import Logger
 import namesrv
 from namesrv.interfaces import IReplicableProcessor
 from namesrv.protocol.codes import RequestCode
-from namesrv.readworkers.delta import TopicTracker
-from namesrv.readworkers.feed import FeedError, MessageReader, pack_down, publication
-from namesrv.readworkers.forwarded import ForwardedConnectionFactory
-from namesrv.readworkers.handoff import HandoffFactory, HandoffReceiver, adopt_connection
-from namesrv.readworkers.generation import SharedGeneration
+from namesrv.readworkers.channel.delta import TopicTracker
+from namesrv.readworkers.channel.feed import FeedError, MessageReader, pack_down, publication
+from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
+from namesrv.readworkers.worker.handoff import HandoffFactory, HandoffReceiver, adopt_connection
+from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.dispatch.registry import record_requests
 
 log = Logger()

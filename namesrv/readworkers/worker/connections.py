@@ -14,8 +14,8 @@ from twisted.logger import Logger
 
 from namesrv.context import NullEventLog
 from namesrv.protocol.remoting import RemotingProtocol
-from namesrv.readworkers.handoff import HANDOFF_CODES, can_hand_off, hand_off
-from namesrv.readworkers.unixclient import connect_unix
+from namesrv.readworkers.worker.handoff import HANDOFF_CODES, can_hand_off, hand_off
+from namesrv.readworkers.channel.unix import connect_unix
 from namesrv.server.factory import NoHousekeeping, RemotingServerFactory
 
 _LENGTH = struct.Struct(">i")

@@ -32,7 +32,7 @@ from twisted.logger import Logger
 from zope.interface import implementer
 
 from namesrv.protocol.codes import RequestCode
-from namesrv.readworkers.unixclient import connect_unix
+from namesrv.readworkers.channel.unix import connect_unix
 
 log = Logger()
 
