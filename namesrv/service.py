@@ -210,14 +210,19 @@ def _make_read_workers(config, service):
     """Route read workers on the same port (namesrv/readworkers), when ``routeReadWorkers`` > 0.
 
     They terminate TLS and check ACL signatures themselves, from the same files
-    (readworkers/guards.py), so every tlsMode and aclEnable works with them.
+    (readworkers/worker/guards.py), so every tlsMode and aclEnable works with them.
     """
     count = int(config.routeReadWorkers or 0)
     if count <= 0:
         return None
     from namesrv.readworkers.worker.guards import worker_arguments
     from namesrv.readworkers.main.processes import ReadWorkerPool
-    return ReadWorkerPool(service, count, worker_arguments(config))
+    security = service.security
+    return ReadWorkerPool(count, routes=service.routes, kv=service.kv, config=config, registry=service.registry,
+                          factory=service.factory, holds=security.dispatcher.holds,
+                          started=service.context.started, reactor=service.reactor,
+                          tls_factory=security.tls_factory, metrics=security.metrics,
+                          worker_arguments=worker_arguments(config))
 
 
 def _make_event_log(config, reactor):

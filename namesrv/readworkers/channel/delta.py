@@ -18,21 +18,6 @@ from namesrv.routes.model import BrokerData, QueueData, shared_queue_data
 PART_TOPICS = 500
 
 
-class TopicTracker(set):
-    """Topics changed since the last ``take()``; ``full`` when every topic must be sent."""
-
-    def __init__(self):
-        set.__init__(self)
-        self.full = True
-
-    def take(self):
-        """(full, topics) since the previous take, and start over."""
-        full, topics = self.full, set(self)
-        self.full = False
-        self.clear()
-        return full, topics
-
-
 def encode_topics(routes, topics):
     """The current QueueData and mappings of ``topics`` (None for a topic that is gone)."""
     queue_table = routes.topic_queue_table

@@ -1,4 +1,8 @@
-"""The main process's read workers: spawn, feed with replicas, collect their request counts."""
+"""The main process's read workers: spawn and respawn them, collect their request counts.
+
+What they are sent, and when, is the Publisher's (publisher.py); this module manages the
+processes and the two private UNIX sockets they reach the main process on.
+"""
 
 import os
 import select
@@ -10,41 +14,41 @@ from twisted.internet import defer, protocol
 from twisted.logger import Logger
 
 import namesrv
-from namesrv.interfaces import IReplicableProcessor
-from namesrv.protocol.codes import RequestCode
-from namesrv.readworkers.channel.delta import TopicTracker
-from namesrv.readworkers.channel.feed import FeedError, MessageReader, pack_down, publication
-from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
-from namesrv.readworkers.worker.handoff import HandoffFactory, HandoffReceiver, adopt_connection
-from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.dispatch.registry import record_requests
+from namesrv.readworkers.channel.feed import FeedError, MessageReader, pack_down
+from namesrv.readworkers.channel.generation import SharedGeneration
+from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
+from namesrv.readworkers.main.publisher import Publisher, replicable_processors
+from namesrv.readworkers.worker.handoff import HandoffFactory, HandoffReceiver, adopt_connection
 
 log = Logger()
 
-#: publishing may take at most this share of the main process's time (a full copy of 100k
-#: entries takes ~200 parts; during a burst of changes, reads are forwarded meanwhile)
-PUBLISH_DUTY = 0.25
-MIN_PUBLISH_INTERVAL = 0.005
 RESPAWN_DELAY = 1.0
-#: a REGISTER_BROKER body this large (about 7,000 topics) waits for fresh replicas before it runs
-LARGE_REGISTRATION_BYTES = 1 << 20
-#: ...for at most this long (seconds)
-MAX_HOLD = 1.0
 STOP_GRACE = 5.0
 
 
 class ReadWorkerPool:
-    """``count`` worker processes on the main process's port, fed after every change."""
+    """``count`` worker processes on the main process's port, fed after every change.
 
-    def __init__(self, service, count, worker_arguments=()):
-        self.service = service
+    ``factory`` is the public RemotingServerFactory: forwarded and handed-over connections
+    are served with its dispatcher and housekeeping. ``holds`` is the dispatcher's list of
+    hold hooks, ``started`` the server's start time; ``tls_factory`` and ``metrics`` (either
+    may be None) take the connections and refusals the workers count.
+    """
+
+    def __init__(self, count, routes, kv, config, registry, factory, holds, started, reactor,
+                 tls_factory=None, metrics=None, worker_arguments=()):
         self.count = count
+        self.config = config
+        self.registry = registry
+        self.factory = factory
+        self.reactor = reactor
+        self.tls_factory = tls_factory
+        self.metrics = metrics
         self.worker_arguments = list(worker_arguments)   # guards.worker_arguments: TLS and ACL
-        self.reactor = service.reactor
         self.workers = {}          # index -> WorkerProcess (running or starting)
         self.answered = {}         # index -> requests a worker answered itself
         self.rejected = {}         # (request class, reason) -> requests a worker refused
-        self.publishes = 0
         self.running = False
         self.directory = None
         self.generation = None
@@ -53,21 +57,15 @@ class ReadWorkerPool:
         self.handoffs = 0
         self.forwarded = None
         self.port = None
-        self._publish_call = None
-        self._next_publish = 0.0
         self._respawns = []
-        self.tracker = None
-        self._messages = None          # the running publication's remaining messages
-        self._send_call = None
-        self._publish_work = 0.0       # reactor time the running publication has taken so far
-        self._published_generation = None
-        self._unsettled = False        # tables changed since the shared counter was last bumped
-        self._fresh_waiters = []       # (Deferred, timeout call) of large registrations held
         self.listen_socket = None      # the listening socket the workers inherit (sharedport.listening_socket)
         self.draining = False          # a takeover: workers hand everything over and are not respawned
         self.divert = None             # while draining: divert(descriptor, peer, unread) instead of adopting
         self.handoffs_open = 0         # handoff connections whose socket has not arrived in full yet
         self.on_listening = None       # called when a worker starts accepting
+        self.publisher = Publisher(routes, kv, config, registry, holds, started, reactor,
+                                   workers=lambda: self.workers.values(),
+                                   active=lambda: self.running and not self.draining)
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self, port, listen_socket=None):
@@ -79,19 +77,11 @@ class ReadWorkerPool:
         self.directory = tempfile.mkdtemp(prefix="namesrv-readers-")
         os.chmod(self.directory, 0o700)
         self.generation = SharedGeneration(os.path.join(self.directory, "generation"), writable=True)
-        self.forwarded = ForwardedConnectionFactory(self.service.factory)
+        self.forwarded = ForwardedConnectionFactory(self.factory)
         self.internal_port = self.reactor.listenUNIX(self.socket_path, self.forwarded, mode=0o600, backlog=1024)
         self.handoff_port = self.reactor.listenUNIX(self.handoff_path, _CountingHandoffFactory(self), mode=0o600,
                                                     backlog=1024)
-        service = self.service
-        self.tracker = service.routes.track_topic_changes(TopicTracker())
-        self.tracker.take()   # each worker's first message is a full copy anyway
-        service.routes.add_change_listener(self.changed)
-        service.kv.change_listeners.append(self.changed)
-        service.config.add_listener(self.changed)
-        service.registry.change_listeners.append(self.changed)
-        service.registry.answer_hooks.append(self.settle)
-        service.security.dispatcher.holds.append(self.hold_large_registration)
+        self.publisher.start(self.generation)
         for index in range(self.count):
             self._spawn(index)
         log.info("{n} route read worker(s) share port {port}", n=self.count, port=port)
@@ -111,63 +101,15 @@ class ReadWorkerPool:
         if not self.running:
             os.close(descriptor)
             return
-        if adopt_connection(self.reactor, self.service.factory, descriptor, peer, unread) is not None:
+        if adopt_connection(self.reactor, self.factory, descriptor, peer, unread) is not None:
             self.handoffs += 1
-
-    # -- large registrations wait for fresh replicas -------------------------------------
-    def hold_large_registration(self, request):
-        """A Deferred a large REGISTER_BROKER waits for (the dispatcher's hold), or None.
-
-        A registration of tens of thousands of topics holds the main process for a long time
-        (hundreds of ms at 100,000 topics). If it starts while the workers' replicas are stale
-        (a publication running or not yet applied), every read meanwhile is forwarded to the
-        main process and waits for the whole registration. Started once the replicas are
-        fresh, it runs while the workers answer every read themselves. The wait is bounded
-        (``MAX_HOLD``): a worker that never catches up cannot hold brokers back.
-        """
-        if request.code != RequestCode.REGISTER_BROKER or len(request.body or b"") < LARGE_REGISTRATION_BYTES:
-            return None
-        if not self.running or self.draining or self.replicas_fresh():
-            return None
-        waiting = defer.Deferred()
-        timeout = self.reactor.callLater(MAX_HOLD, self._release_one, waiting)
-        self._fresh_waiters.append((waiting, timeout))
-        return waiting
-
-    def replicas_fresh(self):
-        """Every running worker has applied the publication of the counter's current value."""
-        if self._unsettled or self._messages is not None:
-            return False
-        value = self.generation.value
-        return all(worker.applied_generation == value for worker in self.workers.values()
-                   if not worker.ended)
-
-    def worker_applied(self):
-        if self._fresh_waiters and self.replicas_fresh():
-            self._release_all()
-
-    def _release_one(self, waiting):
-        self._fresh_waiters = [(d, call) for d, call in self._fresh_waiters if d is not waiting]
-        if not waiting.called:
-            waiting.callback(None)
-
-    def _release_all(self):
-        waiters, self._fresh_waiters = self._fresh_waiters, []
-        for waiting, timeout in waiters:
-            if timeout.active():
-                timeout.cancel()
-            if not waiting.called:
-                waiting.callback(None)
 
     def drain(self):
         """A takeover: every worker stops accepting, hands its connections to us and exits; none is
         respawned. ``drained()`` tells when all of them are gone and every handoff has arrived."""
         self.draining = True
-        self._release_all()
-        for call in [self._publish_call, self._send_call, *self._respawns]:
-            if call is not None and call.active():
-                call.cancel()
-        self._messages = None
+        self.publisher.stop()
+        self._cancel_respawns()
         message = pack_down({"kind": "drain"})
         for worker in self.workers.values():
             worker.send(message)
@@ -187,11 +129,8 @@ class ReadWorkerPool:
         """Stop feeding and close the workers' stdin (they then report their last counts, close
         their port and exit); the Deferred fires when every worker has ended."""
         self.running = False
-        self._release_all()
-        for call in [self._publish_call, self._send_call, *self._respawns]:
-            if call is not None and call.active():
-                call.cancel()
-        self._publish_call = None
+        self.publisher.stop()
+        self._cancel_respawns()
         if self.internal_port is not None:
             self.internal_port.stopListening()
             self.internal_port = None
@@ -203,9 +142,14 @@ class ReadWorkerPool:
         ended = [worker.stop() for worker in list(self.workers.values())]
         return defer.DeferredList(ended).addCallback(self._stopped)
 
+    def _cancel_respawns(self):
+        for call in self._respawns:
+            if call.active():
+                call.cancel()
+
     def _stopped(self, ignored):
         log.info("route read workers stopped: {p} replica messages published, {a} requests answered by workers, "
-                 "{h} broker connections handed over", p=self.publishes, a=sum(self.answered.values()),
+                 "{h} broker connections handed over", p=self.publisher.publishes, a=sum(self.answered.values()),
                  h=self.handoffs)
         if self.generation is not None:
             self.generation.close()
@@ -218,7 +162,7 @@ class ReadWorkerPool:
         if self.draining:
             return
         worker = WorkerProcess(self, index)
-        config = self.service.config
+        config = self.config
         args = [sys.executable, "-m", "namesrv.readworkers.worker", "--index", str(index),
                 "--port", str(self.port), "--interface", config.bindAddress,
                 "--backlog", str(config.serverSocketBacklog or 50),
@@ -246,127 +190,26 @@ class ReadWorkerPool:
             self._respawns = [c for c in self._respawns if c.active()]
             self._respawns.append(self.reactor.callLater(RESPAWN_DELAY, self._spawn, worker.index))
 
-    # -- replicas ----------------------------------------------------------------------------
-    def changed(self, *ignored):
-        """Something a read could see changed: publish soon; replicas are stale once settled."""
-        if not self.running or self.draining:
-            return
-        self._unsettled = True
-        self._schedule_publish()
-
-    def settle(self):
-        """Bump the shared counter if anything changed since the last bump: from then on workers
-        forward every read until their replica catches up.
-
-        Called just before the main process writes any answer, and when a publication begins.
-        So a change is settled before its acknowledgement leaves (read-after-write holds), but
-        not while the change's own work goes on: the grouping and logging of a 100,000-topic
-        registration's route changes runs while the workers still answer from the replica
-        (as they may: nobody has been told of the change yet).
-        """
-        if self._unsettled:
-            self._unsettled = False
-            self.generation.bump()
-
-    def _schedule_publish(self):
-        if self._messages is not None:
-            return   # the running publication's end looks again
-        if self._publish_call is None or not self._publish_call.active():
-            delay = max(0.0, self._next_publish - self.reactor.seconds())
-            self._publish_call = self.reactor.callLater(delay, self._publish)
-
     def replicable_processors(self):
-        """The processors that declare codes a replica may answer (IReplicableProcessor): workers
-        build the same ones through their plugin factories, by name."""
-        return [processor for processor in self.service.registry.processors
-                if IReplicableProcessor.providedBy(processor) and processor.replicable_codes]
-
-    def local_codes(self):
-        """The replicable codes every policy lets a worker answer: those that allow an answer from
-        a copy, and those a worker checks itself (``checked_by_read_workers``: the ACL check,
-        with the same file)."""
-        registry = self.service.registry
-        return [code for processor in self.replicable_processors() for code in sorted(processor.replicable_codes)
-                if registry.processor_for(code) is processor
-                and all(_worker_may_answer(policy, code) for policy in registry.policies)]
-
-    def publication(self, topics=None):
-        """The messages of one publication (feed.publication): ``topics`` changed, or all (None)."""
-        service = self.service
-        return publication(self.generation.value, service.routes, service.kv, service.config,
-                           service.context.started, self.local_codes(), topics)
-
-    def _publish(self):
-        """Start a publication; its messages go out one per reactor turn (reads forwarded to us
-        meanwhile are answered between them)."""
-        self._publish_call = None
-        if not self.running or self._messages is not None:
-            return
-        self.settle()
-        full, topics = self.tracker.take()
-        if any(worker.needs_full for worker in self.workers.values()):
-            full = True
-        for worker in self.workers.values():
-            worker.needs_full = False
-        self._published_generation = self.generation.value
-        self._messages = self.publication(None if full else topics)
-        self._publish_work = 0.0
-        self._send_next()
-
-    def _send_next(self):
-        self._send_call = None
-        if not self.running:
-            return
-        began = self.reactor.seconds()
-        try:
-            message = next(self._messages)
-        except StopIteration:
-            self._messages = None
-            self._published()
-            return
-        except Exception:
-            # Never expected; if it happens, workers stay stale (they forward every read, which the
-            # main process answers) until a full copy made a little later succeeds.
-            log.failure("route replica publication failed; read workers forward every read meanwhile")
-            self._messages = None
-            for worker in self.workers.values():
-                worker.needs_full = True
-            self._next_publish = self.reactor.seconds() + RESPAWN_DELAY
-            self._schedule_publish()
-            return
-        for worker in self.workers.values():
-            worker.send(message)
-        self._publish_work += self.reactor.seconds() - began
-        self._send_call = self.reactor.callLater(0, self._send_next)
-
-    def _published(self):
-        self.publishes += 1
-        spent = self._publish_work
-        self._next_publish = self.reactor.seconds() + max(MIN_PUBLISH_INTERVAL, spent / PUBLISH_DUTY - spent)
-        if self.tracker or self.tracker.full or self._stale():
-            self._schedule_publish()
-
-    def _stale(self):
-        """Did anything change since the publication that just ended began?"""
-        return self._unsettled or self._published_generation != self.generation.value
+        """The processors a worker builds (by name) for its replica."""
+        return replicable_processors(self.registry)
 
     # -- counts from the workers -----------------------------------------------------------
     def record_counts(self, index, counts, connections=None, rejections=()):
         """A worker's answers since its last report, passed on to every observer (metrics, event log);
         its connections by kind and its refusals, added to the main process's own."""
         peer = "read-worker-%d" % index
-        observers = self.service.registry.observers
+        observers = self.registry.observers
         for code, response_code, count, micros in counts:
             self.answered[index] = self.answered.get(index, 0) + count
             record_requests(observers, code, response_code, count, micros, peer)
-        security = self.service.security
-        if connections and security.tls_factory is not None:
-            security.tls_factory.add_counts(connections)
+        if connections and self.tls_factory is not None:
+            self.tls_factory.add_counts(connections)
         for request_class, reason, count in rejections:
             self.rejected[(request_class, reason)] = self.rejected.get((request_class, reason), 0) + count
-            if security.metrics is not None:
+            if self.metrics is not None:
                 for _ in range(count):
-                    security.metrics.rejected(request_class, reason)
+                    self.metrics.rejected(request_class, reason)
 
 
 class _CountedReceiver(HandoffReceiver):
@@ -391,13 +234,6 @@ class _CountingHandoffFactory(HandoffFactory):
         return _CountedReceiver(self.pool)
 
 
-def _worker_may_answer(policy, code):
-    if getattr(policy, "checked_by_read_workers", False):
-        return True
-    allows = getattr(policy, "allows_cached_answer", None)
-    return allows is not None and allows(code)
-
-
 class WorkerProcess(protocol.ProcessProtocol):
     """One worker: replicas down its stdin, counts up its stdout, its log on stderr."""
 
@@ -414,7 +250,7 @@ class WorkerProcess(protocol.ProcessProtocol):
 
     def connectionMade(self):
         self.needs_full = True
-        self.pool.changed()
+        self.pool.publisher.changed()
 
     def send(self, message):
         if not self.ended and self.transport is not None:
@@ -435,13 +271,13 @@ class WorkerProcess(protocol.ProcessProtocol):
                                             message.get("rejections", []))
                 elif kind == "applied":
                     self.applied_generation = message.get("generation")
-                    self.pool.worker_applied()
+                    self.pool.publisher.worker_applied()
                 elif kind == "listening":
                     if self.pool.on_listening is not None:
                         self.pool.on_listening()
                 elif kind == "resync":
                     self.needs_full = True
-                    self.pool.changed()
+                    self.pool.publisher.changed()
         elif fd == 2:
             lines = (self._log_tail + data).split(b"\n")
             self._log_tail = lines.pop()[-4096:]
