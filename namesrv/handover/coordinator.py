@@ -12,7 +12,7 @@ from namesrv.handover.handing import HandingFactory
 from namesrv.handover.inflight import InFlightDispatcher
 from namesrv.handover.taking import TakeoverClient
 from namesrv.storage.instance import InstanceIdentity
-from namesrv.readworkers.worker.handoff import adopt_connection
+from namesrv.readworkers.main.handoff import adopt_connection
 from namesrv.readworkers.channel.unix import connect_unix
 
 log = Logger()

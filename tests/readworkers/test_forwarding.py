@@ -181,7 +181,7 @@ def test_no_handoff_while_something_is_in_flight(tmp_path, monkeypatch):
 
 def test_a_malformed_handoff_closes_its_descriptor():
     import os
-    from namesrv.readworkers.worker.handoff import HandoffReceiver
+    from namesrv.readworkers.main.handoff import HandoffReceiver
     adopted = []
     receiver = HandoffReceiver(lambda *a: adopted.append(a))
     read_end, write_end = os.pipe()

@@ -18,8 +18,8 @@ from namesrv.dispatch.registry import record_requests
 from namesrv.readworkers.channel.feed import FeedError, MessageReader, pack_down
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
+from namesrv.readworkers.main.handoff import HandoffFactory, adopt_connection
 from namesrv.readworkers.main.publisher import Publisher, replicable_processors
-from namesrv.readworkers.worker.handoff import HandoffFactory, HandoffReceiver, adopt_connection
 
 log = Logger()
 
@@ -54,6 +54,7 @@ class ReadWorkerPool:
         self.generation = None
         self.internal_port = None
         self.handoff_port = None
+        self.handoff_factory = None
         self.handoffs = 0
         self.forwarded = None
         self.port = None
@@ -61,7 +62,6 @@ class ReadWorkerPool:
         self.listen_socket = None      # the listening socket the workers inherit (sharedport.listening_socket)
         self.draining = False          # a takeover: workers hand everything over and are not respawned
         self.divert = None             # while draining: divert(descriptor, peer, unread) instead of adopting
-        self.handoffs_open = 0         # handoff connections whose socket has not arrived in full yet
         self.on_listening = None       # called when a worker starts accepting
         self.publisher = Publisher(routes, kv, config, registry, holds, started, reactor,
                                    workers=lambda: self.workers.values(),
@@ -79,12 +79,18 @@ class ReadWorkerPool:
         self.generation = SharedGeneration(os.path.join(self.directory, "generation"), writable=True)
         self.forwarded = ForwardedConnectionFactory(self.factory)
         self.internal_port = self.reactor.listenUNIX(self.socket_path, self.forwarded, mode=0o600, backlog=1024)
-        self.handoff_port = self.reactor.listenUNIX(self.handoff_path, _CountingHandoffFactory(self), mode=0o600,
+        self.handoff_factory = HandoffFactory(self._adopt)
+        self.handoff_port = self.reactor.listenUNIX(self.handoff_path, self.handoff_factory, mode=0o600,
                                                     backlog=1024)
         self.publisher.start(self.generation)
         for index in range(self.count):
             self._spawn(index)
         log.info("{n} route read worker(s) share port {port}", n=self.count, port=port)
+
+    @property
+    def handoffs_open(self):
+        """Handoff connections whose socket has not arrived in full yet."""
+        return self.handoff_factory.open if self.handoff_factory is not None else 0
 
     @property
     def socket_path(self):
@@ -210,28 +216,6 @@ class ReadWorkerPool:
             if self.metrics is not None:
                 for _ in range(count):
                     self.metrics.rejected(request_class, reason)
-
-
-class _CountedReceiver(HandoffReceiver):
-    def __init__(self, pool):
-        HandoffReceiver.__init__(self, pool._adopt)
-        self.pool = pool
-        pool.handoffs_open += 1
-
-    def connectionLost(self, reason=None):
-        self.pool.handoffs_open -= 1
-        HandoffReceiver.connectionLost(self, reason)
-
-
-class _CountingHandoffFactory(HandoffFactory):
-    """Handoffs, counted while their bytes arrive: a draining pool is done only when none is open."""
-
-    def __init__(self, pool):
-        HandoffFactory.__init__(self, pool._adopt)
-        self.pool = pool
-
-    def buildProtocol(self, addr):
-        return _CountedReceiver(self.pool)
 
 
 class WorkerProcess(protocol.ProcessProtocol):
