@@ -28,7 +28,8 @@ STOP_GRACE = 5.0
 
 
 class ReadWorkerPool:
-    """``count`` worker processes on the main process's port, fed after every change.
+    """``count`` worker processes on the main process's port, respawned when one exits; its
+    ``publisher`` feeds them after every change.
 
     ``factory`` is the public RemotingServerFactory: forwarded and handed-over connections
     are served with its dispatcher and housekeeping. ``holds`` is the dispatcher's list of
