@@ -40,7 +40,8 @@ def apply_topics(routes, part, reset=False):
     """Apply one part to a worker's RouteInfoManager (``reset``: drop every topic first).
 
     The data comes from our own main process over a private pipe, so it is trusted as
-    to shape; a malformed part raises (KeyError, TypeError, ValueError).
+    to shape; a malformed part raises (KeyError, TypeError, ValueError). The tables are
+    written here because RouteInfoManager has no per-topic "replace from rows" call yet.
     """
     if reset:
         routes.topic_queue_table = {}

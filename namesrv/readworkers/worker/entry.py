@@ -25,8 +25,8 @@ from twisted.logger import FilteringLogObserver, LogLevel, LogLevelFilterPredica
 from zope.interface import implementer
 
 from namesrv.readworkers.channel.feed import FeedError, counts_message, down_reader, pack, resync_message
-from namesrv.readworkers.worker.connections import WorkerConnectionFactory
 from namesrv.readworkers.channel.generation import SharedGeneration
+from namesrv.readworkers.worker.connections import WorkerConnectionFactory
 from namesrv.readworkers.worker.guards import WorkerGuards, add_arguments
 from namesrv.readworkers.worker.handoff import hand_off_idle, movable, quiet, stop_reading
 from namesrv.readworkers.worker.replica import Replica
