@@ -37,7 +37,7 @@ class NamesrvService(service.MultiService):
     listens. Its children, started in this order and stopped in the reverse one: the guards
     (with the ACL watcher), TLS (certificate watcher), the metrics and status ports, the timers
     (PeriodicCall: the liveness scan first after 5 s, the KV print after 1 min, route
-    snapshots, the event log's aggregates), and last the remoting port.
+    snapshots, the event log's aggregates), the read workers, and last the remoting port.
     """
 
     name = "namesrv"
@@ -78,6 +78,11 @@ class NamesrvService(service.MultiService):
             self._every("route snapshot", self._save_snapshot, lambda: config.routeSnapshotInterval,
                         config.routeSnapshotInterval)
         self._every("event log aggregates", self.events.flush_aggregates, lambda: 1.0, 1.0)
+        self.workers = None
+        if read_workers is not None:
+            from namesrv.readworkers.main.service import ReadWorkersService
+            self.workers = ReadWorkersService(read_workers)
+            self.workers.setServiceParent(self)
         self.remoting = RemotingPortService(self._endpoint(), self.listen_factory, self._serving,
                                             self._takeover_failed)
         self.remoting.setServiceParent(self)
@@ -111,14 +116,12 @@ class NamesrvService(service.MultiService):
 
     def _serving(self, port):
         """The port listens (a new socket, or a takeover's): start the workers, say so."""
-        if self.read_workers is not None:
-            if self.config.routeReadWorkersExclusive and port.accepting:
-                # Exclusive after a takeover: this process accepts only until a worker does, so
-                # that no connection waits in the queue while the new workers start.
-                self.read_workers.on_listening = port.hold
-            address = port.getHost()
-            self.read_workers.start(address.port, port.socket)
         address = port.getHost()
+        if self.workers is not None:
+            # Exclusive after a takeover: this process accepts only until a worker does, so
+            # that no connection waits in the queue while the new workers start.
+            hold = port.hold if self.config.routeReadWorkersExclusive and port.accepting else None
+            self.workers.serve(address.port, port.socket, on_listening=hold)
         self.context.server_id = "%s:%s" % (address.host, address.port)
         self.readiness.serving_address = (address.host, address.port)
         self.events.server_id = self.context.server_id
@@ -139,8 +142,9 @@ class NamesrvService(service.MultiService):
 
     def stopService(self):
         self.readiness.serving_address = None
-        stopping = [service.MultiService.stopService(self),   # the port, the timers, ..., the guards
-                    defer.maybeDeferred(self.handover.stop)]
+        # the port, the read workers (fires once they have ended), the timers, ..., the guards
+        children = service.MultiService.stopService(self)
+        stopping = [children, defer.maybeDeferred(self.handover.stop)]
         # Save before closing connections: closing them is not brokers leaving. After a takeover
         # the tables are the new process's, which saves them itself.
         if self.snapshots is not None and not self.handover.handed_over:
@@ -150,10 +154,9 @@ class NamesrvService(service.MultiService):
             stop = getattr(processor, "stop", None)  # optional: processors with state to flush
             if stop is not None:
                 stop()
-        workers_stopped = self.read_workers.stop() if self.read_workers is not None else defer.succeed(None)
         self.factory.close_all()
         # The event log closes after the workers: their last request counts arrive as they exit.
-        stopping.append(workers_stopped.addCallback(self._close_event_log))
+        children.addCallback(self._close_event_log)
         return defer.DeferredList(stopping)
 
     def _close_event_log(self, ignored=None):
@@ -237,19 +240,18 @@ def _make_read_workers(config, routes, kv, registry, factory, guards, tls, metri
     """Route read workers on the same port (namesrv/readworkers), when ``routeReadWorkers`` > 0.
 
     They terminate TLS and check ACL signatures themselves, from the same files
-    (readworkers/guards.py), so every tlsMode and aclEnable works with them.
+    (readworkers/worker/guards.py), so every tlsMode and aclEnable works with them.
     """
     count = int(config.routeReadWorkers or 0)
     if count <= 0:
         return None
-    from namesrv.readworkers.guards import worker_arguments
-    from namesrv.readworkers.pool import ReadWorkerPool
-    import types
-    security = types.SimpleNamespace(dispatcher=guards.dispatcher, tls_factory=tls.factory if tls is not None else None,
-                                     metrics=metrics.metrics if metrics is not None else None)
-    parts = types.SimpleNamespace(config=config, routes=routes, kv=kv, registry=registry, factory=factory,
-                                  security=security, context=context, reactor=reactor)
-    return ReadWorkerPool(parts, count, worker_arguments(config))
+    from namesrv.readworkers.main.processes import ReadWorkerPool
+    from namesrv.readworkers.worker.guards import worker_arguments
+    return ReadWorkerPool(count, routes=routes, kv=kv, config=config, registry=registry, factory=factory,
+                          holds=guards.dispatcher.holds, started=context.started, reactor=reactor,
+                          tls_factory=tls.factory if tls is not None else None,
+                          metrics=metrics.metrics if metrics is not None else None,
+                          worker_arguments=worker_arguments(config))
 
 
 def _make_event_log(config, reactor):

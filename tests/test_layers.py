@@ -28,17 +28,17 @@ def test_namesrv_imports_nothing_above_it():
 def test_read_workers_build_the_replicable_processors_named_by_the_main_process(tmp_path):
     from twisted.internet import task
     from namesrv.interfaces import IReplicableProcessor
-    from namesrv.readworkers.generation import SharedGeneration
-    from namesrv.readworkers.pool import ReadWorkerPool
-    from namesrv.readworkers.replica import Replica
+    from namesrv.readworkers.channel.generation import SharedGeneration
+    from namesrv.readworkers.worker.replica import Replica
     from namesrv.service import make_service
     from tests.config_for import service_config
+    from tests.readworkers.pools import pool_for
     from tests.test_answer_cache import Reactor
 
     service = make_service(service_config(tmp_path), clock=task.Clock(), reactor=Reactor())
-    pool = ReadWorkerPool(service, 1)
+    pool = pool_for(service)
     assert [p.name for p in pool.replicable_processors()] == ["route"]
-    assert sorted(pool.local_codes()) == sorted(service.registry.processor_for(105).replicable_codes)
+    assert sorted(pool.publisher.local_codes()) == sorted(service.registry.processor_for(105).replicable_codes)
     SharedGeneration(str(tmp_path / "g"), writable=True)
     replica = Replica(SharedGeneration(str(tmp_path / "g")), task.Clock(), processor_names=["route"])
     (built,) = replica.registry.processors

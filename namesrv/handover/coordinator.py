@@ -11,8 +11,8 @@ from namesrv.handover.drain import ServerDrain
 from namesrv.handover.handing import HandingFactory
 from namesrv.handover.taking import TakeoverClient
 from namesrv.storage.instance import InstanceIdentity
-from namesrv.readworkers.handoff import adopt_connection
-from namesrv.readworkers.unixclient import connect_unix
+from namesrv.readworkers.main.handoff import adopt_connection
+from namesrv.readworkers.channel.unix import connect_unix
 
 log = Logger()
 

@@ -11,7 +11,8 @@ and everything not yet read travels with the sockets to the new process.
 
 import os
 
-from namesrv.readworkers.handoff import adopt_connection, detach, movable, quiet, stop_reading
+from namesrv.readworkers.main.handoff import adopt_connection
+from namesrv.readworkers.worker.handoff import detach, movable, quiet, stop_reading
 from namesrv.server.factory import NoHousekeeping
 
 class ServerDrain:

@@ -3,24 +3,27 @@
 CPython runs one thread of Python at a time, so one process answers at most one core's
 worth of route reads. With ``routeReadWorkers`` = N, the server starts N worker
 processes that accept from the main process's listening socket (inherited: one socket,
-so a process that exits resets nothing in its queue; sharedport.py) and answer
+so a process that exits resets nothing in its queue; server/sharedport.py) and answer
 GET_ROUTEINFO_BY_TOPIC and GET_BROKER_CLUSTER_INFO from a replica of the tables; every other request on a
 worker's connection is passed, as the same frame, to the main process, which owns
-the tables. Pieces:
+the tables. The package is organised by process:
 
-- ``generation.py``: one 8-byte counter in shared memory. The main process bumps it
-  synchronously on every change a read could see (route tables, ORDER_TOPIC_CONFIG KV,
-  configuration), before the request that caused it is answered.
-- ``feed.py``: the replica messages (route snapshot, KV namespace, properties, the
-  generation they were taken at) sent down each worker's stdin, and request counts
-  sent back up its stdout.
-- ``pool.py`` (main side): spawns and respawns the workers, publishes a replica after
-  changes (coalesced), and accepts the workers' forwarded connections on a private
-  UNIX socket, one per client connection, each preceded by the client's address.
-- ``worker.py`` (the worker process): a replica, a dispatcher that answers locally only
-  while the replica's generation equals the shared counter, and forwards otherwise.
-- ``guards.py``: TLS and ACL in a worker, from the main process's files: the worker
-  terminates TLS itself and checks the signatures of the reads it answers.
+- ``channel/``: what crosses between the two. ``generation.py``: one 8-byte counter in
+  shared memory, bumped by the main process synchronously on every change a read could see
+  (route tables, ORDER_TOPIC_CONFIG KV, configuration), before the request that caused it
+  is answered. ``feed.py`` and ``delta.py``: the replica messages down each worker's stdin
+  (route tables, KV namespace, properties, the generation they were taken at) and request
+  counts up its stdout. ``unix.py``: the main process's UNIX sockets a worker connects to.
+- ``main/`` (the main process): ``processes.py`` spawns and respawns the workers and
+  collects their counts; ``publisher.py`` publishes a replica after changes (coalesced,
+  within a share of the main process's time); ``forwarded.py`` serves the workers'
+  forwarded connections, one per client connection, each preceded by the client's
+  address; ``handoff.py`` adopts the brokers' sockets the workers hand over.
+- ``worker/`` (a worker process, ``python -m namesrv.readworkers.worker``): ``entry.py``,
+  ``replica.py``, ``connections.py`` (answers locally only while the replica's generation
+  equals the shared counter, and forwards otherwise), ``handoff.py`` (the sending side),
+  ``guards.py`` (TLS and ACL from the main process's files: the worker terminates TLS
+  itself and checks the signatures of the reads it answers).
 
 Why the answers stay those of one server: a worker answers from its replica only if
 no change happened since it was taken, and the counter is bumped before any write is
@@ -28,6 +31,6 @@ acknowledged, so a read that starts after a write's answer sees that write (as w
 Java's route lock). While a replica is stale the read goes to the main process. A
 broker's connection on a worker is one forwarded connection on the main process:
 registration binds to it, and closing it runs the usual housekeeping. A plain broker
-connection is handed to the main process (SCM_RIGHTS, handoff.py); a TLS one stays on
+connection is handed to the main process (SCM_RIGHTS, worker/handoff.py); a TLS one stays on
 the worker, which relays its frames, because a TLS session cannot move with its socket.
 """

@@ -6,7 +6,7 @@ replica's full copy) and can be tested alone. Two kinds of followers:
 - listeners, ``callback()`` after any change a read could see (the answer cache, the read
   workers' publisher): called once per operation, when it ends, however many tables it
   touched;
-- topic trackers (a set with a ``full`` flag, e.g. readworkers.delta.TopicTracker): every
+- topic trackers (a set with a ``full`` flag, e.g. readworkers.main.publisher.TopicTracker): every
   topic whose QueueData or static-topic mapping changes is added; a reset of all tables
   sets ``full`` instead.
 """

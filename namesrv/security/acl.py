@@ -99,7 +99,7 @@ class AclPolicy:
     """Requires a valid ``AclClientRPCHook`` signature for the classes in ``aclSignedClasses``."""
 
     #: read workers load the same aclFile and run this check before answering a read themselves
-    #: (readworkers/guards.py), so the reads they answer need not travel to the main process
+    #: (readworkers/worker/guards.py), so the reads they answer need not travel to the main process
     checked_by_read_workers = True
 
     def __init__(self, store, classifier, config, listeners=()):

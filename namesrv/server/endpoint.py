@@ -14,7 +14,7 @@ from twisted.internet import defer
 from twisted.internet.interfaces import IListeningPort, IStreamServerEndpoint
 from zope.interface import implementer
 
-from namesrv.readworkers.sharedport import HeldPort, adopt_listening, close_listening, listening_socket
+from namesrv.server.sharedport import HeldPort, adopt_listening, close_listening, listening_socket
 
 
 @implementer(IListeningPort)

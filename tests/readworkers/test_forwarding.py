@@ -7,8 +7,8 @@ from twisted.internet.testing import StringTransport
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
-from namesrv.readworkers.forwarded import ForwardedConnectionFactory
-from namesrv.readworkers.forwarding import Upstream, WorkerConnectionFactory
+from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
+from namesrv.readworkers.worker.connections import Upstream, WorkerConnectionFactory
 from tests.brokers import register_request, route_request
 from tests.protocol.test_remoting import written_frames
 from tests.readworkers.test_replica import Harness
@@ -150,7 +150,7 @@ class TcpLikeTransport(StringTransport):
 
 
 def test_a_registration_hands_the_connection_over_with_what_followed(tmp_path, monkeypatch):
-    import namesrv.readworkers.forwarding as forwarding
+    import namesrv.readworkers.worker.connections as forwarding
     handed = []
     monkeypatch.setattr(forwarding, "hand_off", lambda reactor, path, conn, unread: handed.append((path, unread)))
     harness, factory = worker(tmp_path)
@@ -167,7 +167,7 @@ def test_a_registration_hands_the_connection_over_with_what_followed(tmp_path, m
 
 
 def test_no_handoff_while_something_is_in_flight(tmp_path, monkeypatch):
-    import namesrv.readworkers.forwarding as forwarding
+    import namesrv.readworkers.worker.connections as forwarding
     monkeypatch.setattr(forwarding, "hand_off", lambda *a: pytest.fail("handed over"))
     harness, factory = worker(tmp_path)
     factory.handoff_path = "/run/handoff.sock"
@@ -181,7 +181,7 @@ def test_no_handoff_while_something_is_in_flight(tmp_path, monkeypatch):
 
 def test_a_malformed_handoff_closes_its_descriptor():
     import os
-    from namesrv.readworkers.handoff import HandoffReceiver
+    from namesrv.readworkers.main.handoff import HandoffReceiver
     adopted = []
     receiver = HandoffReceiver(lambda *a: adopted.append(a))
     read_end, write_end = os.pipe()

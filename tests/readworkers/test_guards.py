@@ -15,20 +15,21 @@ from namesrv.observe.metrics import NamesrvMetrics
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
-from namesrv.readworkers.delta import TopicTracker
-from namesrv.readworkers.feed import MessageReader, counts_message
-from namesrv.readworkers.forwarding import WorkerConnection
-from namesrv.readworkers.generation import SharedGeneration
-from namesrv.readworkers.guards import WorkerGuards, worker_arguments
-from namesrv.readworkers.pool import ReadWorkerPool
+from namesrv.readworkers.main.publisher import TopicTracker
+from namesrv.readworkers.channel.feed import MessageReader, counts_message
+from namesrv.readworkers.worker.connections import WorkerConnection
+from namesrv.readworkers.channel.generation import SharedGeneration
+from namesrv.readworkers.worker.guards import WorkerGuards, worker_arguments
+from namesrv.readworkers.main.processes import ReadWorkerPool
 from processors.route import RouteProcessor
-from namesrv.readworkers.replica import Replica
-from namesrv.readworkers.worker import parse_args
+from namesrv.readworkers.worker.replica import Replica
+from namesrv.readworkers.worker.entry import parse_args
 from namesrv.dispatch.classes import RequestClassifier
 from namesrv.security.signature import sign_request_ext
 from namesrv.service import make_service
 from tests.brokers import register_request, route_request
 from tests.protocol.test_remoting import written_frames
+from tests.readworkers.pools import pool_for
 from tests.readworkers.test_forwarding import Factory, connect
 from tests.fakes import FakeConnection
 from tests.readworkers.test_replica import Harness
@@ -233,9 +234,9 @@ def test_enforcing_worker_counts_its_refusals_for_the_main_process(tmp_path):
 def test_a_workers_counts_reach_the_main_metrics(tmp_path):
     metrics = NamesrvMetrics(RequestClassifier())
     main_tls = tlsmode.TlsSniffingFactory(protocol.Factory(), tlsmode.DISABLED, config=config())
-    svc = types.SimpleNamespace(reactor=task.Clock(), registry=types.SimpleNamespace(observers=[metrics]),
-                                security=types.SimpleNamespace(tls_factory=main_tls, metrics=metrics))
-    pool = ReadWorkerPool(svc, 1)
+    pool = ReadWorkerPool(1, routes=None, kv=None, config=None, registry=types.SimpleNamespace(observers=[metrics]),
+                          factory=None, holds=[], started=0.0, reactor=task.Clock(), tls_factory=main_tls,
+                          metrics=metrics)
     data = counts_message({(RequestCode.GET_ROUTEINFO_BY_TOPIC, ResponseCode.NO_PERMISSION): [3, 90]},
                           {"tls": 4, "refused_plain": 1}, {("route_read", "acl"): 3})
     message, = MessageReader().feed(data)
@@ -250,12 +251,12 @@ def test_a_workers_counts_reach_the_main_metrics(tmp_path):
 
 def test_with_acl_on_workers_still_answer_the_reads(tmp_path):
     harness = AclHarness(tmp_path)
-    pool = ReadWorkerPool(harness.service, 1)
-    assert sorted(pool.local_codes()) == sorted(RouteProcessor.replicable_codes)
+    publisher = pool_for(harness.service).publisher
+    assert sorted(publisher.local_codes()) == sorted(RouteProcessor.replicable_codes)
 
     class Opaque:   # a third-party policy that says nothing about copies keeps reads in the main process
         def check(self, request, connection):
             return None
 
     harness.service.registry.add_policy(Opaque())
-    assert pool.local_codes() == []
+    assert publisher.local_codes() == []

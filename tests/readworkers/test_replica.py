@@ -10,11 +10,11 @@ from twisted.internet import task
 from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, Version
 from namesrv.protocol.command import make_request
-from namesrv.readworkers.delta import TopicTracker
-from namesrv.readworkers.feed import FeedError, MessageReader, down_reader, pack, publication, topics_message
-from namesrv.readworkers.generation import SharedGeneration
+from namesrv.readworkers.main.publisher import TopicTracker
+from namesrv.readworkers.channel.feed import FeedError, MessageReader, down_reader, pack, publication, topics_message
+from namesrv.readworkers.channel.generation import SharedGeneration
 from processors.route import RouteProcessor
-from namesrv.readworkers.replica import Replica
+from namesrv.readworkers.worker.replica import Replica
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.routes.snapshot import encode_snapshot, restore_snapshot
 from namesrv.service import make_service
@@ -189,8 +189,8 @@ def test_message_reader_takes_any_cut_and_refuses_garbage():
 
 
 def test_a_failed_publication_leaves_workers_forwarding_and_tries_again(harness):
-    from namesrv.readworkers.delta import TopicTracker as Tracker
-    from namesrv.readworkers.pool import ReadWorkerPool
+    from namesrv.readworkers.main.publisher import TopicTracker as Tracker
+    from tests.readworkers.pools import pool_for
 
     class Worker:
         needs_full = False
@@ -199,21 +199,22 @@ def test_a_failed_publication_leaves_workers_forwarding_and_tries_again(harness)
         def send(self, message):
             self.sent += (message,)
 
-    pool = ReadWorkerPool(harness.service, 1)
+    pool = pool_for(harness.service)
     pool.running = True
-    pool.generation = harness.shared
-    pool.tracker = Tracker()
-    pool.workers = {0: Worker()}
+    pool.workers[0] = Worker()
+    publisher = pool.publisher
+    publisher.generation = harness.shared
+    publisher.tracker = Tracker()
 
     def broken():
         raise OverflowError("not encodable")
         yield
 
-    pool._messages = broken()
-    pool._send_next()
-    assert pool._messages is None and pool.workers[0].needs_full
-    assert pool._publish_call is not None and pool._publish_call.active()
+    publisher._messages = broken()
+    publisher._send_next()
+    assert publisher._messages is None and pool.workers[0].needs_full
+    assert publisher._publish_call is not None and publisher._publish_call.active()
     harness.service.reactor.advance(2)      # the retry: a full copy this time
     for _ in range(5):
         harness.service.reactor.advance(0)
-    assert pool.publishes == 1 and pool.workers[0].sent
+    assert publisher.publishes == 1 and pool.workers[0].sent

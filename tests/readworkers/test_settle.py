@@ -2,48 +2,47 @@
 
 from twisted.internet import task
 
-from namesrv.readworkers.generation import SharedGeneration
-from namesrv.readworkers.pool import ReadWorkerPool
+from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.service import make_service
 from tests.fakes import FakeConnection
 from tests.brokers import register_request, route_request
 from tests.test_answer_cache import Reactor
 from tests.config_for import service_config as make_config
+from tests.readworkers.pools import pool_for
 
 
 def wired_pool(tmp_path):
-    """A pool wired into the service as start() wires it, without worker processes."""
+    """A pool and its publisher wired into the service as start() wires them, without worker processes."""
     service = make_service(make_config(tmp_path), clock=task.Clock(), reactor=Reactor())
-    pool = ReadWorkerPool(service, 1)
+    pool = pool_for(service)
     pool.running = True
-    pool.generation = SharedGeneration(str(tmp_path / "generation"), writable=True)
-    service.routes.add_change_listener(pool.changed)
-    service.kv.change_listeners.append(pool.changed)
-    service.registry.answer_hooks.append(pool.settle)
+    pool.publisher.start(SharedGeneration(str(tmp_path / "generation"), writable=True))
     return service, pool
 
 
 def test_a_change_is_settled_once_just_before_its_answer(tmp_path):
     service, pool = wired_pool(tmp_path)
+    publisher = pool.publisher
     seen_during_change = []
-    service.routes.add_change_listener(lambda: seen_during_change.append(pool.generation.read()))
-    before = pool.generation.read()
+    service.routes.add_change_listener(lambda: seen_during_change.append(publisher.generation.read()))
+    before = publisher.generation.read()
     answer = service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=["T1", "T2"]), FakeConnection("127.0.0.1:40000"))
     assert answer.code == 0
     assert seen_during_change == [before]            # workers still answered from their replica meanwhile
-    assert pool.generation.read() == before + 1       # ...and stopped before the acknowledgement left
+    assert publisher.generation.read() == before + 1  # ...and stopped before the acknowledgement left
     service.registry.dispatch(route_request("T1"), FakeConnection("127.0.0.1:40000"))
-    assert pool.generation.read() == before + 1       # a read changes nothing: no bump
+    assert publisher.generation.read() == before + 1  # a read changes nothing: no bump
 
 
 def test_a_change_nobody_was_answered_about_is_settled_when_its_publication_begins(tmp_path):
     service, pool = wired_pool(tmp_path)
-    before = pool.generation.read()
+    publisher = pool.publisher
+    before = publisher.generation.read()
     service.routes.add_change_listener(lambda: None)
-    pool.changed()          # e.g. the liveness scan expired a broker: no answer follows
-    assert pool.generation.read() == before and pool._stale()
-    pool.settle()
-    assert pool.generation.read() == before + 1 and not pool._unsettled
+    publisher.changed()     # e.g. the liveness scan expired a broker: no answer follows
+    assert publisher.generation.read() == before and publisher._stale()
+    publisher.settle()
+    assert publisher.generation.read() == before + 1 and not publisher._unsettled
 
 
 class FakeWorker:
@@ -58,30 +57,31 @@ def big_registration(topics=8000):
 
 
 def test_a_large_registration_waits_for_fresh_replicas_and_no_longer_than_max_hold(tmp_path):
-    from namesrv.readworkers.pool import LARGE_REGISTRATION_BYTES, MAX_HOLD
+    from namesrv.readworkers.main.publisher import LARGE_REGISTRATION_BYTES, MAX_HOLD
     service, pool = wired_pool(tmp_path)
-    pool.reactor = clock = task.Clock()
-    worker = pool.workers[0] = FakeWorker(applied=pool.generation.value)
+    publisher = pool.publisher
+    publisher.reactor = clock = task.Clock()
+    worker = pool.workers[0] = FakeWorker(applied=publisher.generation.value)
     request = big_registration()
     assert len(request.body) >= LARGE_REGISTRATION_BYTES
-    assert pool.hold_large_registration(request) is None                       # fresh: runs at once
-    assert pool.hold_large_registration(register_request("C", "s", "127.0.0.1:1", topics=["A", "B"])) is None
+    assert publisher.hold_large_registration(request) is None                  # fresh: runs at once
+    assert publisher.hold_large_registration(register_request("C", "s", "127.0.0.1:1", topics=["A", "B"])) is None
 
-    pool._unsettled = True                                                      # a change not yet published
-    waiting = pool.hold_large_registration(request)
+    publisher._unsettled = True                                                 # a change not yet published
+    waiting = publisher.hold_large_registration(request)
     assert waiting is not None and not waiting.called
-    pool.settle()
-    worker.applied_generation = pool.generation.value                           # the worker reports it applied
-    pool._unsettled = False
-    pool.worker_applied()
+    publisher.settle()
+    worker.applied_generation = publisher.generation.value                      # the worker reports it applied
+    publisher._unsettled = False
+    publisher.worker_applied()
     assert waiting.called
 
     worker.applied_generation = None                                            # a worker that never catches up
-    late = pool.hold_large_registration(request)
+    late = publisher.hold_large_registration(request)
     clock.advance(MAX_HOLD - 0.01)
     assert not late.called
     clock.advance(0.02)
-    assert late.called and pool._fresh_waiters == []
+    assert late.called and publisher._fresh_waiters == []
 
 
 def test_the_dispatcher_holds_only_the_class_of_a_held_request():

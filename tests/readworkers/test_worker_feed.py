@@ -6,11 +6,11 @@ from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
 from namesrv.protocol.codes import RequestCode
-from namesrv.readworkers.feed import publication
-from namesrv.readworkers.generation import SharedGeneration
+from namesrv.readworkers.channel.feed import publication
+from namesrv.readworkers.channel.generation import SharedGeneration
 from processors.route import RouteProcessor
-from namesrv.readworkers.replica import Replica
-from namesrv.readworkers.worker import ReadWorker
+from namesrv.readworkers.worker.replica import Replica
+from namesrv.readworkers.worker.entry import ReadWorker
 from namesrv.service import make_service
 from tests.fakes import FakeConnection
 from tests.brokers import register_request

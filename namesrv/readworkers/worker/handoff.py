@@ -1,4 +1,4 @@
-"""Handing a broker's connection from a read worker to the main process (SCM_RIGHTS).
+"""Handing a broker's connection from a read worker to the main process (SCM_RIGHTS): the sending side.
 
 A broker's connection carries its registrations: 100 KB or more every 30 s per broker,
 all of it for the main process. Passing those bytes through a worker costs the worker
@@ -13,26 +13,26 @@ down.
 A connection that started TLS is never handed over: its session state (keys, sequence
 numbers) lives in the worker's OpenSSL object, not in the socket, so the main process
 could not continue it. The worker keeps such a broker and relays its frames over that
-connection's forwarded connection (forwarding.py); the main process binds the
+connection's forwarded connection (connections.py); the main process binds the
 registration to the forwarded connection, and a close on either side closes the other,
 which runs the usual housekeeping. The cost: the broker's registrations pass through the
 worker, and a worker that dies takes its TLS brokers' connections with it (they reconnect
 and register again, as after any lost connection).
 
-One handoff is one short UNIX connection: the descriptor travels with the first bytes
-(``HANDOFF <peer>\\n`` then the unread bytes), and the connection's end marks the end.
+One handoff is one short UNIX connection (channel/unix.py): the descriptor travels with
+the first bytes (``HANDOFF <peer>\\n`` then the unread bytes), and the connection's end marks
+the end. The main process's end is main/handoff.py. A takeover (namesrv/handover) moves the
+old main process's connections with the same ``detach``.
 """
 
 import os
-import socket
 
 from twisted.internet import protocol
-from twisted.internet.interfaces import IFileDescriptorReceiver, ISSLTransport
+from twisted.internet.interfaces import ISSLTransport
 from twisted.logger import Logger
-from zope.interface import implementer
 
 from namesrv.protocol.codes import RequestCode
-from namesrv.readworkers.unixclient import connect_unix
+from namesrv.readworkers.channel.unix import HANDOFF, connect_unix, first_line
 
 log = Logger()
 
@@ -40,7 +40,6 @@ log = Logger()
 #: forceRegister is off): their connection is handed to the main process
 HANDOFF_CODES = frozenset([RequestCode.REGISTER_BROKER, RequestCode.BROKER_HEARTBEAT,
                            RequestCode.QUERY_DATA_VERSION])
-MAX_HEADER = 300
 
 
 def can_hand_off(connection):
@@ -66,7 +65,7 @@ class HandoffSender(protocol.Protocol):
 
     def connectionMade(self):
         self.transport.sendFileDescriptor(self.descriptor)
-        self.transport.write(b"HANDOFF %s\n" % self.peer.encode("ascii", "replace"))
+        self.transport.write(first_line(HANDOFF, self.peer))
         if self.unread:
             self.transport.write(self.unread)
         self.transport.loseConnection()
@@ -147,74 +146,3 @@ def hand_off_idle(reactor, path, connection):
     sender = HandoffSender(descriptor, connection.peer, unread)
     connect_unix(reactor, path, sender, sender.connect_failed)
     return sender
-
-
-@implementer(IFileDescriptorReceiver)
-class HandoffReceiver(protocol.Protocol):
-    """The main process's end of one handoff: adopts the socket once all its bytes are in."""
-
-    def __init__(self, adopt):
-        self.adopt = adopt
-        self.descriptors = []
-        self.data = bytearray()
-
-    def fileDescriptorReceived(self, descriptor):
-        os.set_inheritable(descriptor, False)   # never leaked into a later worker process
-        self.descriptors.append(descriptor)
-
-    def dataReceived(self, data):
-        self.data += data
-
-    def connectionLost(self, reason=None):
-        descriptors, self.descriptors = self.descriptors, []
-        header, newline, unread = bytes(self.data).partition(b"\n")
-        if len(descriptors) != 1 or not newline or not header.startswith(b"HANDOFF ") or len(header) > MAX_HEADER:
-            log.warn("dropping a malformed handoff ({n} descriptors, header {h!r})", n=len(descriptors),
-                     h=header[:64])
-            for descriptor in descriptors:
-                os.close(descriptor)
-            return
-        self.adopt(descriptors[0], header[8:].decode("ascii", "replace"), unread)
-
-
-class HandoffFactory(protocol.Factory):
-    noisy = False
-
-    def __init__(self, adopt):
-        self.adopt = adopt
-
-    def buildProtocol(self, addr):
-        return HandoffReceiver(self.adopt)
-
-
-class _Capturing(protocol.Factory):
-    """Builds with ``factory`` and remembers the protocol (adoptStreamConnection returns nothing)."""
-
-    noisy = False
-
-    def __init__(self, factory):
-        self.factory = factory
-        self.built = None
-
-    def buildProtocol(self, addr):
-        self.built = self.factory.buildProtocol(addr)
-        return self.built
-
-
-def adopt_connection(reactor, factory, descriptor, peer, unread):
-    """Serve the handed-over socket with ``factory`` (the public one) and feed it ``unread`` first."""
-    try:
-        probe = socket.socket(fileno=os.dup(descriptor))
-        family = probe.family
-        probe.close()
-        capturing = _Capturing(factory)
-        reactor.adoptStreamConnection(descriptor, family, capturing)
-    except OSError as e:
-        log.warn("cannot adopt {peer}'s connection: {e}", peer=peer, e=e)
-        return None
-    finally:
-        os.close(descriptor)   # adoptStreamConnection took its own duplicate
-    proto = capturing.built
-    if proto is not None and unread:
-        proto.dataReceived(unread)
-    return proto

@@ -24,13 +24,13 @@ from twisted.logger import FilteringLogObserver, LogLevel, LogLevelFilterPredica
 
 from zope.interface import implementer
 
-from namesrv.readworkers.feed import FeedError, counts_message, down_reader, pack, resync_message
-from namesrv.readworkers.forwarding import WorkerConnectionFactory
-from namesrv.readworkers.generation import SharedGeneration
-from namesrv.readworkers.guards import WorkerGuards, add_arguments
-from namesrv.readworkers.handoff import hand_off_idle, movable, quiet, stop_reading
-from namesrv.readworkers.replica import Replica
-from namesrv.readworkers.sharedport import close_listening, listen_shared
+from namesrv.readworkers.channel.feed import FeedError, counts_message, down_reader, pack, resync_message
+from namesrv.readworkers.channel.generation import SharedGeneration
+from namesrv.readworkers.worker.connections import WorkerConnectionFactory
+from namesrv.readworkers.worker.guards import WorkerGuards, add_arguments
+from namesrv.readworkers.worker.handoff import hand_off_idle, movable, quiet, stop_reading
+from namesrv.readworkers.worker.replica import Replica
+from namesrv.server.sharedport import close_listening, listen_shared
 
 log = Logger()
 COUNTS_INTERVAL = 1.0
@@ -245,6 +245,3 @@ def main(argv=None):
     stdio.StandardIO(ReadWorker(options, reactor, replica, guards), reactor=reactor)
     reactor.run()
 
-
-if __name__ == "__main__":
-    main()

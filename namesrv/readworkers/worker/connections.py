@@ -14,13 +14,11 @@ from twisted.logger import Logger
 
 from namesrv.context import NullEventLog
 from namesrv.protocol.remoting import RemotingProtocol
-from namesrv.readworkers.handoff import HANDOFF_CODES, can_hand_off, hand_off
-from namesrv.readworkers.unixclient import connect_unix
+from namesrv.readworkers.worker.handoff import HANDOFF_CODES, can_hand_off, hand_off
+from namesrv.readworkers.channel.unix import PEER, connect_unix, first_line
 from namesrv.server.factory import NoHousekeeping, RemotingServerFactory
 
 _LENGTH = struct.Struct(">i")
-#: first line on a forwarded connection: the client's address
-PEER_PREFACE = b"PEER %s\n"
 
 
 class WorkerDispatcher:
@@ -117,7 +115,7 @@ class Upstream(protocol.Protocol):
         if self._closed:
             self.transport.loseConnection()
             return
-        self.transport.write(PEER_PREFACE % self.downstream.peer.encode("ascii", "replace"))
+        self.transport.write(first_line(PEER, self.downstream.peer))
         if self._pending:
             self.transport.write(b"".join(self._pending))
             self._pending = []

@@ -1,10 +1,8 @@
 """The main process's side of a read worker's forwarded connection."""
 
 from namesrv.protocol.remoting import RemotingProtocol
+from namesrv.readworkers.channel.unix import MAX_LINE, PEER, peer_of
 from namesrv.server.factory import RemotingServerFactory
-
-#: a preface line longer than this is not ours
-MAX_PREFACE = 300
 
 
 class ForwardedConnection(RemotingProtocol):
@@ -23,12 +21,13 @@ class ForwardedConnection(RemotingProtocol):
         self._preface += data
         line, newline, rest = self._preface.partition(b"\n")
         if not newline:
-            if len(self._preface) > MAX_PREFACE:
+            if len(self._preface) > MAX_LINE:
                 self.bad_frame("forwarded connection without a PEER preface")
             return
-        if not line.startswith(b"PEER ") or len(line) > MAX_PREFACE:
+        peer = peer_of(PEER, line)
+        if peer is None:
             return self.bad_frame("forwarded connection with a bad preface %r" % line[:64])
-        self.peer = line[5:].decode("ascii", "replace")
+        self.peer = peer
         self._prefaced = True
         self._preface = b""
         if rest:
@@ -53,6 +52,5 @@ class ForwardedConnectionFactory(RemotingServerFactory):
         return None
 
     def buildProtocol(self, addr):
-        self.dispatcher = self.public.dispatcher   # security wiring may have replaced it
-        self.housekeeping = self.public.housekeeping
+        self.housekeeping = self.public.housekeeping   # none while the public factory shuts down
         return RemotingServerFactory.buildProtocol(self, addr)

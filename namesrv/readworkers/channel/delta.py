@@ -18,21 +18,6 @@ from namesrv.routes.model import BrokerData, QueueData, shared_queue_data
 PART_TOPICS = 500
 
 
-class TopicTracker(set):
-    """Topics changed since the last ``take()``; ``full`` when every topic must be sent."""
-
-    def __init__(self):
-        set.__init__(self)
-        self.full = True
-
-    def take(self):
-        """(full, topics) since the previous take, and start over."""
-        full, topics = self.full, set(self)
-        self.full = False
-        self.clear()
-        return full, topics
-
-
 def encode_topics(routes, topics):
     """The current QueueData and mappings of ``topics`` (None for a topic that is gone)."""
     queue_table = routes.topic_queue_table
@@ -55,7 +40,8 @@ def apply_topics(routes, part, reset=False):
     """Apply one part to a worker's RouteInfoManager (``reset``: drop every topic first).
 
     The data comes from our own main process over a private pipe, so it is trusted as
-    to shape; a malformed part raises (KeyError, TypeError, ValueError).
+    to shape; a malformed part raises (KeyError, TypeError, ValueError). The tables are
+    written here because RouteInfoManager has no per-topic "replace from rows" call yet.
     """
     if reset:
         routes.topic_queue_table = {}

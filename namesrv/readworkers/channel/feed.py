@@ -22,7 +22,7 @@ import msgpack
 
 from namesrv.config import java_text
 from namesrv.protocol.lengthprefixed import LengthPrefixedReader
-from namesrv.readworkers.delta import PART_TOPICS, encode_brokers, encode_topics
+from namesrv.readworkers.channel.delta import PART_TOPICS, encode_brokers, encode_topics
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 
 _LENGTH = struct.Struct(">I")

@@ -7,7 +7,7 @@ from namesrv.context import NamesrvContext
 from namesrv.dispatch.registry import ProcessorRegistry, load_processor_factories
 from namesrv.routes import RouteInfoManager
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
-from namesrv.readworkers.delta import apply_brokers, apply_topics
+from namesrv.readworkers.channel.delta import apply_brokers, apply_topics
 
 
 class ReplicaKV:

@@ -1,0 +1,1 @@
+"""What crosses between the main process and its read workers: the feed, the shared counter, UNIX sockets."""

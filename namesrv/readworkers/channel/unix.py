@@ -1,0 +1,45 @@
+"""The main process's UNIX sockets a worker connects to, and the first line on each connection.
+
+A forwarded connection (one per client connection that needs the main process) begins
+``PEER host:port``: the client's address, for policies, logs and metrics. A hand-off (one
+broker's socket, passed with SCM_RIGHTS) begins ``HANDOFF host:port``, then the bytes the
+worker read but did not handle; its end marks the end.
+"""
+
+from twisted.internet import protocol
+
+PEER = b"PEER "
+HANDOFF = b"HANDOFF "
+#: a first line longer than this is not ours
+MAX_LINE = 300
+
+
+def first_line(kind, peer):
+    """``kind`` (PEER or HANDOFF) and ``peer``, as the first line of a connection."""
+    return kind + peer.encode("ascii", "replace") + b"\n"
+
+
+def peer_of(kind, line):
+    """The peer a first ``line`` (without its newline) names, or None if it is not a ``kind`` line."""
+    if not line.startswith(kind) or len(line) > MAX_LINE:
+        return None
+    return line[len(kind):].decode("ascii", "replace")
+
+
+class _OneProtocol(protocol.ClientFactory):
+    noisy = False
+
+    def __init__(self, proto, on_failure):
+        self.proto = proto
+        self.on_failure = on_failure
+
+    def buildProtocol(self, addr):
+        return self.proto
+
+    def clientConnectionFailed(self, connector, reason):
+        self.on_failure(reason)
+
+
+def connect_unix(reactor, path, proto, on_failure, timeout=10):
+    """Connect ``proto`` to ``path``; ``on_failure(reason)`` if the connection cannot be made."""
+    return reactor.connectUNIX(path, _OneProtocol(proto, on_failure), timeout=timeout)

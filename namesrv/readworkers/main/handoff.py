@@ -1,0 +1,99 @@
+"""The main process's end of a hand-off: a broker's socket arrives from a worker and is served here.
+
+Why sockets move, and which, is the worker's side (worker/handoff.py). A takeover
+(namesrv/handover) adopts the sockets of the previous main process the same way.
+"""
+
+import os
+import socket
+
+from twisted.internet import protocol
+from twisted.internet.interfaces import IFileDescriptorReceiver
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from namesrv.readworkers.channel.unix import HANDOFF, peer_of
+
+log = Logger()
+
+
+@implementer(IFileDescriptorReceiver)
+class HandoffReceiver(protocol.Protocol):
+    """One hand-off: adopts the socket once all its bytes are in (the connection's end)."""
+
+    def __init__(self, adopt, factory=None):
+        self.adopt = adopt
+        self.counting = factory
+        self.descriptors = []
+        self.data = bytearray()
+        if factory is not None:
+            factory.open += 1
+
+    def fileDescriptorReceived(self, descriptor):
+        os.set_inheritable(descriptor, False)   # never leaked into a later worker process
+        self.descriptors.append(descriptor)
+
+    def dataReceived(self, data):
+        self.data += data
+
+    def connectionLost(self, reason=None):
+        if self.counting is not None:
+            self.counting.open -= 1
+            self.counting = None
+        descriptors, self.descriptors = self.descriptors, []
+        header, newline, unread = bytes(self.data).partition(b"\n")
+        peer = peer_of(HANDOFF, header)
+        if len(descriptors) != 1 or not newline or peer is None:
+            log.warn("dropping a malformed handoff ({n} descriptors, header {h!r})", n=len(descriptors),
+                     h=header[:64])
+            for descriptor in descriptors:
+                os.close(descriptor)
+            return
+        self.adopt(descriptors[0], peer, unread)
+
+
+class HandoffFactory(protocol.Factory):
+    """Hand-offs for ``adopt(descriptor, peer, unread)``, counted while their bytes arrive
+    (``open``): a draining pool is done only when none is open."""
+
+    noisy = False
+
+    def __init__(self, adopt):
+        self.adopt = adopt
+        self.open = 0
+
+    def buildProtocol(self, addr):
+        return HandoffReceiver(self.adopt, self)
+
+
+class _Capturing(protocol.Factory):
+    """Builds with ``factory`` and remembers the protocol (adoptStreamConnection returns nothing)."""
+
+    noisy = False
+
+    def __init__(self, factory):
+        self.factory = factory
+        self.built = None
+
+    def buildProtocol(self, addr):
+        self.built = self.factory.buildProtocol(addr)
+        return self.built
+
+
+def adopt_connection(reactor, factory, descriptor, peer, unread):
+    """Serve the handed-over socket with ``factory`` (the public one) and feed it ``unread`` first."""
+    try:
+        probe = socket.socket(fileno=os.dup(descriptor))
+        family = probe.family
+        probe.close()
+        capturing = _Capturing(factory)
+        reactor.adoptStreamConnection(descriptor, family, capturing)
+    except OSError as e:
+        log.warn("cannot adopt {peer}'s connection: {e}", peer=peer, e=e)
+        return None
+    finally:
+        os.close(descriptor)   # adoptStreamConnection took its own duplicate
+    proto = capturing.built
+    if proto is not None and unread:
+        proto.dataReceived(unread)
+    return proto

@@ -1,0 +1,298 @@
+"""The main process's read workers: spawn and respawn them, collect their request counts.
+
+What they are sent, and when, is the Publisher's (publisher.py); this module manages the
+processes and the two private UNIX sockets they reach the main process on.
+"""
+
+import os
+import select
+import shutil
+import sys
+import tempfile
+
+from twisted.internet import defer, protocol
+from twisted.logger import Logger
+
+import namesrv
+from namesrv.dispatch.registry import record_requests
+from namesrv.readworkers.channel.feed import FeedError, MessageReader, pack_down
+from namesrv.readworkers.channel.generation import SharedGeneration
+from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
+from namesrv.readworkers.main.handoff import HandoffFactory, adopt_connection
+from namesrv.readworkers.main.publisher import Publisher, replicable_processors
+
+log = Logger()
+
+RESPAWN_DELAY = 1.0
+STOP_GRACE = 5.0
+
+
+class ReadWorkerPool:
+    """``count`` worker processes on the main process's port, respawned when one exits; its
+    ``publisher`` feeds them after every change.
+
+    ``factory`` is the public RemotingServerFactory: forwarded and handed-over connections
+    are served with its dispatcher and housekeeping. ``holds`` is the dispatcher's list of
+    hold hooks, ``started`` the server's start time; ``tls_factory`` and ``metrics`` (either
+    may be None) take the connections and refusals the workers count.
+    """
+
+    def __init__(self, count, routes, kv, config, registry, factory, holds, started, reactor,
+                 tls_factory=None, metrics=None, worker_arguments=()):
+        self.count = count
+        self.config = config
+        self.registry = registry
+        self.factory = factory
+        self.reactor = reactor
+        self.tls_factory = tls_factory
+        self.metrics = metrics
+        self.worker_arguments = list(worker_arguments)   # guards.worker_arguments: TLS and ACL
+        self.workers = {}          # index -> WorkerProcess (running or starting)
+        self.answered = {}         # index -> requests a worker answered itself
+        self.rejected = {}         # (request class, reason) -> requests a worker refused
+        self.running = False
+        self.directory = None
+        self.generation = None
+        self.internal_port = None
+        self.handoff_port = None
+        self.handoff_factory = None
+        self.handoffs = 0
+        self.forwarded = None
+        self.port = None
+        self._respawns = []
+        self.listen_socket = None      # the listening socket the workers inherit (sharedport.listening_socket)
+        self.draining = False          # a takeover: workers hand everything over and are not respawned
+        self.divert = None             # while draining: divert(descriptor, peer, unread) instead of adopting
+        self.on_listening = None       # called when a worker starts accepting
+        self.publisher = Publisher(routes, kv, config, registry, holds, started, reactor,
+                                   workers=lambda: self.workers.values(),
+                                   active=lambda: self.running and not self.draining)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self, port, listen_socket=None, on_listening=None):
+        """Start the workers on TCP ``port``; with ``listen_socket`` they accept from that socket
+        (inherited), else each binds the port itself (SO_REUSEPORT). ``on_listening()`` is called
+        each time a worker starts accepting."""
+        self.port = port
+        self.listen_socket = listen_socket
+        self.on_listening = on_listening
+        self.running = True
+        self.directory = tempfile.mkdtemp(prefix="namesrv-readers-")
+        os.chmod(self.directory, 0o700)
+        self.generation = SharedGeneration(os.path.join(self.directory, "generation"), writable=True)
+        self.forwarded = ForwardedConnectionFactory(self.factory)
+        self.internal_port = self.reactor.listenUNIX(self.socket_path, self.forwarded, mode=0o600, backlog=1024)
+        self.handoff_factory = HandoffFactory(self._adopt)
+        self.handoff_port = self.reactor.listenUNIX(self.handoff_path, self.handoff_factory, mode=0o600,
+                                                    backlog=1024)
+        self.publisher.start(self.generation)
+        for index in range(self.count):
+            self._spawn(index)
+        log.info("{n} route read worker(s) share port {port}", n=self.count, port=port)
+
+    @property
+    def handoffs_open(self):
+        """Handoff connections whose socket has not arrived in full yet."""
+        return self.handoff_factory.open if self.handoff_factory is not None else 0
+
+    @property
+    def socket_path(self):
+        return os.path.join(self.directory, "forward.sock")
+
+    @property
+    def handoff_path(self):
+        return os.path.join(self.directory, "handoff.sock")
+
+    def _adopt(self, descriptor, peer, unread):
+        """A worker handed us a broker's connection: serve it as if we had accepted it."""
+        if self.divert is not None:
+            return self.divert(descriptor, peer, unread)
+        if not self.running:
+            os.close(descriptor)
+            return
+        if adopt_connection(self.reactor, self.factory, descriptor, peer, unread) is not None:
+            self.handoffs += 1
+
+    def drain(self):
+        """A takeover: every worker stops accepting, hands its connections to us and exits; none is
+        respawned. ``drained()`` tells when all of them are gone and every handoff has arrived."""
+        self.draining = True
+        self.publisher.stop()
+        self._cancel_respawns()
+        message = pack_down({"kind": "drain"})
+        for worker in self.workers.values():
+            worker.send(message)
+
+    def drained(self):
+        """Every worker has exited and every connection it handed us has arrived. A draining worker
+        exits only once each handoff is connected and sent, so a handoff not yet arrived is either
+        open here or still waiting to be accepted (our handoff socket is then readable)."""
+        if not self.draining or self.workers or self.handoffs_open:
+            return False
+        if self.handoff_port is None:
+            return True
+        readable, _, _ = select.select([self.handoff_port.fileno()], [], [], 0)
+        return not readable
+
+    def stop(self):
+        """Stop feeding and close the workers' stdin (they then report their last counts, close
+        their port and exit); the Deferred fires when every worker has ended."""
+        self.running = False
+        self.publisher.stop()
+        self._cancel_respawns()
+        if self.internal_port is not None:
+            self.internal_port.stopListening()
+            self.internal_port = None
+        if self.handoff_port is not None:
+            self.handoff_port.stopListening()
+            self.handoff_port = None
+        if self.forwarded is not None:
+            self.forwarded.close_all()
+        ended = [worker.stop() for worker in list(self.workers.values())]
+        return defer.DeferredList(ended).addCallback(self._stopped)
+
+    def _cancel_respawns(self):
+        for call in self._respawns:
+            if call.active():
+                call.cancel()
+
+    def _stopped(self, ignored):
+        log.info("route read workers stopped: {p} replica messages published, {a} requests answered by workers, "
+                 "{h} broker connections handed over", p=self.publisher.publishes, a=sum(self.answered.values()),
+                 h=self.handoffs)
+        if self.generation is not None:
+            self.generation.close()
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _spawn(self, index):
+        if not self.running:
+            return
+        if self.draining:
+            return
+        worker = WorkerProcess(self, index)
+        config = self.config
+        args = [sys.executable, "-m", "namesrv.readworkers.worker", "--index", str(index),
+                "--port", str(self.port), "--interface", config.bindAddress,
+                "--backlog", str(config.serverSocketBacklog or 50),
+                "--upstream", self.socket_path, "--generation", self.generation.path,
+                "--handoff", self.handoff_path, *self.worker_arguments]
+        for processor in self.replicable_processors():
+            args += ["--processor", processor.name]
+        child_fds = {0: "w", 1: "r", 2: "r"}
+        if self.listen_socket is not None:
+            child_fds[3] = self.listen_socket.fileno()
+            args += ["--listen-fd", "3"]
+        env = dict(os.environ)
+        source_root = os.path.dirname(os.path.dirname(os.path.abspath(namesrv.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH")) if p)
+        self.workers[index] = worker
+        self.reactor.spawnProcess(worker, sys.executable, args, env=env, path=self.directory,
+                                  childFDs=child_fds)
+
+    def worker_ended(self, worker, reason):
+        if self.workers.get(worker.index) is worker:
+            del self.workers[worker.index]
+        if self.running and not self.draining:
+            log.warn("route read worker {i} exited ({why}); starting another in {s}s", i=worker.index,
+                     why=reason.getErrorMessage(), s=RESPAWN_DELAY)
+            self._respawns = [c for c in self._respawns if c.active()]
+            self._respawns.append(self.reactor.callLater(RESPAWN_DELAY, self._spawn, worker.index))
+
+    def replicable_processors(self):
+        """The processors a worker builds (by name) for its replica."""
+        return replicable_processors(self.registry)
+
+    # -- counts from the workers -----------------------------------------------------------
+    def record_counts(self, index, counts, connections=None, rejections=()):
+        """A worker's answers since its last report, passed on to every observer (metrics, event log);
+        its connections by kind and its refusals, added to the main process's own."""
+        peer = "read-worker-%d" % index
+        observers = self.registry.observers
+        for code, response_code, count, micros in counts:
+            self.answered[index] = self.answered.get(index, 0) + count
+            record_requests(observers, code, response_code, count, micros, peer)
+        if connections and self.tls_factory is not None:
+            self.tls_factory.add_counts(connections)
+        for request_class, reason, count in rejections:
+            self.rejected[(request_class, reason)] = self.rejected.get((request_class, reason), 0) + count
+            if self.metrics is not None:
+                for _ in range(count):
+                    self.metrics.rejected(request_class, reason)
+
+
+class WorkerProcess(protocol.ProcessProtocol):
+    """One worker: replicas down its stdin, counts up its stdout, its log on stderr."""
+
+    def __init__(self, pool, index):
+        self.pool = pool
+        self.index = index
+        self.reader = MessageReader()
+        self.ended = False
+        self.needs_full = False
+        self.applied_generation = None    # the generation of the last publication it applied
+        self.ended_deferred = defer.Deferred()
+        self._kill_call = None
+        self._log_tail = b""
+
+    def connectionMade(self):
+        self.needs_full = True
+        self.pool.publisher.changed()
+
+    def send(self, message):
+        if not self.ended and self.transport is not None:
+            self.transport.write(message)
+
+    def childDataReceived(self, fd, data):
+        if fd == 1:
+            try:
+                messages = self.reader.feed(data)
+            except FeedError as e:
+                log.error("route read worker {i} sent garbage ({e}); stopping it", i=self.index, e=e)
+                self.transport.signalProcess("KILL")
+                return
+            for message in messages:
+                kind = message.get("kind")
+                if kind == "counts":
+                    self.pool.record_counts(self.index, message.get("counts", []), message.get("connections"),
+                                            message.get("rejections", []))
+                elif kind == "applied":
+                    self.applied_generation = message.get("generation")
+                    self.pool.publisher.worker_applied()
+                elif kind == "listening":
+                    if self.pool.on_listening is not None:
+                        self.pool.on_listening()
+                elif kind == "resync":
+                    self.needs_full = True
+                    self.pool.publisher.changed()
+        elif fd == 2:
+            lines = (self._log_tail + data).split(b"\n")
+            self._log_tail = lines.pop()[-4096:]
+            for line in lines:
+                if line.strip():
+                    log.info("[read-worker-{i}] {line}", i=self.index, line=line.decode("utf-8", "replace"))
+
+    def stop(self):
+        """Close stdin (the worker then exits), KILL after a grace; the Deferred fires at its end."""
+        if self.ended:
+            return defer.succeed(None)
+        try:
+            self.transport.closeStdin()
+        except Exception:
+            pass
+        self._kill_call = self.pool.reactor.callLater(STOP_GRACE, self._kill)
+        return self.ended_deferred
+
+    def _kill(self):
+        if not self.ended:
+            try:
+                self.transport.signalProcess("KILL")
+            except Exception:
+                pass
+
+    def processEnded(self, reason):
+        self.ended = True
+        if self._kill_call is not None and self._kill_call.active():
+            self._kill_call.cancel()
+        self.pool.worker_ended(self, reason)
+        self.ended_deferred.callback(None)

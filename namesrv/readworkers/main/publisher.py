@@ -1,0 +1,256 @@
+"""When the main process sends its workers a replica, and how much of its time that may take.
+
+Changes are coalesced: one publication carries every topic changed since the previous one.
+Its messages go out one per reactor turn, so reads forwarded meanwhile are answered between
+them, and publishing takes at most ``PUBLISH_DUTY`` of the main process's time. The shared
+counter is bumped (settled) just before the answer that follows a change leaves, so workers
+stop answering from a replica that misses an acknowledged write. A large registration waits
+(briefly) until the replicas are fresh, so the workers answer every read while it runs.
+"""
+
+from twisted.internet import defer
+from twisted.logger import Logger
+
+from namesrv.interfaces import IReplicableProcessor
+from namesrv.protocol.codes import RequestCode
+from namesrv.readworkers.channel.feed import publication
+
+log = Logger()
+
+#: publishing may take at most this share of the main process's time (a full copy of 100k
+#: entries takes ~200 parts; during a burst of changes, reads are forwarded meanwhile)
+PUBLISH_DUTY = 0.25
+MIN_PUBLISH_INTERVAL = 0.005
+#: after a publication that failed, a full copy is tried this much later (seconds)
+RETRY_DELAY = 1.0
+#: a REGISTER_BROKER body this large (about 7,000 topics) waits for fresh replicas before it runs
+LARGE_REGISTRATION_BYTES = 1 << 20
+#: ...for at most this long (seconds)
+MAX_HOLD = 1.0
+
+
+class TopicTracker(set):
+    """Topics changed since the last ``take()``; ``full`` when every topic must be sent."""
+
+    def __init__(self):
+        set.__init__(self)
+        self.full = True
+
+    def take(self):
+        """(full, topics) since the previous take, and start over."""
+        full, topics = self.full, set(self)
+        self.full = False
+        self.clear()
+        return full, topics
+
+
+def replicable_processors(registry):
+    """The processors that declare codes a replica may answer (IReplicableProcessor): workers
+    build the same ones through their plugin factories, by name."""
+    return [processor for processor in registry.processors
+            if IReplicableProcessor.providedBy(processor) and processor.replicable_codes]
+
+
+def local_codes(registry):
+    """The replicable codes every policy lets a worker answer: those that allow an answer from
+    a copy, and those a worker checks itself (``checked_by_read_workers``: the ACL check,
+    with the same file)."""
+    return [code for processor in replicable_processors(registry) for code in sorted(processor.replicable_codes)
+            if registry.processor_for(code) is processor
+            and all(_worker_may_answer(policy, code) for policy in registry.policies)]
+
+
+def _worker_may_answer(policy, code):
+    if getattr(policy, "checked_by_read_workers", False):
+        return True
+    allows = getattr(policy, "allows_cached_answer", None)
+    return allows is not None and allows(code)
+
+
+class Publisher:
+    """Replicas of ``routes``, ``kv`` and ``config`` for ``workers()``, while ``active()``.
+
+    A worker here is anything with ``send(message)``, ``needs_full`` (send it a full copy
+    next), ``applied_generation`` and ``ended``. ``holds`` is the dispatcher's list of
+    hold hooks; ``started`` the server's start time, which replicas answer with.
+    """
+
+    def __init__(self, routes, kv, config, registry, holds, started, reactor, workers, active):
+        self.routes = routes
+        self.kv = kv
+        self.config = config
+        self.registry = registry
+        self.holds = holds
+        self.started = started
+        self.reactor = reactor
+        self.workers = workers
+        self.active = active
+        self.generation = None         # the shared counter (channel.generation.SharedGeneration)
+        self.tracker = None
+        self.publishes = 0
+        self._publish_call = None
+        self._next_publish = 0.0
+        self._messages = None          # the running publication's remaining messages
+        self._send_call = None
+        self._publish_work = 0.0       # reactor time the running publication has taken so far
+        self._published_generation = None
+        self._unsettled = False        # tables changed since the shared counter was last bumped
+        self._fresh_waiters = []       # (Deferred, timeout call) of large registrations held
+
+    def start(self, generation):
+        """Follow every change a read could see, bumping ``generation`` as they are answered."""
+        self.generation = generation
+        self.tracker = self.routes.track_topic_changes(TopicTracker())
+        self.tracker.take()   # each worker's first message is a full copy anyway
+        self.routes.add_change_listener(self.changed)
+        self.kv.change_listeners.append(self.changed)
+        self.config.add_listener(self.changed)
+        self.registry.change_listeners.append(self.changed)
+        self.registry.answer_hooks.append(self.settle)
+        self.holds.append(self.hold_large_registration)
+
+    def stop(self):
+        """Publish nothing more (the workers stop or drain); let every held registration run."""
+        self._release_all()
+        for call in (self._publish_call, self._send_call):
+            if call is not None and call.active():
+                call.cancel()
+        self._publish_call = None
+        self._messages = None
+
+    # -- large registrations wait for fresh replicas -------------------------------------
+    def hold_large_registration(self, request):
+        """A Deferred a large REGISTER_BROKER waits for (the dispatcher's hold), or None.
+
+        A registration of tens of thousands of topics holds the main process for a long time
+        (hundreds of ms at 100,000 topics). If it starts while the workers' replicas are stale
+        (a publication running or not yet applied), every read meanwhile is forwarded to the
+        main process and waits for the whole registration. Started once the replicas are
+        fresh, it runs while the workers answer every read themselves. The wait is bounded
+        (``MAX_HOLD``): a worker that never catches up cannot hold brokers back.
+        """
+        if request.code != RequestCode.REGISTER_BROKER or len(request.body or b"") < LARGE_REGISTRATION_BYTES:
+            return None
+        if not self.active() or self.replicas_fresh():
+            return None
+        waiting = defer.Deferred()
+        timeout = self.reactor.callLater(MAX_HOLD, self._release_one, waiting)
+        self._fresh_waiters.append((waiting, timeout))
+        return waiting
+
+    def replicas_fresh(self):
+        """Every running worker has applied the publication of the counter's current value."""
+        if self._unsettled or self._messages is not None:
+            return False
+        value = self.generation.value
+        return all(worker.applied_generation == value for worker in self.workers() if not worker.ended)
+
+    def worker_applied(self):
+        """A worker reported the generation it applied."""
+        if self._fresh_waiters and self.replicas_fresh():
+            self._release_all()
+
+    def _release_one(self, waiting):
+        self._fresh_waiters = [(d, call) for d, call in self._fresh_waiters if d is not waiting]
+        if not waiting.called:
+            waiting.callback(None)
+
+    def _release_all(self):
+        waiters, self._fresh_waiters = self._fresh_waiters, []
+        for waiting, timeout in waiters:
+            if timeout.active():
+                timeout.cancel()
+            if not waiting.called:
+                waiting.callback(None)
+
+    # -- publications ------------------------------------------------------------------------
+    def changed(self, *ignored):
+        """Something a read could see changed: publish soon; replicas are stale once settled."""
+        if not self.active():
+            return
+        self._unsettled = True
+        self._schedule_publish()
+
+    def settle(self):
+        """Bump the shared counter if anything changed since the last bump: from then on workers
+        forward every read until their replica catches up.
+
+        Called just before the main process writes any answer, and when a publication begins.
+        So a change is settled before its acknowledgement leaves (read-after-write holds), but
+        not while the change's own work goes on: the grouping and logging of a 100,000-topic
+        registration's route changes runs while the workers still answer from the replica
+        (as they may: nobody has been told of the change yet).
+        """
+        if self._unsettled:
+            self._unsettled = False
+            self.generation.bump()
+
+    def _schedule_publish(self):
+        if self._messages is not None:
+            return   # the running publication's end looks again
+        if self._publish_call is None or not self._publish_call.active():
+            delay = max(0.0, self._next_publish - self.reactor.seconds())
+            self._publish_call = self.reactor.callLater(delay, self._publish)
+
+    def local_codes(self):
+        return local_codes(self.registry)
+
+    def publication(self, topics=None):
+        """The messages of one publication (feed.publication): ``topics`` changed, or all (None)."""
+        return publication(self.generation.value, self.routes, self.kv, self.config, self.started,
+                           self.local_codes(), topics)
+
+    def _publish(self):
+        """Start a publication; its messages go out one per reactor turn (reads forwarded to us
+        meanwhile are answered between them)."""
+        self._publish_call = None
+        if not self.active() or self._messages is not None:
+            return
+        self.settle()
+        full, topics = self.tracker.take()
+        workers = list(self.workers())
+        if any(worker.needs_full for worker in workers):
+            full = True
+        for worker in workers:
+            worker.needs_full = False
+        self._published_generation = self.generation.value
+        self._messages = self.publication(None if full else topics)
+        self._publish_work = 0.0
+        self._send_next()
+
+    def _send_next(self):
+        self._send_call = None
+        if not self.active():
+            return
+        began = self.reactor.seconds()
+        try:
+            message = next(self._messages)
+        except StopIteration:
+            self._messages = None
+            self._published()
+            return
+        except Exception:
+            # Never expected; if it happens, workers stay stale (they forward every read, which the
+            # main process answers) until a full copy made a little later succeeds.
+            log.failure("route replica publication failed; read workers forward every read meanwhile")
+            self._messages = None
+            for worker in self.workers():
+                worker.needs_full = True
+            self._next_publish = self.reactor.seconds() + RETRY_DELAY
+            self._schedule_publish()
+            return
+        for worker in self.workers():
+            worker.send(message)
+        self._publish_work += self.reactor.seconds() - began
+        self._send_call = self.reactor.callLater(0, self._send_next)
+
+    def _published(self):
+        self.publishes += 1
+        spent = self._publish_work
+        self._next_publish = self.reactor.seconds() + max(MIN_PUBLISH_INTERVAL, spent / PUBLISH_DUTY - spent)
+        if self.tracker or self.tracker.full or self._stale():
+            self._schedule_publish()
+
+    def _stale(self):
+        """Did anything change since the publication that just ended began?"""
+        return self._unsettled or self._published_generation != self.generation.value

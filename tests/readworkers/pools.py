@@ -1,0 +1,13 @@
+"""A ReadWorkerPool wired to an in-process NamesrvService as service.py wires it (no worker started)."""
+
+from namesrv.readworkers.main.processes import ReadWorkerPool
+
+
+def pool_for(service, count=1):
+    names = [child.name for child in service]
+    metrics = service.getServiceNamed("prometheus").metrics if "prometheus" in names else None
+    return ReadWorkerPool(count, routes=service.routes, kv=service.kv, config=service.config,
+                          registry=service.registry, factory=service.factory,
+                          holds=service.security.dispatcher.holds, started=service.context.started,
+                          reactor=service.reactor, tls_factory=service.tls.factory if service.tls else None,
+                          metrics=metrics)
