@@ -5,30 +5,36 @@ import socket
 from twisted.internet.address import IPv4Address, IPv6Address
 
 
-def _shared_socket(port, interface):
-    if not hasattr(socket, "SO_REUSEPORT"):
-        raise OSError("SO_REUSEPORT is not available on this platform")
+def listening_socket(port, interface="127.0.0.1", backlog=50):
+    """One listening socket for the whole server: the main process makes it, its read workers
+    inherit it, and a takeover (namesrv/handover) passes it to the next main process.
+
+    One socket rather than one per process (SO_REUSEPORT): connections waiting in the accept
+    queue of a socket that closes are reset, while a socket shared by descriptor lives as
+    long as any process holds it, so a worker's or a whole server's exit loses none. And
+    without SO_REUSEPORT a second server started on the same port fails, as Java's does,
+    instead of silently taking half of the connections.
+    """
     family = socket.AF_INET6 if ":" in interface else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as Twisted's listenTCP
         sock.bind((interface, port))
+        sock.listen(backlog)
+        sock.setblocking(False)
     except Exception:
         sock.close()
         raise
     return sock
 
 
-class ReservedPort:
-    """The port bound (SO_REUSEPORT) but not listening: only the read workers accept on it.
+class HeldPort:
+    """The listening socket held (its queue kept alive) by a main process that does not accept:
+    only its read workers accept from it (exclusive mode). ``getHost``/``stopListening`` as an
+    IListeningPort's."""
 
-    Holding it keeps the port ours while a worker restarts; a socket that does not listen
-    gets no connections. ``getHost``/``stopListening`` as an IListeningPort's.
-    """
-
-    def __init__(self, port, interface="127.0.0.1"):
-        self.socket = _shared_socket(port, interface)
+    def __init__(self, sock):
+        self.socket = sock
 
     def getHost(self):
         host, port = self.socket.getsockname()[:2]
@@ -37,48 +43,6 @@ class ReservedPort:
 
     def stopListening(self):
         self.socket.close()
-
-
-def listen_shared(reactor, port, factory, interface="127.0.0.1", backlog=50):
-    """Like ``reactor.listenTCP``, with SO_REUSEPORT set before bind.
-
-    Linux then spreads new connections over every socket bound to the port by the same
-    user, by a hash of the connection's addresses. Port 0 picks a free port: pass
-    ``getHost().port`` of the result to the other processes.
-    """
-    sock = _shared_socket(port, interface)
-    try:
-        sock.listen(backlog)
-        sock.setblocking(False)
-        return reactor.adoptStreamPort(sock.fileno(), sock.family, factory)
-    finally:
-        sock.close()   # the reactor holds its own duplicate of the descriptor
-
-
-def listening_socket(port, interface="127.0.0.1", backlog=50):
-    """One listening socket for the whole server: the main process makes it, its read workers
-    inherit it, and a takeover (namesrv/handover) passes it to the next main process.
-
-    One socket rather than one per process: connections waiting in the accept queue of a
-    SO_REUSEPORT socket that closes are reset, while a socket shared by descriptor lives as
-    long as any process holds it, so a worker's or a whole server's exit loses none.
-    """
-    sock = _shared_socket(port, interface)
-    try:
-        sock.listen(backlog)
-        sock.setblocking(False)
-    except Exception:
-        sock.close()
-        raise
-    return sock
-
-
-class HeldPort(ReservedPort):
-    """The listening socket held (its queue kept alive) by a main process that does not accept:
-    only its read workers accept from it (exclusive mode)."""
-
-    def __init__(self, sock):
-        self.socket = sock
 
 
 def adopt_listening(reactor, sock, factory):

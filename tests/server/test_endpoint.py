@@ -106,6 +106,18 @@ def test_a_port_in_use_fails_the_start():
         taken.close()
 
 
+@pytest_twisted.inlineCallbacks
+def test_a_second_server_on_the_same_port_fails_to_start():
+    first, _ = start(RemotingEndpoint(reactor, 0, "127.0.0.1", 50))
+    try:
+        second = RemotingPortService(RemotingEndpoint(reactor, first.port.getHost().port, "127.0.0.1", 50),
+                                     hello_factory(), lambda port: None, lambda failure: None)
+        with pytest.raises(OSError):
+            second.startService()
+    finally:
+        yield first.stopService()
+
+
 def test_a_failed_takeover_is_reported_once_and_nothing_listens():
     inherited = defer.Deferred()
     svc, seen = start(RemotingEndpoint(reactor, 0, "127.0.0.1", 50, inherit=lambda: inherited))

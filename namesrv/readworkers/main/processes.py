@@ -69,10 +69,9 @@ class ReadWorkerPool:
                                    active=lambda: self.running and not self.draining)
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self, port, listen_socket=None, on_listening=None):
-        """Start the workers on TCP ``port``; with ``listen_socket`` they accept from that socket
-        (inherited), else each binds the port itself (SO_REUSEPORT). ``on_listening()`` is called
-        each time a worker starts accepting."""
+    def start(self, port, listen_socket, on_listening=None):
+        """Start the workers on TCP ``port``, accepting from ``listen_socket`` (they inherit it).
+        ``on_listening()`` is called each time a worker starts accepting."""
         self.port = port
         self.listen_socket = listen_socket
         self.on_listening = on_listening
@@ -179,10 +178,8 @@ class ReadWorkerPool:
                 "--handoff", self.handoff_path, *self.worker_arguments]
         for processor in self.replicable_processors():
             args += ["--processor", processor.name]
-        child_fds = {0: "w", 1: "r", 2: "r"}
-        if self.listen_socket is not None:
-            child_fds[3] = self.listen_socket.fileno()
-            args += ["--listen-fd", "3"]
+        child_fds = {0: "w", 1: "r", 2: "r", 3: self.listen_socket.fileno()}
+        args += ["--listen-fd", "3"]
         env = dict(os.environ)
         source_root = os.path.dirname(os.path.dirname(os.path.abspath(namesrv.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH")) if p)

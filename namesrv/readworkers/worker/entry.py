@@ -30,7 +30,7 @@ from namesrv.readworkers.worker.connections import WorkerConnectionFactory
 from namesrv.readworkers.worker.guards import WorkerGuards, add_arguments
 from namesrv.readworkers.worker.handoff import hand_off_idle, movable, quiet, stop_reading
 from namesrv.readworkers.worker.replica import Replica
-from namesrv.server.sharedport import close_listening, listen_shared
+from namesrv.server.sharedport import close_listening
 
 log = Logger()
 COUNTS_INTERVAL = 1.0
@@ -102,16 +102,14 @@ class ReadWorker(protocol.Protocol):
 
     def listen(self):
         factory = self.guards.listen_factory(self.factory)
-        if self.options.listen_fd is not None:
-            probe = socket.socket(fileno=os.dup(self.options.listen_fd))
-            family = probe.family
-            probe.close()
-            self.port = self.reactor.adoptStreamPort(self.options.listen_fd, family, factory)
-            os.close(self.options.listen_fd)   # the port holds its own duplicate
-            self.options.listen_fd = None
-        else:
-            self.port = listen_shared(self.reactor, self.options.port, factory,
-                                      interface=self.options.interface, backlog=self.options.backlog)
+        if self.options.listen_fd is None:
+            raise SystemExit("a read worker accepts only from the socket it inherits (--listen-fd)")
+        probe = socket.socket(fileno=os.dup(self.options.listen_fd))
+        family = probe.family
+        probe.close()
+        self.port = self.reactor.adoptStreamPort(self.options.listen_fd, family, factory)
+        os.close(self.options.listen_fd)   # the port holds its own duplicate
+        self.options.listen_fd = None
         self.guards.startService()
         self.transport.write(pack({"kind": "listening"}))
         self._counts.start(COUNTS_INTERVAL, now=False)
@@ -227,7 +225,8 @@ def parse_args(argv):
     parser.add_argument("--handoff", default=None, help="the main process's UNIX socket for brokers' connections")
     parser.add_argument("--processor", action="append", dest="processors", default=[],
                         help="a replicable processor to build through its plugin factory (repeatable)")
-    parser.add_argument("--listen-fd", type=int, default=None, help="the inherited listening socket to accept from")
+    parser.add_argument("--listen-fd", type=int, default=None,
+                        help="the inherited listening socket to accept from (required to listen)")
     add_arguments(parser)
     return parser.parse_args(argv)
 
