@@ -22,6 +22,20 @@ LENGTH = struct.Struct(">i")
 BIG_BODY_CODES = frozenset([RequestCode.REGISTER_BROKER])
 
 
+def complete_frames(buffer):
+    """``(end, count)``: where the whole frames at the start of ``buffer`` end, and how many there
+    are (frames passed on unchanged, as a read worker passes the main process's answers back)."""
+    size = len(buffer)
+    offset = count = 0
+    while size - offset >= 4:
+        end = offset + 4 + LENGTH.unpack_from(buffer, offset)[0]
+        if end > size:
+            break
+        offset = end
+        count += 1
+    return offset, count
+
+
 class BadFrame(Exception):
     """The stream cannot be framed; ``str()`` says why (logged, counted, then the connection closes)."""
 

@@ -6,7 +6,7 @@ import pytest
 
 from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.command import RemotingCommand
-from namesrv.protocol.framing import BadFrame, FrameLimits, FrameReader
+from namesrv.protocol.framing import BadFrame, FrameLimits, FrameReader, complete_frames
 
 
 def framed(payload):
@@ -85,3 +85,9 @@ def test_clear_forgets_everything():
     read_all(reader, framed(b"abc")[:5])
     reader.clear()
     assert reader.unread() == b"" and not reader.waiting
+
+
+def test_complete_frames_says_where_the_whole_frames_end():
+    whole = framed(b"one") + framed(b"")
+    assert complete_frames(whole + framed(b"three")[:5]) == (len(whole), 2)
+    assert complete_frames(b"\0\0") == (0, 0)

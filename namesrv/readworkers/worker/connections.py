@@ -7,18 +7,15 @@ binds to it and closing either side closes the other, as if the client were conn
 to the main process itself.
 """
 
-import struct
-
 from twisted.internet import protocol
 from twisted.logger import Logger
 
 from namesrv.context import NullEventLog
+from namesrv.protocol.framing import LENGTH, complete_frames
 from namesrv.protocol.remoting import RemotingProtocol
 from namesrv.readworkers.worker.handoff import HANDOFF_CODES, can_hand_off, hand_off
 from namesrv.readworkers.channel.unix import PEER, connect_unix, first_line
 from namesrv.server.factory import NoHousekeeping, RemotingServerFactory
-
-_LENGTH = struct.Struct(">i")
 
 
 class WorkerDispatcher:
@@ -57,7 +54,7 @@ class WorkerConnection(RemotingProtocol):
     def hand_off(self):
         """Give this connection (and what was read after the current frame) to the main process."""
         frame = self.current_frame
-        unread = _LENGTH.pack(len(frame)) + frame + self.unread()
+        unread = LENGTH.pack(len(frame)) + frame + self.unread()
         self.closing = True   # handle nothing more here
         self.handed_off = True
         self.factory.handoffs += 1
@@ -100,7 +97,7 @@ class Upstream(protocol.Protocol):
         self._closed = False
 
     def send(self, frame):
-        data = _LENGTH.pack(len(frame)) + frame
+        data = LENGTH.pack(len(frame)) + frame
         if self.transport is None:
             self._pending.append(data)
         else:
@@ -123,15 +120,7 @@ class Upstream(protocol.Protocol):
     def dataReceived(self, data):
         buffer = self._buffer
         buffer += data
-        size = len(buffer)
-        offset = 0
-        frames = 0
-        while size - offset >= 4:
-            end = offset + 4 + _LENGTH.unpack_from(buffer, offset)[0]
-            if end > size:
-                break
-            offset = end
-            frames += 1
+        offset, frames = complete_frames(buffer)
         if offset:
             downstream = self.downstream
             downstream.awaiting = max(0, getattr(downstream, "awaiting", 0) - frames)
