@@ -8,7 +8,7 @@ Where we differ from Java:
 - missing or malformed header fields answer SYSTEM_ERROR naming the field (Java: mostly
   an NPE text), and nothing is changed;
 - UNREGISTER_BROKER is applied before answering (5.x queues it; the answer is the same);
-- a refused or undecodable registration changes nothing (see namesrv/routes/manager.py).
+- a refused or undecodable registration changes nothing (see namesrv/routes/registration.py).
 """
 
 import gc
