@@ -9,7 +9,7 @@ broker or topic-set change (PITFALLS 7). The change tracker (changes.py) does th
 dropping; queries only read and fill the cache.
 """
 
-from namesrv.routes import bodies
+from namesrv.routes.bodies import encode
 from namesrv.routes.model import (
     FLAG_UNIT, FLAG_UNIT_SUB, MASTER_ID, PERM_WRITE, SYNC_BROKER_MEMBER_GROUP_PREFIX, TopicRouteData)
 
@@ -68,7 +68,7 @@ class RouteQueries:
         if route is None:
             return None
         route.order_topic_conf = order_topic_conf
-        body = bodies.encode_topic_route(route, standard)
+        body = encode.encode_topic_route(route, standard)
         self.body_cache.remember_route(topic, key, body)
         return body
 
@@ -86,7 +86,7 @@ class RouteQueries:
         cache = self.body_cache
         if cache.cluster_info is None:
             tables = self.tables
-            cache.cluster_info = bodies.encode_cluster_info(tables.broker_addr_table, tables.cluster_addr_table)
+            cache.cluster_info = encode.encode_cluster_info(tables.broker_addr_table, tables.cluster_addr_table)
         return cache.cluster_info
 
     def get_all_cluster_info(self):
@@ -106,7 +106,7 @@ class RouteQueries:
     def all_topic_list_body(self):
         cache = self.body_cache
         if cache.topic_list is None:
-            cache.topic_list = bodies.encode_topic_list(sorted(self.tables.topic_queue_table))
+            cache.topic_list = encode.encode_topic_list(sorted(self.tables.topic_queue_table))
         return cache.topic_list
 
     def topics_by_cluster(self, cluster):

@@ -8,7 +8,7 @@ The schema is strict on purpose: whatever it does not take exactly as a Java bro
 it (numbers or booleans given as strings, floats, explicit nulls, fastjson's unquoted keys,
 lone surrogates, empty names, non-string attribute values, a topic filed under another
 name, static-topic mappings...) makes ``decode`` answer ``None``, and the caller runs the
-lenient reader of ``bodies.py``, which decides (and answers errors) exactly as before. So a
+lenient reader of ``bodies/decode.py``, which decides (and answers errors) exactly as before. So a
 body is never read two different ways: it is either read here to the very values the lenient
 reader would produce, or not read here at all.
 """
@@ -70,7 +70,7 @@ _names = attrgetter("topic_name")
 
 
 def _data_version(value):
-    """Java's ``new DataVersion()`` for what is missing (now, 0, 0), like ``bodies.data_version_from_json``."""
+    """Java's ``new DataVersion()`` for what is missing (now, 0, 0), like ``bodies.decode.data_version_from_json``."""
     if value is None:
         return DataVersion(int(time.time() * 1000), 0, 0)
     timestamp = value.timestamp

@@ -1,4 +1,4 @@
-"""Request and response bodies of the route requests (protocol bodies.md §3-§10).
+"""Request bodies of the route requests (protocol bodies.md §3-§10), decoded.
 
 Decoding is lenient where fastjson is (unknown fields ignored, missing fields take the
 Java defaults, numbers given as strings accepted) and strict where Java fails (a body
@@ -17,8 +17,6 @@ from namesrv.routes.model import (
 
 #: REGISTER_BROKER bodies switch from the bare wrapper to RegisterBrokerBody here (V3_0_11).
 VERSION_REGISTER_BODY = 37
-#: Routes are standard JSON for requesters at or above V4_9_4.
-VERSION_STANDARD_JSON = 401
 #: Compressed bodies carry the static-topic mapping section from V5_0_0 on.
 VERSION_MAPPING_SECTION = 413
 #: A compressed body may not inflate beyond this (a 16 MiB frame of deflated zeros would
@@ -112,10 +110,6 @@ def decode_data_version(body):
     if not body:
         return None
     return data_version_from_json(_json(body, "DataVersion"))
-
-
-def encode_data_version(data_version):
-    return fastjson.dumps_plain(data_version).encode("utf-8")
 
 
 # -- TopicConfig / wrapper ----------------------------------------------------------
@@ -335,38 +329,7 @@ def decode_compressed_register_body(body, with_mapping_section=False, max_inflat
     return RegisterBrokerBody(TopicConfigSerializeWrapper(data_version, table, mappings), filters)
 
 
-def encode_compressed_register_body(data_version, topic_configs, filter_servers=(), mappings=None):
-    """The inverse of the decoder (tests and benchmarks play brokers with it)."""
-    def chunk(data):
-        return _INT.pack(len(data)) + data
-
-    parts = [chunk(fastjson.dumps_plain(data_version).encode("utf-8")), _INT.pack(len(topic_configs))]
-    for config in topic_configs:
-        text = "%s %d %d %d %s" % (config.topic_name, config.read_queue_nums, config.write_queue_nums,
-                                   config.perm, config.topic_filter_type)
-        if config.attributes is not None:
-            text += " " + fastjson.dumps_plain(config.attributes)
-        parts.append(chunk(text.encode("utf-8")))
-    parts.append(chunk(fastjson.dumps_plain(list(filter_servers)).encode("utf-8")))
-    if mappings is not None:
-        parts.append(_INT.pack(len(mappings)))
-        for info in mappings:
-            parts.append(chunk(fastjson.dumps_plain(info).encode("utf-8")))
-    return zlib.compress(b"".join(parts), 9)
-
-
-# -- TopicRouteData -----------------------------------------------------------------
-
-def use_standard_json(version, accept_standard_json_only):
-    """The route encoding rule of 4.9.8 and 5.x (PITFALLS 6: exactly this, nothing wider)."""
-    return version >= VERSION_STANDARD_JSON or bool(accept_standard_json_only)
-
-
-def encode_topic_route(route, standard):
-    if standard:
-        return fastjson.dumps_standard(route).encode("ascii")
-    return fastjson.dumps_plain(route).encode("utf-8")
-
+# -- REGISTER_TOPIC_IN_NAMESRV --------------------------------------------------------
 
 def decode_queue_datas(body):
     """REGISTER_TOPIC_IN_NAMESRV's TopicRouteData body; only ``queueDatas`` is used."""
@@ -390,20 +353,3 @@ def decode_queue_datas(body):
             _int(item.get("perm"), 0, "perm"),
             _int(item.get("topicSysFlag"), 0, "topicSysFlag")))
     return result
-
-
-# -- other answers (always plain fastjson, like Java) ---------------------------------
-
-def encode_cluster_info(broker_addr_table, cluster_addr_table):
-    """ClusterInfo: ``{"brokerAddrTable":{name: BrokerData}, "clusterAddrTable":{cluster: [names]}}``."""
-    clusters = {cluster: sorted(names) for cluster, names in cluster_addr_table.items()}
-    return fastjson.dumps_plain({"brokerAddrTable": broker_addr_table, "clusterAddrTable": clusters}).encode("utf-8")
-
-
-def encode_topic_list(topics, broker_addr=None):
-    return fastjson.dumps_plain({"brokerAddr": broker_addr, "topicList": list(topics)}).encode("utf-8")
-
-
-def encode_broker_member_group(cluster, broker_name, broker_addrs):
-    group = {"brokerAddrs": broker_addrs, "brokerName": broker_name, "cluster": cluster}
-    return fastjson.dumps_plain({"brokerMemberGroup": group}).encode("utf-8")
