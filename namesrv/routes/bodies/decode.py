@@ -13,7 +13,8 @@ import zlib
 from namesrv.protocol import fastjson
 from namesrv.routes import register_json
 from namesrv.routes.model import (
-    DataVersion, QueueData, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper)
+    DEFAULT_ORDER, DEFAULT_PERM, DEFAULT_READ_QUEUE_NUMS, DEFAULT_TOPIC_FILTER_TYPE, DEFAULT_TOPIC_SYS_FLAG,
+    DEFAULT_WRITE_QUEUE_NUMS, DataVersion, QueueData, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper)
 
 #: REGISTER_BROKER bodies switch from the bare wrapper to RegisterBrokerBody here (V3_0_11).
 VERSION_REGISTER_BODY = 37
@@ -126,9 +127,10 @@ def topic_config_from_json(value, key=None):
             name, read, write, perm, sys_flag, order, filter_type = _TOPIC_FIELDS(value)
         except KeyError:   # a field left out: Java's defaults
             get = value.get
-            name, read, write = get("topicName"), get("readQueueNums", 16), get("writeQueueNums", 16)
-            perm, sys_flag, order = get("perm", 6), get("topicSysFlag", 0), get("order", False)
-            filter_type = get("topicFilterType", "SINGLE_TAG")
+            name = get("topicName")
+            read, write = get("readQueueNums", DEFAULT_READ_QUEUE_NUMS), get("writeQueueNums", DEFAULT_WRITE_QUEUE_NUMS)
+            perm, sys_flag = get("perm", DEFAULT_PERM), get("topicSysFlag", DEFAULT_TOPIC_SYS_FLAG)
+            order, filter_type = get("order", DEFAULT_ORDER), get("topicFilterType", DEFAULT_TOPIC_FILTER_TYPE)
         attributes = value.get("attributes")
         if (type(name) is str and name and type(read) is int and type(write) is int and type(perm) is int
                 and type(sys_flag) is int and type(order) is bool and type(filter_type) is str and filter_type
@@ -150,12 +152,12 @@ def _topic_config_checked(value, key):
         attributes = None
     return TopicConfig(
         name,
-        read_queue_nums=_int(value.get("readQueueNums"), 16, "readQueueNums"),
-        write_queue_nums=_int(value.get("writeQueueNums"), 16, "writeQueueNums"),
-        perm=_int(value.get("perm"), 6, "perm"),
-        topic_filter_type=_str(value.get("topicFilterType"), "topicFilterType") or "SINGLE_TAG",
-        topic_sys_flag=_int(value.get("topicSysFlag"), 0, "topicSysFlag"),
-        order=_bool(value.get("order"), False, "order"),
+        read_queue_nums=_int(value.get("readQueueNums"), DEFAULT_READ_QUEUE_NUMS, "readQueueNums"),
+        write_queue_nums=_int(value.get("writeQueueNums"), DEFAULT_WRITE_QUEUE_NUMS, "writeQueueNums"),
+        perm=_int(value.get("perm"), DEFAULT_PERM, "perm"),
+        topic_filter_type=_str(value.get("topicFilterType"), "topicFilterType") or DEFAULT_TOPIC_FILTER_TYPE,
+        topic_sys_flag=_int(value.get("topicSysFlag"), DEFAULT_TOPIC_SYS_FLAG, "topicSysFlag"),
+        order=_bool(value.get("order"), DEFAULT_ORDER, "order"),
         attributes=attributes)
 
 
@@ -186,7 +188,7 @@ def topic_config_from_text(text):
             attributes = parsed if isinstance(parsed, dict) else None
         except ValueError:
             attributes = None
-    return TopicConfig(name, read, write, perm, filter_type, 0, False, attributes)
+    return TopicConfig(name, read, write, perm, filter_type, DEFAULT_TOPIC_SYS_FLAG, DEFAULT_ORDER, attributes)
 
 
 def mapping_info_from_json(value, name="topicQueueMappingInfo"):
