@@ -197,6 +197,15 @@ class RouteInfoManager:
         change followers, who hear that everything changed."""
         self.tables.adopt(other.tables if isinstance(other, RouteInfoManager) else other)
 
+    def replace_from_rows(self, topics=None, mappings=None, brokers=None, clusters=None, filters=None, live=None,
+                          now=None):
+        """Replace the tables given as rows of ``rows.py``; see ``RouteTables.replace_from_rows``."""
+        self.tables.replace_from_rows(topics, mappings, brokers, clusters, filters, live, now)
+
+    def apply_topic_rows(self, topics, mappings=None):
+        """Set the QueueData (and mappings) of the topics given as rows; see ``RouteTables.apply_topic_rows``."""
+        self.tables.apply_topic_rows(topics, mappings)
+
     def check_invariants(self):
         """Raise AssertionError if the tables contradict each other (used by tests)."""
         check_invariants(self.tables, self.body_cache)

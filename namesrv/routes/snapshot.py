@@ -3,7 +3,7 @@
 Restored brokers get ``last_update`` = now and no connection: routes are served at once
 and brokers that do not come back expire by the usual rule (their connection being gone,
 only expiry or a new registration touches them). Restoring checks every value, builds
-fresh tables from the rows (``RouteTables.replace_from_rows``, the call replicas use too)
+fresh tables from the rows (``RouteTables.replace_from_rows``, which replicas can use too)
 and checks them, and only then swaps them in: a bad snapshot raises SnapshotError and
 leaves the manager untouched.
 """

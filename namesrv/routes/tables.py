@@ -59,36 +59,75 @@ class RouteTables:
         self.changes.topic_set_changed()
         self.changes.brokers_changed()
 
-    def replace_from_rows(self, topics, brokers, clusters, filters, live, mappings, now):
-        """Replace every table with the rows of ``rows.py`` (already checked: this trusts their shape).
+    def replace_from_rows(self, topics=None, mappings=None, brokers=None, clusters=None, filters=None, live=None,
+                          now=None):
+        """Replace the tables given as rows of ``rows.py`` (trusted as to shape: a snapshot checks its
+        values first); a table not given is kept. Snapshots restore through this call with every table,
+        a replica can refresh its broker-level tables with it.
 
-        ``live`` entries get ``last_update`` = ``now`` and no connection. Snapshots restore through
-        this call; the indexes are rebuilt here.
+        ``live`` entries get ``last_update`` = ``now`` and no connection. The indexes of what is
+        replaced are rebuilt, registration tokens are renewed and the followers hear that
+        everything changed.
         """
-        self.reset()
-        broker_table = self.broker_addr_table
-        for name, cluster, zone, acting, addrs in brokers:
-            broker_table[name] = BrokerData(cluster, name, {broker_id: addr for broker_id, addr in addrs}, zone,
-                                            bool(acting))
-        for cluster, names in clusters.items():
-            self.cluster_addr_table[cluster] = set(names)
-        topic_table, broker_topics = self.topic_queue_table, self.broker_topics
-        for topic, queue_datas in topics.items():
-            qmap = {}
-            for row in queue_datas:
-                qmap[row[0]] = shared_queue_data(QueueData(*row))
-            if not qmap:
-                continue
-            topic_table[topic] = qmap
-            for name in qmap:
-                broker_topics.setdefault(name, set()).add(topic)
-        for cluster, addr, name, broker_id, ha, timeout, (timestamp, counter, state) in live:
-            self.bind_live((cluster, addr), BrokerLiveInfo(now, timeout, DataVersion(timestamp, counter, state),
-                                                           None, ha, name, broker_id))
-        for cluster, addr, servers in filters:
-            self.filter_server_table[(cluster, addr)] = list(servers)
-        self.topic_queue_mapping_info_table.update(mappings)
+        if topics is not None:
+            self.topic_queue_table, self.broker_topics = {}, {}
+            self.apply_topic_rows(topics, report=False)
+        if mappings is not None:
+            self.topic_queue_mapping_info_table = dict(mappings)
+        if brokers is not None:
+            self.broker_addr_table = {
+                name: BrokerData(cluster, name, {broker_id: addr for broker_id, addr in addrs}, zone, bool(acting))
+                for name, cluster, zone, acting, addrs in brokers}
+        if clusters is not None:
+            self.cluster_addr_table = {cluster: set(names) for cluster, names in clusters.items()}
+        if filters is not None:
+            self.filter_server_table = {(cluster, addr): list(servers) for cluster, addr, servers in filters}
+        if live is not None:
+            self.broker_live_table, self.by_connection, self.deadlines = {}, {}, DeadlineQueue()
+            for cluster, addr, name, broker_id, ha, timeout, (timestamp, counter, state) in live:
+                self.bind_live((cluster, addr), BrokerLiveInfo(now, timeout, DataVersion(timestamp, counter, state),
+                                                               None, ha, name, broker_id))
+        self._broker_marks = {}
+        self.epoch += 1
         self.changes.everything_changed()
+
+    def apply_topic_rows(self, topics, mappings=None, report=True):
+        """Set the QueueData of each topic of ``topics`` ({topic: queue_data_rows, or None: the topic is
+        gone}) and, if given, its static-topic mappings ({topic: {brokerName: info}, or None}): a replica's
+        part of the changed topics. The reverse index follows; ``report`` tells the change tracker."""
+        table, broker_topics = self.topic_queue_table, self.broker_topics
+        moved = set()   # broker names whose set of topics changed
+        for topic, queue_datas in topics.items():
+            old = table.get(topic) or {}
+            qmap = {row[0]: shared_queue_data(QueueData(*row)) for row in queue_datas or ()}
+            if qmap:
+                table[topic] = qmap
+            else:
+                table.pop(topic, None)
+            for name in old.keys() - qmap.keys():
+                names = broker_topics.get(name)
+                if names is not None:
+                    names.discard(topic)
+                    if not names:
+                        del broker_topics[name]
+                moved.add(name)
+            for name in qmap.keys() - old.keys():
+                broker_topics.setdefault(name, set()).add(topic)
+                moved.add(name)
+        for name in moved:
+            self.mark_broker(name)
+        mapping_table = self.topic_queue_mapping_info_table
+        for topic, by_broker in (mappings or {}).items():
+            if by_broker is None:
+                mapping_table.pop(topic, None)
+            else:
+                mapping_table[topic] = by_broker
+        if report:   # one notification
+            changes = self.changes
+            changes.begin()
+            changes.topic_set_changed()
+            changes.queue_datas_changed(list(topics) + [t for t in mappings or () if t not in topics])
+            changes.end()
 
     # -- the registration shortcut's token ------------------------------------------------
     def mark_broker(self, broker_name):

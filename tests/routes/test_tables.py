@@ -106,3 +106,21 @@ def test_adopt_takes_every_table_and_index_of_the_other():
     assert tables.topic_queue_table is routes.topic_queue_table and tables.deadlines is routes.tables.deadlines
     assert tracker.full
     check_invariants(tables, changes.body_cache)
+
+
+def test_a_replica_refreshes_its_broker_tables_and_applies_topic_parts_from_rows():
+    main = new_routes()
+    register(main, "T1", "T2")
+    replica = new_routes()
+    heard = []
+    replica.add_change_listener(lambda: heard.append(1))
+    replica.apply_topic_rows(rows.topic_rows(main), {"T1": {"broker-a": {"bname": "broker-a"}}})
+    replica.replace_from_rows(**rows.broker_level_rows(main))
+    assert replica.topic_queue_table == main.topic_queue_table and replica.broker_addr_table == main.broker_addr_table
+    assert replica.topic_queue_mapping_info_table == {"T1": {"broker-a": {"bname": "broker-a"}}}
+    assert replica.route_body("T2", True) == main.route_body("T2", True)
+    heard.clear()
+    replica.apply_topic_rows({"T1": None, "T3": [["broker-a", 2, 2, 6, 0]]}, {"T1": None})
+    assert sorted(replica.topic_queue_table) == ["T2", "T3", "baseTopic"] and heard == [1]
+    assert replica.route_body("T1", True) is None and replica.topic_queue_mapping_info_table == {}
+    assert replica.tables.topics_of("broker-a") == {"T2", "T3", "baseTopic"}
