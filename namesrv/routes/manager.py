@@ -71,7 +71,12 @@ class RouteInfoManager:
 
     @property
     def events(self):
+        """Where ``topic_route_changed`` events go (the change tracker's event log)."""
         return self.changes.events
+
+    @events.setter
+    def events(self, events):
+        self.changes.events = events
 
     @property
     def body_cache(self):
@@ -79,7 +84,12 @@ class RouteInfoManager:
 
     @property
     def default_heartbeat_timeout_millis(self):
+        """A registration's heartbeat timeout when its header names none."""
         return self.registrations.default_heartbeat_timeout_millis
+
+    @default_heartbeat_timeout_millis.setter
+    def default_heartbeat_timeout_millis(self, millis):
+        self.registrations.default_heartbeat_timeout_millis = millis
 
     # -- followers ---------------------------------------------------------------------
     def add_change_listener(self, callback):
