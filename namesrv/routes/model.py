@@ -2,8 +2,9 @@
 
 Each class knows its fastjson shape (``to_json``: a dict with Java's field names, written
 with sorted keys by ``namesrv.protocol.fastjson``). Classes are ``attrs`` classes with
-slots: a NameServer holds one QueueData per (topic, broker name), i.e. hundreds of
-thousands of them. Values compared by value (DataVersion, QueueData, BrokerData) say so
+slots (and no weak-reference slot, but for the shared QueueData): a NameServer holds one
+QueueData per (topic, broker name), i.e. hundreds of thousands of them, and a registration
+decodes one TopicConfig per topic. Values compared by value (DataVersion, QueueData, BrokerData) say so
 (``eq=True``); the others are compared by identity, like the Java objects they stand for.
 """
 
@@ -32,7 +33,7 @@ DEFAULT_TOPIC_SYS_FLAG = 0
 DEFAULT_ORDER = False
 
 
-@attr.s(slots=True, unsafe_hash=True)
+@attr.s(slots=True, weakref_slot=False, unsafe_hash=True)
 class DataVersion:
     """A broker's topic-table version. Equality is 5.x's: stateVersion, timestamp and counter.
 
@@ -51,7 +52,7 @@ class DataVersion:
         return {"timestamp": self.timestamp, "counter": self.counter}
 
 
-@attr.s(slots=True, eq=False)
+@attr.s(slots=True, weakref_slot=False, eq=False)
 class TopicConfig:
     """One topic as a broker reports it (only the fields the NameServer uses are kept typed)."""
 
@@ -115,7 +116,7 @@ def shared_queue_data(queue_data):
     return found
 
 
-@attr.s(slots=True)
+@attr.s(slots=True, weakref_slot=False)
 class BrokerData:
     """A broker group: its name, cluster and ``broker_addrs`` (brokerId -> "ip:port"); equal by value,
     mutable, so unhashable.
@@ -141,7 +142,7 @@ class BrokerData:
                 "enableActingMaster": self.enable_acting_master, "zoneName": self.zone_name}
 
 
-@attr.s(slots=True, eq=False)
+@attr.s(slots=True, weakref_slot=False, eq=False)
 class BrokerLiveInfo:
     """One registration's liveness: refreshed by registrations, QUERY_DATA_VERSION and heartbeats.
 
@@ -162,7 +163,7 @@ class BrokerLiveInfo:
         return self.last_update + self.heartbeat_timeout_millis / 1000.0
 
 
-@attr.s(slots=True, eq=False, repr=False)
+@attr.s(slots=True, weakref_slot=False, eq=False, repr=False)
 class TopicConfigSerializeWrapper:
     """The topic table of a registration (Java's TopicConfigAndMappingSerializeWrapper).
 
@@ -175,7 +176,7 @@ class TopicConfigSerializeWrapper:
     topic_queue_mapping_info_map = attr.ib(factory=dict)
 
 
-@attr.s(slots=True, eq=False, repr=False)
+@attr.s(slots=True, weakref_slot=False, eq=False, repr=False)
 class RegisterBrokerBody:
     """A decoded REGISTER_BROKER body. ``filter_server_list`` None means "not given" (legacy body)."""
 
@@ -183,7 +184,7 @@ class RegisterBrokerBody:
     filter_server_list = attr.ib(default=None)
 
 
-@attr.s(slots=True, eq=False)
+@attr.s(slots=True, weakref_slot=False, eq=False)
 class RegisterBrokerResult:
     """What register_broker tells the caller.
 
@@ -202,7 +203,7 @@ class RegisterBrokerResult:
     min_broker_id_changed = attr.ib(default=False)
 
 
-@attr.s(slots=True, eq=False)
+@attr.s(slots=True, weakref_slot=False, eq=False)
 class RemovedBroker:
     """A broker registration removed because its connection closed or it expired.
 
@@ -218,7 +219,7 @@ class RemovedBroker:
     connection = attr.ib(default=None, repr=False)
 
 
-@attr.s(slots=True, eq=False, repr=False)
+@attr.s(slots=True, weakref_slot=False, eq=False, repr=False)
 class TopicRouteData:
     """A route answer, built from copies: later table changes never alter it."""
 
