@@ -43,7 +43,7 @@ def build_server(topics, brokers, workdir):
     """An unstarted NameServer holding ``brokers`` × ``topics`` routes, and one connection to it."""
     from namesrv.config import NamesrvConfig
     from namesrv.observe.eventlog import NullEventLog
-    from namesrv.routes.bodies import decode_register_broker_body
+    from namesrv.routes.bodies.decode import decode_register_broker_body
     from namesrv.service import make_service
 
     config = NamesrvConfig()

@@ -206,10 +206,10 @@ def round_trips(server, topics, index, repeats):
 
 def decode_costs(body, repeat):
     """Median milliseconds to decode a plain body: the typed decoder, the lenient one, bare ``json.loads``."""
-    from namesrv.routes import bodies
+    from namesrv.routes.bodies import decode
 
-    typed = _median_time(lambda: bodies.decode_register_broker_body(body, False, 409), repeat)
-    lenient = _median_time(lambda: bodies.decode_lenient_register_body(body, 409), repeat)
+    typed = _median_time(lambda: decode.decode_register_broker_body(body, False, 409), repeat)
+    lenient = _median_time(lambda: decode.decode_lenient_register_body(body, 409), repeat)
     return typed * 1000, lenient * 1000, _median_time(lambda: parse_plain(body), repeat) * 1000
 
 

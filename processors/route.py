@@ -8,7 +8,7 @@ Where we differ from Java:
 - missing or malformed header fields answer SYSTEM_ERROR naming the field (Java: mostly
   an NPE text), and nothing is changed;
 - UNREGISTER_BROKER is applied before answering (5.x queues it; the answer is the same);
-- a refused or undecodable registration changes nothing (see namesrv/routes/manager.py).
+- a refused or undecodable registration changes nothing (see namesrv/routes/registration.py).
 """
 
 import gc
@@ -20,8 +20,8 @@ from zope.interface import implementer
 from namesrv.interfaces import IReplicableProcessor
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import HeaderFieldError
-from namesrv.routes import bodies
-from namesrv.routes.bodies import BodyDecodeError
+from namesrv.routes.bodies import decode, encode
+from namesrv.routes.bodies.decode import BodyDecodeError
 from namesrv.routes.shortcut import UnchangedRegistrations
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.routes.queries import filter_by_zone
@@ -134,8 +134,8 @@ class RouteProcessor:
         zone_name = request.get(ZONE_NAME)
 
         body = request.body
-        if body_crc32 != 0 and bodies.crc32(body) != body_crc32:
-            return self._error(request, CRC_MISMATCH % (bodies.crc32(body), body_crc32))
+        if body_crc32 != 0 and decode.crc32(body) != body_crc32:
+            return self._error(request, CRC_MISMATCH % (decode.crc32(body), body_crc32))
         delete_topics = bool(self.context.config.deleteTopicWithBrokerRegistration)
         fingerprint = self._fingerprint(request, delete_topics)
         refreshed = self.unchanged.refresh(cluster, broker_addr, fingerprint, connection, heartbeat_timeout)
@@ -144,9 +144,9 @@ class RouteProcessor:
             return self._registered(request, result, cluster, broker_name, broker_id, broker_addr,
                                     last.topics, last.data_version, body, compressed, started)
         try:
-            decoded = bodies.decode_register_broker_body(
+            decoded = decode.decode_register_broker_body(
                 body, compressed, request.version,
-                self.context.config.maxInflatedBodyLength or bodies.MAX_INFLATED_BYTES)
+                self.context.config.maxInflatedBodyLength or decode.MAX_INFLATED_BYTES)
         except BodyDecodeError as e:
             return self._error(request, "Failed to decode RegisterBrokerBody: %s" % e)
 
@@ -216,7 +216,7 @@ class RouteProcessor:
         topic = request.require("topic")
         if not self._ready():
             return self._error(request, NOT_READY % float(self.context.config.waitSecondsForService))
-        standard = bodies.use_standard_json(request.version, request.get_bool("acceptStandardJsonOnly", False))
+        standard = encode.use_standard_json(request.version, request.get_bool("acceptStandardJsonOnly", False))
         order_topic_conf = None
         if self.context.config.orderMessageEnable:
             order_topic_conf = self.context.kv.get(ORDER_TOPIC_CONFIG, topic)
@@ -240,7 +240,7 @@ class RouteProcessor:
             return None
         route.order_topic_conf = order_topic_conf
         filter_by_zone(route, zone)
-        return bodies.encode_topic_route(route, standard=False)
+        return encode.encode_topic_route(route, standard=False)
 
     def get_broker_cluster_info(self, request, connection):
         response = request.make_response(ResponseCode.SUCCESS, body=self.routes.cluster_info_body())
@@ -252,7 +252,7 @@ class RouteProcessor:
         broker_name = request.require("brokerName")
         addrs = self.routes.broker_member_group(cluster, broker_name)
         return request.make_response(ResponseCode.SUCCESS,
-                                     body=bodies.encode_broker_member_group(cluster, broker_name, addrs))
+                                     body=encode.encode_broker_member_group(cluster, broker_name, addrs))
 
     # -- permissions and topics -------------------------------------------------------------
     def wipe_write_perm_of_broker(self, request, connection):
@@ -277,7 +277,7 @@ class RouteProcessor:
         topic = request.require("topic")
         if request.body:
             try:
-                queue_datas = bodies.decode_queue_datas(request.body)
+                queue_datas = decode.decode_queue_datas(request.body)
             except BodyDecodeError as e:
                 return self._error(request, "Failed to decode TopicRouteData: %s" % e)
             self.routes.register_topic(topic, queue_datas)
@@ -287,18 +287,18 @@ class RouteProcessor:
         if not self.context.config.enableTopicList:
             return self._error(request, LIST_DISABLED % "enableTopicList")
         topics = self.routes.topics_by_cluster(request.require("cluster"))
-        return request.make_response(ResponseCode.SUCCESS, body=bodies.encode_topic_list(topics))
+        return request.make_response(ResponseCode.SUCCESS, body=encode.encode_topic_list(topics))
 
     def get_system_topic_list(self, request, connection):
         topics, broker_addr = self.routes.system_topic_list()
-        return request.make_response(ResponseCode.SUCCESS, body=bodies.encode_topic_list(topics, broker_addr))
+        return request.make_response(ResponseCode.SUCCESS, body=encode.encode_topic_list(topics, broker_addr))
 
     def _topic_list_handler(self, query):
         def handler(request, connection):
             if not self.context.config.enableTopicList:
                 return self._error(request, LIST_DISABLED % "enableTopicList")
             topics = getattr(self.routes, query)()
-            return request.make_response(ResponseCode.SUCCESS, body=bodies.encode_topic_list(topics))
+            return request.make_response(ResponseCode.SUCCESS, body=encode.encode_topic_list(topics))
         return handler
 
     # -- liveness ---------------------------------------------------------------------------
@@ -308,11 +308,11 @@ class RouteProcessor:
         cluster = request.require("clusterName")
         request.require_int("brokerId")
         try:
-            data_version = bodies.decode_data_version(request.body)
+            data_version = decode.decode_data_version(request.body)
         except BodyDecodeError as e:
             return self._error(request, "Failed to decode DataVersion: %s" % e)
         changed, stored = self.routes.query_data_version(cluster, broker_addr, data_version)
-        body = bodies.encode_data_version(stored) if stored is not None else None
+        body = encode.encode_data_version(stored) if stored is not None else None
         return request.make_response(ResponseCode.SUCCESS, ext={"changed": "true" if changed else "false"},
                                      body=body)
 

@@ -4,7 +4,7 @@ Pure Python, no sockets and no reactor (see STYLE.md): processors call it, house
 and the snapshot file drive it.
 """
 
-from namesrv.routes.bodies import BodyDecodeError
+from namesrv.routes.bodies.decode import BodyDecodeError
 from namesrv.routes.manager import RouteInfoManager
 from namesrv.routes.model import (
     MASTER_ID, PERM_INHERIT, PERM_READ, PERM_WRITE, BrokerData, BrokerLiveInfo, DataVersion, QueueData,

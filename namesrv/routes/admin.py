@@ -1,8 +1,8 @@
-"""Liveness refreshes and admin operations on the route tables (a mixin of RouteInfoManager).
+"""Liveness refreshes and admin operations on the route tables.
 
 QUERY_DATA_VERSION and BROKER_HEARTBEAT only move a live entry's ``last_update`` (the
 deadline queue notices lazily); WIPE/ADD_WRITE_PERM, DELETE_TOPIC_IN_NAMESRV and
-REGISTER_TOPIC_IN_NAMESRV go through the manager's change tracking, so route caches and
+REGISTER_TOPIC_IN_NAMESRV are operations of the change tracker, so route caches and
 topic_route_changed events follow them.
 """
 
@@ -10,10 +10,17 @@ from namesrv.routes.model import PERM_READ, PERM_WRITE
 
 
 class RouteAdmin:
+    """Changes to ``tables`` (a RouteTables) that are not registrations; ``clock`` dates liveness refreshes."""
+
+    def __init__(self, tables, changes, clock):
+        self.tables = tables
+        self.changes = changes
+        self.clock = clock
+
     # -- QUERY_DATA_VERSION / BROKER_HEARTBEAT ------------------------------------------
     def query_data_version(self, cluster, broker_addr, data_version):
         """5.x semantics: (changed, stored DataVersion or None); refreshes liveness if known."""
-        live = self.broker_live_table.get((cluster, broker_addr))
+        live = self.tables.broker_live_table.get((cluster, broker_addr))
         changed = live is None or data_version is None or live.data_version != data_version
         if live is None:
             return changed, None
@@ -22,18 +29,18 @@ class RouteAdmin:
 
     def broker_heartbeat(self, cluster, broker_addr):
         """Refresh the live entry of (cluster, brokerAddr); False when there is none."""
-        live = self.broker_live_table.get((cluster, broker_addr))
+        live = self.tables.broker_live_table.get((cluster, broker_addr))
         if live is None:
             return False
         live.last_update = self.clock.seconds()
         return True
 
     def is_broker_topic_config_changed(self, cluster, broker_addr, data_version):
-        live = self.broker_live_table.get((cluster, broker_addr))
+        live = self.tables.broker_live_table.get((cluster, broker_addr))
         return live is None or live.data_version != data_version
 
     def query_broker_data_version(self, cluster, broker_addr):
-        live = self.broker_live_table.get((cluster, broker_addr))
+        live = self.tables.broker_live_table.get((cluster, broker_addr))
         return live.data_version if live is not None else None
 
     # -- admin operations --------------------------------------------------------------
@@ -46,36 +53,39 @@ class RouteAdmin:
         return self._operate_write_perm(broker_name, lambda perm: PERM_READ | PERM_WRITE)
 
     def _operate_write_perm(self, broker_name, new_perm):
-        topics = list(self._broker_topics.get(broker_name, ()))
+        tables = self.tables
+        topics = list(tables.topics_of(broker_name))
         for topic in topics:
-            perm = self.topic_queue_table[topic][broker_name].perm
-            self._set_perm(topic, broker_name, new_perm(perm))
+            perm = tables.topic_queue_table[topic][broker_name].perm
+            tables.set_perm(topic, broker_name, new_perm(perm))
         return len(topics)
 
     def delete_topic(self, topic, cluster=None):
         """DELETE_TOPIC_IN_NAMESRV: the whole topic, or only the cluster's brokers' queues."""
-        with self._changing():
+        tables = self.tables
+        with self.changes.operation(tables):
             if not cluster:
-                self._remove_topic(topic)
+                tables.remove_topic(topic)
                 return
-            names = self.cluster_addr_table.get(cluster)
+            names = tables.cluster_addr_table.get(cluster)
             if not names:
                 return
             for broker_name in list(names):
-                self._remove_queue_data(topic, broker_name)
+                tables.remove_queue_data(topic, broker_name)
 
     def register_topic(self, topic, queue_datas):
         """REGISTER_TOPIC_IN_NAMESRV (5.x); returns how many QueueData were stored."""
         if not queue_datas:
             return 0
-        with self._changing():
-            if topic not in self.topic_queue_table:
-                if any(qd.broker_name not in self.broker_addr_table for qd in queue_datas):
+        tables = self.tables
+        with self.changes.operation(tables):
+            if topic not in tables.topic_queue_table:
+                if any(qd.broker_name not in tables.broker_addr_table for qd in queue_datas):
                     return 0
             stored = 0
             for queue_data in queue_datas:
-                if queue_data.broker_name not in self.broker_addr_table:
+                if queue_data.broker_name not in tables.broker_addr_table:
                     break  # Java stops here and keeps what it stored before
-                self._put_queue_data(topic, queue_data.copy())
+                tables.put_queue_data(topic, queue_data.copy())
                 stored += 1
             return stored

@@ -2,7 +2,8 @@
 
 Clients poll GET_ROUTEINFO_BY_TOPIC every 30 s per topic; Java deep-copies and encodes each
 answer under a lock (PITFALLS 8). Here a body is built once and dropped precisely when
-something it was built from changes; the manager says what changed, this object only forgets.
+something it was built from changes; the change tracker (changes.py) says what changed, this object
+only forgets.
 """
 
 #: a topic's route is asked in a few shapes at most (standard JSON?, acting master?, order conf)
@@ -14,6 +15,12 @@ class RouteBodyCache:
     ``cluster_info``: the whole-table bodies, or None until asked again."""
 
     def __init__(self):
+        self.routes = {}
+        self.topic_list = None
+        self.cluster_info = None
+
+    def clear(self):
+        """Forget every body (the tables were replaced)."""
         self.routes = {}
         self.topic_list = None
         self.cluster_info = None

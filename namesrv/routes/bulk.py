@@ -2,7 +2,7 @@
 
 A broker's registration carries up to 50,000 topics: a Python loop over them costs more than
 the dicts it makes. Each shortcut here is exact (the same result as the per-topic code:
-``route_changes`` below and the loop of ``RouteInfoManager._put_broker_topics``, which
+``route_changes`` below and the loop of ``RouteTables.put_broker_topics``, which
 ``tests/routes/test_bulk_apply.py`` runs side by side) and answers None or False when it
 does not apply.
 """
@@ -56,7 +56,7 @@ def none_known(table, topics):
 
 
 def nothing_to_put(table, topics, broker_name, queue_datas, only_missing):
-    """True when ``_put_broker_topics``' loop would change nothing: the broker already has every topic
+    """True when ``RouteTables.put_broker_topics``' loop would change nothing: the broker already has every topic
     (with ``only_missing``) or the very same shared QueueData in every one (passes in C)."""
     qmaps = list(map(table.get, topics))
     if None in qmaps:
@@ -68,7 +68,7 @@ def nothing_to_put(table, topics, broker_name, queue_datas, only_missing):
 
 
 def created_alone_change(created, touched, table):
-    """``route_changes`` when the operation's only change was ``_put_broker_topics`` creating ``topics``
+    """``route_changes`` when the operation's only change was ``RouteTables.put_broker_topics`` creating ``topics``
     (a broker's first registration), checked in a few passes in C; else None."""
     broker_name, topics, qmaps = created
     if len(touched) != len(topics):   # touched only grows, and started as exactly these topics

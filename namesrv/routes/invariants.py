@@ -15,8 +15,9 @@
 """
 
 
-def check_invariants(routes):
-    topics = routes.topic_queue_table
+def check_invariants(tables, body_cache=None):
+    """``tables``: a RouteTables; ``body_cache``: the RouteBodyCache kept beside them, if any."""
+    topics = tables.topic_queue_table
     for topic, queue_map in topics.items():
         assert queue_map, "topic %r has no queue data" % topic
         for name, queue_data in queue_map.items():
@@ -26,18 +27,18 @@ def check_invariants(routes):
     for topic, queue_map in topics.items():
         for name in queue_map:
             index.setdefault(name, set()).add(topic)
-    assert index == routes._broker_topics, "reverse index out of sync"
+    assert index == tables.broker_topics, "reverse index out of sync"
 
     for name in index:
-        assert name in routes.broker_addr_table, "broker %r has queue data but no BrokerData" % name
+        assert name in tables.broker_addr_table, "broker %r has queue data but no BrokerData" % name
 
     clustered = set()
-    for cluster, names in routes.cluster_addr_table.items():
+    for cluster, names in tables.cluster_addr_table.items():
         assert names, "cluster %r has no brokers" % cluster
         for name in names:
-            assert name in routes.broker_addr_table, "cluster %r lists unknown broker %r" % (cluster, name)
+            assert name in tables.broker_addr_table, "cluster %r lists unknown broker %r" % (cluster, name)
         clustered.update(names)
-    for name, broker_data in routes.broker_addr_table.items():
+    for name, broker_data in tables.broker_addr_table.items():
         assert broker_data.broker_name == name
         assert broker_data.broker_addrs, "broker %r has no addresses" % name
         addrs = list(broker_data.broker_addrs.values())
@@ -45,13 +46,13 @@ def check_invariants(routes):
         assert name in clustered, "broker %r is in no cluster" % name
 
     expected = {}
-    for key, live in routes.broker_live_table.items():
+    for key, live in tables.broker_live_table.items():
         if live.connection is not None:
             expected.setdefault(live.connection, set()).add(key)
-    assert expected == routes._by_connection, "connection index out of sync"
+    assert expected == tables.by_connection, "connection index out of sync"
 
-    for key in routes.filter_server_table:
-        assert key in routes.broker_live_table, "filter servers of %r without a live entry" % (key,)
+    for key in tables.filter_server_table:
+        assert key in tables.broker_live_table, "filter servers of %r without a live entry" % (key,)
 
-    for topic in routes.body_cache.routes:
+    for topic in body_cache.routes if body_cache is not None else ():
         assert topic in topics, "cached route of vanished topic %r" % topic

@@ -5,67 +5,22 @@ orderTopicConf) in a RouteBodyCache (bodycache.py) and dropped precisely when so
 was built from changes: the topic's QueueData or static-topic mapping, the BrokerData of
 one of its brokers, or the filter servers of one of their addresses. A heartbeat that
 changes nothing drops nothing. Cluster info and the all-topics list are kept until a
-broker or topic-set change (PITFALLS 7). The manager calls the ``_…_changed`` hooks below.
+broker or topic-set change (PITFALLS 7). The change tracker (changes.py) does the
+dropping; queries only read and fill the cache.
 """
 
-from namesrv.routes import bodies
-from namesrv.routes.bodycache import RouteBodyCache
+from namesrv.routes.bodies import encode
 from namesrv.routes.model import (
     FLAG_UNIT, FLAG_UNIT_SUB, MASTER_ID, PERM_WRITE, SYNC_BROKER_MEMBER_GROUP_PREFIX, TopicRouteData)
 
 
-
 class RouteQueries:
-    """Mixin of RouteInfoManager: everything that reads the tables without changing them."""
+    """Everything that reads ``tables`` (a RouteTables) without changing them; encoded answers are kept in
+    ``body_cache`` (a RouteBodyCache), which the change tracker empties as the tables change."""
 
-    def reset_caches(self):
-        """Drop every cached answer body: the tables were replaced (a snapshot restore, a
-        replica's new broker tables). Every follower hears that everything changed."""
-        self.body_cache = RouteBodyCache()
-        self.changes.everything_changed()
-
-    def add_change_listener(self, callback):
-        """``callback()`` after any change a read could see (e.g. AnswerCache.invalidate); kept across resets."""
-        self.changes.add_listener(callback)
-
-    def track_topic_changes(self, tracker):
-        """Add to ``tracker`` (a set with a ``full`` flag) every topic whose QueueData or static-topic
-        mapping changes from now on; a reset of all tables sets ``tracker.full`` instead."""
-        return self.changes.track(tracker)
-
-    @property
-    def change_generation(self):
-        return self.changes.generation
-
-    def _changed(self):
-        self.changes.changed()
-
-    # -- invalidation hooks (called by the manager) -----------------------------------
-    def _topic_set_changed(self):
-        self.body_cache.topic_set_changed()
-        self._changed()
-
-    def _queue_data_changed(self, topic):
-        self._queue_datas_changed((topic,))
-
-    def _queue_datas_changed(self, topics):
-        """``_queue_data_changed`` for many topics, with one change notification."""
-        self.body_cache.forget_routes(topics)
-        self.changes.topics_changed(topics)
-        self._changed()
-
-    def _brokers_changed(self):
-        self.body_cache.brokers_changed()
-        self._changed()
-
-    def _broker_data_changed(self, broker_name):
-        self._mark_broker(broker_name)
-        self._brokers_changed()
-        self._invalidate_broker_routes(broker_name)
-
-    def _invalidate_broker_routes(self, broker_name):
-        self._changed()
-        self.body_cache.forget_routes(self._broker_topics.get(broker_name, ()))
+    def __init__(self, tables, body_cache):
+        self.tables = tables
+        self.body_cache = body_cache
 
     # -- routes ------------------------------------------------------------------------
     def pickup_topic_route(self, topic, support_acting_master=False):
@@ -73,26 +28,27 @@ class RouteQueries:
 
         Arrays are sorted by broker name (Java's order is a HashMap's, i.e. arbitrary).
         """
-        queue_map = self.topic_queue_table.get(topic)
+        tables = self.tables
+        queue_map = tables.topic_queue_table.get(topic)
         if not queue_map:
             return None
         broker_datas = []
         filter_servers = {}
         for broker_name in sorted(queue_map):
-            broker_data = self.broker_addr_table.get(broker_name)
+            broker_data = tables.broker_addr_table.get(broker_name)
             if broker_data is None:
                 continue
             copy = broker_data.copy()
             broker_datas.append(copy)
-            if self.filter_server_table:
+            if tables.filter_server_table:
                 for addr in copy.broker_addrs.values():
-                    servers = self.filter_server_table.get((copy.cluster, addr))
+                    servers = tables.filter_server_table.get((copy.cluster, addr))
                     if servers is not None:
                         filter_servers[addr] = list(servers)
         if not broker_datas:
             return None
         queue_datas = [queue_map[name].copy() for name in sorted(queue_map)]
-        mapping = self.topic_queue_mapping_info_table.get(topic)
+        mapping = tables.topic_queue_mapping_info_table.get(topic)
         if mapping is not None:
             mapping = {name: _copy_mapping(info) for name, info in mapping.items()}
         route = TopicRouteData(queue_datas, broker_datas, filter_servers, mapping)
@@ -103,23 +59,25 @@ class RouteQueries:
     def route_body(self, topic, standard, order_topic_conf=None, support_acting_master=False):
         """The encoded TopicRouteData answer for ``topic``, or None when there is no route."""
         key = (standard, support_acting_master, order_topic_conf)
-        body = self.body_cache.route(topic, key)
-        if body is not None:
-            return body
+        variants = self.body_cache.routes.get(topic)   # RouteBodyCache.route, inlined: the hottest read
+        if variants is not None:
+            body = variants.get(key)
+            if body is not None:
+                return body
         route = self.pickup_topic_route(topic, support_acting_master)
         if route is None:
             return None
         route.order_topic_conf = order_topic_conf
-        body = bodies.encode_topic_route(route, standard)
+        body = encode.encode_topic_route(route, standard)
         self.body_cache.remember_route(topic, key, body)
         return body
 
     def broker_topic_count(self, broker_name):
         """How many topics have QueueData of ``broker_name`` (the status page shows it per group)."""
-        return len(self._broker_topics.get(broker_name, ()))
+        return len(self.tables.topics_of(broker_name))
 
     def topic_broker_names(self, topic):
-        queue_map = self.topic_queue_table.get(topic)
+        queue_map = self.tables.topic_queue_table.get(topic)
         return sorted(queue_map) if queue_map else []
 
     # -- cluster info --------------------------------------------------------------------
@@ -127,45 +85,46 @@ class RouteQueries:
         """GET_BROKER_CLUSTER_INFO's body (plain fastjson), rebuilt only after broker changes."""
         cache = self.body_cache
         if cache.cluster_info is None:
-            cache.cluster_info = bodies.encode_cluster_info(self.broker_addr_table, self.cluster_addr_table)
+            tables = self.tables
+            cache.cluster_info = encode.encode_cluster_info(tables.broker_addr_table, tables.cluster_addr_table)
         return cache.cluster_info
 
     def get_all_cluster_info(self):
         """Copies: ({brokerName: BrokerData}, {cluster: set(brokerName)})."""
-        return ({name: bd.copy() for name, bd in self.broker_addr_table.items()},
-                {cluster: set(names) for cluster, names in self.cluster_addr_table.items()})
+        return ({name: bd.copy() for name, bd in self.tables.broker_addr_table.items()},
+                {cluster: set(names) for cluster, names in self.tables.cluster_addr_table.items()})
 
     def broker_member_group(self, cluster, broker_name):
         """GET_BROKER_MEMBER_GROUP: a copy of the broker's id -> address map ({} if unknown)."""
-        broker_data = self.broker_addr_table.get(broker_name)
+        broker_data = self.tables.broker_addr_table.get(broker_name)
         return dict(broker_data.broker_addrs) if broker_data is not None else {}
 
     # -- topic lists ---------------------------------------------------------------------
     def topic_names(self):
-        return sorted(self.topic_queue_table)
+        return sorted(self.tables.topic_queue_table)
 
     def all_topic_list_body(self):
         cache = self.body_cache
         if cache.topic_list is None:
-            cache.topic_list = bodies.encode_topic_list(sorted(self.topic_queue_table))
+            cache.topic_list = encode.encode_topic_list(sorted(self.tables.topic_queue_table))
         return cache.topic_list
 
     def topics_by_cluster(self, cluster):
         """Topics with QueueData on any broker of ``cluster`` (unknown cluster: [])."""
         topics = set()
-        for broker_name in self.cluster_addr_table.get(cluster, ()):
-            topics.update(self._broker_topics.get(broker_name, ()))
+        for broker_name in self.tables.cluster_addr_table.get(cluster, ()):
+            topics.update(self.tables.topics_of(broker_name))
         return sorted(topics)
 
     def system_topic_list(self):
         """(cluster names + broker names, an address of some broker or None)."""
         topics = set()
-        for cluster, names in self.cluster_addr_table.items():
+        for cluster, names in self.tables.cluster_addr_table.items():
             topics.add(cluster)
             topics.update(names)
         broker_addr = None
-        for name in sorted(self.broker_addr_table):
-            addrs = self.broker_addr_table[name].broker_addrs
+        for name in sorted(self.tables.broker_addr_table):
+            addrs = self.tables.broker_addr_table[name].broker_addrs
             if addrs:
                 broker_addr = addrs[min(addrs)]
                 break
@@ -174,7 +133,7 @@ class RouteQueries:
     def _topics_by_first_sys_flag(self, accept):
         """Java tests the topicSysFlag of the first QueueData of each topic only."""
         result = []
-        for topic, queue_map in self.topic_queue_table.items():
+        for topic, queue_map in self.tables.topic_queue_table.items():
             if queue_map and accept(next(iter(queue_map.values())).topic_sys_flag):
                 result.append(topic)
         return sorted(result)
@@ -190,9 +149,10 @@ class RouteQueries:
 
     def stats(self):
         """Sizes of the tables, for logs and metrics."""
-        return {"topics": len(self.topic_queue_table), "brokerNames": len(self.broker_addr_table),
-                "clusters": len(self.cluster_addr_table), "liveBrokers": len(self.broker_live_table),
-                "filterServers": len(self.filter_server_table), "cachedRoutes": len(self.body_cache.routes)}
+        tables = self.tables
+        return {"topics": len(tables.topic_queue_table), "brokerNames": len(tables.broker_addr_table),
+                "clusters": len(tables.cluster_addr_table), "liveBrokers": len(tables.broker_live_table),
+                "filterServers": len(tables.filter_server_table), "cachedRoutes": len(self.body_cache.routes)}
 
 
 def _copy_mapping(info):

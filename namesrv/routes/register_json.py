@@ -8,7 +8,7 @@ The schema is strict on purpose: whatever it does not take exactly as a Java bro
 it (numbers or booleans given as strings, floats, explicit nulls, fastjson's unquoted keys,
 lone surrogates, empty names, non-string attribute values, a topic filed under another
 name, static-topic mappings...) makes ``decode`` answer ``None``, and the caller runs the
-lenient reader of ``bodies.py``, which decides (and answers errors) exactly as before. So a
+lenient reader of ``bodies/decode.py``, which decides (and answers errors) exactly as before. So a
 body is never read two different ways: it is either read here to the very values the lenient
 reader would produce, or not read here at all.
 """
@@ -20,7 +20,7 @@ from typing import Annotated, Any, Dict, List, Optional, Union
 import msgspec
 
 from namesrv.routes import model
-from namesrv.routes.model import PERM_READ, PERM_WRITE, DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper
+from namesrv.routes.model import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper
 
 _Name = Annotated[str, msgspec.Meta(min_length=1)]
 
@@ -33,12 +33,12 @@ class TopicConfigRecord(msgspec.Struct, rename="camel", gc=False):
     """
 
     topic_name: _Name
-    read_queue_nums: int = 16
-    write_queue_nums: int = 16
-    perm: int = PERM_READ | PERM_WRITE
-    topic_filter_type: _Name = "SINGLE_TAG"
-    topic_sys_flag: int = 0
-    order: bool = False
+    read_queue_nums: int = model.DEFAULT_READ_QUEUE_NUMS
+    write_queue_nums: int = model.DEFAULT_WRITE_QUEUE_NUMS
+    perm: int = model.DEFAULT_PERM
+    topic_filter_type: _Name = model.DEFAULT_TOPIC_FILTER_TYPE
+    topic_sys_flag: int = model.DEFAULT_TOPIC_SYS_FLAG
+    order: bool = model.DEFAULT_ORDER
     attributes: Optional[Dict[str, str]] = None
 
     # the model's, so the two kinds of record print and serialize alike
@@ -70,7 +70,7 @@ _names = attrgetter("topic_name")
 
 
 def _data_version(value):
-    """Java's ``new DataVersion()`` for what is missing (now, 0, 0), like ``bodies.data_version_from_json``."""
+    """Java's ``new DataVersion()`` for what is missing (now, 0, 0), like ``bodies.decode.data_version_from_json``."""
     if value is None:
         return DataVersion(int(time.time() * 1000), 0, 0)
     timestamp = value.timestamp

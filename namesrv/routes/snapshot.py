@@ -2,15 +2,18 @@
 
 Restored brokers get ``last_update`` = now and no connection: routes are served at once
 and brokers that do not come back expire by the usual rule (their connection being gone,
-only expiry or a new registration touches them). Restoring validates everything into a
-fresh manager first and only then swaps the tables in: a bad snapshot raises
-SnapshotError and leaves the manager untouched.
+only expiry or a new registration touches them). Restoring checks every value, builds
+fresh tables from the rows (``RouteTables.replace_from_rows``, which replicas can use too)
+and checks them, and only then swaps them in: a bad snapshot raises SnapshotError and
+leaves the manager untouched.
 """
 
 import msgpack
 
 from namesrv.routes import rows
-from namesrv.routes.model import BrokerData, BrokerLiveInfo, DataVersion, QueueData
+from namesrv.routes.changes import RouteChanges
+from namesrv.routes.invariants import check_invariants
+from namesrv.routes.tables import RouteTables
 
 FORMAT = "rocketmq-namesrv-routes"
 FORMAT_VERSION = 1
@@ -65,11 +68,10 @@ def restore_snapshot(routes, data, emit_events=True):
         raise SnapshotError("not a route snapshot")
     if decoded.get("version") != FORMAT_VERSION:
         raise SnapshotError("unsupported route snapshot version %r" % (decoded.get("version"),))
-    fresh = type(routes)(clock=routes.clock, default_heartbeat_timeout_millis=routes.default_heartbeat_timeout_millis)
     try:
-        with fresh._changing():
-            _load(fresh, decoded, routes.clock.seconds())
-        fresh.check_invariants()
+        fresh = RouteTables(RouteChanges())
+        fresh.replace_from_rows(now=routes.clock.seconds(), **_checked_rows(decoded))
+        check_invariants(fresh)
     except SnapshotError:
         raise
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, AssertionError) as e:
@@ -99,32 +101,32 @@ def _optional_string(value, what):
     return None if value is None else _string(value, what)
 
 
-def _load(fresh, decoded, now):
-    for name, cluster, zone, acting, addrs in decoded["brokers"]:
-        broker_data = BrokerData(_string(cluster, "cluster"), _string(name, "brokerName"), {},
-                                 _optional_string(zone, "zoneName"), bool(acting))
-        for broker_id, addr in addrs:
-            broker_data.broker_addrs[_integer(broker_id, "brokerId")] = _string(addr, "brokerAddr")
-        fresh.broker_addr_table[name] = broker_data
-    for cluster, names in decoded["clusters"].items():
-        fresh.cluster_addr_table[_string(cluster, "cluster")] = {_string(n, "brokerName") for n in names}
+def _checked_rows(decoded):
+    """The rows of ``decoded`` (rows.py's shapes), every value checked, as ``RouteTables.replace_from_rows``
+    takes them."""
+    brokers = [[_string(name, "brokerName"), _string(cluster, "cluster"), _optional_string(zone, "zoneName"),
+                bool(acting), [[_integer(broker_id, "brokerId"), _string(addr, "brokerAddr")]
+                               for broker_id, addr in addrs]]
+               for name, cluster, zone, acting, addrs in decoded["brokers"]]
+    clusters = {_string(cluster, "cluster"): [_string(n, "brokerName") for n in names]
+                for cluster, names in decoded["clusters"].items()}
+    topics = {}
     for topic, queue_datas in decoded["topics"].items():
-        _string(topic, "topic")
-        for name, read, write, perm, sys_flag in queue_datas:
-            fresh._put_queue_data(topic, QueueData(_string(name, "brokerName"), _integer(read, "readQueueNums"),
-                                                   _integer(write, "writeQueueNums"), _integer(perm, "perm"),
-                                                   _integer(sys_flag, "topicSysFlag")))
-    for cluster, addr, name, broker_id, ha, timeout, (timestamp, counter, state) in decoded["live"]:
-        version = DataVersion(_integer(timestamp, "timestamp"), _integer(counter, "counter"),
-                              _integer(state, "stateVersion"))
-        live = BrokerLiveInfo(now, _integer(timeout, "heartbeatTimeoutMillis"), version, None,
-                              _optional_string(ha, "haServerAddr"), _optional_string(name, "brokerName"),
-                              None if broker_id is None else _integer(broker_id, "brokerId"))
-        fresh._bind_live((_string(cluster, "cluster"), _string(addr, "brokerAddr")), live)
-    for cluster, addr, servers in decoded["filters"]:
-        fresh.filter_server_table[(_string(cluster, "cluster"), _string(addr, "brokerAddr"))] = \
-            [_string(s, "filterServer") for s in servers]
+        topics[_string(topic, "topic")] = [
+            [_string(name, "brokerName"), _integer(read, "readQueueNums"), _integer(write, "writeQueueNums"),
+             _integer(perm, "perm"), _integer(sys_flag, "topicSysFlag")]
+            for name, read, write, perm, sys_flag in queue_datas]
+    live = [[_string(cluster, "cluster"), _string(addr, "brokerAddr"), _optional_string(name, "brokerName"),
+             None if broker_id is None else _integer(broker_id, "brokerId"), _optional_string(ha, "haServerAddr"),
+             _integer(timeout, "heartbeatTimeoutMillis"),
+             [_integer(timestamp, "timestamp"), _integer(counter, "counter"), _integer(state, "stateVersion")]]
+            for cluster, addr, name, broker_id, ha, timeout, (timestamp, counter, state) in decoded["live"]]
+    filters = [[_string(cluster, "cluster"), _string(addr, "brokerAddr"), [_string(s, "filterServer") for s in servers]]
+               for cluster, addr, servers in decoded["filters"]]
+    mappings = {}
     for topic, by_broker in decoded["mappings"].items():
         if not isinstance(by_broker, dict) or not all(isinstance(info, dict) for info in by_broker.values()):
             raise SnapshotError("bad static-topic mapping of %r" % (topic,))
-        fresh.topic_queue_mapping_info_table[_string(topic, "topic")] = by_broker
+        mappings[_string(topic, "topic")] = by_broker
+    return {"topics": topics, "brokers": brokers, "clusters": clusters, "filters": filters, "live": live,
+            "mappings": mappings}

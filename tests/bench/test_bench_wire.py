@@ -9,7 +9,7 @@ from bench.baseline import FixedAnswerFactory
 from bench.wire import FrameTemplate, frame_opaque, percentile, route_request, scan_frames
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import SerializeType
-from namesrv.routes.bodies import decode_register_broker_body
+from namesrv.routes.bodies.decode import decode_register_broker_body
 
 
 def test_template_patches_the_opaque():

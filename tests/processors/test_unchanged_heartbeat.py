@@ -8,7 +8,7 @@ import random
 import pytest
 
 from namesrv.protocol.codes import RequestCode, ResponseCode
-from namesrv.routes import bodies
+from namesrv.routes.bodies import decode
 from tests.brokers import register_request, route_request
 from tests.fakes import FakeConnection
 from tests.processors.test_route_processor import req, world  # noqa: F401 (fixture)
@@ -24,7 +24,7 @@ def no_decode(monkeypatch):
         raise AssertionError("the body was decoded")
 
     def arm():
-        monkeypatch.setattr(bodies, "decode_register_broker_body", refuse)
+        monkeypatch.setattr(decode, "decode_register_broker_body", refuse)
     return arm
 
 

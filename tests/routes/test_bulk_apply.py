@@ -1,7 +1,7 @@
 """The bulk paths of a registration's table apply against the per-topic ones (hypothesis, differential).
 
-``_put_broker_topics`` creates never-seen topics in bulk and recognises a re-registration that
-changes nothing; ``_changing`` names the broker-set changes of such a creation, or of a uniform
+``RouteTables.put_broker_topics`` creates never-seen topics in bulk and recognises a re-registration that
+changes nothing; ``RouteChanges.operation`` names the broker-set changes of such a creation, or of a uniform
 change, without a per-topic loop (``namesrv/routes/bulk.py``). Two managers run
 the same operations, one with those shortcuts switched off: tables, their order, every emitted
 event (fields and order) and every answer body must be identical.
@@ -61,7 +61,7 @@ def apply(routes, op):
 
 def state(routes):
     return ([(t, list(qmap.items())) for t, qmap in routes.topic_queue_table.items()],
-            {name: sorted(topics) for name, topics in routes._broker_topics.items()},
+            {name: sorted(topics) for name, topics in routes.tables.broker_topics.items()},
             routes.all_topic_list_body(), routes.cluster_info_body(),
             [routes.route_body(t, True) for t in sorted(routes.topic_queue_table)])
 

@@ -4,7 +4,7 @@ import pytest
 from twisted.internet.task import Clock
 
 from namesrv.protocol import fastjson
-from namesrv.routes import bodies
+from namesrv.routes.bodies import encode
 from tests.routes.helpers import BROKER, CLUSTER, MASTER_ADDR, SLAVE_ADDR, FakeConnection, RecordingEventLog, new_routes, register
 
 
@@ -63,7 +63,7 @@ def test_every_input_of_a_route_invalidates_it(routes, change):
     after = routes.route_body("T", True)
     fresh = routes.pickup_topic_route("T")
     assert after != before
-    assert after == (None if fresh is None else bodies.encode_topic_route(fresh, True))
+    assert after == (None if fresh is None else encode.encode_topic_route(fresh, True))
     assert routes.route_body("Untouched", True) is untouched  # other topics keep their encoding
 
 

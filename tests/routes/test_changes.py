@@ -28,10 +28,10 @@ def test_an_operation_notifies_once_when_it_ends_and_only_if_something_changed()
 def test_trackers_collect_topics_and_a_reset_marks_everything():
     changes = RouteChanges()
     tracker = changes.track(Tracker())
-    changes.topics_changed(["A", "B"])
-    assert tracker == {"A", "B"} and not tracker.full
+    changes.queue_datas_changed(["A", "B"])
+    assert tracker == {"A", "B"} and not tracker.full and changes.generation == 1
     changes.everything_changed()
-    assert tracker.full and changes.generation == 1
+    assert tracker.full and changes.generation == 2
 
 
 def test_followers_of_a_manager_survive_a_snapshot_style_replacement():

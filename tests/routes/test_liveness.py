@@ -218,7 +218,7 @@ def test_heap_stays_bounded_under_frequent_re_registration(routes, clock):
         register(routes, "T")
         clock.advance(30)
         routes.scan_not_active_brokers()
-    assert len(routes._deadlines) <= 6
+    assert len(routes.tables.deadlines) <= 6
 
 
 def test_restored_broker_without_connection_expires(routes, clock):

@@ -9,7 +9,7 @@ snapshot round trip reproduces every route.
 from hypothesis import given, settings, strategies as st
 from twisted.internet.task import Clock
 
-from namesrv.routes import bodies
+from namesrv.routes.bodies import encode
 from namesrv.routes.model import QueueData
 from namesrv.routes.snapshot import encode_snapshot, restore_snapshot
 from tests.routes.helpers import FakeConnection, RecordingEventLog, new_routes, topic, wrapper
@@ -80,10 +80,10 @@ def check(routes, replayed):
         for (standard, acting, conf), body in variants.items():
             route = routes.pickup_topic_route(topic_name, acting)
             route.order_topic_conf = conf
-            assert body == bodies.encode_topic_route(route, standard), "stale cached route of %s" % topic_name
-    assert routes.cluster_info_body() == bodies.encode_cluster_info(routes.broker_addr_table,
+            assert body == encode.encode_topic_route(route, standard), "stale cached route of %s" % topic_name
+    assert routes.cluster_info_body() == encode.encode_cluster_info(routes.broker_addr_table,
                                                                     routes.cluster_addr_table)
-    assert routes.all_topic_list_body() == bodies.encode_topic_list(sorted(routes.topic_queue_table))
+    assert routes.all_topic_list_body() == encode.encode_topic_list(sorted(routes.topic_queue_table))
     for topic_name in set(replayed) | set(routes.topic_queue_table):
         assert replayed.get(topic_name, []) == routes.topic_broker_names(topic_name), topic_name
 

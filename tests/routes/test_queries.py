@@ -4,7 +4,7 @@ import pytest
 
 from namesrv.protocol import fastjson
 from namesrv.protocol.codec import decode_frame
-from namesrv.routes import bodies
+from namesrv.routes.bodies import decode
 from namesrv.routes.model import PERM_READ, PERM_WRITE, QueueData
 from namesrv.routes.queries import filter_by_zone
 from tests.routes.helpers import (
@@ -165,7 +165,7 @@ def _replay_vectors(routes):
     conns = {}
     for name in ("req_register_plain_json", "req_register_compressed_json", "req_register_slave_rocketmq"):
         req = decode_frame(vector(name)[4:])
-        body = bodies.decode_register_broker_body(req.body, req.get_bool("compressed"), req.version)
+        body = decode.decode_register_broker_body(req.body, req.get_bool("compressed"), req.version)
         conns[name] = FakeConnection()
         result = routes.register_broker(req.ext["clusterName"], req.ext["brokerAddr"], req.ext["brokerName"],
                                         int(req.ext["brokerId"]), req.ext["haServerAddr"], body.topic_config_wrapper,

@@ -37,7 +37,7 @@ def test_master_then_slave_result_carries_master_addresses(routes):
 def test_slave_without_live_master_gets_no_master_address(routes):
     master(routes, "T")
     routes.broker_live_table.pop((CLUSTER, MASTER_ADDR))  # the master's liveness vanished
-    routes._by_connection.clear()
+    routes.tables.by_connection.clear()
     result = slave(routes, "T")
     assert result.master_addr is None and result.ha_server_addr is None
 

@@ -15,8 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from namesrv.protocol.codec import decode_frame
-from namesrv.routes import bodies, register_json
-from namesrv.routes.bodies import BodyDecodeError
+from namesrv.routes import register_json
+from namesrv.routes.bodies import decode
+from namesrv.routes.bodies.decode import BodyDecodeError
 from tests.vectors import vector, vector_names
 
 NOW = 1_700_000_000.0
@@ -61,8 +62,8 @@ def decode_both(body, version):
                 return canonical(decode())
             except BodyDecodeError as e:
                 return "error: %s" % e
-    return (run(lambda: bodies.decode_register_broker_body(body, False, version)),
-            run(lambda: bodies.decode_lenient_register_body(body, version)))
+    return (run(lambda: decode.decode_register_broker_body(body, False, version)),
+            run(lambda: decode.decode_lenient_register_body(body, version)))
 
 
 # -- generated bodies ------------------------------------------------------------------
@@ -160,7 +161,7 @@ filter_lists = maybe_quirky(st.lists(st.sampled_from(["127.0.0.1:50001", "", "x"
 def register_body_text(draw):
     """(body bytes, request version)."""
     version = draw(st.sampled_from([36, 37, 401, 479]))
-    if version < bodies.VERSION_REGISTER_BODY:
+    if version < decode.VERSION_REGISTER_BODY:
         value = draw(maybe_quirky(wrapper(), st.one_of(st.none(), st.just([]))))
     else:
         fields = {"topicConfigSerializeWrapper": maybe_quirky(wrapper(), st.one_of(st.none(), st.just(7))),
@@ -231,11 +232,11 @@ def test_quirks_fall_back_to_the_lenient_reader():
         assert register_json.decode_register_body(body) is None, body
         typed_or_lenient, lenient = decode_both(body, 401)
         assert typed_or_lenient == lenient and isinstance(typed_or_lenient, tuple), body
-    decoded = bodies.decode_register_broker_body(quirky[0])
+    decoded = decode.decode_register_broker_body(quirky[0])
     assert decoded.topic_config_wrapper.topic_config_table["A"].perm == 6
-    decoded = bodies.decode_register_broker_body(quirky[4])
+    decoded = decode.decode_register_broker_body(quirky[4])
     assert list(decoded.topic_config_wrapper.topic_config_table) == ["A?"]   # Java writes "?" for it
-    decoded = bodies.decode_register_broker_body(quirky[-1])
+    decoded = decode.decode_register_broker_body(quirky[-1])
     assert decoded.topic_config_wrapper.topic_config_table["A"].topic_filter_type == "SINGLE_TAG"
 
 
@@ -342,4 +343,4 @@ def test_a_body_nested_too_deep_is_left_to_the_lenient_reader():
     body = b'{"topicConfigSerializeWrapper":{"topicQueueMappingInfoMap":' + b"[" * 5000 + b"]" * 5000 + b"}}"
     assert register_json.decode_register_body(body) is None
     with pytest.raises(RecursionError):   # as before: the registry answers SYSTEM_ERROR
-        bodies.decode_lenient_register_body(body, 401)
+        decode.decode_lenient_register_body(body, 401)

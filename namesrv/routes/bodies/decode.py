@@ -1,4 +1,4 @@
-"""Request and response bodies of the route requests (protocol bodies.md §3-§10).
+"""Request bodies of the route requests (protocol bodies.md §3-§10), decoded.
 
 Decoding is lenient where fastjson is (unknown fields ignored, missing fields take the
 Java defaults, numbers given as strings accepted) and strict where Java fails (a body
@@ -13,12 +13,11 @@ import zlib
 from namesrv.protocol import fastjson
 from namesrv.routes import register_json
 from namesrv.routes.model import (
-    DataVersion, QueueData, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper)
+    DEFAULT_ORDER, DEFAULT_PERM, DEFAULT_READ_QUEUE_NUMS, DEFAULT_TOPIC_FILTER_TYPE, DEFAULT_TOPIC_SYS_FLAG,
+    DEFAULT_WRITE_QUEUE_NUMS, DataVersion, QueueData, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper)
 
 #: REGISTER_BROKER bodies switch from the bare wrapper to RegisterBrokerBody here (V3_0_11).
 VERSION_REGISTER_BODY = 37
-#: Routes are standard JSON for requesters at or above V4_9_4.
-VERSION_STANDARD_JSON = 401
 #: Compressed bodies carry the static-topic mapping section from V5_0_0 on.
 VERSION_MAPPING_SECTION = 413
 #: A compressed body may not inflate beyond this (a 16 MiB frame of deflated zeros would
@@ -114,10 +113,6 @@ def decode_data_version(body):
     return data_version_from_json(_json(body, "DataVersion"))
 
 
-def encode_data_version(data_version):
-    return fastjson.dumps_plain(data_version).encode("utf-8")
-
-
 # -- TopicConfig / wrapper ----------------------------------------------------------
 
 #: the fields a Java broker always writes, read in one C call
@@ -132,9 +127,10 @@ def topic_config_from_json(value, key=None):
             name, read, write, perm, sys_flag, order, filter_type = _TOPIC_FIELDS(value)
         except KeyError:   # a field left out: Java's defaults
             get = value.get
-            name, read, write = get("topicName"), get("readQueueNums", 16), get("writeQueueNums", 16)
-            perm, sys_flag, order = get("perm", 6), get("topicSysFlag", 0), get("order", False)
-            filter_type = get("topicFilterType", "SINGLE_TAG")
+            name = get("topicName")
+            read, write = get("readQueueNums", DEFAULT_READ_QUEUE_NUMS), get("writeQueueNums", DEFAULT_WRITE_QUEUE_NUMS)
+            perm, sys_flag = get("perm", DEFAULT_PERM), get("topicSysFlag", DEFAULT_TOPIC_SYS_FLAG)
+            order, filter_type = get("order", DEFAULT_ORDER), get("topicFilterType", DEFAULT_TOPIC_FILTER_TYPE)
         attributes = value.get("attributes")
         if (type(name) is str and name and type(read) is int and type(write) is int and type(perm) is int
                 and type(sys_flag) is int and type(order) is bool and type(filter_type) is str and filter_type
@@ -156,12 +152,12 @@ def _topic_config_checked(value, key):
         attributes = None
     return TopicConfig(
         name,
-        read_queue_nums=_int(value.get("readQueueNums"), 16, "readQueueNums"),
-        write_queue_nums=_int(value.get("writeQueueNums"), 16, "writeQueueNums"),
-        perm=_int(value.get("perm"), 6, "perm"),
-        topic_filter_type=_str(value.get("topicFilterType"), "topicFilterType") or "SINGLE_TAG",
-        topic_sys_flag=_int(value.get("topicSysFlag"), 0, "topicSysFlag"),
-        order=_bool(value.get("order"), False, "order"),
+        read_queue_nums=_int(value.get("readQueueNums"), DEFAULT_READ_QUEUE_NUMS, "readQueueNums"),
+        write_queue_nums=_int(value.get("writeQueueNums"), DEFAULT_WRITE_QUEUE_NUMS, "writeQueueNums"),
+        perm=_int(value.get("perm"), DEFAULT_PERM, "perm"),
+        topic_filter_type=_str(value.get("topicFilterType"), "topicFilterType") or DEFAULT_TOPIC_FILTER_TYPE,
+        topic_sys_flag=_int(value.get("topicSysFlag"), DEFAULT_TOPIC_SYS_FLAG, "topicSysFlag"),
+        order=_bool(value.get("order"), DEFAULT_ORDER, "order"),
         attributes=attributes)
 
 
@@ -192,7 +188,7 @@ def topic_config_from_text(text):
             attributes = parsed if isinstance(parsed, dict) else None
         except ValueError:
             attributes = None
-    return TopicConfig(name, read, write, perm, filter_type, 0, False, attributes)
+    return TopicConfig(name, read, write, perm, filter_type, DEFAULT_TOPIC_SYS_FLAG, DEFAULT_ORDER, attributes)
 
 
 def mapping_info_from_json(value, name="topicQueueMappingInfo"):
@@ -335,38 +331,7 @@ def decode_compressed_register_body(body, with_mapping_section=False, max_inflat
     return RegisterBrokerBody(TopicConfigSerializeWrapper(data_version, table, mappings), filters)
 
 
-def encode_compressed_register_body(data_version, topic_configs, filter_servers=(), mappings=None):
-    """The inverse of the decoder (tests and benchmarks play brokers with it)."""
-    def chunk(data):
-        return _INT.pack(len(data)) + data
-
-    parts = [chunk(fastjson.dumps_plain(data_version).encode("utf-8")), _INT.pack(len(topic_configs))]
-    for config in topic_configs:
-        text = "%s %d %d %d %s" % (config.topic_name, config.read_queue_nums, config.write_queue_nums,
-                                   config.perm, config.topic_filter_type)
-        if config.attributes is not None:
-            text += " " + fastjson.dumps_plain(config.attributes)
-        parts.append(chunk(text.encode("utf-8")))
-    parts.append(chunk(fastjson.dumps_plain(list(filter_servers)).encode("utf-8")))
-    if mappings is not None:
-        parts.append(_INT.pack(len(mappings)))
-        for info in mappings:
-            parts.append(chunk(fastjson.dumps_plain(info).encode("utf-8")))
-    return zlib.compress(b"".join(parts), 9)
-
-
-# -- TopicRouteData -----------------------------------------------------------------
-
-def use_standard_json(version, accept_standard_json_only):
-    """The route encoding rule of 4.9.8 and 5.x (PITFALLS 6: exactly this, nothing wider)."""
-    return version >= VERSION_STANDARD_JSON or bool(accept_standard_json_only)
-
-
-def encode_topic_route(route, standard):
-    if standard:
-        return fastjson.dumps_standard(route).encode("ascii")
-    return fastjson.dumps_plain(route).encode("utf-8")
-
+# -- REGISTER_TOPIC_IN_NAMESRV --------------------------------------------------------
 
 def decode_queue_datas(body):
     """REGISTER_TOPIC_IN_NAMESRV's TopicRouteData body; only ``queueDatas`` is used."""
@@ -390,20 +355,3 @@ def decode_queue_datas(body):
             _int(item.get("perm"), 0, "perm"),
             _int(item.get("topicSysFlag"), 0, "topicSysFlag")))
     return result
-
-
-# -- other answers (always plain fastjson, like Java) ---------------------------------
-
-def encode_cluster_info(broker_addr_table, cluster_addr_table):
-    """ClusterInfo: ``{"brokerAddrTable":{name: BrokerData}, "clusterAddrTable":{cluster: [names]}}``."""
-    clusters = {cluster: sorted(names) for cluster, names in cluster_addr_table.items()}
-    return fastjson.dumps_plain({"brokerAddrTable": broker_addr_table, "clusterAddrTable": clusters}).encode("utf-8")
-
-
-def encode_topic_list(topics, broker_addr=None):
-    return fastjson.dumps_plain({"brokerAddr": broker_addr, "topicList": list(topics)}).encode("utf-8")
-
-
-def encode_broker_member_group(cluster, broker_name, broker_addrs):
-    group = {"brokerAddrs": broker_addrs, "brokerName": broker_name, "cluster": cluster}
-    return fastjson.dumps_plain({"brokerMemberGroup": group}).encode("utf-8")

@@ -1,0 +1,370 @@
+"""The route tables and the indexes kept beside them, with the changes every algorithm is made of.
+
+Each change is reported to the change tracker (``changes``, a RouteChanges), which drops
+the cached bodies built from what changed and tells the followers; callers group changes
+into operations (``changes.operation(tables)``). Registration, expiry, admin operations
+and restores are written in terms of the calls below.
+
+Tables (public for reading, never mutate them from outside): ``topic_queue_table`` topic ->
+{brokerName: QueueData}; ``broker_addr_table`` brokerName -> BrokerData;
+``cluster_addr_table`` cluster -> set(brokerName); ``broker_live_table`` (cluster,
+brokerAddr) -> BrokerLiveInfo; ``filter_server_table`` (cluster, brokerAddr) -> [addr];
+``topic_queue_mapping_info_table`` topic -> {brokerName: mapping info dict}. Indexes:
+``broker_topics`` brokerName -> set(topic) having its QueueData; ``by_connection``
+connection -> set((cluster, brokerAddr)) bound to it; ``deadlines`` the live entries by
+deadline (liveness.py).
+"""
+
+from itertools import filterfalse
+
+from namesrv.routes import bulk
+from namesrv.routes.liveness import DeadlineQueue
+from namesrv.routes.model import BrokerData, BrokerLiveInfo, DataVersion, QueueData, shared_queue_data
+
+#: what ``adopt`` takes over: the six tables and the indexes kept beside them
+STATE = ("topic_queue_table", "broker_addr_table", "cluster_addr_table", "broker_live_table",
+         "filter_server_table", "topic_queue_mapping_info_table", "broker_topics", "by_connection", "deadlines")
+
+
+class RouteTables:
+    def __init__(self, changes):
+        self.changes = changes
+        self.epoch = 0           # renewed by every reset (see registration_token)
+        self._mark_counter = 0
+        self.reset()
+
+    def reset(self):
+        """Empty tables; the followers hear that everything changed."""
+        self.topic_queue_table = {}
+        self.broker_addr_table = {}
+        self.cluster_addr_table = {}
+        self.broker_live_table = {}
+        self.filter_server_table = {}
+        self.topic_queue_mapping_info_table = {}
+        self.broker_topics = {}
+        self.by_connection = {}
+        self.deadlines = DeadlineQueue()
+        # brokerName -> a number never used before, renewed whenever its BrokerData, cluster
+        # membership or set of topics changes (see registration_token); a reset renews the epoch
+        self._broker_marks = {}
+        self.epoch += 1
+        self.changes.everything_changed()
+
+    def adopt(self, other):
+        """Take over every table (and its indexes) of ``other``, RouteTables built and checked apart (a
+        snapshot being restored): all or nothing. The followers hear that everything changed."""
+        self.reset()
+        for name in STATE:
+            setattr(self, name, getattr(other, name))
+        self.changes.topic_set_changed()
+        self.changes.brokers_changed()
+
+    def replace_from_rows(self, topics=None, mappings=None, brokers=None, clusters=None, filters=None, live=None,
+                          now=None):
+        """Replace the tables given as rows of ``rows.py`` (trusted as to shape: a snapshot checks its
+        values first); a table not given is kept. Snapshots restore through this call with every table,
+        a replica can refresh its broker-level tables with it.
+
+        ``live`` entries get ``last_update`` = ``now`` and no connection. The indexes of what is
+        replaced are rebuilt, registration tokens are renewed and the followers hear that
+        everything changed.
+        """
+        if topics is not None:
+            self.topic_queue_table, self.broker_topics = {}, {}
+            self.apply_topic_rows(topics, report=False)
+        if mappings is not None:
+            self.topic_queue_mapping_info_table = dict(mappings)
+        if brokers is not None:
+            self.broker_addr_table = {
+                name: BrokerData(cluster, name, {broker_id: addr for broker_id, addr in addrs}, zone, bool(acting))
+                for name, cluster, zone, acting, addrs in brokers}
+        if clusters is not None:
+            self.cluster_addr_table = {cluster: set(names) for cluster, names in clusters.items()}
+        if filters is not None:
+            self.filter_server_table = {(cluster, addr): list(servers) for cluster, addr, servers in filters}
+        if live is not None:
+            self.broker_live_table, self.by_connection, self.deadlines = {}, {}, DeadlineQueue()
+            for cluster, addr, name, broker_id, ha, timeout, (timestamp, counter, state) in live:
+                self.bind_live((cluster, addr), BrokerLiveInfo(now, timeout, DataVersion(timestamp, counter, state),
+                                                               None, ha, name, broker_id))
+        self._broker_marks = {}
+        self.epoch += 1
+        self.changes.everything_changed()
+
+    def apply_topic_rows(self, topics, mappings=None, report=True):
+        """Set the QueueData of each topic of ``topics`` ({topic: queue_data_rows, or None: the topic is
+        gone}) and, if given, its static-topic mappings ({topic: {brokerName: info}, or None}): a replica's
+        part of the changed topics. The reverse index follows; ``report`` tells the change tracker."""
+        table, broker_topics = self.topic_queue_table, self.broker_topics
+        moved = set()   # broker names whose set of topics changed
+        for topic, queue_datas in topics.items():
+            old = table.get(topic) or {}
+            qmap = {row[0]: shared_queue_data(QueueData(*row)) for row in queue_datas or ()}
+            if qmap:
+                table[topic] = qmap
+            else:
+                table.pop(topic, None)
+            for name in old.keys() - qmap.keys():
+                names = broker_topics.get(name)
+                if names is not None:
+                    names.discard(topic)
+                    if not names:
+                        del broker_topics[name]
+                moved.add(name)
+            for name in qmap.keys() - old.keys():
+                broker_topics.setdefault(name, set()).add(topic)
+                moved.add(name)
+        for name in moved:
+            self.mark_broker(name)
+        mapping_table = self.topic_queue_mapping_info_table
+        for topic, by_broker in (mappings or {}).items():
+            if by_broker is None:
+                mapping_table.pop(topic, None)
+            else:
+                mapping_table[topic] = by_broker
+        if report:   # one notification
+            changes = self.changes
+            changes.begin()
+            changes.topic_set_changed()
+            changes.queue_datas_changed(list(topics) + [t for t in mappings or () if t not in topics])
+            changes.end()
+
+    # -- the registration shortcut's token ------------------------------------------------
+    def mark_broker(self, broker_name):
+        self._mark_counter += 1
+        self._broker_marks[broker_name] = self._mark_counter
+
+    def registration_token(self, broker_name):
+        """Equal for two moments only if nothing that re-applying a registration of ``broker_name``
+        could change has changed in between: its BrokerData (addresses, acting master, zone),
+        its cluster membership, the set of topics it has QueueData in, or the whole tables.
+
+        Everything else a registration writes is either its own (live entry, filter servers;
+        gone with the live entry) or written only when its DataVersion changes (QueueData of
+        topics it still has, static-topic mappings), which an identical body does not.
+        """
+        return self.epoch, self._broker_marks.get(broker_name)
+
+    def topics_of(self, broker_name):
+        """The topics with QueueData of ``broker_name`` (do not change the set)."""
+        return self.broker_topics.get(broker_name, ())
+
+    # -- brokers and clusters ---------------------------------------------------------------
+    def add_to_cluster(self, cluster, broker_name):
+        names = self.cluster_addr_table.get(cluster)
+        if names is None:
+            names = self.cluster_addr_table[cluster] = set()
+        if broker_name not in names:
+            names.add(broker_name)
+            self.mark_broker(broker_name)
+            self.changes.brokers_changed()
+
+    def new_broker_data(self, cluster, broker_name):
+        broker_data = self.broker_addr_table[broker_name] = BrokerData(cluster, broker_name, {})
+        self.mark_broker(broker_name)
+        self.changes.brokers_changed()
+        return broker_data
+
+    def broker_data_changed(self, broker_name):
+        """The BrokerData of ``broker_name`` was changed in place."""
+        self.mark_broker(broker_name)
+        self.changes.brokers_changed()
+        self.changes.broker_routes_changed(self.topics_of(broker_name))
+
+    def remove_broker_name(self, broker_name):
+        """Remove a broker name's BrokerData, its cluster memberships and its QueueData."""
+        self._broker_marks.pop(broker_name, None)
+        self.changes.broker_routes_changed(self.topics_of(broker_name))
+        del self.broker_addr_table[broker_name]
+        for cluster in [c for c, names in self.cluster_addr_table.items() if broker_name in names]:
+            names = self.cluster_addr_table[cluster]
+            names.discard(broker_name)
+            if not names:
+                del self.cluster_addr_table[cluster]
+        self.changes.brokers_changed()
+        for topic in list(self.topics_of(broker_name)):
+            self.remove_queue_data(topic, broker_name)
+
+    # -- QueueData ----------------------------------------------------------------------------
+    def put_queue_data(self, topic, queue_data):
+        queue_data = shared_queue_data(queue_data)
+        qmap = self.topic_queue_table.get(topic)
+        name = queue_data.broker_name
+        if qmap is None:
+            self.changes.touch(topic, None)
+            qmap = self.topic_queue_table[topic] = {}
+            self.changes.topic_set_changed()
+        old = qmap.get(name)
+        if old is None:
+            self.changes.touch(topic, qmap)
+            qmap[name] = queue_data
+            self.broker_topics.setdefault(name, set()).add(topic)
+            self.mark_broker(name)
+        elif old != queue_data:
+            qmap[name] = queue_data
+        else:
+            return
+        self.changes.queue_datas_changed((topic,))
+
+    def put_broker_topics(self, broker_name, topic_configs, perm_mask=-1, only_missing=False):
+        """``put_queue_data`` for many topics of one broker: {topic: TopicConfig}, perm & ``perm_mask``;
+        with ``only_missing``, only topics the broker has no QueueData in yet.
+
+        The same bookkeeping (route cache, trackers, reverse index, touched topics, one change
+        notification), done once per call where it can be: a first registration of 10,000
+        topics spends its time here.
+        """
+        if not topic_configs:
+            return
+        changes = self.changes
+        if changes.touched is None:
+            with changes.operation(self):
+                return self.put_broker_topics(broker_name, topic_configs, perm_mask, only_missing)
+        table = self.topic_queue_table
+        touched = changes.touched
+        mine = self.broker_topics.get(broker_name)
+        if mine is None:
+            mine = self.broker_topics[broker_name] = set()
+        topics = list(topic_configs)
+        queue_datas = bulk.queue_datas(broker_name, topic_configs.values(), perm_mask)
+        if bulk.none_known(table, topics):
+            # Topics nobody has yet (a broker's first registration): the same bookkeeping as the
+            # loop below, in bulk, in the same order.
+            created = [{broker_name: queue_data} for queue_data in queue_datas]
+            if touched:
+                touched.update(dict.fromkeys(filterfalse(touched.__contains__, topics), ()))
+            else:   # the operation's first change: its end can name the change without a scan
+                changes.created_alone(broker_name, topics, created)
+            table.update(zip(topics, created))
+            mine.update(topics)
+            self.mark_broker(broker_name)
+            changes.topic_set_changed()
+            changes.queue_datas_changed(topics)
+            return
+        queue_datas = list(queue_datas)
+        if bulk.nothing_to_put(table, topics, broker_name, queue_datas, only_missing):
+            return   # a re-registration of the same topics (new DataVersion, same queues)
+        changed = []
+        added = new_topic = False
+        for topic, queue_data in zip(topics, queue_datas):
+            qmap = table.get(topic)
+            if only_missing and qmap is not None and broker_name in qmap:
+                continue
+            if qmap is None:
+                if topic not in touched:
+                    touched[topic] = ()
+                table[topic] = {broker_name: queue_data}
+                new_topic = True
+            else:
+                old = qmap.get(broker_name)
+                if old is None:
+                    if topic not in touched:
+                        touched[topic] = tuple(qmap)
+                    qmap[broker_name] = queue_data
+                elif old is queue_data or old == queue_data:
+                    continue
+                else:
+                    qmap[broker_name] = queue_data
+                    changed.append(topic)
+                    continue
+            mine.add(topic)
+            added = True
+            changed.append(topic)
+        if not changed:
+            return
+        if added:
+            self.mark_broker(broker_name)
+        if new_topic:
+            changes.topic_set_changed()
+        changes.queue_datas_changed(changed)
+
+    def remove_queue_data(self, topic, broker_name):
+        qmap = self.topic_queue_table.get(topic)
+        if not qmap or broker_name not in qmap:
+            return
+        self.changes.touch(topic, qmap)
+        del qmap[broker_name]
+        self._forget_topic_of(broker_name, topic)
+        if not qmap:
+            del self.topic_queue_table[topic]
+            self.changes.topic_set_changed()
+        self.changes.queue_datas_changed((topic,))
+
+    def remove_topic(self, topic):
+        qmap = self.topic_queue_table.get(topic)
+        if qmap is None:
+            return
+        self.changes.touch(topic, qmap)
+        for name in qmap:
+            self._forget_topic_of(name, topic)
+        del self.topic_queue_table[topic]
+        self.changes.topic_set_changed()
+        self.changes.queue_datas_changed((topic,))
+
+    def _forget_topic_of(self, broker_name, topic):
+        self.mark_broker(broker_name)
+        topics = self.broker_topics.get(broker_name)
+        if topics is not None:
+            topics.discard(topic)
+            if not topics:
+                del self.broker_topics[broker_name]
+
+    def set_perm(self, topic, broker_name, perm):
+        qmap = self.topic_queue_table[topic]
+        old = qmap[broker_name]
+        if old.perm != perm:   # stored QueueData are shared: replaced, never changed in place
+            qmap[broker_name] = shared_queue_data(QueueData(old.broker_name, old.read_queue_nums,
+                                                            old.write_queue_nums, perm, old.topic_sys_flag))
+            self.changes.queue_datas_changed((topic,))
+
+    def put_mappings(self, mappings):
+        """Store static-topic mapping infos ({topic: info}), each under its ``bname``."""
+        table = self.topic_queue_mapping_info_table
+        for topic, info in mappings.items():
+            by_broker = table.setdefault(topic, {})
+            if by_broker.get(info["bname"]) != info:
+                by_broker[info["bname"]] = info
+                self.changes.queue_datas_changed((topic,))
+
+    # -- live entries and filter servers ------------------------------------------------------
+    def bind_live(self, key, live):
+        """Make ``live`` the live entry of ``key`` (cluster, brokerAddr), replacing any other."""
+        old = self.broker_live_table.get(key)
+        if old is not None and old.connection is not None:
+            self._unbind_connection(old.connection, key)
+        self.broker_live_table[key] = live
+        if live.connection is not None:
+            self.by_connection.setdefault(live.connection, set()).add(key)
+        self.deadlines.push(key, live)
+
+    def _unbind_connection(self, connection, key):
+        keys = self.by_connection.get(connection)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self.by_connection[connection]
+
+    def drop_live(self, key):
+        """Remove the live entry of ``key`` and its filter servers; returns it (or None)."""
+        live = self.broker_live_table.pop(key, None)
+        if live is not None and live.connection is not None:
+            self._unbind_connection(live.connection, key)
+        if key in self.filter_server_table:
+            self.set_filter_servers(key, [])
+        return live
+
+    def set_filter_servers(self, key, servers):
+        old = self.filter_server_table.get(key)
+        if servers:
+            servers = list(servers)
+            if old == servers:
+                return
+            self.filter_server_table[key] = servers
+        elif old is None:
+            return
+        else:
+            del self.filter_server_table[key]
+        cluster, addr = key
+        for broker_data in self.broker_addr_table.values():
+            if broker_data.cluster == cluster and addr in broker_data.broker_addrs.values():
+                self.changes.broker_routes_changed(self.topics_of(broker_data.broker_name))
