@@ -12,7 +12,6 @@ part per message.
 """
 
 from namesrv.routes import rows
-from namesrv.routes.model import BrokerData, QueueData, shared_queue_data
 
 #: topics per part: ~1 ms to encode, decode or apply
 PART_TOPICS = 500
@@ -37,36 +36,18 @@ def encode_brokers(routes):
 
 
 def apply_topics(routes, part, reset=False):
-    """Apply one part to a worker's RouteInfoManager (``reset``: drop every topic first).
+    """Apply one part to a worker's RouteInfoManager (``reset``: it replaces every topic).
 
     The data comes from our own main process over a private pipe, so it is trusted as
-    to shape; a malformed part raises (KeyError, TypeError, ValueError). The tables are
-    written here because RouteInfoManager has no per-topic "replace from rows" call yet.
+    to shape; a malformed part raises (KeyError, TypeError, ValueError).
     """
     if reset:
-        routes.topic_queue_table = {}
-        routes.topic_queue_mapping_info_table = {}
-    queue_table = routes.topic_queue_table
-    for topic, queue_datas in part["topics"].items():
-        if queue_datas is None:
-            queue_table.pop(topic, None)
-        else:
-            queue_table[topic] = {qd[0]: shared_queue_data(QueueData(*qd)) for qd in queue_datas}
-    mapping_table = routes.topic_queue_mapping_info_table
-    for topic, by_broker in part["mappings"].items():
-        if by_broker is None:
-            mapping_table.pop(topic, None)
-        else:
-            mapping_table[topic] = by_broker
+        mappings = {topic: info for topic, info in part["mappings"].items() if info is not None}
+        routes.replace_from_rows(topics=part["topics"], mappings=mappings)
+    else:
+        routes.apply_topic_rows(part["topics"], part["mappings"])
 
 
 def apply_brokers(routes, tables):
-    """Replace the broker-level tables, and drop every cached answer body."""
-    brokers = {}
-    for name, cluster, zone, acting, addrs in tables["brokers"]:
-        brokers[name] = BrokerData(cluster, name, {int(broker_id): addr for broker_id, addr in addrs}, zone,
-                                   bool(acting))
-    routes.broker_addr_table = brokers
-    routes.cluster_addr_table = {cluster: set(names) for cluster, names in tables["clusters"].items()}
-    routes.filter_server_table = {(cluster, addr): list(servers) for cluster, addr, servers in tables["filters"]}
-    routes.reset_caches()
+    """Replace the broker-level tables (every cached answer body is dropped)."""
+    routes.replace_from_rows(brokers=tables["brokers"], clusters=tables["clusters"], filters=tables["filters"])
