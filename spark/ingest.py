@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from spark import javalog
-from spark.schema import (BROKER_EVENTS, EVENT_COLUMNS, EVENT_TYPES, IDENTITY_EVENT, JSON_SCHEMA, KIND_BLANK,
+from spark.schema import (BROKER_EVENTS, EVENT_COLUMNS, EVENT_TYPES, IDENTITY_EVENT, JSON_READ_SCHEMA, KIND_BLANK,
                           KIND_CONTINUATION, KIND_JAVA, KIND_JAVA_OTHER, KIND_JSON, KIND_MALFORMED)
 
 RAW_SAMPLE_CHARS = 300
@@ -57,6 +57,11 @@ def read_lines(spark, inputs):
     return df.select("value", F.col("_metadata.file_path").alias("file")), missing
 
 
+def topics_array(text):
+    """``topics`` read as text (``JSON_READ_SCHEMA``) as the array<string> it is, NULL unless a JSON array."""
+    return F.when(text.startswith("["), F.from_json(text, EVENT_TYPES["topics"]))
+
+
 def classify(lines, java_tz=javalog.DEFAULT_TZ):
     """One row per line: ``kind``, the normalized event columns (NULL unless an event) and ``raw``."""
     v = F.col("value")
@@ -66,7 +71,7 @@ def classify(lines, java_tz=javalog.DEFAULT_TZ):
     step1 = lines.select(
         "value", "file",
         is_blank.alias("_blank"), is_json.alias("_isjson"),
-        F.when(is_json, F.from_json(v, JSON_SCHEMA)).alias("_j"),
+        F.when(is_json, F.from_json(v, JSON_READ_SCHEMA)).alias("_j"),
         F.when(~is_json & ~is_blank, javalog.layout(v)).alias("_l"),
     )
     j, lay = F.col("_j"), F.col("_l")
@@ -109,6 +114,8 @@ def classify(lines, java_tz=javalog.DEFAULT_TZ):
         if name == "removed":
             return F.when(is_j, F.when(j["before"].isNotNull() & j["after"].isNotNull(),
                                        F.array_except(j["before"], j["after"]))).when(is_java, jf["removed"])
+        if name == "topics":
+            return F.when(is_j, topics_array(j["topics"]))
         java_value = jf[name] if name in jf_names else F.lit(None)
         return F.when(is_j, j[name]).when(is_java, java_value.cast(EVENT_TYPES[name]))
 
