@@ -166,15 +166,30 @@ def events_of(staged):
                          & F.col("ts").isNotNull() & F.col("server").isNotNull())
 
 
-def broker_identities(staged, keys=("brokerAddr",)):
-    """``keys`` -> latest known cluster, brokerName, brokerId (small: one row per broker address)."""
+IDENTITY_FIELDS = ("cluster", "brokerName", "brokerId")
+
+
+def identity_values(staged):
+    """(server, brokerAddr, cluster, brokerName, brokerId) combinations with, per field, the last time it
+    was seen set: a hash aggregation (its buffer is three longs) whose result is small, about one row
+    per (server, broker). ``max_by`` of a string straight over every line would be a sort aggregation:
+    Spark's hash aggregation cannot hold a string in its buffer, so it sorted every heartbeat, twice.
+    """
     rows = staged.filter(F.col("event").isin(*BROKER_EVENTS, IDENTITY_EVENT) & F.col("brokerAddr").isNotNull())
+    return (rows.groupBy("server", "brokerAddr", *IDENTITY_FIELDS)
+            .agg(*[F.max(F.when(F.col(name).isNotNull(), F.col("ts"))).alias("_at_" + name)
+                   for name in IDENTITY_FIELDS]))
+
+
+def broker_identities(values, keys=("brokerAddr",)):
+    """``keys`` -> latest known cluster, brokerName, brokerId (small: one row per broker address), from
+    ``identity_values`` (the value with the latest time, as ``max_by`` over the lines would give)."""
     suffix = "_" + "_".join(keys)
 
     def latest(name):
-        return F.max_by(F.col(name), F.when(F.col(name).isNotNull(), F.col("ts"))).alias(name + suffix)
+        return F.max_by(F.col(name), F.col("_at_" + name)).alias(name + suffix)
 
-    return rows.groupBy(*keys).agg(latest("cluster"), latest("brokerName"), latest("brokerId"))
+    return values.groupBy(*keys).agg(*[latest(name) for name in IDENTITY_FIELDS])
 
 
 def broker_events(staged):
@@ -184,8 +199,9 @@ def broker_events(staged):
     server (the master's "master address change" lines), else on any server (a slave is named only by
     our JSON logs). An address is assumed to keep its broker name.
     """
-    own = broker_identities(staged, ("server", "brokerAddr"))
-    anywhere = broker_identities(staged)
+    values = identity_values(staged)
+    own = broker_identities(values, ("server", "brokerAddr"))
+    anywhere = broker_identities(values)
     rows = events_of(staged).filter(F.col("event").isin(*BROKER_EVENTS) & F.col("brokerAddr").isNotNull())
     joined = (rows.join(F.broadcast(own), ["server", "brokerAddr"], "left")
               .join(F.broadcast(anywhere), "brokerAddr", "left"))
