@@ -5,8 +5,10 @@ counted, never fatal. Our JSON lines are parsed with ``from_json`` and a fixed s
 are tried as Java ``namesrv.log`` lines (``javalog``). Everything runs in the executors; the driver
 only lists the input paths.
 
-The classified lines are written once to ``<out>/_work/lines`` (partitioned by event, so each report
-reads only its events and columns) and every report reads from there: the raw logs are scanned once.
+The classified lines are written once to ``<out>/_work/lines`` (Parquet: each report reads only its
+columns) and every report reads from there: the raw logs are scanned once. The table is not partitioned
+by event: heartbeats are almost every line, so the partitions saved little reading, and writing 10 event
+partitions from every task cost about a third more CPU than the plain write (``bench/results/spark_fleet.md``).
 """
 
 from pyspark.sql import functions as F
@@ -125,17 +127,20 @@ def classify(lines, java_tz=javalog.DEFAULT_TZ):
 
 
 def stage(spark, inputs, path, java_tz=javalog.DEFAULT_TZ):
-    """Classify every input line and write them to ``path`` (Parquet, partitioned by event).
+    """Classify every input line and write them to ``path`` (Parquet, one table; ``load_stage`` reads it).
 
     Returns the list of inputs that matched nothing.
     """
     lines, missing = read_lines(spark, inputs)
-    classify(lines, java_tz).write.mode("overwrite").partitionBy("event").parquet(path)
+    classify(lines, java_tz).write.mode("overwrite").parquet(path)
     return missing
 
 
 def stage_schema(partitions=("event",)):
-    """The staged table's schema (given when reading: an empty input leaves no Parquet file to infer from)."""
+    """The staged table's schema (given when reading: an empty input leaves no Parquet file to infer from).
+
+    ``event`` comes last, whether it is a partition column (``incremental``) or a plain one (``stage``).
+    """
     fields = [T.StructField("kind", T.StringType())]
     fields += [T.StructField(name, EVENT_TYPES[name]) for name in EVENT_COLUMNS if name != "event"]
     fields += [T.StructField("raw", T.StringType())]
