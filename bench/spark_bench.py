@@ -20,6 +20,7 @@ Not part of the test suite: run it by hand.
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -54,11 +55,15 @@ def run_report(directory, out, master, driver_memory):
     cmd = [sys.executable, "-m", "spark.report", "--input", directory, "--output", out, "--master", master,
            "--conf", "spark.driver.memory=%s" % driver_memory, "--json"]
     started = time.time()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     elapsed = time.time() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit("report failed:\n" + proc.stderr[-4000:])
     summary = json.loads(proc.stdout[proc.stdout.index("{"):])
+    # CPU of the report process and what it reaped (the JVM, if it waited for it)
+    summary["child_cpu_seconds"] = round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1)
     return elapsed, summary
 
 
@@ -71,37 +76,47 @@ def main(argv=None):
     p.add_argument("--data", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "namesrv-spark-bench"))
     p.add_argument("--driver-memory", default="3g")
     p.add_argument("--json", default=None, help="append the results (JSON lines) to this file")
+    p.add_argument("--label", default=None, help="a name for the code measured (kept in the JSON, e.g. a commit)")
     args = p.parse_args(argv)
     sizes = args.sizes or ([0.25, 0.5] if args.shape == "fleet" else [1000000, 10000000])
     sizes = [int(x) if args.shape == "small" else x for x in sizes]
     results = []
     for size in sizes:
         directory, lines, gen_seconds = generate(args.data, size, args.shape)
-        out = os.path.join(args.data, "report-%s-%s" % (args.shape, size))
+        out = os.path.join(args.data, "report-%s-%s%s" % (args.shape, size, "-" + args.label if args.label else ""))
+        load_before = os.getloadavg()[0]
         elapsed, summary = run_report(directory, out, args.master, args.driver_memory)
         result = {"bench": "spark_report" if args.shape == "small" else "spark_report_fleet", "target": size,
                   "rows": lines, "master": args.master, "phases": summary.get("phases"),
                   "session_seconds": summary.get("session_seconds"),
+                  "jvm_cpu_seconds": summary.get("jvm_cpu_seconds"),
+                  "child_cpu_seconds": summary.get("child_cpu_seconds"),
                   "wall_seconds": round(elapsed, 1), "report_seconds": summary["seconds"],
                   "rows_per_second": round(lines / elapsed),
                   "rows_per_second_in_report": round(lines / summary["seconds"]),
                   "generate_seconds": round(gen_seconds, 1), "input_mb": round(_size_mb(directory), 1),
-                  "cpus": os.cpu_count(), "loadavg": os.getloadavg()[0]}
+                  "cpus": os.cpu_count(), "loadavg": os.getloadavg()[0], "loadavg_before": load_before,
+                  "version": args.label}
         results.append(result)
         print(json.dumps(result), flush=True)
         if args.json:
             with open(args.json, "a") as f:
                 f.write(json.dumps(result) + "\n")
-    print("\n%12s %12s %10s %14s" % ("rows", "seconds", "rows/s", "rows/s (jobs)"))
+    print("\n%12s %12s %10s %14s %12s %6s" % ("rows", "seconds", "rows/s", "rows/s (jobs)", "jvm cpu s", "load"))
     for r in results:
-        print("%12d %12.1f %10d %14d" % (r["rows"], r["wall_seconds"], r["rows_per_second"],
-                                          r["rows_per_second_in_report"]))
+        print("%12d %12.1f %10d %14d %12s %6.1f" % (r["rows"], r["wall_seconds"], r["rows_per_second"],
+                                                   r["rows_per_second_in_report"], r["jvm_cpu_seconds"],
+                                                   r["loadavg"]))
     if len(results) >= 2:
         lo, hi = results[0], results[-1]
         slope = (hi["wall_seconds"] - lo["wall_seconds"]) / max(1, hi["rows"] - lo["rows"])
         fixed = lo["wall_seconds"] - slope * lo["rows"]
         print("\nmarginal: %.1f us/line = %d lines/s; fixed: %.1f s" % (slope * 1e6, 1 / slope if slope > 0 else 0,
                                                                        fixed))
+        if lo["jvm_cpu_seconds"] is not None and hi["jvm_cpu_seconds"] is not None:
+            cpu_slope = (hi["jvm_cpu_seconds"] - lo["jvm_cpu_seconds"]) / max(1, hi["rows"] - lo["rows"])
+            print("JVM CPU: %.1f us/line marginal; fixed: %.1f s" % (cpu_slope * 1e6,
+                                                                   lo["jvm_cpu_seconds"] - cpu_slope * lo["rows"]))
     for r in results:
         print("\nprofile of %d rows (session start %.1f s):" % (r["rows"], r["session_seconds"] or 0))
         for phase in r["phases"] or []:
