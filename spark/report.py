@@ -156,13 +156,14 @@ def run(spark, inputs, output, progress_display=None, **options):
     events = ingest.events_of(staged)
 
     show.phase("liveness")
-    live = Liveness(ingest.broker_events(staged), windows, opts["flap_minutes"])
+    late_ms = heartbeat.late_ms(opts["heartbeat_period_s"], opts["drift_tolerance_s"])
+    live = Liveness(ingest.broker_events(staged), windows, opts["flap_minutes"], late_ms)
     write("broker_liveness", live.summary)
     sessions = write("broker_sessions", live.sessions)
     write("broker_flaps", live.flaps)
     show.phase("heartbeat")
     write("heartbeat_intervals", heartbeat.distribution(live.timeline))
-    write("heartbeat_drift", heartbeat.drift(live.timeline, opts["heartbeat_period_s"], opts["drift_tolerance_s"]))
+    write("heartbeat_drift", heartbeat.drift(live.per_broker, late_ms))
     live.release()
 
     show.phase("requests")
