@@ -218,13 +218,25 @@ def broker_events(staged):
                          filled("cluster"), filled("brokerName"), filled("brokerId"))
 
 
-def line_counts(staged):
-    """Lines per (file, server, kind): the input summary, malformed lines included."""
-    return staged.groupBy("file", "server", "kind").agg(F.count(F.lit(1)).alias("lines"))
+def line_summary(staged):
+    """Lines per (file, server, kind, event, source, minute) with their first and last time: one pass over
+    the staged lines, from which ``line_counts``, ``server_windows`` and the digest's event series are
+    all derived (small: about one row per file, event and minute). Persist it when it is read again."""
+    minute = (F.floor(F.col("ts") / 60000) * 60000).cast("long")
+    return (staged.groupBy("file", "server", "kind", "event", "source", minute.alias("minute"))
+            .agg(F.count(F.lit(1)).alias("lines"), F.min("ts").alias("firstTs"), F.max("ts").alias("lastTs")))
 
 
-def server_windows(staged):
-    """Per server: first and last event time and event count (the span it was observed)."""
-    return (events_of(staged).groupBy("server")
-            .agg(F.min("ts").alias("firstTs"), F.max("ts").alias("lastTs"), F.count(F.lit(1)).alias("events"),
+def line_counts(summary):
+    """Lines per (file, server, kind): the input summary, malformed lines included (from ``line_summary``)."""
+    return summary.groupBy("file", "server", "kind").agg(F.sum("lines").alias("lines"))
+
+
+def server_windows(summary):
+    """Per server: first and last event time and event count (the span it was observed), from
+    ``line_summary``: its rows of events, as ``events_of`` keeps them."""
+    events = summary.filter(F.col("kind").isin(KIND_JSON, KIND_JAVA) & (F.col("event") != IDENTITY_EVENT)
+                            & F.col("firstTs").isNotNull() & F.col("server").isNotNull())
+    return (events.groupBy("server")
+            .agg(F.min("firstTs").alias("firstTs"), F.max("lastTs").alias("lastTs"), F.sum("lines").alias("events"),
                  F.concat_ws(",", F.sort_array(F.collect_set("source"))).alias("sources")))

@@ -45,6 +45,7 @@ def missing_extras():
 if __name__ == "__main__" and missing_extras():
     sys.exit(missing_extras())
 
+from pyspark import StorageLevel
 from spark import (digest, disagreement, heartbeat, htmlreport, incremental, ingest, javalog, progress, request_mix,
                    topic_churn)
 from spark.liveness import Liveness
@@ -151,8 +152,9 @@ def run(spark, inputs, output, progress_display=None, **options):
         return t[name]
 
     show.phase("inputs")
-    write("input_lines", ingest.line_counts(staged))
-    windows = write("servers", ingest.server_windows(staged))
+    lines = ingest.line_summary(staged).persist(StorageLevel.MEMORY_AND_DISK)
+    write("input_lines", ingest.line_counts(lines))
+    windows = write("servers", ingest.server_windows(lines))
     events = ingest.events_of(staged)
 
     show.phase("liveness")
@@ -184,7 +186,8 @@ def run(spark, inputs, output, progress_display=None, **options):
 
     show.phase("charts and html")
     counts = row_counts(t)
-    data = digest.collect(staged, t, opts["top"])
+    data = digest.collect(staged, t, opts["top"], line_summary=lines)
+    lines.unpersist()
     page_opts = dict(opts, inputs=ingest.split_inputs(inputs), missing=missing,
                      flap_minutes="%g" % opts["flap_minutes"],
                      drift_limit_s="%g" % (opts["heartbeat_period_s"] + opts["drift_tolerance_s"]))
