@@ -11,8 +11,12 @@ Two named input shapes, written by ``spark.gen_logs`` and cached under ``--data`
 For each size ``python -m spark.report --json`` runs on it in a fresh process on ``--master`` (default
 ``local[2]``), so the wall time includes the JVM start and every table, chart and the HTML page. Prints
 one JSON line per size (with the report's own profile: seconds and Spark jobs per phase, and the session
-start), a summary table and, with two sizes or more, the marginal cost per line (the slope between the
-smallest and largest run, which removes the fixed cost). ``--json FILE`` appends the JSON lines to FILE.
+start, the JVM's CPU seconds and the load average before and after), a summary table and, with two sizes
+or more, the marginal cost per line in wall time and in JVM CPU (the slope between the smallest and largest
+run, which removes the fixed cost). ``--json FILE`` appends the JSON lines to FILE; ``--label`` names the code.
+
+To compare with an older commit, run this script from that commit's worktree (``cd /tmp/old && python
+/path/to/bench/spark_bench.py ...``): the report runs from the current directory, measured the same way.
 
 Not part of the test suite: run it by hand.
 """
