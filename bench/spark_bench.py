@@ -11,8 +11,12 @@ Two named input shapes, written by ``spark.gen_logs`` and cached under ``--data`
 For each size ``python -m spark.report --json`` runs on it in a fresh process on ``--master`` (default
 ``local[2]``), so the wall time includes the JVM start and every table, chart and the HTML page. Prints
 one JSON line per size (with the report's own profile: seconds and Spark jobs per phase, and the session
-start), a summary table and, with two sizes or more, the marginal cost per line (the slope between the
-smallest and largest run, which removes the fixed cost). ``--json FILE`` appends the JSON lines to FILE.
+start, the JVM's CPU seconds and the load average before and after), a summary table and, with two sizes
+or more, the marginal cost per line in wall time and in JVM CPU (the slope between the smallest and largest
+run, which removes the fixed cost). ``--json FILE`` appends the JSON lines to FILE; ``--label`` names the code.
+
+To compare with an older commit, run this script from that commit's worktree (``cd /tmp/old && python
+/path/to/bench/spark_bench.py ...``): the report runs from the current directory, measured the same way.
 
 Not part of the test suite: run it by hand.
 """
@@ -20,9 +24,11 @@ Not part of the test suite: run it by hand.
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 GEN = dict(servers=3, brokers=50, topics=200, seed=42, flaps=10, outages=2, partitions=2, restarts=4, drifts=2)
@@ -50,15 +56,63 @@ def generate(data_dir, size, shape="small"):
     return directory, result["events"], time.time() - started
 
 
+def _tree_cpu(pid, tick=os.sysconf("SC_CLK_TCK")):
+    """{pid: CPU seconds} of ``pid``'s descendants (Linux /proc; empty elsewhere)."""
+    children, cpu = {}, {}
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if name.isdigit():
+            try:
+                with open("/proc/%s/stat" % name) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(name))
+            cpu[int(name)] = (int(fields[11]) + int(fields[12])) / tick
+    found, todo = {}, list(children.get(pid, []))
+    while todo:
+        p = todo.pop()
+        found[p] = cpu.get(p, 0.0)
+        todo.extend(children.get(p, []))
+    return found
+
+
+class TreeCpu(threading.Thread):
+    """Samples, once a second, the CPU time of a process's descendants (the report's JVM): the last
+    sample of each is kept, so the figure misses at most the last second of each."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.seen, self.stop = pid, {}, threading.Event()
+
+    def run(self):
+        while not self.stop.wait(1.0):
+            self.seen.update(_tree_cpu(self.pid))
+
+    def seconds(self):
+        self.stop.set()
+        self.join()
+        return round(sum(self.seen.values()), 1)
+
+
 def run_report(directory, out, master, driver_memory):
     cmd = [sys.executable, "-m", "spark.report", "--input", directory, "--output", out, "--master", master,
            "--conf", "spark.driver.memory=%s" % driver_memory, "--json"]
     started = time.time()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = TreeCpu(child.pid)
+    sampler.start()
+    stdout, stderr = child.communicate()
     elapsed = time.time() - started
+    proc = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit("report failed:\n" + proc.stderr[-4000:])
     summary = json.loads(proc.stdout[proc.stdout.index("{"):])
+    # CPU of the report process and what it reaped (the JVM, if it waited for it)
+    summary["child_cpu_seconds"] = round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1)
+    # ... and of the JVM it started (sampled: works for a report that does not tell its JVM's CPU)
+    summary["jvm_tree_cpu_seconds"] = sampler.seconds()
     return elapsed, summary
 
 
@@ -71,37 +125,47 @@ def main(argv=None):
     p.add_argument("--data", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "namesrv-spark-bench"))
     p.add_argument("--driver-memory", default="3g")
     p.add_argument("--json", default=None, help="append the results (JSON lines) to this file")
+    p.add_argument("--label", default=None, help="a name for the code measured (kept in the JSON, e.g. a commit)")
     args = p.parse_args(argv)
     sizes = args.sizes or ([0.25, 0.5] if args.shape == "fleet" else [1000000, 10000000])
     sizes = [int(x) if args.shape == "small" else x for x in sizes]
     results = []
     for size in sizes:
         directory, lines, gen_seconds = generate(args.data, size, args.shape)
-        out = os.path.join(args.data, "report-%s-%s" % (args.shape, size))
+        out = os.path.join(args.data, "report-%s-%s%s" % (args.shape, size, "-" + args.label if args.label else ""))
+        load_before = os.getloadavg()[0]
         elapsed, summary = run_report(directory, out, args.master, args.driver_memory)
         result = {"bench": "spark_report" if args.shape == "small" else "spark_report_fleet", "target": size,
                   "rows": lines, "master": args.master, "phases": summary.get("phases"),
                   "session_seconds": summary.get("session_seconds"),
+                  "jvm_cpu_seconds": summary.get("jvm_cpu_seconds"),
+                  "child_cpu_seconds": summary.get("child_cpu_seconds"),
+                  "jvm_tree_cpu_seconds": summary.get("jvm_tree_cpu_seconds"),
                   "wall_seconds": round(elapsed, 1), "report_seconds": summary["seconds"],
                   "rows_per_second": round(lines / elapsed),
                   "rows_per_second_in_report": round(lines / summary["seconds"]),
                   "generate_seconds": round(gen_seconds, 1), "input_mb": round(_size_mb(directory), 1),
-                  "cpus": os.cpu_count(), "loadavg": os.getloadavg()[0]}
+                  "cpus": os.cpu_count(), "loadavg": os.getloadavg()[0], "loadavg_before": load_before,
+                  "version": args.label}
         results.append(result)
         print(json.dumps(result), flush=True)
         if args.json:
             with open(args.json, "a") as f:
                 f.write(json.dumps(result) + "\n")
-    print("\n%12s %12s %10s %14s" % ("rows", "seconds", "rows/s", "rows/s (jobs)"))
+    print("\n%12s %12s %10s %14s %12s %6s" % ("rows", "seconds", "rows/s", "rows/s (jobs)", "jvm cpu s", "load"))
     for r in results:
-        print("%12d %12.1f %10d %14d" % (r["rows"], r["wall_seconds"], r["rows_per_second"],
-                                          r["rows_per_second_in_report"]))
+        print("%12d %12.1f %10d %14d %12s %6.1f" % (r["rows"], r["wall_seconds"], r["rows_per_second"],
+                                                   r["rows_per_second_in_report"], r["jvm_tree_cpu_seconds"],
+                                                   r["loadavg"]))
     if len(results) >= 2:
         lo, hi = results[0], results[-1]
         slope = (hi["wall_seconds"] - lo["wall_seconds"]) / max(1, hi["rows"] - lo["rows"])
         fixed = lo["wall_seconds"] - slope * lo["rows"]
         print("\nmarginal: %.1f us/line = %d lines/s; fixed: %.1f s" % (slope * 1e6, 1 / slope if slope > 0 else 0,
                                                                        fixed))
+        cpu_slope = (hi["jvm_tree_cpu_seconds"] - lo["jvm_tree_cpu_seconds"]) / max(1, hi["rows"] - lo["rows"])
+        print("JVM CPU: %.1f us/line marginal; fixed: %.1f s" % (cpu_slope * 1e6,
+                                                               lo["jvm_tree_cpu_seconds"] - cpu_slope * lo["rows"]))
     for r in results:
         print("\nprofile of %d rows (session start %.1f s):" % (r["rows"], r["session_seconds"] or 0))
         for phase in r["phases"] or []:

@@ -35,8 +35,12 @@ def _rows(df, order, top, columns=None):
     return names, [[row[name] for name in names] for row in rows]
 
 
-def collect(staged, tables, top=20):
-    """Everything the HTML page and the charts need, as plain Python values."""
+def collect(staged, tables, top=20, line_summary=None):
+    """Everything the HTML page and the charts need, as plain Python values.
+
+    ``line_summary`` (``ingest.line_summary`` of ``staged``, if the caller has it) saves a pass over the
+    staged lines for the event series: its minutes are bucketed further (buckets are whole minutes).
+    """
     d = {}
     kinds = tables["input_lines"].groupBy("kind").agg(F.sum("lines").alias("lines")).collect()
     d["kinds"] = sorted(((r["kind"], r["lines"]) for r in kinds), key=lambda kv: -kv[1])
@@ -47,8 +51,13 @@ def collect(staged, tables, top=20):
     d["first"], d["last"] = span["a"], span["b"]
     size = d["bucket"] = bucket_ms(d["first"], d["last"])
 
-    per_bucket = (staged.filter(F.col("ts").isNotNull()).groupBy(_bucket("ts", size).alias("b"), "event")
-                  .count().collect())
+    if line_summary is None:
+        per_bucket = (staged.filter(F.col("ts").isNotNull()).groupBy(_bucket("ts", size).alias("b"), "event")
+                      .count().collect())
+    else:
+        per_bucket = (line_summary.filter(F.col("minute").isNotNull())
+                      .groupBy(_bucket("minute", size).alias("b"), "event").agg(F.sum("lines").alias("count"))
+                      .collect())
     d["covered"] = sorted({r["b"] for r in per_bucket})
     flap_buckets = tables["broker_flaps"].groupBy(_bucket("expiredAt", size).alias("b")).count().collect()
     d["liveness_series"] = {

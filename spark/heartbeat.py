@@ -25,19 +25,17 @@ def distribution(tl):
             .agg(F.count(F.lit(1)).alias("intervals")))
 
 
-def drift(tl, period_s=30, tolerance_s=5):
-    """Brokers (per server) with intervals longer than ``period_s + tolerance_s`` seconds."""
-    limit_ms = int((period_s + tolerance_s) * 1000)
-    late = F.col("gap") > limit_ms
-    pct = F.percentile_approx("gap", [0.5, 0.99], 10000)
-    agg = (intervals(tl).groupBy("server", "brokerAddr")
-           .agg(F.max("cluster").alias("cluster"), F.max("brokerName").alias("brokerName"),
-                F.count(F.lit(1)).alias("intervals"),
-                F.sum(late.cast("int")).alias("lateIntervals"), pct.alias("_p"), F.max("gap").alias("maxMs"),
-                F.min(F.when(late, F.col("ts"))).alias("firstLateAt"),
-                F.max(F.when(late, F.col("ts"))).alias("lastLateAt")))
-    return (agg.filter(F.col("lateIntervals") > 0)
-            .select("cluster", "brokerName", "brokerAddr", "server", "intervals", "lateIntervals",
-                    F.round(F.col("lateIntervals") / F.col("intervals"), 4).alias("lateRatio"),
-                    F.col("_p")[0].alias("p50Ms"), F.col("_p")[1].alias("p99Ms"), "maxMs",
+def late_ms(period_s=30, tolerance_s=5):
+    return int((period_s + tolerance_s) * 1000)
+
+
+def drift(per_broker, limit_ms):
+    """Brokers (per server) with intervals longer than ``limit_ms`` (``late_ms``): from the per-broker
+    aggregate of ``liveness.per_broker`` built with the same limit (one pass over the timeline for both
+    reports), its columns over the intervals only."""
+    return (per_broker.filter(F.col("lateIntervals") > 0)
+            .select(F.col("_intervalCluster").alias("cluster"), F.col("_intervalBrokerName").alias("brokerName"),
+                    "brokerAddr", "server", F.col("gaps").alias("intervals"), "lateIntervals",
+                    F.round(F.col("lateIntervals") / F.col("gaps"), 4).alias("lateRatio"),
+                    F.col("_p")[0].alias("p50Ms"), F.col("_p")[1].alias("p99Ms"), F.col("gapMaxMs").alias("maxMs"),
                     "firstLateAt", "lastLateAt", F.lit(limit_ms).cast("long").alias("thresholdMs")))

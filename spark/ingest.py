@@ -5,15 +5,17 @@ counted, never fatal. Our JSON lines are parsed with ``from_json`` and a fixed s
 are tried as Java ``namesrv.log`` lines (``javalog``). Everything runs in the executors; the driver
 only lists the input paths.
 
-The classified lines are written once to ``<out>/_work/lines`` (partitioned by event, so each report
-reads only its events and columns) and every report reads from there: the raw logs are scanned once.
+The classified lines are written once to ``<out>/_work/lines`` (Parquet: each report reads only its
+columns) and every report reads from there: the raw logs are scanned once. The table is not partitioned
+by event: heartbeats are almost every line, so the partitions saved little reading, and writing 10 event
+partitions from every task cost about a third more CPU than the plain write (``bench/results/spark_fleet.md``).
 """
 
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from spark import javalog
-from spark.schema import (BROKER_EVENTS, EVENT_COLUMNS, EVENT_TYPES, IDENTITY_EVENT, JSON_SCHEMA, KIND_BLANK,
+from spark.schema import (BROKER_EVENTS, EVENT_COLUMNS, EVENT_TYPES, IDENTITY_EVENT, JSON_READ_SCHEMA, KIND_BLANK,
                           KIND_CONTINUATION, KIND_JAVA, KIND_JAVA_OTHER, KIND_JSON, KIND_MALFORMED)
 
 RAW_SAMPLE_CHARS = 300
@@ -57,6 +59,11 @@ def read_lines(spark, inputs):
     return df.select("value", F.col("_metadata.file_path").alias("file")), missing
 
 
+def topics_array(text):
+    """``topics`` read as text (``JSON_READ_SCHEMA``) as the array<string> it is, NULL unless a JSON array."""
+    return F.when(text.startswith("["), F.from_json(text, EVENT_TYPES["topics"]))
+
+
 def classify(lines, java_tz=javalog.DEFAULT_TZ):
     """One row per line: ``kind``, the normalized event columns (NULL unless an event) and ``raw``."""
     v = F.col("value")
@@ -66,7 +73,7 @@ def classify(lines, java_tz=javalog.DEFAULT_TZ):
     step1 = lines.select(
         "value", "file",
         is_blank.alias("_blank"), is_json.alias("_isjson"),
-        F.when(is_json, F.from_json(v, JSON_SCHEMA)).alias("_j"),
+        F.when(is_json, F.from_json(v, JSON_READ_SCHEMA)).alias("_j"),
         F.when(~is_json & ~is_blank, javalog.layout(v)).alias("_l"),
     )
     j, lay = F.col("_j"), F.col("_l")
@@ -109,6 +116,8 @@ def classify(lines, java_tz=javalog.DEFAULT_TZ):
         if name == "removed":
             return F.when(is_j, F.when(j["before"].isNotNull() & j["after"].isNotNull(),
                                        F.array_except(j["before"], j["after"]))).when(is_java, jf["removed"])
+        if name == "topics":
+            return F.when(is_j, topics_array(j["topics"]))
         java_value = jf[name] if name in jf_names else F.lit(None)
         return F.when(is_j, j[name]).when(is_java, java_value.cast(EVENT_TYPES[name]))
 
@@ -118,17 +127,20 @@ def classify(lines, java_tz=javalog.DEFAULT_TZ):
 
 
 def stage(spark, inputs, path, java_tz=javalog.DEFAULT_TZ):
-    """Classify every input line and write them to ``path`` (Parquet, partitioned by event).
+    """Classify every input line and write them to ``path`` (Parquet, one table; ``load_stage`` reads it).
 
     Returns the list of inputs that matched nothing.
     """
     lines, missing = read_lines(spark, inputs)
-    classify(lines, java_tz).write.mode("overwrite").partitionBy("event").parquet(path)
+    classify(lines, java_tz).write.mode("overwrite").parquet(path)
     return missing
 
 
 def stage_schema(partitions=("event",)):
-    """The staged table's schema (given when reading: an empty input leaves no Parquet file to infer from)."""
+    """The staged table's schema (given when reading: an empty input leaves no Parquet file to infer from).
+
+    ``event`` comes last, whether it is a partition column (``incremental``) or a plain one (``stage``).
+    """
     fields = [T.StructField("kind", T.StringType())]
     fields += [T.StructField(name, EVENT_TYPES[name]) for name in EVENT_COLUMNS if name != "event"]
     fields += [T.StructField("raw", T.StringType())]
@@ -159,15 +171,30 @@ def events_of(staged):
                          & F.col("ts").isNotNull() & F.col("server").isNotNull())
 
 
-def broker_identities(staged, keys=("brokerAddr",)):
-    """``keys`` -> latest known cluster, brokerName, brokerId (small: one row per broker address)."""
+IDENTITY_FIELDS = ("cluster", "brokerName", "brokerId")
+
+
+def identity_values(staged):
+    """(server, brokerAddr, cluster, brokerName, brokerId) combinations with, per field, the last time it
+    was seen set: a hash aggregation (its buffer is three longs) whose result is small, about one row
+    per (server, broker). ``max_by`` of a string straight over every line would be a sort aggregation:
+    Spark's hash aggregation cannot hold a string in its buffer, so it sorted every heartbeat, twice.
+    """
     rows = staged.filter(F.col("event").isin(*BROKER_EVENTS, IDENTITY_EVENT) & F.col("brokerAddr").isNotNull())
+    return (rows.groupBy("server", "brokerAddr", *IDENTITY_FIELDS)
+            .agg(*[F.max(F.when(F.col(name).isNotNull(), F.col("ts"))).alias("_at_" + name)
+                   for name in IDENTITY_FIELDS]))
+
+
+def broker_identities(values, keys=("brokerAddr",)):
+    """``keys`` -> latest known cluster, brokerName, brokerId (small: one row per broker address), from
+    ``identity_values`` (the value with the latest time, as ``max_by`` over the lines would give)."""
     suffix = "_" + "_".join(keys)
 
     def latest(name):
-        return F.max_by(F.col(name), F.when(F.col(name).isNotNull(), F.col("ts"))).alias(name + suffix)
+        return F.max_by(F.col(name), F.col("_at_" + name)).alias(name + suffix)
 
-    return rows.groupBy(*keys).agg(latest("cluster"), latest("brokerName"), latest("brokerId"))
+    return values.groupBy(*keys).agg(*[latest(name) for name in IDENTITY_FIELDS])
 
 
 def broker_events(staged):
@@ -177,8 +204,9 @@ def broker_events(staged):
     server (the master's "master address change" lines), else on any server (a slave is named only by
     our JSON logs). An address is assumed to keep its broker name.
     """
-    own = broker_identities(staged, ("server", "brokerAddr"))
-    anywhere = broker_identities(staged)
+    values = identity_values(staged)
+    own = broker_identities(values, ("server", "brokerAddr"))
+    anywhere = broker_identities(values)
     rows = events_of(staged).filter(F.col("event").isin(*BROKER_EVENTS) & F.col("brokerAddr").isNotNull())
     joined = (rows.join(F.broadcast(own), ["server", "brokerAddr"], "left")
               .join(F.broadcast(anywhere), "brokerAddr", "left"))
@@ -190,13 +218,25 @@ def broker_events(staged):
                          filled("cluster"), filled("brokerName"), filled("brokerId"))
 
 
-def line_counts(staged):
-    """Lines per (file, server, kind): the input summary, malformed lines included."""
-    return staged.groupBy("file", "server", "kind").agg(F.count(F.lit(1)).alias("lines"))
+def line_summary(staged):
+    """Lines per (file, server, kind, event, source, minute) with their first and last time: one pass over
+    the staged lines, from which ``line_counts``, ``server_windows`` and the digest's event series are
+    all derived (small: about one row per file, event and minute). Persist it when it is read again."""
+    minute = (F.floor(F.col("ts") / 60000) * 60000).cast("long")
+    return (staged.groupBy("file", "server", "kind", "event", "source", minute.alias("minute"))
+            .agg(F.count(F.lit(1)).alias("lines"), F.min("ts").alias("firstTs"), F.max("ts").alias("lastTs")))
 
 
-def server_windows(staged):
-    """Per server: first and last event time and event count (the span it was observed)."""
-    return (events_of(staged).groupBy("server")
-            .agg(F.min("ts").alias("firstTs"), F.max("ts").alias("lastTs"), F.count(F.lit(1)).alias("events"),
+def line_counts(summary):
+    """Lines per (file, server, kind): the input summary, malformed lines included (from ``line_summary``)."""
+    return summary.groupBy("file", "server", "kind").agg(F.sum("lines").alias("lines"))
+
+
+def server_windows(summary):
+    """Per server: first and last event time and event count (the span it was observed), from
+    ``line_summary``: its rows of events, as ``events_of`` keeps them."""
+    events = summary.filter(F.col("kind").isin(KIND_JSON, KIND_JAVA) & (F.col("event") != IDENTITY_EVENT)
+                            & F.col("firstTs").isNotNull() & F.col("server").isNotNull())
+    return (events.groupBy("server")
+            .agg(F.min("firstTs").alias("firstTs"), F.max("lastTs").alias("lastTs"), F.sum("lines").alias("events"),
                  F.concat_ws(",", F.sort_array(F.collect_set("source"))).alias("sources")))

@@ -85,19 +85,35 @@ def flaps(bounds, flap_minutes):
                     F.col("nextTs").alias("reRegisteredAt"), down.alias("downMs")))
 
 
-def summary(tl, flap_rows):
-    """Per (server, broker): registrations, heartbeats, expirations, flaps and heartbeat gap statistics."""
+def per_broker(tl, late_ms):
+    """Per (server, broker), in one aggregation over the timeline (one pass, one percentile): what
+    ``summary`` and ``heartbeat.drift`` report. ``late_ms``: intervals above it are late.
+
+    The drift columns are over the intervals only (rows with a ``gap``), as ``heartbeat.drift`` defines them.
+    """
     def count_of(event):
         return F.sum(F.when(F.col("event") == event, 1).otherwise(0)).alias(event.split("_", 1)[1])
 
+    interval = F.col("gap").isNotNull()
+    late = F.col("gap") > late_ms
     pct = F.percentile_approx("gap", [0.5, 0.99], 10000)
-    agg = (tl.groupBy(*KEY)
-           .agg(F.max("cluster").alias("cluster"), F.max("brokerName").alias("brokerName"),
-                F.max("brokerId").alias("brokerId"), count_of("broker_registered"),
-                count_of("broker_heartbeat"), count_of("broker_expired"), count_of("broker_unregistered"),
-                F.sum(F.col("sessionStart").cast("int")).alias("sessions"),
-                F.min("ts").alias("firstSeen"), F.max("ts").alias("lastSeen"),
-                F.count("gap").alias("gaps"), pct.alias("_p"), F.max("gap").alias("gapMaxMs")))
+    return (tl.groupBy(*KEY)
+            .agg(F.max("cluster").alias("cluster"), F.max("brokerName").alias("brokerName"),
+                 F.max("brokerId").alias("brokerId"), count_of("broker_registered"),
+                 count_of("broker_heartbeat"), count_of("broker_expired"), count_of("broker_unregistered"),
+                 F.sum(F.col("sessionStart").cast("int")).alias("sessions"),
+                 F.min("ts").alias("firstSeen"), F.max("ts").alias("lastSeen"),
+                 F.count("gap").alias("gaps"), pct.alias("_p"), F.max("gap").alias("gapMaxMs"),
+                 F.max(F.when(interval, F.col("cluster"))).alias("_intervalCluster"),
+                 F.max(F.when(interval, F.col("brokerName"))).alias("_intervalBrokerName"),
+                 F.sum(late.cast("int")).alias("lateIntervals"),
+                 F.min(F.when(late, F.col("ts"))).alias("firstLateAt"),
+                 F.max(F.when(late, F.col("ts"))).alias("lastLateAt")))
+
+
+def summary(agg, flap_rows):
+    """Per (server, broker): registrations, heartbeats, expirations, flaps and heartbeat gap statistics
+    (``agg``: ``per_broker``)."""
     flap_counts = flap_rows.groupBy(*KEY).agg(F.count(F.lit(1)).alias("flaps"))
     return (agg.join(flap_counts, KEY, "left")
             .select("cluster", "brokerName", "brokerId", "brokerAddr", "server",
@@ -108,15 +124,20 @@ def summary(tl, flap_rows):
 
 
 class Liveness:
-    """The liveness tables of one run; ``timeline`` is persisted while the reports use it."""
+    """The liveness tables of one run; ``timeline`` (and the small per-broker aggregate, which
+    ``heartbeat.drift`` reads too) are persisted while the reports use them. ``late_ms``: intervals
+    above it are late (``heartbeat.drift``)."""
 
-    def __init__(self, broker_events, windows, flap_minutes=10):
+    def __init__(self, broker_events, windows, flap_minutes=10, late_ms=35000):
+        self.late_ms = int(late_ms)
         self.timeline = timeline(broker_events).persist(StorageLevel.MEMORY_AND_DISK)
         self.bounds = boundaries(self.timeline).persist(StorageLevel.MEMORY_AND_DISK)
+        self.per_broker = per_broker(self.timeline, self.late_ms).persist(StorageLevel.MEMORY_AND_DISK)
         self.sessions = sessions(self.bounds, windows)
         self.flaps = flaps(self.bounds, flap_minutes)
-        self.summary = summary(self.timeline, self.flaps)
+        self.summary = summary(self.per_broker, self.flaps)
 
     def release(self):
         self.timeline.unpersist()
         self.bounds.unpersist()
+        self.per_broker.unpersist()

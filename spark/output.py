@@ -65,7 +65,8 @@ class OutputDir:
         """Parquet + single-file CSV (rows sorted by ``order``); returns the table read back from Parquet."""
         parquet = self.path(name + ".parquet")
         df.write.mode("overwrite").parquet(parquet)
-        written = self.spark.read.parquet(parquet)
+        # read back with the schema just written: inferring it from the files is one more Spark job per table
+        written = self.spark.read.schema(df.schema).parquet(parquet)
         self.write_csv(name + ".csv", csv_frame(written, time_columns), order)
         return written
 

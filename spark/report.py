@@ -45,6 +45,7 @@ def missing_extras():
 if __name__ == "__main__" and missing_extras():
     sys.exit(missing_extras())
 
+from pyspark import StorageLevel
 from spark import (digest, disagreement, heartbeat, htmlreport, incremental, ingest, javalog, progress, request_mix,
                    topic_churn)
 from spark.liveness import Liveness
@@ -151,18 +152,20 @@ def run(spark, inputs, output, progress_display=None, **options):
         return t[name]
 
     show.phase("inputs")
-    write("input_lines", ingest.line_counts(staged))
-    windows = write("servers", ingest.server_windows(staged))
+    lines = ingest.line_summary(staged).persist(StorageLevel.MEMORY_AND_DISK)
+    write("input_lines", ingest.line_counts(lines))
+    windows = write("servers", ingest.server_windows(lines))
     events = ingest.events_of(staged)
 
     show.phase("liveness")
-    live = Liveness(ingest.broker_events(staged), windows, opts["flap_minutes"])
+    late_ms = heartbeat.late_ms(opts["heartbeat_period_s"], opts["drift_tolerance_s"])
+    live = Liveness(ingest.broker_events(staged), windows, opts["flap_minutes"], late_ms)
     write("broker_liveness", live.summary)
     sessions = write("broker_sessions", live.sessions)
     write("broker_flaps", live.flaps)
     show.phase("heartbeat")
     write("heartbeat_intervals", heartbeat.distribution(live.timeline))
-    write("heartbeat_drift", heartbeat.drift(live.timeline, opts["heartbeat_period_s"], opts["drift_tolerance_s"]))
+    write("heartbeat_drift", heartbeat.drift(live.per_broker, late_ms))
     live.release()
 
     show.phase("requests")
@@ -183,7 +186,8 @@ def run(spark, inputs, output, progress_display=None, **options):
 
     show.phase("charts and html")
     counts = row_counts(t)
-    data = digest.collect(staged, t, opts["top"])
+    data = digest.collect(staged, t, opts["top"], line_summary=lines)
+    lines.unpersist()
     page_opts = dict(opts, inputs=ingest.split_inputs(inputs), missing=missing,
                      flap_minutes="%g" % opts["flap_minutes"],
                      drift_limit_s="%g" % (opts["heartbeat_period_s"] + opts["drift_tolerance_s"]))
@@ -215,6 +219,18 @@ def row_counts(tables):
     return {name: found.get(name, 0) for name in tables}
 
 
+def jvm_cpu_seconds(spark):
+    """CPU seconds the driver's JVM has used (with a local master: all the work), or None if unknown.
+
+    A figure that a busy, shared machine disturbs much less than the wall time (``bench.spark_bench``).
+    """
+    try:
+        cpu = spark._jvm.java.lang.ProcessHandle.current().info().totalCpuDuration()
+        return round(cpu.get().toMillis() / 1000.0, 1) if cpu.isPresent() else None
+    except Exception:  # noqa: BLE001 - a JVM that cannot tell: leave the figure out
+        return None
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
     from pyspark.sql import SparkSession
@@ -229,6 +245,7 @@ def main(argv=None):
                       heartbeat_period_s=args.heartbeat_period_s, drift_tolerance_s=args.drift_tolerance_s,
                       min_disagreement_ms=args.min_disagreement_ms, java_tz=args.java_tz, top=args.top,
                       keep_work=args.keep_work, since=args.since, until=args.until, incremental=args.incremental)
+        summary["jvm_cpu_seconds"] = jvm_cpu_seconds(spark)
     finally:
         shown.close()
         if existing is None:

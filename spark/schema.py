@@ -22,6 +22,13 @@ JSON_SCHEMA = T.StructType([
     T.StructField("topics", _ARR),   # topic_route_changed for several topics with the same before/after
 ])
 
+#: What ``from_json`` reads: JSON_SCHEMA with ``topics`` as text. Heartbeats and registrations carry a
+#: topic *count* there (``"topics":6``): read as an array, every such line failed that field and Spark
+#: built two exceptions per line to return the partial row, about half of the staging time. As text,
+#: the raw JSON of the value is kept and turned into the array only when it is one (``ingest.topics_array``),
+#: with the same result (NULL for anything but an array).
+JSON_READ_SCHEMA = T.StructType([T.StructField(f.name, _S) if f.name == "topics" else f for f in JSON_SCHEMA.fields])
+
 #: The normalized event columns, in order: JSON fields plus ``added``/``removed`` (brokerNames that
 #: joined/left a topic), ``source`` ("json" | "java") and ``file``.
 EVENT_COLUMNS = [f.name for f in JSON_SCHEMA.fields] + ["added", "removed", "source", "file"]

@@ -15,7 +15,7 @@ RUNTIME_CONF = {
     "spark.sql.session.timeZone": "UTC",
     # A malformed value in a log line must become NULL, never fail the job (Spark 4 defaults to ANSI).
     "spark.sql.ansi.enabled": "false",
-    # Write the event-partitioned staging table without sorting every task's rows first.
+    # Write the partitioned incremental stage without sorting every task's rows first.
     "spark.sql.maxConcurrentOutputFileWriters": "32",
 }
 
