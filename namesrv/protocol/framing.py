@@ -174,9 +174,7 @@ class FrameReader:
         limits = self.limits
         (word,) = LENGTH.unpack_from(buffer, offset + 4)
         header_length = word & 0xFFFFFF
-        if limits.max_header_length and header_length > limits.max_header_length:
-            self._partial_checked = True
-            limits.check_header_length(header_length)
+        limits.check_header_length(header_length)
         if len(buffer) - offset < 8 + header_length:
             return
         self._partial_checked = True

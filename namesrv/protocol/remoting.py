@@ -186,17 +186,14 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         handled = False
         for frame in frames:
             handled = True
-            if cache is not None:
-                answer = cache.answer(frame, self.peer)
-                if answer is not None:
-                    cached.append(answer)
-                    if self.paused or self.closing:
-                        break
-                    continue
+            answer = cache.answer(frame, self.peer) if cache is not None else None
+            if answer is not None:
+                cached.append(answer)
+            else:
                 if cached:
                     self._write_cached(cached)
                     cached = []
-            self.frame_received(frame)
+                self.frame_received(frame)
             if self.paused or self.closing:
                 break
         if cached:

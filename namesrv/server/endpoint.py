@@ -14,7 +14,7 @@ from twisted.internet import defer
 from twisted.internet.interfaces import IListeningPort, IStreamServerEndpoint
 from zope.interface import implementer
 
-from namesrv.server.sharedport import HeldPort, adopt_listening, close_listening, listening_socket
+from namesrv.server.sharedport import adopt_listening, close_listening, listening_socket, socket_address
 
 
 @implementer(IListeningPort)
@@ -36,7 +36,7 @@ class RemotingPort:
         return self._accepting is not None
 
     def getHost(self):
-        return HeldPort(self.socket).getHost()
+        return socket_address(self.socket)
 
     def startListening(self):
         pass   # listening from construction on

@@ -28,21 +28,11 @@ def listening_socket(port, interface="127.0.0.1", backlog=50):
     return sock
 
 
-class HeldPort:
-    """The listening socket held (its queue kept alive) by a main process that does not accept:
-    only its read workers accept from it (exclusive mode). ``getHost``/``stopListening`` as an
-    IListeningPort's."""
-
-    def __init__(self, sock):
-        self.socket = sock
-
-    def getHost(self):
-        host, port = self.socket.getsockname()[:2]
-        kind = IPv6Address if self.socket.family == socket.AF_INET6 else IPv4Address
-        return kind("TCP", host, port)
-
-    def stopListening(self):
-        self.socket.close()
+def socket_address(sock):
+    """A listening socket's address as Twisted's IPv4Address/IPv6Address (an IListeningPort's getHost)."""
+    host, port = sock.getsockname()[:2]
+    kind = IPv6Address if sock.family == socket.AF_INET6 else IPv4Address
+    return kind("TCP", host, port)
 
 
 def adopt_listening(reactor, sock, factory):

@@ -4,8 +4,8 @@ from namesrv.readworkers.main.processes import ReadWorkerPool
 
 
 def pool_for(service, count=1):
-    names = [child.name for child in service]
-    metrics = service.getServiceNamed("prometheus").metrics if "prometheus" in names else None
+    http = service.namedServices.get("prometheus")
+    metrics = http.metrics if http is not None else None
     return ReadWorkerPool(count, routes=service.routes, kv=service.kv, config=service.config,
                           registry=service.registry, factory=service.factory,
                           holds=service.security.dispatcher.holds, started=service.context.started,
