@@ -43,3 +43,13 @@ def test_read_workers_build_the_replicable_processors_named_by_the_main_process(
     replica = Replica(SharedGeneration(str(tmp_path / "g")), task.Clock(), processor_names=["route"])
     (built,) = replica.registry.processors
     assert IReplicableProcessor.providedBy(built) and built.context is replica.context
+
+
+def test_route_tables_know_no_protocol():
+    """The tables and their bodies use the JSON codec from namesrv.codec, never the wire layer."""
+    offenders = {}
+    for path in sorted((ROOT / "namesrv" / "routes").rglob("*.py")):
+        bad = [name for name in imported_modules(path) if name.startswith("namesrv.protocol")]
+        if bad:
+            offenders[str(path.relative_to(ROOT))] = bad
+    assert offenders == {}

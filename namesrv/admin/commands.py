@@ -7,7 +7,7 @@ topic on the brokers of ``-c``, which is then required); ``getKvConfig`` has no 
 twin (mqadmin only reads KV entries through Java code).
 """
 
-from namesrv.protocol import fastjson
+from namesrv.codec import fastjson
 from namesrv.admin.connection import AdminError
 from namesrv.admin.output import Output, table, to_json
 from namesrv.config.properties import decode_properties_bytes, format_properties, parse_properties

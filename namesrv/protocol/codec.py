@@ -7,7 +7,7 @@ A frame is ``int32 length`` (bytes after itself) · ``int32 serializeType<<24 | 
 import json
 import struct
 
-from namesrv.protocol.fastjson import clean_surrogates
+from namesrv.codec.fastjson import clean_surrogates
 from namesrv.protocol.codes import LanguageCode, SerializeType
 from namesrv.protocol.command import RemotingCommand
 

@@ -1,7 +1,7 @@
 """The values the route tables hold, named as in RocketMQ (TopicConfig, QueueData, BrokerData, ...).
 
 Each class knows its fastjson shape (``to_json``: a dict with Java's field names, written
-with sorted keys by ``namesrv.protocol.fastjson``). Classes are ``attrs`` classes with
+with sorted keys by ``namesrv.codec.fastjson``). Classes are ``attrs`` classes with
 slots (and no weak-reference slot, but for the shared QueueData): a NameServer holds one
 QueueData per (topic, broker name), i.e. hundreds of thousands of them, and a registration
 decodes one TopicConfig per topic. Values compared by value (DataVersion, QueueData, BrokerData) say so

@@ -8,7 +8,7 @@ cached answer for a topic.
 
 import heapq
 
-from namesrv.protocol import fastjson
+from namesrv.codec import fastjson
 from namesrv.config import java_text
 from namesrv.protocol.codes import RequestCode, ResponseCode, Version
 from namesrv.protocol.command import make_request

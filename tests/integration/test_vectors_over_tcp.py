@@ -2,7 +2,7 @@
 
 import json
 
-from namesrv.protocol import fastjson
+from namesrv.codec import fastjson
 from namesrv.protocol.codec import decode_frame
 from tests.vectors import vector
 

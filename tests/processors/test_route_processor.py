@@ -7,7 +7,7 @@ import pytest
 from twisted.internet.task import Clock
 from zope.interface.verify import verifyObject
 
-from namesrv.protocol import fastjson
+from namesrv.codec import fastjson
 from namesrv.context import NamesrvContext
 from namesrv.interfaces import IRequestProcessor
 from namesrv.protocol.codec import decode_frame, encode_frame

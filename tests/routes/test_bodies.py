@@ -5,7 +5,7 @@ import zlib
 
 import pytest
 
-from namesrv.protocol import fastjson
+from namesrv.codec import fastjson
 from namesrv.protocol.codec import decode_frame
 from namesrv.routes.bodies import decode, encode
 from namesrv.routes.bodies.decode import BodyDecodeError

@@ -3,7 +3,7 @@
 import pytest
 from twisted.internet.task import Clock
 
-from namesrv.protocol import fastjson
+from namesrv.codec import fastjson
 from namesrv.routes.bodies import encode
 from tests.routes.helpers import BROKER, CLUSTER, MASTER_ADDR, SLAVE_ADDR, FakeConnection, RecordingEventLog, new_routes, register
 

@@ -5,7 +5,7 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from namesrv.protocol.fastjson import dumps_plain, dumps_standard, loads
+from namesrv.codec.fastjson import dumps_plain, dumps_standard, loads
 
 
 def test_unquoted_integer_keys_become_int_keys():

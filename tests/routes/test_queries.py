@@ -2,7 +2,7 @@
 
 import pytest
 
-from namesrv.protocol import fastjson
+from namesrv.codec import fastjson
 from namesrv.protocol.codec import decode_frame
 from namesrv.routes.bodies import decode
 from namesrv.routes.model import PERM_READ, PERM_WRITE, QueueData

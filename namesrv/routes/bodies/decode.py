@@ -10,7 +10,7 @@ import struct
 import time
 import zlib
 
-from namesrv.protocol import fastjson
+from namesrv.codec import fastjson
 from namesrv.routes import register_json
 from namesrv.routes.model import (
     DEFAULT_ORDER, DEFAULT_PERM, DEFAULT_READ_QUEUE_NUMS, DEFAULT_TOPIC_FILTER_TYPE, DEFAULT_TOPIC_SYS_FLAG,

@@ -4,7 +4,7 @@ Routes are standard JSON or fastjson's own dialect by the requester's version
 (``use_standard_json``); every other answer is plain fastjson, like Java.
 """
 
-from namesrv.protocol import fastjson
+from namesrv.codec import fastjson
 
 #: Routes are standard JSON for requesters at or above V4_9_4.
 VERSION_STANDARD_JSON = 401
