@@ -77,6 +77,8 @@ class _Broker:
 class _Fleet:
     """The fleet process's state and loop (everything here runs in the child)."""
 
+    host = "127.0.0.1"
+
     def __init__(self, port, style, topics, first_index):
         self.port, self.style, self.topics, self.first_index = port, style, topics, first_index
         self.brokers = []
@@ -172,7 +174,7 @@ class _Fleet:
             broker.sock.close()
         new = []
         for i in range(len(self.brokers), count):
-            sock = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+            sock = socket.create_connection((self.host, self.port), timeout=30)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.setblocking(False)
             broker = _Broker(i, sock, self._frames(i))

@@ -233,39 +233,69 @@ def _worker(index, host, port, templates, spec, connections, rate, ready, go, re
 def run_load(port, templates, spec, server=None, host="127.0.0.1"):
     """Run ``spec`` against ``host:port`` and return a LoadResult (``server``: a servers._Subprocess
     whose CPU use over the window is reported as a fraction of one core)."""
-    ctx = multiprocessing.get_context("fork")
-    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
-    processes = max(1, spec.processes)
-    shares = [spec.connections // processes + (1 if i < spec.connections % processes else 0)
-              for i in range(processes)]
-    rate = spec.rate / processes if spec.rate else 0.0
-    workers = [ctx.Process(target=_worker, args=(i, host, port, templates, spec, max(1, share), rate,
-                                                 ready, go, results), daemon=True)
-               for i, share in enumerate(shares)]
-    for worker in workers:
-        worker.start()
-    try:
-        for _ in workers:
-            index, error = ready.get(timeout=30)
-            if error:
-                raise RuntimeError("load worker %d: %s" % (index, error))
-        go.set()
-        server_cpu = None
-        if server is not None:
-            time.sleep(spec.warmup)
-            cpu_before, clock_before = server.cpu_seconds(), time.perf_counter()
-        collected = []
-        deadline = time.monotonic() + spec.warmup + spec.duration + spec.stall_timeout + 30
-        while len(collected) < len(workers):
-            collected.append(results.get(timeout=max(1.0, deadline - time.monotonic())))
-            if server is not None and server_cpu is None:
-                server_cpu = (server.cpu_seconds() - cpu_before) / max(1e-9, time.perf_counter() - clock_before)
-    finally:
-        for worker in workers:
+    return LoadRun(port, templates, spec, host).start().result(server)
+
+
+class LoadRun:
+    """One load in the background: ``start()`` connects its processes and lets them go,
+    ``result()`` waits for their window to end. Two runs (a load and a prober) may overlap."""
+
+    def __init__(self, port, templates, spec, host="127.0.0.1"):
+        self.spec = spec
+        ctx = multiprocessing.get_context("fork")
+        self._ready, self._results, self._go = ctx.Queue(), ctx.Queue(), ctx.Event()
+        processes = max(1, spec.processes)
+        shares = [spec.connections // processes + (1 if i < spec.connections % processes else 0)
+                  for i in range(processes)]
+        rate = spec.rate / processes if spec.rate else 0.0
+        self.workers = [ctx.Process(target=_worker, args=(i, host, port, templates, spec, max(1, share), rate,
+                                                          self._ready, self._go, self._results), daemon=True)
+                        for i, share in enumerate(shares)]
+
+    @property
+    def pids(self):
+        return [worker.pid for worker in self.workers]
+
+    def start(self):
+        for worker in self.workers:
+            worker.start()
+        try:
+            for _ in self.workers:
+                index, error = self._ready.get(timeout=30)
+                if error:
+                    raise RuntimeError("load worker %d: %s" % (index, error))
+        except BaseException:
+            self._end_workers()
+            raise
+        self._go.set()
+        return self
+
+    def _end_workers(self):
+        for worker in self.workers:
             worker.join(5)
             if worker.is_alive():
                 worker.terminate()
                 worker.join(5)
+
+    def result(self, server=None):
+        spec, workers = self.spec, self.workers
+        try:
+            server_cpu = None
+            if server is not None:
+                time.sleep(spec.warmup)
+                cpu_before, clock_before = server.cpu_seconds(), time.perf_counter()
+            collected = []
+            deadline = time.monotonic() + spec.warmup + spec.duration + spec.stall_timeout + 30
+            while len(collected) < len(workers):
+                collected.append(self._results.get(timeout=max(1.0, deadline - time.monotonic())))
+                if server is not None and server_cpu is None:
+                    server_cpu = (server.cpu_seconds() - cpu_before) / max(1e-9, time.perf_counter() - clock_before)
+        finally:
+            self._end_workers()
+        return _combine(collected, server_cpu)
+
+
+def _combine(collected, server_cpu):
     errors = [r["error"] for r in collected if "error" in r]
     if errors:
         raise RuntimeError("load workers failed: %s" % "; ".join(errors))
