@@ -1,27 +1,38 @@
-"""Encoded answer bodies kept between changes: per-topic routes, the topic list, the cluster info.
+"""Encoded answer pieces and bodies kept between changes: route pieces, some routes, the whole-table bodies.
 
 Clients poll GET_ROUTEINFO_BY_TOPIC every 30 s per topic; Java deep-copies and encodes each
-answer under a lock (PITFALLS 8). Here a body is built once and dropped precisely when
-something it was built from changes; the change tracker (changes.py) says what changed, this object
-only forgets.
+answer under a lock (PITFALLS 8). Here the pieces a route body is joined from (each broker's
+BrokerData, each shared QueueData) are encoded once and kept while they hold, so a route is
+joined, not encoded, whatever the number of topics; only routes that need more than a join
+(acting master, static-topic mappings, filter servers) are kept whole, per topic, within a
+byte budget. The change tracker (changes.py) says what changed; this object only forgets.
 """
 
 #: a topic's route is asked in a few shapes at most (standard JSON?, acting master?, order conf)
 MAX_VARIANTS_PER_TOPIC = 8
+#: bytes a kept route costs beside its body (dict slots, the variants dict, the key tuple)
+ROUTE_OVERHEAD = 300
+#: distinct QueueData pieces kept (a fleet has a few per broker); past it they start over
+MAX_QUEUE_PIECES = 1 << 16
+DEFAULT_MAX_BYTES = 32 << 20
 
 
 class RouteBodyCache:
-    """``routes``: topic -> {(standard, acting, orderTopicConf): bytes}; ``topic_list`` and
-    ``cluster_info``: the whole-table bodies, or None until asked again."""
+    """``routes``: topic -> {(standard, acting, orderTopicConf): bytes}, the whole routes, within
+    ``max_bytes``; ``broker_pieces``: (brokerName, standard) -> its BrokerData's bytes, until that
+    broker changes; ``queue_pieces``: id(QueueData) -> (the object, plain bytes, standard bytes);
+    ``topic_list`` and ``cluster_info``: the whole-table bodies, or None until asked again."""
 
-    def __init__(self):
-        self.routes = {}
-        self.topic_list = None
-        self.cluster_info = None
+    def __init__(self, max_bytes=DEFAULT_MAX_BYTES):
+        self.max_bytes = max_bytes
+        self.clear()
 
     def clear(self):
         """Forget every body (the tables were replaced)."""
         self.routes = {}
+        self.route_bytes = 0
+        self.broker_pieces = {}
+        self.queue_pieces = {}
         self.topic_list = None
         self.cluster_info = None
 
@@ -30,21 +41,74 @@ class RouteBodyCache:
         return variants.get(key) if variants is not None else None
 
     def remember_route(self, topic, key, body):
-        variants = self.routes.get(topic)
+        routes = self.routes
+        variants = routes.get(topic)
         if variants is None:
-            variants = self.routes[topic] = {}
+            variants = routes[topic] = {}
+            self.route_bytes += ROUTE_OVERHEAD
         elif len(variants) >= MAX_VARIANTS_PER_TOPIC:
+            self.route_bytes -= sum(len(old) for old in variants.values())
             variants.clear()
+        old = variants.get(key)
+        if old is not None:
+            self.route_bytes -= len(old)
         variants[key] = body
+        self.route_bytes += len(body)
+        if self.route_bytes > self.max_bytes:
+            self._evict()
+
+    def _evict(self):
+        """Forget the oldest routes until a quarter of the budget is free (one pass, not one per miss)."""
+        routes, goal = self.routes, self.max_bytes * 3 // 4
+        dropped = []
+        for topic in routes:
+            if self.route_bytes <= goal:
+                break
+            self.route_bytes -= ROUTE_OVERHEAD + sum(len(body) for body in routes[topic].values())
+            dropped.append(topic)
+        for topic in dropped:
+            del routes[topic]
 
     def forget_routes(self, topics):
         routes = self.routes
         if routes:
             for topic in topics:
-                routes.pop(topic, None)
+                variants = routes.pop(topic, None)
+                if variants is not None:
+                    self.route_bytes -= ROUTE_OVERHEAD + sum(len(body) for body in variants.values())
+
+    def queue_piece(self, queue_data, standard, encode):
+        """The bytes of a shared (never changed) QueueData; ``encode(value, standard)`` builds them."""
+        entry = self.queue_pieces.get(id(queue_data))
+        if entry is None or entry[0] is not queue_data:
+            if len(self.queue_pieces) >= MAX_QUEUE_PIECES:
+                self.queue_pieces = {}
+            entry = self.queue_pieces[id(queue_data)] = (queue_data, encode(queue_data, False),
+                                                         encode(queue_data, True))
+        return entry[2] if standard else entry[1]
+
+    def broker_piece(self, broker_data, standard, encode):
+        key = (broker_data.broker_name, standard)
+        piece = self.broker_pieces.get(key)
+        if piece is None:
+            piece = self.broker_pieces[key] = encode(broker_data, standard)
+        return piece
 
     def topic_set_changed(self):
         self.topic_list = None
 
-    def brokers_changed(self):
+    def brokers_changed(self, broker_name=None):
+        """The BrokerData (changed in place) or cluster membership of ``broker_name`` (None: of any
+        broker) changed: the cluster info goes, and that broker's pieces."""
         self.cluster_info = None
+        pieces = self.broker_pieces
+        if broker_name is None:
+            if pieces:
+                self.broker_pieces = {}
+        else:
+            pieces.pop((broker_name, True), None)
+            pieces.pop((broker_name, False), None)
+
+    def stats(self):
+        return {"routes": len(self.routes), "routeBytes": self.route_bytes, "brokerPieces": len(self.broker_pieces),
+                "queuePieces": len(self.queue_pieces)}

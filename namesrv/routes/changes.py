@@ -60,9 +60,9 @@ class RouteChanges:
             tracker.update(topics)
         self.changed()
 
-    def brokers_changed(self):
-        """A BrokerData or cluster membership changed."""
-        self.body_cache.brokers_changed()
+    def brokers_changed(self, broker_name=None):
+        """The BrokerData or cluster membership of ``broker_name`` (None: of any broker) changed."""
+        self.body_cache.brokers_changed(broker_name)
         self.changed()
 
     def broker_routes_changed(self, topics):

@@ -1,10 +1,12 @@
 """Read-only questions to the route tables, answered from the body cache where they can be.
 
-The encoded route of a topic is kept per (standard JSON?, acting-master rewrite?,
-orderTopicConf) in a RouteBodyCache (bodycache.py) and dropped precisely when something it
-was built from changes: the topic's QueueData or static-topic mapping, the BrokerData of
-one of its brokers, or the filter servers of one of their addresses. A heartbeat that
-changes nothing drops nothing. Cluster info and the all-topics list are kept until a
+A route body is joined from the encoded pieces of its brokers (their BrokerData and
+QueueData, kept in a RouteBodyCache, bodycache.py), so any of 100,000 topics costs a join,
+not an encode. A route that needs more (acting master, a static-topic mapping, filter
+servers) is encoded whole and kept per (standard JSON?, acting-master rewrite?,
+orderTopicConf), dropped precisely when something it was built from changes: the topic's
+QueueData or static-topic mapping, the BrokerData of one of its brokers, or the filter
+servers of one of their addresses. A heartbeat that changes nothing drops nothing. Cluster info and the all-topics list are kept until a
 broker or topic-set change (PITFALLS 7). The change tracker (changes.py) does the
 dropping; queries only read and fill the cache.
 """
@@ -12,6 +14,9 @@ dropping; queries only read and fill the cache.
 from namesrv.routes.bodies import encode
 from namesrv.routes.model import (
     FLAG_UNIT, FLAG_UNIT_SUB, MASTER_ID, PERM_WRITE, SYNC_BROKER_MEMBER_GROUP_PREFIX, TopicRouteData)
+
+
+_NOT_JOINED = object()
 
 
 class RouteQueries:
@@ -57,9 +62,20 @@ class RouteQueries:
         return route
 
     def route_body(self, topic, standard, order_topic_conf=None, support_acting_master=False):
-        """The encoded TopicRouteData answer for ``topic``, or None when there is no route."""
+        """The encoded TopicRouteData answer for ``topic``, or None when there is no route.
+
+        Joined from the pieces of its brokers when it can be (bodycache.py); else built, encoded
+        and kept whole.
+        """
+        tables = self.tables
+        queue_map = tables.topic_queue_table.get(topic)
+        if not queue_map:
+            return None
+        body = self._joined_route_body(topic, queue_map, standard, order_topic_conf, support_acting_master)
+        if body is not _NOT_JOINED:
+            return body
         key = (standard, support_acting_master, order_topic_conf)
-        variants = self.body_cache.routes.get(topic)   # RouteBodyCache.route, inlined: the hottest read
+        variants = self.body_cache.routes.get(topic)
         if variants is not None:
             body = variants.get(key)
             if body is not None:
@@ -71,6 +87,36 @@ class RouteQueries:
         body = encode.encode_topic_route(route, standard)
         self.body_cache.remember_route(topic, key, body)
         return body
+
+    def _joined_route_body(self, topic, queue_map, standard, order_topic_conf, support_acting_master):
+        """The route joined from cached pieces, None (no route), or _NOT_JOINED when it needs more than
+        a join: a static-topic mapping, filter servers, or a masterless group that acting master rewrites."""
+        tables = self.tables
+        if tables.topic_queue_mapping_info_table and topic in tables.topic_queue_mapping_info_table:
+            return _NOT_JOINED
+        cache = self.body_cache
+        broker_table = tables.broker_addr_table
+        filters = tables.filter_server_table
+        names = sorted(queue_map)
+        broker_pieces = []
+        for name in names:
+            broker_data = broker_table.get(name)
+            if broker_data is None:
+                continue
+            addrs = broker_data.broker_addrs
+            if support_acting_master and addrs and MASTER_ID not in addrs:
+                return _NOT_JOINED
+            if filters and any((broker_data.cluster, addr) in filters for addr in addrs.values()):
+                return _NOT_JOINED
+            piece = cache.broker_pieces.get((name, standard))
+            if piece is None:
+                piece = cache.broker_piece(broker_data, standard, encode.encode_piece)
+            broker_pieces.append(piece)
+        if not broker_pieces:
+            return None
+        queue_piece = cache.queue_piece
+        queue_pieces = [queue_piece(queue_map[name], standard, encode.encode_piece) for name in names]
+        return encode.join_topic_route(broker_pieces, queue_pieces, order_topic_conf, standard)
 
     def broker_topic_count(self, broker_name):
         """How many topics have QueueData of ``broker_name`` (the status page shows it per group)."""

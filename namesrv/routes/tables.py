@@ -157,18 +157,18 @@ class RouteTables:
         if broker_name not in names:
             names.add(broker_name)
             self.mark_broker(broker_name)
-            self.changes.brokers_changed()
+            self.changes.brokers_changed(broker_name)
 
     def new_broker_data(self, cluster, broker_name):
         broker_data = self.broker_addr_table[broker_name] = BrokerData(cluster, broker_name, {})
         self.mark_broker(broker_name)
-        self.changes.brokers_changed()
+        self.changes.brokers_changed(broker_name)
         return broker_data
 
     def broker_data_changed(self, broker_name):
         """The BrokerData of ``broker_name`` was changed in place."""
         self.mark_broker(broker_name)
-        self.changes.brokers_changed()
+        self.changes.brokers_changed(broker_name)
         self.changes.broker_routes_changed(self.topics_of(broker_name))
 
     def remove_broker_name(self, broker_name):
@@ -181,7 +181,7 @@ class RouteTables:
             names.discard(broker_name)
             if not names:
                 del self.cluster_addr_table[cluster]
-        self.changes.brokers_changed()
+        self.changes.brokers_changed(broker_name)
         for topic in list(self.topics_of(broker_name)):
             self.remove_queue_data(topic, broker_name)
 

@@ -25,24 +25,50 @@ def routes(clock, events):
     routes.check_invariants()
 
 
-def test_route_is_encoded_once_per_change(routes):
+@pytest.fixture
+def encodes(monkeypatch):
+    """Every value the route queries encode: the pieces routes are joined from, and whole routes."""
+    seen = []
+    piece, whole = encode.encode_piece, encode.encode_topic_route
+    monkeypatch.setattr(encode, "encode_piece", lambda value, standard: seen.append(value) or piece(value, standard))
+    monkeypatch.setattr(encode, "encode_topic_route", lambda route, standard: seen.append(route) or whole(route, standard))
+    return seen
+
+
+def test_route_is_encoded_once_per_change(routes, encodes):
     register(routes, "T", "U", acting=True)
     first = routes.route_body("T", True)
-    assert routes.route_body("T", True) is first
+    assert routes.route_body("T", True) == first
     other = routes.route_body("U", True)
+    encoded = len(encodes)
+    assert encoded > 0
     register(routes, "T", "U", acting=True)  # heartbeat: same DataVersion
     routes.broker_heartbeat(CLUSTER, MASTER_ADDR)
     routes.query_data_version(CLUSTER, MASTER_ADDR, None)
-    assert routes.route_body("T", True) is first and routes.route_body("U", True) is other
+    assert routes.route_body("T", True) == first and routes.route_body("U", True) == other
+    assert len(encodes) == encoded
 
 
-def test_encodings_and_order_conf_are_cached_separately(routes):
+def test_joined_routes_are_the_encoded_routes(routes):
+    register(routes, "T", "U", name="b1", addr="h:1")
+    register(routes, "T", name="b2", addr="h:2", zone="z\u00e9/")
+    register(routes, "T", "U", name="b3", addr="h:3", broker_id=1)     # a group without a master
+    for topic in ("T", "U"):
+        for standard in (True, False):
+            for conf in (None, "b1:8;b2:4/\u00e9"):
+                route = routes.pickup_topic_route(topic)
+                route.order_topic_conf = conf
+                assert routes.route_body(topic, standard, conf) == encode.encode_topic_route(route, standard)
+
+
+def test_encodings_and_order_conf_are_cached_separately(routes, encodes):
     register(routes, "T")
     standard, plain = routes.route_body("T", True), routes.route_body("T", False)
     assert standard != plain
     with_conf = routes.route_body("T", True, "broker-a:8")
     assert b"orderTopicConf" in with_conf and b"orderTopicConf" not in routes.route_body("T", True)
-    assert routes.route_body("T", False) is plain
+    del encodes[:]
+    assert routes.route_body("T", False) == plain and encodes == []
 
 
 @pytest.mark.parametrize("change", [
@@ -54,7 +80,7 @@ def test_encodings_and_order_conf_are_cached_separately(routes):
     lambda routes: routes.delete_topic("T"),
     lambda routes: routes.unregister_broker(CLUSTER, MASTER_ADDR, BROKER, 0),
 ])
-def test_every_input_of_a_route_invalidates_it(routes, change):
+def test_every_input_of_a_route_invalidates_it(routes, change, encodes):
     register(routes, "T", "Untouched", name="broker-c", addr="127.0.0.1:3")
     register(routes, "T")
     before = routes.route_body("T", True)
@@ -64,14 +90,17 @@ def test_every_input_of_a_route_invalidates_it(routes, change):
     fresh = routes.pickup_topic_route("T")
     assert after != before
     assert after == (None if fresh is None else encode.encode_topic_route(fresh, True))
-    assert routes.route_body("Untouched", True) is untouched  # other topics keep their encoding
+    del encodes[:]
+    assert routes.route_body("Untouched", True) == untouched
+    assert encodes == []           # other topics keep their encoding (or the pieces it is joined from)
 
 
-def test_perm_restored_to_same_value_keeps_cache_valid(routes):
+def test_perm_restored_to_same_value_keeps_cache_valid(routes, encodes):
     register(routes, "T")
     body = routes.route_body("T", True)
+    del encodes[:]
     routes.add_write_perm_of_broker(BROKER)  # 6 -> 6: nothing changed
-    assert routes.route_body("T", True) is body
+    assert routes.route_body("T", True) == body and encodes == []
 
 
 def test_cluster_info_and_topic_list_caches(routes):

@@ -66,7 +66,9 @@ def test_queries_alone_answer_from_the_tables_and_keep_their_bodies():
     parts = Parts()
     parts.register()
     body = parts.queries.route_body("T1", True)
-    assert body is parts.queries.route_body("T1", True)              # kept
+    pieces = dict(parts.queries.body_cache.broker_pieces)
+    assert body == parts.queries.route_body("T1", True) and pieces      # joined from kept pieces
+    assert all(parts.queries.body_cache.broker_pieces[key] is piece for key, piece in pieces.items())
     assert parts.queries.topic_names() == ["T1", "T2"]
     assert parts.queries.broker_topic_count("a") == 2
     assert parts.queries.topics_by_cluster("c") == ["T1", "T2"]

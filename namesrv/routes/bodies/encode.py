@@ -42,3 +42,38 @@ def encode_topic_list(topics, broker_addr=None):
 def encode_broker_member_group(cluster, broker_name, broker_addrs):
     group = {"brokerAddrs": broker_addrs, "brokerName": broker_name, "cluster": cluster}
     return fastjson.dumps_plain({"brokerMemberGroup": group}).encode("utf-8")
+
+
+# -- TopicRouteData from pieces ----------------------------------------------------------
+#
+# A route body names no topic: it is its brokers' BrokerData and their QueueData, so every
+# piece is shared by all topics on that broker (with 100,000 topics on 1,000 brokers, a
+# broker's piece serves ~1,000 topics). Each piece is encoded once and a body is joined from
+# them: the same bytes as encode_topic_route, for a few microseconds instead of ~100.
+
+_ROUTE_HEAD = b'{"brokerDatas":['
+_ROUTE_NO_FILTERS = b'],"filterServerTable":{}'
+_ROUTE_ORDER_CONF = b',"orderTopicConf":'
+_ROUTE_QUEUES = b',"queueDatas":['
+_ROUTE_END = b']}'
+_COMMA = b","
+
+
+def encode_piece(value, standard):
+    """One value (a BrokerData, a QueueData, a string) as it appears inside a route body."""
+    if standard:
+        return fastjson.dumps_standard(value).encode("ascii")
+    return fastjson.dumps_plain(value).encode("utf-8")
+
+
+def join_topic_route(broker_pieces, queue_pieces, order_topic_conf, standard):
+    """The TopicRouteData body of these pieces (sorted by broker name), with no filter servers
+    and no static-topic mapping: byte for byte what ``encode_topic_route`` writes for them."""
+    parts = [_ROUTE_HEAD, _COMMA.join(broker_pieces), _ROUTE_NO_FILTERS]
+    if order_topic_conf is not None:
+        parts.append(_ROUTE_ORDER_CONF)
+        parts.append(encode_piece(order_topic_conf, standard))
+    parts.append(_ROUTE_QUEUES)
+    parts.append(_COMMA.join(queue_pieces))
+    parts.append(_ROUTE_END)
+    return b"".join(parts)
