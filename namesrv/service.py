@@ -194,7 +194,9 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
     kv = KVConfigManager(config.kvConfigPath, reactor=reactor, events=events)
     kv.load()
     routes = RouteInfoManager(clock=clock, events=events,
-                              default_heartbeat_timeout_millis=config.brokerChannelExpiredTime)
+                              default_heartbeat_timeout_millis=config.brokerChannelExpiredTime,
+                              body_cache_max_bytes=config.routeBodyCacheMaxBytes)
+    config.add_listener(lambda *ignored: routes.body_cache.set_max_bytes(config.routeBodyCacheMaxBytes))
     context = NamesrvContext(config=config, routes=routes, kv=kv, reactor=reactor, events=events,
                              server_id="%s:%s" % (config.bindAddress, config.listenPort))
     registry = ProcessorRegistry.from_plugins(context, plugin_package)
@@ -228,11 +230,12 @@ def _make_answer_cache(config, registry, routes, kv):
     if not config.answerCacheEnable:
         return None
     from namesrv.protocol.answercache import AnswerCache
-    cache = AnswerCache(registry, max_entries=config.answerCacheMaxEntries)
+    cache = AnswerCache(registry, max_entries=config.answerCacheMaxEntries, max_bytes=config.answerCacheMaxBytes)
     registry.change_listeners.append(cache.invalidate)
     routes.add_change_listener(cache.invalidate)
     kv.change_listeners.append(cache.invalidate)
     config.add_listener(cache.invalidate)
+    config.add_listener(lambda *ignored: cache.set_limits(config.answerCacheMaxEntries, config.answerCacheMaxBytes))
     return cache
 
 

@@ -289,6 +289,30 @@ def test_the_cache_is_bounded(server):
     assert len(svc.answer_cache) <= 3
 
 
+def test_topics_on_the_same_brokers_share_one_body_and_the_bytes_are_bounded(server):
+    svc = server()
+    proto, transport = connect(svc)
+    topics = ["S%d" % i for i in range(40)]
+    register(proto, transport, topics=topics)
+    cache = svc.answer_cache
+    first = ask(proto, transport, *[route(t, i) for i, t in enumerate(topics)])
+    bodies = {id(entry[2]) for entry in cache._entries.values()}
+    assert len(cache) == 40 and len(bodies) == 1        # one body, kept once, for forty topics
+    one_entry = cache.bytes // 40
+    cache.set_limits(1000, one_entry * 20)              # room for about twenty
+    assert len(cache) <= 20 and cache.bytes <= one_entry * 20
+    again = ask(proto, transport, *[route(t, i) for i, t in enumerate(topics)])
+    assert [a.body for _, a in again] == [a.body for _, a in first]
+    assert len(cache) <= 20 and cache.bytes <= one_entry * 20 and cache.evictions >= 2
+    assert list(cache._entries)[-1].find(b"S39") > 0    # the newest stay, the oldest went
+
+
+def test_limits_follow_the_configuration(server):
+    svc = server()
+    svc.config.update({"answerCacheMaxBytes": "1000", "routeBodyCacheMaxBytes": "2000"})
+    assert svc.answer_cache.max_bytes == 1000 and svc.routes.body_cache.max_bytes == 2000
+
+
 def test_switched_off_by_property(server):
     svc = server(answerCacheEnable="false")
     proto, transport = connect(svc)

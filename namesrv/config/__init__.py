@@ -166,7 +166,9 @@ PROPERTIES = [
     Int("eventLogBackups", 10, "rotated event log files kept"),
     Int("kvConfigPrintInterval", 600, "seconds between KV table prints to the log"),
     Bool("answerCacheEnable", True, "replay whole answers to repeated route reads (off when ACL is on)"),
-    Int("answerCacheMaxEntries", 65536, "distinct cached request frames before the cache starts over"),
+    Int("answerCacheMaxEntries", 262144, "most cached request frames; past it the oldest quarter goes"),
+    Long("answerCacheMaxBytes", 67108864, "bytes the answer cache may hold (request keys, answer headers, each distinct body once); past it the oldest quarter goes"),
+    Long("routeBodyCacheMaxBytes", 33554432, "bytes of whole route bodies kept per topic (only routes not joined from their brokers' pieces: acting master, static topics, filter servers)"),
     AutoInt("routeReadWorkers", "auto", "processes answering route reads beside the main one, on the same port (read at start); auto = one fewer than the CPUs this process may run on (0 on one CPU: one process)", default_read_workers),
     Bool("routeReadWorkersExclusive", True, "with read workers: only the workers accept connections, so no route read waits behind registration work (read at start)"),
     # security and operations (namesrv/security, namesrv/dispatch/isolation.py, namesrv/observe/metrics.py)

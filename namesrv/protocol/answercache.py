@@ -25,12 +25,18 @@ Correctness rests on three rules:
   the key expects it; a looked-up JSON opaque must be a plain int32 literal, else the
   frame takes the slow path (which answers or closes exactly as before).
 
+**What it costs**: an entry keeps the request key and the answer's header around the
+opaque; the body is kept once however many entries answer with it (route bodies name no
+topic, so the topics on the same brokers share one). Entries and bodies are counted in
+bytes; past ``max_bytes`` (or ``max_entries``) the oldest quarter goes, in one pass.
+
 Observers still see every request: the protocol calls ``report(peer)`` after each read,
 and each observer gets the replayed answers per (code, response code), in bulk through
 ``record_requests`` when it has one, so metrics and the event log's per-second request
 aggregates count cached answers too.
 """
 
+import itertools
 import struct
 
 from namesrv.protocol.codec import encode_frame, encode_json_header
@@ -77,26 +83,43 @@ def _plain_int(text):
     return size < 10 or -2**31 <= int(text) < 2**31
 
 
+#: what an entry costs beside its bytes: the dict slot, the tuple, four bytes objects' headers
+ENTRY_OVERHEAD = 240
+BODY_OVERHEAD = 120
+DEFAULT_MAX_BYTES = 64 << 20
+
+
 class AnswerCache:
     """Request frame (minus opaque) → the answer frame (minus opaque), for cacheable answers."""
 
-    def __init__(self, registry, max_entries=65536, max_frame_length=1024):
+    def __init__(self, registry, max_entries=262144, max_frame_length=1024, max_bytes=DEFAULT_MAX_BYTES):
         self.registry = registry
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self.max_frame_length = max_frame_length
         self._entries = {}
+        self._bodies = {}
+        self.bytes = 0
         self._counts = {}
         self.hits = 0
         self.stores = 0
         self.invalidations = 0
+        self.evictions = 0
 
     def __len__(self):
         return len(self._entries)
 
+    def set_limits(self, max_entries, max_bytes):
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+        if self.bytes > max_bytes or len(self._entries) > max_entries:
+            self._evict()
+
     def invalidate(self, *ignored):
         """Forget every answer (accepts and ignores listener arguments)."""
-        if self._entries:
+        if self._entries or self._bodies:
             self._entries = {}
+            self._bodies = {}
+            self.bytes = 0
         self.invalidations += 1
 
     # -- the hot path --------------------------------------------------------------
@@ -131,11 +154,11 @@ class AnswerCache:
             return None
         if entry is None:
             return None
-        head, tail, counted = entry
+        head, suffix, body, counted = entry
         self.hits += 1
         counts = self._counts
         counts[counted] = counts.get(counted, 0) + 1
-        return b"".join((head, opaque, tail))
+        return b"".join((head, opaque, suffix, body))
 
     def report(self, peer):
         """Tell the observers about the answers replayed since the last report (one peer's batch).
@@ -161,12 +184,38 @@ class AnswerCache:
             return False
         if entry is None:
             return False
-        key, value = entry
-        if len(self._entries) >= self.max_entries:
-            self._entries = {}
-        self._entries[key] = value
+        key, (head, suffix, body, counted) = entry
+        entries = self._entries
+        size = len(key) + len(head) + len(suffix) + ENTRY_OVERHEAD
+        if body:
+            shared = self._bodies.get(body)
+            if shared is None:
+                self._bodies[body] = body
+                size += len(body) + BODY_OVERHEAD
+            else:
+                body = shared
+        entries[key] = (head, suffix, body, counted)
+        self.bytes += size
         self.stores += 1
+        if self.bytes > self.max_bytes or len(entries) > self.max_entries:
+            self._evict()
         return True
+
+    def _evict(self):
+        """Drop the oldest quarter of the entries (dicts keep insertion order) and the bodies no kept
+        entry uses, until within the limits. One pass per quarter, not one per store."""
+        while self._entries and (self.bytes > self.max_bytes or len(self._entries) > self.max_entries):
+            entries = self._entries
+            kept = dict(itertools.islice(entries.items(), len(entries) - len(entries) * 3 // 4, None))
+            bodies = {}
+            size = 0
+            for key, (head, suffix, body, _) in kept.items():
+                size += len(key) + len(head) + len(suffix) + ENTRY_OVERHEAD
+                if body and body not in bodies:
+                    bodies[body] = body
+                    size += len(body) + BODY_OVERHEAD
+            self._entries, self._bodies, self.bytes = kept, bodies, size
+            self.evictions += 1
 
     def _json_entry(self, frame, request, response):
         if len(frame) < 4:
@@ -188,7 +237,7 @@ class AnswerCache:
         header_length = len(prefix) + (span[1] - span[0]) + len(suffix)
         head = _PAIR.pack(4 + header_length + len(body), (int(_JSON) << 24) | header_length) + prefix
         key = frame[:span[0]] + frame[span[1]:]
-        return key, (head, suffix + body, (request.code, response.code))
+        return key, (head, suffix, body, (request.code, response.code))
 
     def _rocketmq_entry(self, frame, request, response):
         if len(frame) < 13 or _INT.unpack_from(frame, 9)[0] != request.opaque:
@@ -197,4 +246,4 @@ class AnswerCache:
         # the answer's opaque sits at the same fixed offset (after the 4-byte length field)
         if whole[13:17] != _SENTINEL_RMQ:
             return None
-        return frame[:9] + frame[13:], (whole[:13], whole[17:], (request.code, response.code))
+        return frame[:9] + frame[13:], (whole[:13], whole[17:], b"", (request.code, response.code))

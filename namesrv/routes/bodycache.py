@@ -27,6 +27,11 @@ class RouteBodyCache:
         self.max_bytes = max_bytes
         self.clear()
 
+    def set_max_bytes(self, max_bytes):
+        self.max_bytes = max_bytes
+        if self.route_bytes > max_bytes:
+            self._evict()
+
     def clear(self):
         """Forget every body (the tables were replaced)."""
         self.routes = {}

@@ -18,6 +18,7 @@ and passes each call on:
 
 from namesrv.clock import MonotonicClock
 from namesrv.routes.admin import RouteAdmin
+from namesrv.routes.bodycache import DEFAULT_MAX_BYTES as DEFAULT_BODY_CACHE_MAX_BYTES, RouteBodyCache
 from namesrv.routes.changes import RouteChanges
 from namesrv.routes.invariants import check_invariants
 from namesrv.routes.model import DEFAULT_HEARTBEAT_TIMEOUT_MILLIS
@@ -53,9 +54,11 @@ class RouteInfoManager:
     filter_server_table = _table("filter_server_table")
     topic_queue_mapping_info_table = _table("topic_queue_mapping_info_table")
 
-    def __init__(self, clock=None, events=None, default_heartbeat_timeout_millis=DEFAULT_HEARTBEAT_TIMEOUT_MILLIS):
+    def __init__(self, clock=None, events=None, default_heartbeat_timeout_millis=DEFAULT_HEARTBEAT_TIMEOUT_MILLIS,
+                 body_cache_max_bytes=DEFAULT_BODY_CACHE_MAX_BYTES):
         self.clock = clock if clock is not None else MonotonicClock()
-        self.changes = RouteChanges(events=events)   # survives resets: listeners stay subscribed
+        # survives resets: listeners stay subscribed
+        self.changes = RouteChanges(body_cache=RouteBodyCache(body_cache_max_bytes), events=events)
         self.tables = RouteTables(self.changes)
         self.registrations = BrokerRegistrations(self.tables, self.changes, self.clock,
                                                  default_heartbeat_timeout_millis)

@@ -63,3 +63,18 @@ def test_the_body_cache_forgets_only_what_it_is_told():
     for n in range(MAX_VARIANTS_PER_TOPIC + 1):          # a topic asked in ever new shapes stays bounded
         cache.remember_route("B", (False, bool(n % 2), "conf%d" % n), b"x")
     assert len(cache.routes["B"]) <= MAX_VARIANTS_PER_TOPIC
+
+
+def test_whole_routes_are_kept_within_their_byte_budget():
+    from namesrv.routes.bodycache import ROUTE_OVERHEAD, RouteBodyCache
+    cache = RouteBodyCache(max_bytes=10 * (ROUTE_OVERHEAD + 100))
+    for n in range(25):
+        cache.remember_route("T%d" % n, (True, False, None), b"x" * 100)
+        assert cache.route_bytes <= cache.max_bytes
+    assert "T24" in cache.routes and "T0" not in cache.routes          # the oldest went first
+    assert cache.route_bytes == sum(ROUTE_OVERHEAD + 100 for _ in cache.routes)
+    cache.forget_routes(list(cache.routes))
+    assert cache.route_bytes == 0
+    cache.remember_route("A", (True, False, None), b"y" * 100)
+    cache.set_max_bytes(10)
+    assert cache.routes == {} and cache.route_bytes == 0

@@ -65,7 +65,8 @@ class FreshAnswerCache(AnswerCache):
         config = self.replica.config
         if not config.answerCacheEnable:
             return False
-        self.max_entries = config.answerCacheMaxEntries
+        if self.max_entries != config.answerCacheMaxEntries or self.max_bytes != config.answerCacheMaxBytes:
+            self.set_limits(config.answerCacheMaxEntries, config.answerCacheMaxBytes)
         return AnswerCache.remember(self, frame, request, response)
 
 
@@ -143,6 +144,7 @@ class Replica:
             config.update(config_text, source="replica", announce=False)
             self.context.config = config
             self._config_text = config_text
+            self.context.routes.body_cache.set_max_bytes(config.routeBodyCacheMaxBytes)
         apply_brokers(self.context.routes, message)
         self.context.kv = ReplicaKV(message.get("orderTopicConfig"))
         self.context.started = float(message["started"])
