@@ -298,13 +298,33 @@ def test_topics_on_the_same_brokers_share_one_body_and_the_bytes_are_bounded(ser
     first = ask(proto, transport, *[route(t, i) for i, t in enumerate(topics)])
     bodies = {id(entry[2]) for entry in cache._entries.values()}
     assert len(cache) == 40 and len(bodies) == 1        # one body, kept once, for forty topics
-    one_entry = cache.bytes // 40
+    one_entry = cache.total_bytes // 40
     cache.set_limits(1000, one_entry * 20)              # room for about twenty
-    assert len(cache) <= 20 and cache.bytes <= one_entry * 20
+    assert len(cache) <= 20 and cache.total_bytes <= one_entry * 20
     again = ask(proto, transport, *[route(t, i) for i, t in enumerate(topics)])
     assert [a.body for _, a in again] == [a.body for _, a in first]
-    assert len(cache) <= 20 and cache.bytes <= one_entry * 20 and cache.evictions >= 2
-    assert list(cache._entries)[-1].find(b"S39") > 0    # the newest stay, the oldest went
+    assert len(cache) <= 20 and cache.total_bytes <= one_entry * 20 and cache.evictions >= 2
+    assert any(b"S39" in key for key in list(cache._entries) + list(cache._older))  # the newest stay
+    assert not any(b"S0\"" in key for key in list(cache._entries) + list(cache._older))  # the oldest went
+    hits = cache.hits
+    ((_, answer),) = ask(proto, transport, route("S39", 99))
+    assert cache.hits == hits + 1 and answer.body == first[39][1].body
+
+
+def test_an_answer_asked_again_survives_its_generation(server):
+    svc = server()
+    proto, transport = connect(svc)
+    topics = ["S%d" % i for i in range(40)]
+    register(proto, transport, topics=topics)
+    cache = svc.answer_cache
+    ask(proto, transport, route("S0", 1))
+    one_entry = cache.total_bytes
+    cache.set_limits(1000, one_entry * 12)              # generations of about six
+    for i, topic in enumerate(topics[1:], 2):
+        ask(proto, transport, route(topic, i), route("S0", 100 + i))   # S0 is asked all along
+    hits = cache.hits
+    ask(proto, transport, route("S0", 999))
+    assert cache.hits == hits + 1 and cache.evictions >= 3
 
 
 def test_limits_follow_the_configuration(server):

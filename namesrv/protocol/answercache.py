@@ -28,7 +28,8 @@ Correctness rests on three rules:
 **What it costs**: an entry keeps the request key and the answer's header around the
 opaque; the body is kept once however many entries answer with it (route bodies name no
 topic, so the topics on the same brokers share one). Entries and bodies are counted in
-bytes; past ``max_bytes`` (or ``max_entries``) the oldest quarter goes, in one pass.
+bytes, in two generations of half the limits each: when the young one is full it becomes the
+older one and the older one goes (an answer looked up there moves back to the young one).
 
 Observers still see every request: the protocol calls ``report(peer)`` after each read,
 and each observer gets the replayed answers per (code, response code), in bulk through
@@ -36,7 +37,6 @@ and each observer gets the replayed answers per (code, response code), in bulk t
 aggregates count cached answers too.
 """
 
-import itertools
 import struct
 
 from namesrv.protocol.codec import encode_frame, encode_json_header
@@ -97,9 +97,11 @@ class AnswerCache:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.max_frame_length = max_frame_length
-        self._entries = {}
-        self._bodies = {}
-        self.bytes = 0
+        self._entries = {}       # the young generation: stores and promoted hits
+        self._older = {}         # the previous one, looked up when the young one misses
+        self._bodies = {}        # the young generation's bodies, each kept once
+        self.bytes = 0           # the young generation's
+        self._older_bytes = 0
         self._counts = {}
         self.hits = 0
         self.stores = 0
@@ -107,26 +109,38 @@ class AnswerCache:
         self.evictions = 0
 
     def __len__(self):
-        return len(self._entries)
+        return len(self._entries) + len(self._older)
+
+    @property
+    def total_bytes(self):
+        return self.bytes + self._older_bytes
 
     def set_limits(self, max_entries, max_bytes):
         self.max_entries, self.max_bytes = max_entries, max_bytes
-        if self.bytes > max_bytes or len(self._entries) > max_entries:
-            self._evict()
+        if self.bytes > max_bytes // 2 or len(self._entries) > max_entries // 2:
+            self._age()
+        if self._older_bytes > max_bytes // 2 or len(self._older) > max_entries // 2:
+            self._older, self._older_bytes = {}, 0
 
     def invalidate(self, *ignored):
         """Forget every answer (accepts and ignores listener arguments)."""
-        if self._entries or self._bodies:
-            self._entries = {}
-            self._bodies = {}
-            self.bytes = 0
+        if self._entries or self._older or self._bodies:
+            self._entries, self._older, self._bodies = {}, {}, {}
+            self.bytes = self._older_bytes = 0
         self.invalidations += 1
+
+    def _age(self):
+        """The young generation becomes the older one, whose entries go (unless looked up since and so
+        promoted): O(1), no pass over the entries, so a full cache never holds the reactor."""
+        self._older, self._older_bytes = self._entries, self.bytes
+        self._entries, self._bodies, self.bytes = {}, {}, 0
+        self.evictions += 1
 
     # -- the hot path --------------------------------------------------------------
     def answer(self, frame, peer):
         """The whole answer frame (length field included) for ``frame``, or None (take the slow path)."""
         entries = self._entries
-        if not entries or not 4 <= len(frame) <= self.max_frame_length:
+        if not (entries or self._older) or not 4 <= len(frame) <= self.max_frame_length:
             return None
         kind = frame[0]
         if kind == _JSON:
@@ -146,14 +160,18 @@ class AnswerCache:
                     return None
                 start, stop = span
                 opaque = frame[start:stop]
-            entry = entries.get(frame[:start] + frame[stop:])
+            key = frame[:start] + frame[stop:]
         elif kind == _ROCKETMQ and len(frame) >= 13:
             opaque = frame[9:13]
-            entry = entries.get(frame[:9] + frame[13:])
+            key = frame[:9] + frame[13:]
         else:
             return None
+        entry = entries.get(key)
         if entry is None:
-            return None
+            entry = self._older.get(key)
+            if entry is None:
+                return None
+            self._store(key, entry)           # still asked for: it moves to the young generation
         head, suffix, body, counted = entry
         self.hits += 1
         counts = self._counts
@@ -184,38 +202,24 @@ class AnswerCache:
             return False
         if entry is None:
             return False
-        key, (head, suffix, body, counted) = entry
-        entries = self._entries
+        self._store(*entry)
+        self.stores += 1
+        return True
+
+    def _store(self, key, entry):
+        head, suffix, body, counted = entry
         size = len(key) + len(head) + len(suffix) + ENTRY_OVERHEAD
         if body:
             shared = self._bodies.get(body)
             if shared is None:
                 self._bodies[body] = body
                 size += len(body) + BODY_OVERHEAD
-            else:
-                body = shared
-        entries[key] = (head, suffix, body, counted)
+            elif shared is not body:
+                entry = (head, suffix, shared, counted)
+        self._entries[key] = entry
         self.bytes += size
-        self.stores += 1
-        if self.bytes > self.max_bytes or len(entries) > self.max_entries:
-            self._evict()
-        return True
-
-    def _evict(self):
-        """Drop the oldest quarter of the entries (dicts keep insertion order) and the bodies no kept
-        entry uses, until within the limits. One pass per quarter, not one per store."""
-        while self._entries and (self.bytes > self.max_bytes or len(self._entries) > self.max_entries):
-            entries = self._entries
-            kept = dict(itertools.islice(entries.items(), len(entries) - len(entries) * 3 // 4, None))
-            bodies = {}
-            size = 0
-            for key, (head, suffix, body, _) in kept.items():
-                size += len(key) + len(head) + len(suffix) + ENTRY_OVERHEAD
-                if body and body not in bodies:
-                    bodies[body] = body
-                    size += len(body) + BODY_OVERHEAD
-            self._entries, self._bodies, self.bytes = kept, bodies, size
-            self.evictions += 1
+        if self.bytes > self.max_bytes // 2 or len(self._entries) > self.max_entries // 2:
+            self._age()
 
     def _json_entry(self, frame, request, response):
         if len(frame) < 4:
