@@ -203,7 +203,7 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
     guards = RequestGuards(config, registry, reactor)
     inflight = InFlightDispatcher(guards.dispatcher)   # a takeover waits for the answers it counts
     answer_cache = _make_answer_cache(config, registry, routes, kv)
-    housekeeping = BrokerHousekeeping(routes, events)
+    housekeeping = BrokerHousekeeping(routes, events, reactor)
     factory = RemotingServerFactory(inflight, config, housekeeping, events, reactor, answer_cache=answer_cache)
     tls = TlsListening.for_config(config, factory, reactor)
     readiness = Readiness()

@@ -153,6 +153,7 @@ class Handover:
     def tables(self):
         from namesrv.routes.snapshot import encode_snapshot
         self.service.kv.flush_sync()
+        self.service.housekeeping.flush()   # brokers whose connections closed are not handed on
         return encode_snapshot(self.service.routes, self.identity.as_record())
 
     def detach_all(self):

@@ -124,6 +124,14 @@ class RouteChanges:
         if topic not in self.touched:
             self.touched[topic] = tuple(qmap) if qmap else ()
 
+    def touch_many(self, topics, table):
+        """``touch`` for each of ``topics``, whose QueueData are in ``table``."""
+        touched = self.touched
+        for topic in topics:
+            if topic not in touched:
+                qmap = table.get(topic)
+                touched[topic] = tuple(qmap) if qmap else ()
+
     def created_alone(self, broker_name, topics, created):
         """The operation's first change created ``topics``, each with one QueueData of ``broker_name``
         (``created``, the new per-topic maps): its end can name the change without a scan."""

@@ -130,6 +130,9 @@ class RouteInfoManager:
     def on_connection_closed(self, connection):
         return self.registrations.on_connection_closed(connection)
 
+    def on_connections_closed(self, connections):
+        return self.registrations.on_connections_closed(connections)
+
     def scan_not_active_brokers(self):
         return self.registrations.scan_not_active_brokers()
 

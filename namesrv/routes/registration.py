@@ -251,19 +251,27 @@ class BrokerRegistrations:
 
         Returns the removed brokers as a list of RemovedBroker (``connection`` set).
         """
+        return self.on_connections_closed([connection])
+
+    def on_connections_closed(self, connections):
+        """``on_connection_closed`` for several connections in one operation: a switch that reboots
+        drops a thousand brokers' connections at once, and their routes change once, not a thousand times."""
         tables = self.tables
-        keys = tables.by_connection.get(connection)
-        if not keys:
+        if not any(connection in tables.by_connection for connection in connections):
             return []
         removed = []
         with self.changes.operation(tables):
-            for key in sorted(keys):
-                live = tables.broker_live_table.get(key)
-                if live is None or live.connection is not connection:
+            for connection in connections:
+                keys = tables.by_connection.get(connection)
+                if not keys:
                     continue
-                broker_name, broker_id = self._remove_registration(key, live)
-                removed.append(RemovedBroker(key[0], broker_name, broker_id, key[1], connection=connection))
-        tables.by_connection.pop(connection, None)
+                for key in sorted(keys):
+                    live = tables.broker_live_table.get(key)
+                    if live is None or live.connection is not connection:
+                        continue
+                    broker_name, broker_id = self._remove_registration(key, live)
+                    removed.append(RemovedBroker(key[0], broker_name, broker_id, key[1], connection=connection))
+                tables.by_connection.pop(connection, None)
         return removed
 
     def scan_not_active_brokers(self):

@@ -9,8 +9,7 @@ every value (the file may be corrupt), a replica trusts its own main process.
 
 def queue_data_rows(queue_map):
     """A topic's QueueData: [[brokerName, readQueueNums, writeQueueNums, perm, topicSysFlag], ...]."""
-    return [[qd.broker_name, qd.read_queue_nums, qd.write_queue_nums, qd.perm, qd.topic_sys_flag]
-            for qd in queue_map.values()]
+    return [queue_data_row(qd) for qd in queue_map.values()]
 
 
 def topic_rows(routes):
@@ -47,3 +46,42 @@ def live_rows(routes):
 def broker_level_rows(routes):
     """The broker-level tables whole: what a replica's final message and a snapshot both carry."""
     return {"brokers": broker_rows(routes), "clusters": cluster_rows(routes), "filters": filter_rows(routes)}
+
+
+def queue_data_row(queue_data):
+    return [queue_data.broker_name, queue_data.read_queue_nums, queue_data.write_queue_nums, queue_data.perm,
+            queue_data.topic_sys_flag]
+
+
+def topic_shapes(routes, topics=None):
+    """The QueueData of ``topics`` (None: every topic) by shape, each thing written once:
+    ``{"queueDatas": [queue_data_row, ...], "shapes": [[index into queueDatas, ...], ...],
+    "topics": {topic: index into shapes, or None for a topic that is gone}}``.
+
+    A fleet has few distinct QueueData (they are shared, one per broker and settings) and
+    few distinct sets of them (the topics created on the same brokers), so 1,000,000
+    (topic, broker) entries travel as 100,000 small integers and a few thousand rows.
+    """
+    table = routes.topic_queue_table
+    items = table.items() if topics is None else ((topic, table.get(topic)) for topic in topics)
+    row_of, queue_rows = {}, []
+    shape_of, shapes = {}, []
+    by_topic = {}
+    for topic, queue_map in items:
+        if not queue_map:
+            by_topic[topic] = None
+            continue
+        key = tuple(map(id, queue_map.values()))
+        shape = shape_of.get(key)
+        if shape is None:
+            indexes = []
+            for queue_data in queue_map.values():
+                index = row_of.get(id(queue_data))
+                if index is None:
+                    index = row_of[id(queue_data)] = len(queue_rows)
+                    queue_rows.append(queue_data_row(queue_data))
+                indexes.append(index)
+            shape = shape_of[key] = len(shapes)
+            shapes.append(indexes)
+        by_topic[topic] = shape
+    return {"queueDatas": queue_rows, "shapes": shapes, "topics": by_topic}

@@ -60,18 +60,20 @@ class RouteTables:
         self.changes.brokers_changed()
 
     def replace_from_rows(self, topics=None, mappings=None, brokers=None, clusters=None, filters=None, live=None,
-                          now=None):
+                          now=None, shapes=None):
         """Replace the tables given as rows of ``rows.py`` (trusted as to shape: a snapshot checks its
         values first); a table not given is kept. Snapshots restore through this call with every table,
         a replica can refresh its broker-level tables with it.
 
         ``live`` entries get ``last_update`` = ``now`` and no connection. The indexes of what is
         replaced are rebuilt, registration tokens are renewed and the followers hear that
-        everything changed.
+        everything changed. ``shapes`` (``rows.topic_shapes``) replaces the topics as ``topics`` does.
         """
         if topics is not None:
             self.topic_queue_table, self.broker_topics = {}, {}
             self.apply_topic_rows(topics, report=False)
+        if shapes is not None:
+            self.topic_queue_table, self.broker_topics = _tables_from_shapes(shapes)
         if mappings is not None:
             self.topic_queue_mapping_info_table = dict(mappings)
         if brokers is not None:
@@ -182,8 +184,26 @@ class RouteTables:
             if not names:
                 del self.cluster_addr_table[cluster]
         self.changes.brokers_changed(broker_name)
-        for topic in list(self.topics_of(broker_name)):
-            self.remove_queue_data(topic, broker_name)
+        self.remove_broker_queue_datas(broker_name)
+
+    def remove_broker_queue_datas(self, broker_name):
+        """Remove every QueueData of ``broker_name`` in one pass (a broker leaving takes thousands of
+        topics with it: one notification for all, not one per topic). Inside an operation."""
+        topics = self.broker_topics.pop(broker_name, None)
+        if not topics:
+            return
+        table, changes = self.topic_queue_table, self.changes
+        changes.touch_many(topics, table)
+        emptied = False
+        for topic in topics:
+            qmap = table.get(topic)
+            if qmap is not None and qmap.pop(broker_name, None) is not None and not qmap:
+                del table[topic]
+                emptied = True
+        self.mark_broker(broker_name)
+        if emptied:
+            changes.topic_set_changed()
+        changes.queue_datas_changed(topics)
 
     # -- QueueData ----------------------------------------------------------------------------
     def put_queue_data(self, topic, queue_data):
@@ -368,3 +388,24 @@ class RouteTables:
         for broker_data in self.broker_addr_table.values():
             if broker_data.cluster == cluster and addr in broker_data.broker_addrs.values():
                 self.changes.broker_routes_changed(self.topics_of(broker_data.broker_name))
+
+
+def _tables_from_shapes(shapes):
+    """(topic_queue_table, broker_topics) from ``rows.topic_shapes`` (trusted as to shape): one map per shape
+    is built, each topic gets a copy of its shape's, and each broker name's topic set is filled per shape."""
+    queue_datas = [shared_queue_data(QueueData(*row)) for row in shapes["queueDatas"]]
+    templates = [{queue_datas[i].broker_name: queue_datas[i] for i in indexes} for indexes in shapes["shapes"]]
+    table, by_shape = {}, {}
+    for topic, shape in shapes["topics"].items():
+        if shape is not None:
+            table[topic] = templates[shape].copy()
+            by_shape.setdefault(shape, []).append(topic)
+    broker_topics = {}
+    for shape, topics in by_shape.items():
+        for broker_name in templates[shape]:
+            names = broker_topics.get(broker_name)
+            if names is None:
+                broker_topics[broker_name] = set(topics)
+            else:
+                names.update(topics)
+    return table, broker_topics

@@ -218,3 +218,37 @@ def test_a_failed_publication_leaves_workers_forwarding_and_tries_again(harness)
     for _ in range(5):
         harness.service.reactor.advance(0)
     assert publisher.publishes == 1 and pool.workers[0].sent
+
+
+def test_a_quiet_publication_is_applied_while_the_replica_goes_on_answering(harness, tmp_path):
+    harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2", "T3"]))
+    harness.publish()
+    assert harness.replica.fresh()
+    connection = FakeConnection("127.0.0.1:40001")
+    harness.service.registry.dispatch(register_request("C1", "broker-b", "10.0.0.2:10911", topics=["T1", "T2", "T3"]),
+                                      connection)
+    harness.publish()
+    # broker-b's connection closes: nobody is told, so the counter does not move and the parts are quiet
+    harness.service.routes.changes.listeners.remove(harness.changed)
+    harness.service.routes.on_connection_closed(connection)
+    generation = harness.shared.value
+    _, topics = harness.tracker.take()
+    messages = down_reader().feed(b"".join(publication(
+        generation, harness.service.routes, harness.service.kv, harness.service.config,
+        harness.service.context.started, RouteProcessor.replicable_codes, {"T1", "T2", "T3"}, part_topics=1,
+        quiet=True)))
+    assert [m.get("quiet") for m in messages[:-1]] == [True, True, True]
+    for message in messages[:-1]:
+        harness.replica.apply(message)
+        assert harness.replica.fresh()               # answering all along, from what it has
+    harness.replica.apply(messages[-1])
+    assert harness.replica.fresh()
+    harness.assert_same_answers(["T1", "T2", "T3"])
+
+
+def test_a_part_that_is_not_quiet_makes_the_replica_stale_until_its_publication_ends(harness):
+    harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1"]))
+    harness.publish()
+    part = down_reader().feed(topics_message(harness.service.routes, ["T1"]))[0]
+    harness.replica.apply(part)
+    assert not harness.replica.fresh()

@@ -2,6 +2,7 @@
 
 from twisted.internet import task
 
+from namesrv.readworkers.channel.feed import down_reader
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.service import make_service
 from tests.fakes import FakeConnection
@@ -34,7 +35,7 @@ def test_a_change_is_settled_once_just_before_its_answer(tmp_path):
     assert publisher.generation.read() == before + 1  # a read changes nothing: no bump
 
 
-def test_a_change_nobody_was_answered_about_is_settled_when_its_publication_begins(tmp_path):
+def test_a_change_nobody_was_answered_about_leaves_the_counter_until_settled(tmp_path):
     service, pool = wired_pool(tmp_path)
     publisher = pool.publisher
     before = publisher.generation.read()
@@ -119,3 +120,51 @@ def test_the_dispatcher_holds_only_the_class_of_a_held_request():
     gate.callback(None)
     clock.advance(0)
     assert ran == [RequestCode.GET_KVLIST_BY_NAMESPACE, RequestCode.REGISTER_BROKER] and registered.called
+
+
+class RecordingWorker(FakeWorker):
+    needs_full = False
+
+    def __init__(self, applied=None):
+        FakeWorker.__init__(self, applied)
+        self.messages = []
+
+    def send(self, message):
+        self.messages.append(down_reader().feed(message)[0])
+
+
+def test_changes_nobody_was_told_of_go_out_quietly_and_an_answer_meanwhile_settles_them(tmp_path):
+    service, pool = wired_pool(tmp_path)
+    publisher = pool.publisher
+    publisher.reactor = clock = task.Clock()
+    connection = FakeConnection("127.0.0.1:40002")
+    service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=["T%d" % i for i in range(1200)]),
+                              connection)
+    worker = pool.workers[0] = RecordingWorker(applied=publisher.generation.value)
+    publisher.tracker.take()
+    before = publisher.generation.read()
+    service.routes.on_connection_closed(connection)   # a broker's connection closed: no answer follows
+    publisher._publish()                                # its first part goes out (the rest, one per turn)
+    assert publisher.generation.read() == before       # the workers go on answering...
+    parts = [m for m in worker.messages if m["kind"] == "topics"]
+    assert parts and all(m["quiet"] for m in parts)       # ...and get quiet parts
+    service.registry.dispatch(route_request("T1"), FakeConnection("127.0.0.1:40000"))
+    publisher.settle()                                   # an answer leaves before the publication ended
+    assert publisher.generation.read() == before + 1
+    for _ in range(10):
+        clock.advance(1)
+    final = [m for m in worker.messages if m["kind"] == "replica"]
+    assert final[-1]["generation"] == before + 1          # a publication of the settled value followed
+
+
+def test_a_full_copy_is_never_quiet(tmp_path):
+    service, pool = wired_pool(tmp_path)
+    publisher = pool.publisher
+    publisher.reactor = clock = task.Clock()
+    worker = pool.workers[0] = RecordingWorker(applied=publisher.generation.value)
+    worker.needs_full = True
+    before = publisher.generation.read()
+    publisher.changed()
+    clock.advance(1)
+    assert publisher.generation.read() == before + 1
+    assert worker.messages[0]["reset"] and not worker.messages[0]["quiet"]

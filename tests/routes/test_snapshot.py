@@ -84,10 +84,41 @@ def _corrupt(key, value):
     return msgpack.packb(decoded, use_bin_type=True)
 
 
+def _version_1(**changes):
+    """The snapshot as version 1 wrote it: every topic's QueueData rows."""
+    from namesrv.routes import rows
+    routes = populated(Clock())
+    decoded = msgpack.unpackb(encode_snapshot(routes), raw=False, strict_map_key=False)
+    del decoded["shapes"]
+    decoded.update(version=1, topics=rows.topic_rows(routes))
+    decoded.update(changes)
+    return msgpack.packb(decoded, use_bin_type=True)
+
+
+def _shapes(queue_datas, shapes, topics):
+    return _corrupt("shapes", {"queueDatas": queue_datas, "shapes": shapes, "topics": topics})
+
+
+def test_a_version_1_snapshot_is_still_read():
+    routes = new_routes(Clock())
+    restore_snapshot(routes, _version_1())
+    original = populated(Clock())
+    assert routes.topic_names() == original.topic_names()
+    assert [routes.route_body(t, True) for t in routes.topic_names()] == \
+        [original.route_body(t, True) for t in original.topic_names()]
+    routes.check_invariants()
+
+
 @pytest.mark.parametrize("data", [
     lambda: encode_snapshot(populated(Clock()))[:-7],
     lambda: _corrupt("brokers", [["b", "c", None, False, [["x", "a:1"]]]]),
-    lambda: _corrupt("topics", {"T": [["ghost", 1, 1, 6, 0]]}),    # QueueData of an unknown broker
+    lambda: _version_1(topics={"T": [["ghost", 1, 1, 6, 0]]}),      # QueueData of an unknown broker
+    lambda: _shapes([["ghost", 1, 1, 6, 0]], [[0]], {"T": 0}),      # ...in a version 2 snapshot
+    lambda: _shapes([["b", 1, 1, 6, 0]], [[1]], {"T": 0}),          # an index out of range
+    lambda: _shapes([["b", 1, 1, 6, 0], ["b", 2, 2, 6, 0]], [[0, 1]], {"T": 0}),   # one broker twice
+    lambda: _shapes([["b", 1, 1, 6, 0]], [[0]], {"T": 1}),          # a shape out of range
+    lambda: _shapes([["b", 1, 1, 6, 0]], [[0]], {"T": True}),       # not an index
+    lambda: _shapes([["b", "one", 1, 6, 0]], [[0]], {"T": 0}),      # a bad row
     lambda: _corrupt("clusters", {"C": []}),
     lambda: _corrupt("live", [["c", "a", "b", 0, None, "soon", [1, 1, 0]]]),
     lambda: _corrupt("mappings", {"T": ["not", "a", "map"]}),

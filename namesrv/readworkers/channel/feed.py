@@ -5,8 +5,9 @@ pickle: the tables hold whatever a broker sent that Python keeps (a lone surroga
 topic name, an integer beyond 64 bits in a static-topic mapping), which msgpack cannot
 carry, and the worker is our own child reading its parent. Up (worker → main) it is
 msgpack: the main process never unpickles what a worker writes. Down, one
-publication is some ``{"kind": "topics", "reset": bool, "topics": …, "mappings": …}``
-parts (see delta.py; the first part of a full copy has ``reset``), then one
+publication is some ``{"kind": "topics", "reset": bool, "quiet": bool, "topics": …, "mappings": …}``
+parts (see delta.py; the first part of a full copy has ``reset``; ``quiet`` parts carry changes
+not settled yet, see main/publisher.py), then one
 ``{"kind": "replica", "generation": …, "full": bool, …}`` with the broker tables, the
 ORDER_TOPIC_CONFIG namespace, the properties and the codes a worker may answer. Up
 (worker → main): ``{"kind": "counts", "counts": [[code, responseCode, count, micros], ...],
@@ -60,9 +61,10 @@ class MessageReader(LengthPrefixedReader):
         LengthPrefixedReader.__init__(self, loads)
 
 
-def topics_message(routes, topics, reset=False):
-    """One part: the current state of ``topics`` (``reset``: the first part of a full copy)."""
-    return pack_down(dict(encode_topics(routes, topics), kind="topics", reset=reset))
+def topics_message(routes, topics, reset=False, quiet=False):
+    """One part: the current state of ``topics`` (``reset``: the first part of a full copy; ``quiet``:
+    of changes nobody was told of yet, which a worker may apply while it goes on answering)."""
+    return pack_down(dict(encode_topics(routes, topics), kind="topics", reset=reset, quiet=quiet))
 
 
 def replica_message(generation, routes, kv, config, started, local_codes, full):
@@ -74,14 +76,16 @@ def replica_message(generation, routes, kv, config, started, local_codes, full):
                      started=started, localCodes=sorted(local_codes)))
 
 
-def publication(generation, routes, kv, config, started, local_codes, topics=None, part_topics=PART_TOPICS):
+def publication(generation, routes, kv, config, started, local_codes, topics=None, part_topics=PART_TOPICS,
+                quiet=False):
     """The messages of one publication, one at a time: parts of ``topics`` (None: every topic,
-    a full copy), then the final replica message. Encoded lazily, so a caller may send one
-    per reactor turn."""
+    a full copy, never ``quiet``), then the final replica message. Encoded lazily, so a caller
+    may send one per reactor turn."""
     full = topics is None
     names = list(routes.topic_queue_table) if full else sorted(topics)
     for start in range(0, max(len(names), 1 if full else 0), part_topics):
-        yield topics_message(routes, names[start:start + part_topics], reset=full and start == 0)
+        yield topics_message(routes, names[start:start + part_topics], reset=full and start == 0,
+                             quiet=quiet and not full)
     yield replica_message(generation, routes, kv, config, started, local_codes, full)
 
 

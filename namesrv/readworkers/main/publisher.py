@@ -95,6 +95,7 @@ class Publisher:
         self._publish_work = 0.0       # reactor time the running publication has taken so far
         self._published_generation = None
         self._unsettled = False        # tables changed since the shared counter was last bumped
+        self._quiet = False            # the running publication carries changes the counter was not bumped for
         self._fresh_waiters = []       # (Deferred, timeout call) of large registrations held
 
     def start(self, generation):
@@ -181,8 +182,8 @@ class Publisher:
         registration's route changes runs while the workers still answer from the replica
         (as they may: nobody has been told of the change yet).
         """
-        if self._unsettled:
-            self._unsettled = False
+        if self._unsettled or self._quiet:
+            self._unsettled = self._quiet = False
             self.generation.bump()
 
     def _schedule_publish(self):
@@ -195,10 +196,10 @@ class Publisher:
     def local_codes(self):
         return local_codes(self.registry)
 
-    def publication(self, topics=None):
+    def publication(self, topics=None, quiet=False):
         """The messages of one publication (feed.publication): ``topics`` changed, or all (None)."""
         return publication(self.generation.value, self.routes, self.kv, self.config, self.started,
-                           self.local_codes(), topics)
+                           self.local_codes(), topics, quiet=quiet)
 
     def _publish(self):
         """Start a publication; its messages go out one per reactor turn (reads forwarded to us
@@ -206,15 +207,24 @@ class Publisher:
         self._publish_call = None
         if not self.active() or self._messages is not None:
             return
-        self.settle()
         full, topics = self.tracker.take()
         workers = list(self.workers())
         if any(worker.needs_full for worker in workers):
             full = True
         for worker in workers:
             worker.needs_full = False
+        # Changes nobody has been told of yet (no answer left since: a connection closed, a broker
+        # expired) go out quietly: the counter stays, the workers go on answering while they apply
+        # them part by part, as the main process would have meanwhile. The first answer to leave
+        # before the publication ends settles them (settle), as for any change.
+        quiet = self._unsettled and not full and all(worker.applied_generation == self.generation.value
+                                                     for worker in workers if not worker.ended)
+        if quiet:
+            self._unsettled, self._quiet = False, True
+        else:
+            self.settle()
         self._published_generation = self.generation.value
-        self._messages = self.publication(None if full else topics)
+        self._messages = self.publication(None if full else topics, quiet)
         self._publish_work = 0.0
         self._send_next()
 
@@ -245,6 +255,7 @@ class Publisher:
         self._send_call = self.reactor.callLater(0, self._send_next)
 
     def _published(self):
+        self._quiet = False
         self.publishes += 1
         spent = self._publish_work
         self._next_publish = self.reactor.seconds() + max(MIN_PUBLISH_INTERVAL, spent / PUBLISH_DUTY - spent)

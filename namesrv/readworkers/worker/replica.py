@@ -123,7 +123,11 @@ class Replica:
             raise
 
     def _apply_part(self, message):
-        self.loading = True
+        # A quiet part carries changes the shared counter was not bumped for (nobody has been told of
+        # them): the replica goes on answering, topic by topic as the parts come, as the main process
+        # would have while it applied them. Any other part makes it stale until the publication ends.
+        if not message.get("quiet"):
+            self.loading = True
         if message["reset"]:
             self._reset_seen = True
         apply_topics(self.context.routes, message, reset=message["reset"])
