@@ -39,6 +39,12 @@ def answers(path):
         probe.close()
 
 
+class ChangedTopics(set):
+    """Topics whose QueueData or mapping changed since the precopy; ``full`` if the tables were replaced."""
+
+    full = False
+
+
 class NothingToTakeOver(Exception):
     """No process of this instance answers on its control socket."""
 
@@ -59,6 +65,7 @@ class Handover:
         self.handed_over = False
         self.control_port = None
         self.client = None
+        self._tracker = None
 
     @property
     def path(self):
@@ -83,7 +90,7 @@ class Handover:
         if self.path is None or not os.path.exists(self.path):
             log.info("takeover: no running process of this instance ({path}); starting normally", path=self.path)
             return defer.succeed(None)
-        self.client = TakeoverClient(self.identity, self._adopt)
+        self.client = TakeoverClient(self.identity, self._adopt, self._precopied)
         connect_unix(self.reactor, self.path, self.client, self._connect_failed)
         return self.client.state.addCallbacks(self._adopt_state, self._nothing_running)
 
@@ -98,9 +105,19 @@ class Handover:
         client, self.client = self.client, None
         client.state.errback(NothingToTakeOver())
 
-    def _adopt_state(self, state):
+    def _precopied(self, routes):
+        """Version 2: the first copy, restored while the old process still serves."""
         from namesrv.routes.snapshot import restore_snapshot
-        restore_snapshot(self.service.routes, state.routes)   # the old process's tables, brokers as restored
+        restore_snapshot(self.service.routes, routes)
+        log.info("takeover: first copy of the tables restored ({n} topics)",
+                 n=len(self.service.routes.topic_queue_table))
+
+    def _adopt_state(self, state):
+        from namesrv.routes.snapshot import apply_snapshot_delta, restore_snapshot
+        if state.delta is not None:
+            apply_snapshot_delta(self.service.routes, state.delta)   # what changed since the first copy
+        else:
+            restore_snapshot(self.service.routes, state.routes)   # the old process's tables, brokers as restored
         self.service.kv.load()                                # flushed by the old process before it answered
         log.info("takeover: tables taken over ({n} topics)", n=len(self.service.routes.topic_queue_table))
         return state.listening
@@ -139,6 +156,35 @@ class Handover:
             return port.stopListening()
 
     # -- the old process (HandingSession's server) -----------------------------------------------
+    def precopy(self):
+        """The tables as a snapshot, taken while everything is still served; every topic that changes
+        from now on is tracked, for ``changes()``."""
+        from namesrv.routes.snapshot import encode_snapshot
+        self.busy = True
+        self.service.housekeeping.flush()
+        self._tracker = self.service.routes.track_topic_changes(ChangedTopics())
+        return encode_snapshot(self.service.routes, self.identity.as_record())
+
+    def changes(self):
+        """What changed since ``precopy()`` (drained: nothing changes any more): ("delta", bytes), or
+        ("routes", a whole snapshot) if the tables were replaced meanwhile."""
+        from namesrv.routes.snapshot import encode_snapshot_delta
+        tracker, self._tracker = self._tracker, None
+        self.service.routes.untrack_topic_changes(tracker)
+        if tracker is None or tracker.full:
+            return "routes", self.tables()
+        self.service.kv.flush_sync()
+        self.service.housekeeping.flush()   # brokers whose connections closed are not handed on
+        return "delta", encode_snapshot_delta(self.service.routes, tracker)
+
+    def abandon(self, why):
+        """The new process left before it restored the first copy: nothing was stopped, just stop tracking."""
+        log.warn("takeover abandoned ({why})", why=why)
+        tracker, self._tracker = self._tracker, None
+        if tracker is not None:
+            self.service.routes.untrack_topic_changes(tracker)
+        self.busy = False
+
     def begin(self):
         self.busy = True
         self.stop()   # one takeover at a time; the new process listens here once it is done
@@ -164,6 +210,9 @@ class Handover:
 
     def resume(self, why):
         log.warn("takeover abandoned ({why}): serving again", why=why)
+        tracker, self._tracker = self._tracker, None
+        if tracker is not None:
+            self.service.routes.untrack_topic_changes(tracker)
         self.busy = False
         self.drain.resume()
         self._listen_control()

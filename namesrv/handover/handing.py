@@ -1,8 +1,12 @@
 """The old process's end of a takeover: one conversation on its control socket.
 
-States: ``hello`` (waiting for the new process to introduce itself) → ``draining`` (workers
+States: ``hello`` (waiting for the new process to introduce itself) → in version 2, ``precopy``
+(the tables sent while everything is still served; waiting for ``precopied``) → ``draining`` (workers
 hand their connections in, answers in flight finish) → ``sent`` (tables and listening
 socket sent; waiting for ``ready``) → ``done`` (every connection sent; the process exits).
+In version 2 the tables are copied twice: whole while everything is still served (``precopy``; at
+100,000 topics this takes seconds on the new process, which clients then do not wait for), then, once
+drained, only what changed since (``state`` with ``delta``).
 If the new process goes away or refuses before ``ready``, the old one resumes serving
 (``server.resume``); after ``ready`` the connections are the new process's, so the old
 one exits whatever happens.
@@ -27,7 +31,9 @@ READY_TIMEOUT = 60.0
 @implementer(IFileDescriptorReceiver)
 class HandingSession(protocol.Protocol):
     """``server`` provides: ``identity`` (InstanceIdentity), ``busy`` (a takeover already runs),
-    ``begin()``, ``settled()``, ``tables()`` (snapshot bytes, KV flushed), ``listen_fd()``,
+    ``precopy()`` (snapshot bytes, changes tracked from now), ``begin()``, ``settled()``, ``tables()``
+    (snapshot bytes, KV flushed), ``changes()`` (what changed since the precopy: ("delta", bytes), or
+    ("routes", snapshot bytes) when it cannot say), ``abandon()``, ``listen_fd()``,
     ``detach_all()`` → (sockets, closed), ``release(sockets)``, ``resume(why)``,
     ``finished(moved, closed)``."""
 
@@ -60,6 +66,8 @@ class HandingSession(protocol.Protocol):
         kind = message["kind"]
         if kind == messages.HELLO and self.state == "hello":
             return self._hello(message)
+        if kind == messages.PRECOPIED and self.state == "precopy":
+            return self._drain()
         if kind == messages.READY and self.state == "sent":
             return self._ready()
         self.log.warn("takeover: unexpected {kind} in state {state}; closing", kind=kind, state=self.state)
@@ -83,6 +91,18 @@ class HandingSession(protocol.Protocol):
         if self.server.busy:
             return self._refuse("a takeover is already under way")
         self.peer_pid = message.get("pid")
+        if self.version >= 2:
+            self.log.info("takeover by process {pid} (version {v}): first copy of the tables, still serving",
+                          pid=self.peer_pid, v=self.version)
+            self.state = "precopy"
+            self.transport.write(encode(messages.PRECOPY, version=self.version, routes=self.server.precopy()))
+            self._ready_timeout = self.clock.callLater(READY_TIMEOUT, self._no_ready)
+            return
+        self._drain()
+
+    def _drain(self):
+        if self._ready_timeout is not None and self._ready_timeout.active():
+            self._ready_timeout.cancel()
         self.log.info("takeover by process {pid} (version {v}): draining", pid=self.peer_pid, v=self.version)
         self.state = "draining"
         self.server.begin()
@@ -99,9 +119,12 @@ class HandingSession(protocol.Protocol):
         if late:
             self.log.warn("takeover: drain not finished within {s}s; going on", s=DRAIN_GRACE)
         descriptor = self.server.listen_fd()
-        routes = self.server.tables()
+        if self.version >= 2:
+            kind, tables = self.server.changes()
+        else:
+            kind, tables = "routes", self.server.tables()
         self.transport.sendFileDescriptor(descriptor)
-        self.transport.write(encode(messages.STATE, version=self.version, routes=routes))
+        self.transport.write(encode(messages.STATE, version=self.version, **{kind: tables}))
         self.state = "sent"
         self._ready_timeout = self.clock.callLater(READY_TIMEOUT, self._no_ready)
 
@@ -132,7 +155,10 @@ class HandingSession(protocol.Protocol):
             self._ready_timeout.cancel()
         self.server.release([(d, None, None) for d in self._sent])
         self._sent = []
-        if self.state in ("draining", "sent"):
+        if self.state == "precopy":
+            self.state = "failed"
+            self.server.abandon("the new process left before it restored the first copy")
+        elif self.state in ("draining", "sent"):
             self.state = "failed"
             self.server.resume("the new process left before it was ready")
         elif self.state == "done":

@@ -15,8 +15,10 @@ import msgpack
 
 from namesrv.protocol.lengthprefixed import LengthPrefixedReader
 
-#: versions this code speaks, oldest first
-VERSIONS = (1,)
+#: versions this code speaks, oldest first. 2: the tables are copied twice, first while the old process
+#: still serves (``precopy``), then only what changed since (``state`` with ``delta``), so clients wait
+#: only for the second, small copy and the sockets' move.
+VERSIONS = (1, 2)
 #: a message larger than this is garbage (the route tables of 1M topics are well below)
 MAX_MESSAGE = 1 << 30
 
@@ -25,7 +27,10 @@ _LENGTH = struct.Struct(">I")
 # kinds, in the order they are sent
 HELLO = "hello"            # new → old: versions, instance, listen, pid
 REFUSE = "refuse"          # old → new: reason (the conversation ends)
+PRECOPY = "precopy"        # old → new (version 2, still serving): version, routes (snapshot encoding)
+PRECOPIED = "precopied"    # new → old (version 2): the first copy is restored; drain now
 STATE = "state"            # old → new, with the listening socket: version, routes (snapshot encoding)
+                           # or, in version 2, delta (what changed since the precopy)
 READY = "ready"            # new → old: serving from the socket; send the connections
 CONNECTION = "connection"  # old → new, with one socket: peer, unread
 DONE = "done"              # old → new: moved, closed (counts); the old process exits

@@ -21,23 +21,26 @@ class TakeoverRefused(Exception):
 class TakenState:
     """What the old process gave: its listening socket and its route tables (snapshot bytes)."""
 
-    def __init__(self, listening, routes, version):
+    def __init__(self, listening, routes, version, delta=None):
         self.listening = listening
-        self.routes = routes
+        self.routes = routes          # a whole snapshot, or None when ``delta`` is given
         self.version = version
+        self.delta = delta            # version 2: what changed since the precopy
 
 
 @implementer(IFileDescriptorReceiver)
 class TakeoverClient(protocol.Protocol):
     """``state`` fires with a TakenState (or fails with TakeoverRefused); call ``ready()`` once
     serving from its socket; ``adopt(descriptor, peer, unread)`` is called for each connection;
-    ``done`` fires with (moved, closed) when the old process has given everything."""
+    ``done`` fires with (moved, closed) when the old process has given everything. In version 2
+    ``precopy(routes)`` restores the first copy of the tables (raising fails the takeover)."""
 
     log = Logger()
 
-    def __init__(self, identity, adopt):
+    def __init__(self, identity, adopt, precopy=None):
         self.identity = identity
         self.adopt = adopt
+        self.precopy = precopy
         self.reader = MessageReader()
         self.descriptors = []
         self.state = defer.Deferred()
@@ -65,15 +68,25 @@ class TakeoverClient(protocol.Protocol):
         kind = message["kind"]
         if kind == messages.REFUSE:
             return self._fail("the running process refused: %s" % message.get("reason"))
+        if kind == messages.PRECOPY and self.phase == "hello" and self.precopy is not None:
+            routes = message.get("routes")
+            if not isinstance(routes, bytes):
+                return self._fail("a first copy without its tables")
+            try:
+                self.precopy(routes)
+            except Exception as e:
+                return self._fail("the first copy of the tables could not be restored: %s" % e)
+            return self.transport.write(encode(messages.PRECOPIED))
         if kind == messages.STATE and self.phase == "hello":
             descriptor = self._take_descriptor()
-            routes = message.get("routes")
-            if descriptor is None or not isinstance(routes, bytes):
+            routes, delta = message.get("routes"), message.get("delta")
+            if descriptor is None or not (isinstance(routes, bytes) or isinstance(delta, bytes)):
                 return self._fail("state without its listening socket or tables")
             self.phase = "state"
             listening = socket.socket(fileno=descriptor)
             listening.setblocking(False)
-            return self.state.callback(TakenState(listening, routes, message.get("version")))
+            return self.state.callback(TakenState(listening, routes if isinstance(routes, bytes) else None,
+                                                  message.get("version"), delta if isinstance(delta, bytes) else None))
         if kind == messages.CONNECTION and self.phase == "ready":
             descriptor = self._take_descriptor()
             unread = message.get("unread") or b""

@@ -47,6 +47,10 @@ class RouteChanges:
         self.trackers.append(tracker)
         return tracker
 
+    def untrack(self, tracker):
+        if tracker in self.trackers:
+            self.trackers.remove(tracker)
+
     # -- what the tables report ------------------------------------------------------------
     def topic_set_changed(self):
         """A topic appeared or disappeared."""

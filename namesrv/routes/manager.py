@@ -104,6 +104,9 @@ class RouteInfoManager:
         mapping changes from now on; a reset of all tables sets ``tracker.full`` instead."""
         return self.changes.track(tracker)
 
+    def untrack_topic_changes(self, tracker):
+        self.changes.untrack(tracker)
+
     @property
     def change_generation(self):
         return self.changes.generation

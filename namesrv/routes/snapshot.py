@@ -159,3 +159,62 @@ def _checked_shapes(shapes):
         if shape is not None and not (type(shape) is int and 0 <= shape < len(checked)):
             raise SnapshotError("bad topic shape %r" % (shape,))
     return {"queueDatas": queue_rows, "shapes": checked, "topics": by_topic}
+
+
+# -- a takeover's second copy: what changed since the first ----------------------------------
+
+DELTA_FORMAT = "rocketmq-namesrv-routes-delta"
+
+
+def encode_snapshot_delta(routes, topics):
+    """What changed since a snapshot of ``routes`` was taken, given ``topics`` (every topic whose QueueData
+    or static-topic mapping changed since): their current shapes (None: gone) and mappings, and the
+    broker-level and live tables whole (one row per broker, not per topic)."""
+    topics = sorted(topics)
+    mappings = routes.topic_queue_mapping_info_table
+    data = {
+        "format": DELTA_FORMAT,
+        "version": FORMAT_VERSION,
+        "shapes": rows.topic_shapes(routes, topics),
+        "mappings": {topic: mappings.get(topic) for topic in topics},
+        "live": rows.live_rows(routes),
+        **rows.broker_level_rows(routes),
+    }
+    try:
+        return msgpack.packb(data, use_bin_type=True, unicode_errors="surrogatepass")
+    except (OverflowError, TypeError, ValueError) as e:
+        raise SnapshotError("the route tables cannot be saved: %s" % e)
+
+
+def apply_snapshot_delta(routes, data):
+    """Bring ``routes`` (restored from the first copy) up to the tables ``data`` describes.
+
+    The peer is our own old process, but the bytes are checked like a snapshot's all the same;
+    a bad delta raises SnapshotError before anything is changed."""
+    try:
+        decoded = msgpack.unpackb(data, raw=False, strict_map_key=False, unicode_errors="surrogatepass")
+    except Exception as e:  # msgpack raises several unrelated types on garbage
+        raise SnapshotError("not a route delta: %s" % e)
+    if not isinstance(decoded, dict) or decoded.get("format") != DELTA_FORMAT \
+            or decoded.get("version") not in READABLE_VERSIONS:
+        raise SnapshotError("not a route delta")
+    try:
+        shapes = _checked_shapes(decoded["shapes"])
+        decoded["topics"] = {}
+        decoded["mappings"] = {topic: info for topic, info in decoded["mappings"].items() if info is not None}
+        checked = _checked_rows(decoded)
+    except SnapshotError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+        raise SnapshotError("corrupt route delta: %s" % e)
+    queue_rows, by_shape = shapes["queueDatas"], shapes["shapes"]
+    topic_rows = {topic: None if shape is None else [queue_rows[i] for i in by_shape[shape]]
+                  for topic, shape in shapes["topics"].items()}
+    gone = {topic: None for topic in decoded["shapes"]["topics"] if topic not in checked["mappings"]}
+    routes.apply_topic_rows(topic_rows, dict(gone, **checked["mappings"]))
+    routes.replace_from_rows(now=routes.clock.seconds(), brokers=checked["brokers"], clusters=checked["clusters"],
+                             filters=checked["filters"], live=checked["live"])
+    try:
+        check_invariants(routes.tables, per_topic=False)
+    except AssertionError as e:
+        raise SnapshotError("the route delta does not fit the first copy: %s" % e)

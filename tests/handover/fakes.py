@@ -43,6 +43,19 @@ class FakeServer:
         self.calls.append("tables")
         return b"ROUTES"
 
+    def precopy(self):
+        self.busy = True
+        self.calls.append("precopy")
+        return b"FIRST COPY"
+
+    def changes(self):
+        self.calls.append("changes")
+        return "delta", b"DELTA"
+
+    def abandon(self, why):
+        self.busy = False
+        self.calls.append("abandon")
+
     def detach_all(self):
         self.calls.append("detach_all")
         return list(self.sockets), 1

@@ -82,7 +82,7 @@ def test_no_common_version_is_refused_naming_ours():
     proto, transport, server, clock = session()
     proto.dataReceived(hello(versions=(7, 8)))
     (refusal,) = sent(transport)
-    assert "no common takeover version" in refusal["reason"] and "[1]" in refusal["reason"]
+    assert "no common takeover version" in refusal["reason"] and "[1, 2]" in refusal["reason"]
 
 
 def test_a_second_takeover_while_one_runs_is_refused():
@@ -127,3 +127,35 @@ def test_garbage_or_a_message_out_of_order_closes_without_draining():
     proto, transport, server, clock = session()
     proto.dataReceived(encode(messages.READY))
     assert transport.disconnecting and server.calls == []
+
+
+def test_version_2_copies_the_tables_first_while_serving_then_only_what_changed():
+    proto, transport, server, clock = session()
+    proto.dataReceived(hello(versions=(1, 2)))
+    (first,) = sent(transport)
+    assert first == {"kind": "precopy", "version": 2, "routes": b"FIRST COPY"}
+    assert server.calls == ["precopy"] and proto.state == "precopy"   # nothing drains yet
+    transport.clear()
+    proto.dataReceived(encode(messages.PRECOPIED))
+    assert server.calls == ["precopy", "begin"] and proto.state == "draining"
+    server.is_settled = True
+    clock.advance(handing.SWEEP)
+    (state,) = sent(transport)
+    assert state == {"kind": "state", "version": 2, "delta": b"DELTA"} and transport.descriptors == [(0, 40)]
+    assert server.calls == ["precopy", "begin", "changes"]
+
+
+def test_a_new_process_that_leaves_during_the_precopy_stops_nothing():
+    proto, transport, server, clock = session()
+    proto.dataReceived(hello(versions=(1, 2)))
+    proto.connectionLost(None)
+    assert server.calls == ["precopy", ("release", []), "abandon"] and not server.busy
+
+
+def test_a_precopy_never_restored_is_given_up():
+    proto, transport, server, clock = session()
+    proto.dataReceived(hello(versions=(1, 2)))
+    clock.advance(handing.READY_TIMEOUT)
+    assert transport.disconnecting
+    proto.connectionLost(None)
+    assert server.calls == ["precopy", ("release", []), "abandon"]

@@ -97,3 +97,34 @@ def test_descriptors_left_over_are_closed():
     except OSError:
         closed = True
     assert closed
+
+
+def test_version_2_restores_the_first_copy_then_takes_the_delta():
+    restored = []
+    proto = TakeoverClient(InstanceIdentity("id-1", "127.0.0.1:9876"), lambda *a: None, restored.append)
+    transport = DescriptorTransport()
+    proto.makeConnection(transport)
+    state = results(proto.state)
+    proto.dataReceived(encode(messages.PRECOPY, version=2, routes=b"FIRST"))
+    assert restored == [b"FIRST"] and state == []
+    assert MessageReader().feed(transport.value())[-1]["kind"] == "precopied"
+    listening = socket.socket()
+    proto.fileDescriptorReceived(os.dup(listening.fileno()))
+    proto.dataReceived(encode(messages.STATE, version=2, delta=b"DELTA"))
+    (taken,) = state
+    assert taken.delta == b"DELTA" and taken.routes is None and taken.version == 2
+    taken.listening.close()
+    listening.close()
+
+
+def test_a_first_copy_that_cannot_be_restored_fails_the_takeover():
+    def refuse(routes):
+        raise ValueError("corrupt")
+
+    proto = TakeoverClient(InstanceIdentity("id-1", "127.0.0.1:9876"), lambda *a: None, refuse)
+    transport = DescriptorTransport()
+    proto.makeConnection(transport)
+    state = results(proto.state)
+    proto.dataReceived(encode(messages.PRECOPY, version=2, routes=b"FIRST"))
+    (failure,) = state
+    assert failure.check(TakeoverRefused) and "corrupt" in str(failure.value) and transport.disconnecting

@@ -159,3 +159,45 @@ def test_tables_msgpack_cannot_carry_are_not_saved_and_the_old_file_stays(tmp_pa
     file.save_now()                        # logged, not raised: the shutdown goes on
     assert file.save_in_background() is None   # the timer keeps running
     assert path.read_bytes() == saved
+
+
+class Tracker(set):
+    full = False
+
+
+def _same_tables(a, b):
+    from namesrv.routes import rows
+    assert a.topic_names() == b.topic_names()
+    assert [a.route_body(t, True) for t in a.topic_names()] == [b.route_body(t, True) for t in b.topic_names()]
+    assert a.cluster_info_body() == b.cluster_info_body()
+    assert sorted(map(str, rows.live_rows(a))) == sorted(map(str, rows.live_rows(b)))
+    assert a.topic_queue_mapping_info_table == b.topic_queue_mapping_info_table
+
+
+def test_a_delta_brings_the_first_copy_up_to_date():
+    from namesrv.routes.snapshot import apply_snapshot_delta, encode_snapshot_delta
+    clock = Clock()
+    old = populated(clock)
+    tracker = old.track_topic_changes(Tracker())
+    copy = new_routes(clock)
+    restore_snapshot(copy, encode_snapshot(old))
+    # meanwhile, on the old process: a new broker, a topic gone, a broker gone, a mapping changed
+    register(old, "T", "W", cluster="C3", name="broker-c", addr="127.0.0.1:3")
+    old.delete_topic("V")
+    old.unregister_broker(CLUSTER, SLAVE_ADDR, BROKER, 1)
+    register(old, "T", "U", conn=FakeConnection(), acting=True, zone="z1", counter=2,
+             mappings={"U": {"bname": BROKER, "currIdMap": {0: 0}, "topic": "U", "epoch": 3}})
+    apply_snapshot_delta(copy, encode_snapshot_delta(old, tracker))
+    _same_tables(old, copy)
+    copy.check_invariants()
+
+
+def test_a_delta_that_does_not_fit_is_refused():
+    from namesrv.routes.snapshot import apply_snapshot_delta, encode_snapshot_delta
+    old = populated(Clock())
+    with pytest.raises(SnapshotError):
+        apply_snapshot_delta(new_routes(Clock()), b"garbage")
+    data = msgpack.unpackb(encode_snapshot_delta(old, []), raw=False, strict_map_key=False)
+    data["shapes"] = {"queueDatas": [["ghost", 1, 1, 6, 0]], "shapes": [[0]], "topics": {"X": 0}}
+    with pytest.raises(SnapshotError):   # QueueData of a broker the tables do not have
+        apply_snapshot_delta(new_routes(Clock()), msgpack.packb(data, use_bin_type=True))
