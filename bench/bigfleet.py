@@ -28,6 +28,7 @@ Every phase is bounded in time; brokers use 127.x.y.z addresses that nobody conn
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -165,7 +166,11 @@ class Run:
         started = time.monotonic()
         new = TakingServer(old)
         new.start()
-        old.process.wait(60)
+        try:
+            old.process.wait(60)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError("the old process did not exit within 60 s of --takeover:\n--- old\n%s\n--- new\n%s"
+                               % (old.log(), new.log()))
         switched = time.monotonic() - started
         self.server = new
         return {"takeover_s": switched, "brokers_moved": cluster_brokers(self.host, self.port)}
@@ -219,18 +224,16 @@ def _fmt(value):
 
 
 class TakingServer(NamesrvServer):
-    """A second ``twistd namesrv`` with the running one's properties and ``--takeover``."""
+    """A second ``twistd namesrv`` with the running one's properties file and ``--takeover``."""
 
     def __init__(self, old):
-        self.old = old
-        NamesrvServer.__init__(self, workdir=old.workdir)
-        self.port = old.port
-        self.config_file = old.config_file
+        self.name, self.own_workdir, self.workdir = "namesrv-takeover", False, old.workdir
+        self.port, self.config_file, self.profile_file = old.port, old.config_file, old.profile_file + ".new"
         self.log_file = os.path.join(self.workdir, "namesrv-takeover.log")
+        self.process = None
 
     def command(self):
-        return [sys.executable, "-m", "twisted", "-n", "--pidfile=", "--logfile", self.log_file, "namesrv",
-                "-c", self.config_file, "--takeover"]
+        return NamesrvServer.command(self) + ["--takeover"]
 
     def start(self, timeout=60.0):
         env = dict(os.environ)
@@ -259,6 +262,7 @@ def parse_args(argv):
     parser.add_argument("--load-processes", type=int, default=1)
     parser.add_argument("--scenario", choices=("steady", "disconnect", "takeover"), default="steady")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line too")
+    parser.add_argument("--keep-logs", metavar="DIR", help="copy the servers' logs here before cleaning up")
     return parser.parse_args(argv)
 
 
@@ -283,6 +287,12 @@ def main(argv=None):
                 if run.server is not server:
                     run.server.stop()
         finally:
+            server.stop()
+            if args.keep_logs:
+                os.makedirs(args.keep_logs, exist_ok=True)
+                for name in os.listdir(server.workdir):
+                    if name.endswith(".log"):
+                        shutil.copy(os.path.join(server.workdir, name), args.keep_logs)
             server.cleanup()
         run.figures["server"] = args.server
     print(run.report())

@@ -3,6 +3,7 @@ conversation (handing.py, taking.py) needs from the server."""
 
 import os
 import socket
+import time
 
 from twisted.internet import defer
 from twisted.logger import Logger
@@ -66,6 +67,7 @@ class Handover:
         self.control_port = None
         self.client = None
         self._tracker = None
+        self._drain_began = None
 
     @property
     def path(self):
@@ -108,14 +110,18 @@ class Handover:
     def _precopied(self, routes):
         """Version 2: the first copy, restored while the old process still serves."""
         from namesrv.routes.snapshot import restore_snapshot
+        began = time.monotonic()
         restore_snapshot(self.service.routes, routes)
-        log.info("takeover: first copy of the tables restored ({n} topics)",
-                 n=len(self.service.routes.topic_queue_table))
+        log.info("takeover: first copy of the tables restored in {ms:.0f} ms ({n} topics)",
+                 ms=(time.monotonic() - began) * 1000, n=len(self.service.routes.topic_queue_table))
 
     def _adopt_state(self, state):
         from namesrv.routes.snapshot import apply_snapshot_delta, restore_snapshot
         if state.delta is not None:
+            began = time.monotonic()
             apply_snapshot_delta(self.service.routes, state.delta)   # what changed since the first copy
+            log.info("takeover: changes since the first copy applied in {ms:.0f} ms",
+                     ms=(time.monotonic() - began) * 1000)
         else:
             restore_snapshot(self.service.routes, state.routes)   # the old process's tables, brokers as restored
         self.service.kv.load()                                # flushed by the old process before it answered
@@ -163,7 +169,12 @@ class Handover:
         self.busy = True
         self.service.housekeeping.flush()
         self._tracker = self.service.routes.track_topic_changes(ChangedTopics())
-        return encode_snapshot(self.service.routes, self.identity.as_record())
+        began = time.monotonic()
+        data = encode_snapshot(self.service.routes, self.identity.as_record())
+        log.info("takeover: first copy of the tables encoded in {ms:.0f} ms ({kib} KiB), still serving",
+                 ms=(time.monotonic() - began) * 1000, kib=len(data) // 1024)
+        self._drain_began = None
+        return data
 
     def changes(self):
         """What changed since ``precopy()`` (drained: nothing changes any more): ("delta", bytes), or
@@ -173,9 +184,14 @@ class Handover:
         self.service.routes.untrack_topic_changes(tracker)
         if tracker is None or tracker.full:
             return "routes", self.tables()
+        began = time.monotonic()
         self.service.kv.flush_sync()
         self.service.housekeeping.flush()   # brokers whose connections closed are not handed on
-        return "delta", encode_snapshot_delta(self.service.routes, tracker)
+        data = encode_snapshot_delta(self.service.routes, tracker)
+        log.info("takeover: drained in {drain:.0f} ms; {n} topics changed since the first copy, sent in {ms:.0f} ms",
+                 drain=(began - (self._drain_began or began)) * 1000, n=len(tracker),
+                 ms=(time.monotonic() - began) * 1000)
+        return "delta", data
 
     def abandon(self, why):
         """The new process left before it restored the first copy: nothing was stopped, just stop tracking."""
@@ -186,6 +202,7 @@ class Handover:
         self.busy = False
 
     def begin(self):
+        self._drain_began = time.monotonic()
         self.busy = True
         self.stop()   # one takeover at a time; the new process listens here once it is done
         self.drain.begin()

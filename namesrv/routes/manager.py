@@ -217,13 +217,17 @@ class RouteInfoManager:
         self.tables.adopt(other.tables if isinstance(other, RouteInfoManager) else other)
 
     def replace_from_rows(self, topics=None, mappings=None, brokers=None, clusters=None, filters=None, live=None,
-                          now=None):
+                          now=None, shapes=None):
         """Replace the tables given as rows of ``rows.py``; see ``RouteTables.replace_from_rows``."""
-        self.tables.replace_from_rows(topics, mappings, brokers, clusters, filters, live, now)
+        self.tables.replace_from_rows(topics, mappings, brokers, clusters, filters, live, now, shapes)
 
     def apply_topic_rows(self, topics, mappings=None):
         """Set the QueueData (and mappings) of the topics given as rows; see ``RouteTables.apply_topic_rows``."""
         self.tables.apply_topic_rows(topics, mappings)
+
+    def apply_topic_shapes(self, shapes, mappings=None):
+        """The same, with the topics given by shape (``rows.topic_shapes``)."""
+        self.tables.apply_topic_shapes(shapes, mappings)
 
     def check_invariants(self):
         """Raise AssertionError if the tables contradict each other (used by tests)."""

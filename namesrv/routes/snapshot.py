@@ -10,7 +10,7 @@ leaves the manager untouched.
 
 import msgpack
 
-from namesrv.routes import rows
+from namesrv.routes import bulk, rows
 from namesrv.routes.changes import RouteChanges
 from namesrv.routes.invariants import check_invariants
 from namesrv.routes.tables import RouteTables
@@ -79,13 +79,16 @@ def restore_snapshot(routes, data, emit_events=True):
         raise
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, AssertionError) as e:
         raise SnapshotError("corrupt route snapshot: %s" % e)
-    before = {topic: routes.topic_broker_names(topic) for topic in routes.topic_queue_table}
+    before = {topic: tuple(queue_map) for topic, queue_map in routes.topic_queue_table.items()}
     routes.replace_tables(fresh)
     if emit_events:
-        for topic in sorted(set(before) | set(routes.topic_queue_table)):
-            after = routes.topic_broker_names(topic)
-            if before.get(topic, []) != after:
-                routes.events.emit("topic_route_changed", topic=topic, before=before.get(topic, []), after=after)
+        table = routes.topic_queue_table
+        before.update((topic, ()) for topic in table if topic not in before)
+        for (was, now), topics in bulk.route_changes(before, table).items():
+            if len(topics) == 1:
+                routes.events.emit("topic_route_changed", topic=topics[0], before=list(was), after=list(now))
+            else:
+                routes.events.emit("topic_route_changed", topics=sorted(topics), before=list(was), after=list(now))
 
 
 def _string(value, what):

@@ -97,11 +97,22 @@ class RouteTables:
         """Set the QueueData of each topic of ``topics`` ({topic: queue_data_rows, or None: the topic is
         gone}) and, if given, its static-topic mappings ({topic: {brokerName: info}, or None}): a replica's
         part of the changed topics. The reverse index follows; ``report`` tells the change tracker."""
+        maps = {topic: {row[0]: shared_queue_data(QueueData(*row)) for row in queue_datas or ()}
+                for topic, queue_datas in topics.items()}
+        self.apply_topic_maps(maps, mappings, report)
+
+    def apply_topic_shapes(self, shapes, mappings=None, report=True):
+        """``apply_topic_rows`` with the topics as ``rows.topic_shapes`` (one map built per shape)."""
+        templates = _shape_templates(shapes)
+        maps = {topic: {} if shape is None else templates[shape].copy() for topic, shape in shapes["topics"].items()}
+        self.apply_topic_maps(maps, mappings, report)
+
+    def apply_topic_maps(self, maps, mappings=None, report=True):
+        """Set each topic's map brokerName -> shared QueueData ({topic: map, empty when the topic is gone})."""
         table, broker_topics = self.topic_queue_table, self.broker_topics
         moved = set()   # broker names whose set of topics changed
-        for topic, queue_datas in topics.items():
+        for topic, qmap in maps.items():
             old = table.get(topic) or {}
-            qmap = {row[0]: shared_queue_data(QueueData(*row)) for row in queue_datas or ()}
             if qmap:
                 table[topic] = qmap
             else:
@@ -128,7 +139,7 @@ class RouteTables:
             changes = self.changes
             changes.begin()
             changes.topic_set_changed()
-            changes.queue_datas_changed(list(topics) + [t for t in mappings or () if t not in topics])
+            changes.queue_datas_changed(list(maps) + [t for t in mappings or () if t not in maps])
             changes.end()
 
     # -- the registration shortcut's token ------------------------------------------------
@@ -390,11 +401,16 @@ class RouteTables:
                 self.changes.broker_routes_changed(self.topics_of(broker_data.broker_name))
 
 
-def _tables_from_shapes(shapes):
-    """(topic_queue_table, broker_topics) from ``rows.topic_shapes`` (trusted as to shape): one map per shape
-    is built, each topic gets a copy of its shape's, and each broker name's topic set is filled per shape."""
+def _shape_templates(shapes):
+    """One map brokerName -> shared QueueData per shape of ``rows.topic_shapes`` (trusted as to shape)."""
     queue_datas = [shared_queue_data(QueueData(*row)) for row in shapes["queueDatas"]]
-    templates = [{queue_datas[i].broker_name: queue_datas[i] for i in indexes} for indexes in shapes["shapes"]]
+    return [{queue_datas[i].broker_name: queue_datas[i] for i in indexes} for indexes in shapes["shapes"]]
+
+
+def _tables_from_shapes(shapes):
+    """(topic_queue_table, broker_topics) from ``rows.topic_shapes``: each topic gets a copy of its shape's
+    map, and each broker name's topic set is filled per shape."""
+    templates = _shape_templates(shapes)
     table, by_shape = {}, {}
     for topic, shape in shapes["topics"].items():
         if shape is not None:

@@ -124,3 +124,18 @@ def test_a_replica_refreshes_its_broker_tables_and_applies_topic_parts_from_rows
     assert sorted(replica.topic_queue_table) == ["T2", "T3", "baseTopic"] and heard == [1]
     assert replica.route_body("T1", True) is None and replica.topic_queue_mapping_info_table == {}
     assert replica.tables.topics_of("broker-a") == {"T2", "T3", "baseTopic"}
+
+
+def test_topic_parts_by_shape_apply_as_rows_do():
+    main = new_routes()
+    register(main, "T1", "T2", "T3")
+    register(main, "T2", "T3", "T4", name="broker-b", addr="127.0.0.1:2")
+    by_rows, by_shapes = new_routes(), new_routes()
+    by_rows.apply_topic_rows(rows.topic_rows(main))
+    shapes = rows.topic_shapes(main)
+    assert len(shapes["shapes"]) == 3 and len(shapes["queueDatas"]) == 2    # {a}, {a, b}, {b}: two QueueData
+    by_shapes.apply_topic_shapes(shapes)
+    assert by_shapes.topic_queue_table == by_rows.topic_queue_table == main.topic_queue_table
+    assert by_shapes.tables.broker_topics == main.tables.broker_topics
+    by_shapes.apply_topic_shapes(rows.topic_shapes(main, ["T1", "Gone"]) | {"topics": {"T1": None, "Gone": None}})
+    assert "T1" not in by_shapes.topic_queue_table and by_shapes.tables.topics_of("broker-a") == {"T2", "T3", "baseTopic"}

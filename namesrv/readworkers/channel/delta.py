@@ -2,7 +2,7 @@
 
 The main process's tables change topic by topic (a broker's registration touches its
 own topics), so after a worker's first, full copy, each publication carries the current
-QueueData and static-topic mappings of the topics changed since the previous one
+QueueData (by shape, rows.topic_shapes) and static-topic mappings of the topics changed since the previous one
 (``None``: the topic is gone), in parts of ``PART_TOPICS`` topics, then one final message
 with the broker-level tables whole (one entry per broker or cluster, not per topic). A
 part states values, not differences, so applying one twice, or one that overlaps a full
@@ -18,16 +18,10 @@ PART_TOPICS = 500
 
 
 def encode_topics(routes, topics):
-    """The current QueueData and mappings of ``topics`` (None for a topic that is gone)."""
-    queue_table = routes.topic_queue_table
+    """The current QueueData of ``topics`` by shape (rows.topic_shapes; None for a topic that is gone)
+    and their mappings."""
     mappings = routes.topic_queue_mapping_info_table
-    topic_part = {}
-    mapping_part = {}
-    for topic in topics:
-        qmap = queue_table.get(topic)
-        topic_part[topic] = rows.queue_data_rows(qmap) if qmap else None
-        mapping_part[topic] = mappings.get(topic)
-    return {"topics": topic_part, "mappings": mapping_part}
+    return {"shapes": rows.topic_shapes(routes, topics), "mappings": {topic: mappings.get(topic) for topic in topics}}
 
 
 def encode_brokers(routes):
@@ -43,9 +37,9 @@ def apply_topics(routes, part, reset=False):
     """
     if reset:
         mappings = {topic: info for topic, info in part["mappings"].items() if info is not None}
-        routes.replace_from_rows(topics=part["topics"], mappings=mappings)
+        routes.replace_from_rows(shapes=part["shapes"], mappings=mappings)
     else:
-        routes.apply_topic_rows(part["topics"], part["mappings"])
+        routes.apply_topic_shapes(part["shapes"], part["mappings"])
 
 
 def apply_brokers(routes, tables):
