@@ -22,7 +22,6 @@ from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import HeaderFieldError
 from namesrv.routes.bodies import decode, encode
 from namesrv.routes.bodies.decode import BodyDecodeError
-from namesrv.routes.shortcut import UnchangedRegistrations
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.routes.queries import filter_by_zone
 
@@ -67,8 +66,9 @@ class RouteProcessor:
 
     def __init__(self, context, timer=time.perf_counter):
         self.context = context
-        #: an identical registration, with no table change since, only refreshes liveness
-        self.unchanged = UnchangedRegistrations(self.routes)
+        #: an identical registration, with no table change since, only refreshes liveness (kept with the
+        #: tables, so that a takeover carries it on)
+        self.unchanged = self.routes.unchanged
         self.timer = timer
         self._handlers = {
             RequestCode.REGISTER_BROKER: self.register_broker,
@@ -173,9 +173,10 @@ class RouteProcessor:
     def _fingerprint(request, delete_topics):
         """What must be identical for a registration to be "the same as last time": header, body and
         the one property that changes what applying it does."""
-        digest = hashlib.sha256(request.body or b"").digest()   # ~1 ms per MB (SHA-NI); blake2b is 3x slower here
-        return (request.version, request.serialize_type, tuple(sorted((request.ext or {}).items())), digest,
-                delete_topics)
+        digest = hashlib.sha256(request.body or b"")   # ~1 ms per MB (SHA-NI); blake2b is 3x slower here
+        digest.update(repr((request.version, int(request.serialize_type), sorted((request.ext or {}).items()),
+                            delete_topics)).encode("utf-8", "surrogatepass"))
+        return digest.digest()
 
     def _registered(self, request, result, cluster, broker_name, broker_id, broker_addr, topics, data_version,
                     body, compressed, started):

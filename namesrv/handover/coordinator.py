@@ -124,6 +124,7 @@ class Handover:
                      ms=(time.monotonic() - began) * 1000)
         else:
             restore_snapshot(self.service.routes, state.routes)   # the old process's tables, brokers as restored
+        self.service.routes.unchanged.adopt(state.registrations)
         self.service.kv.load()                                # flushed by the old process before it answered
         log.info("takeover: tables taken over ({n} topics)", n=len(self.service.routes.topic_queue_table))
         return state.listening
@@ -177,11 +178,18 @@ class Handover:
         return data
 
     def changes(self):
-        """What changed since ``precopy()`` (drained: nothing changes any more): ("delta", bytes), or
-        ("routes", a whole snapshot) if the tables were replaced meanwhile."""
+        """The fields of the last copy, once drained (nothing changes any more): what changed since
+        ``precopy()`` ({"delta": bytes}, or {"routes": a whole snapshot} if the tables were replaced
+        meanwhile), and the registrations an unchanged re-registration may skip ({"registrations": rows})."""
+        fields = dict([self._tables_since_precopy()])
+        fields["registrations"] = self.service.routes.unchanged.export()
+        return fields
+
+    def _tables_since_precopy(self):
         from namesrv.routes.snapshot import encode_snapshot_delta
         tracker, self._tracker = self._tracker, None
-        self.service.routes.untrack_topic_changes(tracker)
+        if tracker is not None:
+            self.service.routes.untrack_topic_changes(tracker)
         if tracker is None or tracker.full:
             return "routes", self.tables()
         began = time.monotonic()

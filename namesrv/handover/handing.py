@@ -32,8 +32,8 @@ READY_TIMEOUT = 60.0
 class HandingSession(protocol.Protocol):
     """``server`` provides: ``identity`` (InstanceIdentity), ``busy`` (a takeover already runs),
     ``precopy()`` (snapshot bytes, changes tracked from now), ``begin()``, ``settled()``, ``tables()``
-    (snapshot bytes, KV flushed), ``changes()`` (what changed since the precopy: ("delta", bytes), or
-    ("routes", snapshot bytes) when it cannot say), ``abandon()``, ``listen_fd()``,
+    (snapshot bytes, KV flushed), ``changes()`` (the last copy's fields: ``delta`` (what changed since
+    the precopy) or ``routes``, and ``registrations``), ``abandon()``, ``listen_fd()``,
     ``detach_all()`` → (sockets, closed), ``release(sockets)``, ``resume(why)``,
     ``finished(moved, closed)``."""
 
@@ -119,12 +119,9 @@ class HandingSession(protocol.Protocol):
         if late:
             self.log.warn("takeover: drain not finished within {s}s; going on", s=DRAIN_GRACE)
         descriptor = self.server.listen_fd()
-        if self.version >= 2:
-            kind, tables = self.server.changes()
-        else:
-            kind, tables = "routes", self.server.tables()
+        fields = self.server.changes() if self.version >= 2 else {"routes": self.server.tables()}
         self.transport.sendFileDescriptor(descriptor)
-        self.transport.write(encode(messages.STATE, version=self.version, **{kind: tables}))
+        self.transport.write(encode(messages.STATE, version=self.version, **fields))
         self.state = "sent"
         self._ready_timeout = self.clock.callLater(READY_TIMEOUT, self._no_ready)
 

@@ -30,7 +30,8 @@ REFUSE = "refuse"          # old → new: reason (the conversation ends)
 PRECOPY = "precopy"        # old → new (version 2, still serving): version, routes (snapshot encoding)
 PRECOPIED = "precopied"    # new → old (version 2): the first copy is restored; drain now
 STATE = "state"            # old → new, with the listening socket: version, routes (snapshot encoding)
-                           # or, in version 2, delta (what changed since the precopy)
+                           # or, in version 2, delta (what changed since the precopy) and registrations
+                           # (the unchanged-registration shortcut's entries still valid)
 READY = "ready"            # new → old: serving from the socket; send the connections
 CONNECTION = "connection"  # old → new, with one socket: peer, unread
 DONE = "done"              # old → new: moved, closed (counts); the old process exits

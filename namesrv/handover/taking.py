@@ -21,11 +21,12 @@ class TakeoverRefused(Exception):
 class TakenState:
     """What the old process gave: its listening socket and its route tables (snapshot bytes)."""
 
-    def __init__(self, listening, routes, version, delta=None):
+    def __init__(self, listening, routes, version, delta=None, registrations=None):
         self.listening = listening
         self.routes = routes          # a whole snapshot, or None when ``delta`` is given
         self.version = version
         self.delta = delta            # version 2: what changed since the precopy
+        self.registrations = registrations or []   # version 2: UnchangedRegistrations.export()
 
 
 @implementer(IFileDescriptorReceiver)
@@ -85,8 +86,10 @@ class TakeoverClient(protocol.Protocol):
             self.phase = "state"
             listening = socket.socket(fileno=descriptor)
             listening.setblocking(False)
+            registrations = message.get("registrations")
             return self.state.callback(TakenState(listening, routes if isinstance(routes, bytes) else None,
-                                                  message.get("version"), delta if isinstance(delta, bytes) else None))
+                                                  message.get("version"), delta if isinstance(delta, bytes) else None,
+                                                  registrations if isinstance(registrations, list) else None))
         if kind == messages.CONNECTION and self.phase == "ready":
             descriptor = self._take_descriptor()
             unread = message.get("unread") or b""

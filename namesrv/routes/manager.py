@@ -24,6 +24,7 @@ from namesrv.routes.invariants import check_invariants
 from namesrv.routes.model import DEFAULT_HEARTBEAT_TIMEOUT_MILLIS
 from namesrv.routes.queries import RouteQueries
 from namesrv.routes.registration import BrokerRegistrations
+from namesrv.routes.shortcut import UnchangedRegistrations
 from namesrv.routes.tables import RouteTables
 
 
@@ -63,6 +64,7 @@ class RouteInfoManager:
         self.registrations = BrokerRegistrations(self.tables, self.changes, self.clock,
                                                  default_heartbeat_timeout_millis)
         self.queries = RouteQueries(self.tables, self.changes.body_cache)
+        self.unchanged = UnchangedRegistrations(self)
         self.admin = RouteAdmin(self.tables, self.changes, self.clock)
         # The hot paths (a route read, a heartbeat, the unchanged-registration shortcut) are the
         # components' own methods, same names and signatures: no extra call on the way.

@@ -5,7 +5,9 @@ almost always unchanged. When a registration's fingerprint (header and body, as 
 processor computes it) equals the last one applied for that broker, and the broker's
 ``registration_token`` says nothing a re-application could change has changed since, only
 its liveness is refreshed: no body decode, no table walk. Kept in one place with what it
-remembers, so the processor only asks and the manager only answers.
+remembers, so the processor only asks and the manager only answers. A takeover carries what
+is still valid to the new process (``export``/``adopt``), so a thousand brokers' next
+registrations do not all take the full path there at once.
 """
 
 
@@ -49,3 +51,29 @@ class UnchangedRegistrations:
                 del applied[key]
         applied[(cluster, broker_addr)] = AppliedRegistration(
             fingerprint, self.routes.registration_token(broker_name), topics, data_version)
+
+    def export(self):
+        """The entries still valid (nothing of their broker changed since): [[cluster, addr, fingerprint,
+        topics, dataVersion], ...], plain values for a takeover's last message."""
+        routes, rows = self.routes, []
+        for (cluster, broker_addr), last in self.applied.items():
+            live = routes.broker_live_table.get((cluster, broker_addr))
+            if live is not None and isinstance(last.fingerprint, bytes) \
+                    and last.token == routes.registration_token(live.broker_name):
+                rows.append([cluster, broker_addr, last.fingerprint, last.topics, last.data_version])
+        return rows
+
+    def adopt(self, rows):
+        """Take ``export()``'s entries from the process taken over, once its tables are ours (their tokens are
+        then this process's); entries of brokers we do not have, or malformed, are ignored."""
+        routes = self.routes
+        for row in rows or ():
+            try:
+                cluster, broker_addr, fingerprint, topics, data_version = row
+            except (TypeError, ValueError):
+                continue
+            live = routes.broker_live_table.get((cluster, broker_addr))
+            if live is None or not isinstance(fingerprint, bytes) or live.broker_name is None:
+                continue
+            self.applied[(cluster, broker_addr)] = AppliedRegistration(
+                fingerprint, routes.registration_token(live.broker_name), topics, data_version)

@@ -50,7 +50,7 @@ class FakeServer:
 
     def changes(self):
         self.calls.append("changes")
-        return "delta", b"DELTA"
+        return {"delta": b"DELTA", "registrations": [["C", "127.0.0.1:10911", b"F" * 32, 3, {"counter": 1}]]}
 
     def abandon(self, why):
         self.busy = False

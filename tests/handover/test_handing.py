@@ -141,7 +141,9 @@ def test_version_2_copies_the_tables_first_while_serving_then_only_what_changed(
     server.is_settled = True
     clock.advance(handing.SWEEP)
     (state,) = sent(transport)
-    assert state == {"kind": "state", "version": 2, "delta": b"DELTA"} and transport.descriptors == [(0, 40)]
+    assert state == {"kind": "state", "version": 2, "delta": b"DELTA",
+                     "registrations": [["C", "127.0.0.1:10911", b"F" * 32, 3, {"counter": 1}]]}
+    assert transport.descriptors == [(0, 40)]
     assert server.calls == ["precopy", "begin", "changes"]
 
 

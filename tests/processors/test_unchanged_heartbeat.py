@@ -178,3 +178,31 @@ def test_forgotten_brokers_do_not_pile_up(world):
         remembered[("gone", "127.0.9.%d:1" % i)] = object()
     world.call(register_request("C", "broker-z", "127.0.0.9:10911", topics=["Z1", "Z2"]), FakeConnection(connection_id=9))
     assert set(remembered) == {("C", "127.0.0.1:10911"), ("C", "127.0.0.9:10911")}
+
+
+def test_a_takeover_carries_the_shortcut_to_the_new_process(world, no_decode):
+    from types import SimpleNamespace
+    import msgpack
+    from namesrv.context import NamesrvContext
+    from namesrv.routes import RouteInfoManager
+    from namesrv.routes.snapshot import encode_snapshot, restore_snapshot
+    from processors.route import RouteProcessor
+    from tests.processors.test_route_processor import FakeKV, make_config
+    world.call(master())
+    world.call(slave())
+    world.call(master(opaque=3))        # the slave joined its group since: applied again, valid from now on
+    world.call(register_request("C", "broker-b", "127.0.0.1:10931", topics=["B"]))
+    world.call(register_request("C", "broker-b", "127.0.0.1:10931", topics=["B", "X"], counter=2))   # changed
+    rows = msgpack.unpackb(msgpack.packb(world.routes.unchanged.export()), raw=False)   # as the message carries it
+    assert sorted(row[1] for row in rows) == ["127.0.0.1:10911", "127.0.0.1:10921", "127.0.0.1:10931"]
+    new_routes = RouteInfoManager(clock=world.clock, events=world.events)
+    restore_snapshot(new_routes, encode_snapshot(world.routes))
+    new_routes.unchanged.adopt(rows + [["C", "127.0.0.9:1", b"x" * 32, 1, {}], ["garbage"]])
+    context = NamesrvContext(config=make_config(), routes=new_routes, kv=FakeKV(), reactor=world.clock,
+                             events=world.events)
+    new = SimpleNamespace(processor=RouteProcessor(context))
+    no_decode()
+    for request in (master(opaque=7), slave(opaque=8)):
+        assert new.processor.process_request(request, FakeConnection()).code == ResponseCode.SUCCESS
+    assert new.processor.unchanged.skipped == 2
+    assert len(new_routes.unchanged.applied) == 3     # the unknown broker and the garbage row were ignored
