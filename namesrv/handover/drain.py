@@ -66,7 +66,10 @@ class ServerDrain:
         clients reconnect). Returns (movable sockets, number closed)."""
         moving, self.collected = self.collected, []
         closed = 0
-        for connection in self.connections():
+        # Clients first (the workers' ones are), brokers last: a client waits for its socket's move to be
+        # answered again; a broker's next heartbeat is 30 s away, and it is the one with bytes to handle.
+        brokers = self.service.routes.tables.by_connection
+        for connection in sorted(self.connections(), key=lambda c: c in brokers):
             if movable(connection):
                 descriptor, unread = detach(connection)
                 moving.append((descriptor, connection.peer, unread))

@@ -95,11 +95,13 @@ class Pool:
 
 
 class Service:
-    def __init__(self, connections):
+    def __init__(self, connections, brokers=()):
+        from types import SimpleNamespace
         self.factory = Factory(connections)
         self.port = Port()
         self.read_workers = Pool()
         self.housekeeping = "real"
+        self.routes = SimpleNamespace(tables=SimpleNamespace(by_connection={c: {("C", "a")} for c in brokers}))
 
 
 def pair():
@@ -180,3 +182,17 @@ def test_resume_serves_everything_again():
     assert spawned == [0] and not service.read_workers.draining and service.read_workers.divert is None
     ours.close()
     theirs.close()
+
+
+def test_clients_move_before_brokers():
+    sockets = [pair() for _ in range(3)]
+    broker = Connection(SocketTransport(sockets[0][0]), "127.0.0.1:1")
+    clients = [Connection(SocketTransport(s[0]), "127.0.0.1:%d" % (i + 2)) for i, s in enumerate(sockets[1:])]
+    drain = ServerDrain(Service([broker] + clients, brokers=[broker]), InFlightDispatcher(None))
+    drain.begin()
+    moving, _ = drain.detach_all()
+    assert [peer for _, peer, _ in moving] == ["127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:1"]
+    drain.release(moving)
+    for ours, theirs in sockets:
+        ours.close()
+        theirs.close()
