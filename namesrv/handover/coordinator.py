@@ -1,6 +1,7 @@
 """Both ends of a takeover for one NamesrvService: the control socket, and the hooks the
 conversation (handing.py, taking.py) needs from the server."""
 
+import gc
 import os
 import socket
 import time
@@ -112,6 +113,7 @@ class Handover:
         from namesrv.routes.snapshot import restore_snapshot
         began = time.monotonic()
         restore_snapshot(self.service.routes, routes)
+        gc.freeze()   # a million new long-lived objects: no full collection may scan them while clients wait
         log.info("takeover: first copy of the tables restored in {ms:.0f} ms ({n} topics)",
                  ms=(time.monotonic() - began) * 1000, n=len(self.service.routes.topic_queue_table))
 

@@ -161,3 +161,48 @@ def test_a_precopy_never_restored_is_given_up():
     assert transport.disconnecting
     proto.connectionLost(None)
     assert server.calls == ["precopy", ("release", []), "abandon"]
+
+
+def test_connections_move_in_batches_over_a_real_socket():
+    import os
+    import socket
+    from types import SimpleNamespace
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    ours.setblocking(False)
+    spare = socket.socket()
+    moving = [(os.dup(spare.fileno()), "127.0.0.1:%d" % (5000 + i), b"u" * (i % 3) * 70000) for i in range(450)]
+    transport = SimpleNamespace(socket=ours, dataBuffer=b"", _tempDataBuffer=[], _sendmsgQueue=[])
+    reader_done = []
+
+    def read():
+        reader, fds, data = MessageReader(), [], []
+        theirs.settimeout(10)
+        while not reader_done:
+            chunk, got, _, _ = socket.recv_fds(theirs, 1 << 16, 1000)
+            fds.extend(got)
+            for message in reader.feed(chunk):
+                data.append(message)
+                if message["kind"] == "done":
+                    reader_done.append(1)
+        return data, fds
+
+    import threading
+    result = []
+    thread = threading.Thread(target=lambda: result.append(read()))
+    thread.start()
+    assert handing.send_in_batches(transport, moving, encode(messages.DONE, moved=450, closed=0))
+    thread.join(20)
+    data, fds = result[0]
+    assert [m["peer"] for m in data[:-1]] == [peer for _, peer, _ in moving] and data[-1]["moved"] == 450
+    assert [len(m["unread"]) for m in data[:-1]] == [len(unread) for _, _, unread in moving]
+    assert len(fds) == 450 and not ours.getblocking()
+    for fd in fds + [d for d, _, _ in moving]:
+        os.close(fd)
+    for s in (ours, theirs, spare):
+        s.close()
+
+
+def test_a_transport_with_bytes_queued_keeps_the_one_by_one_path():
+    from types import SimpleNamespace
+    transport = SimpleNamespace(socket=object(), dataBuffer=b"queued", _tempDataBuffer=[], _sendmsgQueue=[])
+    assert not handing.send_in_batches(transport, [(9, "p", b"")], b"")
