@@ -5,6 +5,7 @@ dashboard panel's query runs against what it scraped."""
 import json
 import os
 import re
+import signal
 import time
 
 import pytest
@@ -128,3 +129,15 @@ def test_every_dashboard_panel_queries_metrics_the_server_exports_without_error(
         result = prometheus.wait_for("%r returning data (%s)" % (title, query), lambda: prometheus.query(query),
                                      timeout=10)
         assert result, title
+
+
+def test_a_read_worker_killed_is_counted_and_replaced(monitored):
+    server, prometheus = monitored
+    with open("/proc/%d/task/%d/children" % (server.process.pid, server.process.pid)) as f:
+        (worker,) = [int(pid) for pid in f.read().split()]
+    os.kill(worker, signal.SIGKILL)
+    prometheus.wait_for("the restart counted", lambda: prometheus.query(
+        "rocketmq_namesrv_read_worker_restarts_total == 1"))
+    prometheus.wait_for("the worker replaced", lambda: prometheus.query(
+        "rocketmq_namesrv_read_workers == rocketmq_namesrv_read_workers_configured"))
+    assert prometheus.query("increase(rocketmq_namesrv_read_worker_restarts_total[1m])")[0][1] > 0
