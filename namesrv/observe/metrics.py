@@ -116,8 +116,9 @@ class NamesrvMetrics:
         elif event == "bad_frame":
             self.bad_frames.inc()
         elif event == "broker_registered":
-            self.first_registrations.labels(str(fields.get("cluster")), str(fields.get("brokerName")),
-                                            str(fields.get("brokerId"))).inc()
+            cluster = str(fields.get("cluster"))
+            self._clusters_seen.add(cluster)   # listed even if it is gone before the next scrape
+            self.first_registrations.labels(cluster, str(fields.get("brokerName")), str(fields.get("brokerId"))).inc()
 
     def read_worker_exited(self):
         self.read_worker_restarts.inc()

@@ -36,6 +36,13 @@ def test_a_cluster_whose_last_broker_is_gone_stays_listed_at_zero():
     assert sample(metrics, "rocketmq_namesrv_active_brokers") == 2   # the old total is kept
 
 
+def test_a_cluster_registered_and_gone_between_two_scrapes_is_listed_at_zero():
+    routes = new_routes()
+    metrics = NamesrvMetrics(RequestClassifier(), routes=routes)
+    metrics.event("broker_registered", {"cluster": "Brief", "brokerName": "b", "brokerId": 0})
+    assert sample(metrics, "rocketmq_namesrv_cluster_live_brokers", cluster="Brief") == 0
+
+
 def test_first_registrations_count_per_broker_so_a_flapping_one_stands_out():
     metrics = NamesrvMetrics(RequestClassifier())
     for _ in range(3):
