@@ -5,7 +5,8 @@ Counters and histograms are updated on the reactor thread as requests finish; th
 that lives elsewhere (route tables, connections, event-log drops, in-flight counts) is
 read on the reactor thread when a scrape arrives, then the text is rendered in the
 reactor's thread pool by ``prometheus_client``'s WSGI app, so a scrape never holds the
-reactor for longer than a few ``len()`` calls, and no thread reads the route tables.
+reactor for longer than a few ``len()`` calls and one pass over the live brokers (not the
+topics), and no thread reads the route tables.
 
 The gauges read what the real objects have: the sizes of the RouteInfoManager's public
 tables, the factory's ``connections`` and ``refused``, and the IEventLog's ``dropped``.
@@ -13,6 +14,9 @@ tables, the factory's ``connections`` and ``refused``, and the IEventLog's ``dro
 Names and labels are what dashboards and alert rules (conf/prometheus, conf/grafana) are
 written against: add metrics freely, rename one only by keeping the old name for a release.
 """
+
+from collections import Counter as Tally
+from operator import itemgetter
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -153,11 +157,9 @@ class NamesrvMetrics:
     def _live_brokers_per_cluster(self):
         """Live brokers per cluster; a cluster seen since start stays listed at 0 once its last
         broker is gone (a vanished series would never fire "no live broker in a cluster")."""
+        self._clusters_seen.update(self.routes.cluster_addr_table)
         counts = dict.fromkeys(self._clusters_seen, 0)
-        counts.update(dict.fromkeys(self.routes.cluster_addr_table, 0))
-        for cluster, _ in self.routes.broker_live_table:
-            counts[cluster] = counts.get(cluster, 0) + 1
-        self._clusters_seen.update(counts)
+        counts.update(Tally(map(itemgetter(0), self.routes.broker_live_table)))   # keys: (cluster, addr)
         return counts
 
     def exposition(self):
