@@ -6,6 +6,10 @@ the port is held by the main process but accepts nothing until a worker has its 
 replica. So each check sends one real request (GET_BROKER_CLUSTER_INFO) to the remoting
 port over TCP, as a client would, and answers 200 only when an answer comes back in time.
 Any answer counts (with ACL on, NO_PERMISSION still proves the port serves).
+
+``/health?format=prometheus`` gives the same answer (same status code) in Prometheus's text
+format, so a scrape job on ``/health`` is the health check: its ``up`` is 0 when DOWN
+(conf/prometheus/prometheus.yml, alert NamesrvHealthDown).
 """
 
 import json
@@ -64,11 +68,12 @@ class HealthResource(resource.Resource):
         self.reactor = reactor
 
     def render_GET(self, request):
-        request.setHeader(b"content-type", b"application/json")
+        render = _prometheus_text if request.args.get(b"format") == [b"prometheus"] else _json
+        request.setHeader(b"content-type", render.content_type)
         request.setHeader(b"cache-control", b"no-store")
         address = self.readiness.serving_address
         if address is None:
-            return self._answer(request, 503, {"status": "DOWN", "reason": "starting or stopping"})
+            return self._answer(request, render, 503, {"status": "DOWN", "reason": "starting or stopping"})
         host, port = address
         gone = []
         request.notifyFinish().addErrback(lambda failure: gone.append(failure))
@@ -77,17 +82,40 @@ class HealthResource(resource.Resource):
             lambda ms: {"status": "UP", "remoting": "%s:%d" % (host, port), "probeMillis": round(ms, 2)},
             lambda failure: {"status": "DOWN", "remoting": "%s:%d" % (host, port),
                              "reason": "no answer from the remoting port: %s" % failure.getErrorMessage()})
-        d.addCallback(lambda body: None if gone else self._finish(request, body))
+        d.addCallback(lambda body: None if gone else self._finish(request, render, body))
         return server.NOT_DONE_YET
 
-    def _finish(self, request, body):
+    def _finish(self, request, render, body):
         request.setResponseCode(200 if body["status"] == "UP" else 503)
-        request.write(json.dumps(body).encode() + b"\n")
+        request.write(render(body))
         request.finish()
 
-    def _answer(self, request, code, body):
+    def _answer(self, request, render, code, body):
         request.setResponseCode(code)
-        return json.dumps(body).encode() + b"\n"
+        return render(body)
+
+
+def _json(body):
+    return json.dumps(body).encode() + b"\n"
+
+
+_json.content_type = b"application/json"
+
+
+def _prometheus_text(body):
+    """The answer as two gauges; the reason (a free text) stays in the JSON answer."""
+    up = 1 if body["status"] == "UP" else 0
+    lines = ["# HELP rocketmq_namesrv_health_up 1 when /health says UP (the remoting port answered a request).",
+             "# TYPE rocketmq_namesrv_health_up gauge",
+             "rocketmq_namesrv_health_up %d" % up]
+    if "probeMillis" in body:
+        lines += ["# HELP rocketmq_namesrv_health_probe_seconds Time the health probe's request took.",
+                  "# TYPE rocketmq_namesrv_health_probe_seconds gauge",
+                  "rocketmq_namesrv_health_probe_seconds %r" % (body["probeMillis"] / 1000.0)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+_prometheus_text.content_type = b"text/plain; version=0.0.4; charset=utf-8"
 
 
 def main(argv=None):

@@ -5,11 +5,18 @@ Counters and histograms are updated on the reactor thread as requests finish; th
 that lives elsewhere (route tables, connections, event-log drops, in-flight counts) is
 read on the reactor thread when a scrape arrives, then the text is rendered in the
 reactor's thread pool by ``prometheus_client``'s WSGI app, so a scrape never holds the
-reactor for longer than a few ``len()`` calls, and no thread reads the route tables.
+reactor for longer than a few ``len()`` calls and one pass over the live brokers (not the
+topics), and no thread reads the route tables.
 
 The gauges read what the real objects have: the sizes of the RouteInfoManager's public
 tables, the factory's ``connections`` and ``refused``, and the IEventLog's ``dropped``.
+
+Names and labels are what dashboards and alert rules (conf/prometheus, conf/grafana) are
+written against: add metrics freely, rename one only by keeping the old name for a release.
 """
+
+from collections import Counter as Tally
+from operator import itemgetter
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -65,6 +72,14 @@ class NamesrvMetrics:
                                    "was too old.", registry=self.registry)
         self.unregistrations = Counter(PREFIX + "broker_unregistrations", "Brokers removed, by reason "
                                        "(request, channel_closed, expired).", ["reason"], registry=self.registry)
+        self.first_registrations = Counter(
+            PREFIX + "broker_first_registrations", "Brokers that became live: a first registration (a new broker, "
+            "or one back after it expired or unregistered). Several in a short time for one broker: it flaps.",
+            ["cluster", "broker_name", "broker_id"], registry=self.registry)
+        self.read_worker_restarts = Counter(PREFIX + "read_worker_restarts", "Route read workers that exited "
+                                            "while the server was running (each is started again).",
+                                            registry=self.registry)
+        self.read_workers = None       # the ReadWorkerPool, when routeReadWorkers > 0
         self.bad_frames = Counter(PREFIX + "bad_frames", "Connections closed for a frame that could not be "
                                   "decoded (or a peer that stopped reading).", registry=self.registry)
         for request_class in ALL_CLASSES:
@@ -73,6 +88,7 @@ class NamesrvMetrics:
                 self.rejected_requests.labels(request_class, reason)
         self._children = {}
         self._snapshot = {}
+        self._clusters_seen = set()
         self.registry.register(_SnapshotCollector(self))
 
     # -- IRequestObserver ----------------------------------------------------------
@@ -103,6 +119,13 @@ class NamesrvMetrics:
             self.unregistrations.labels(str(fields.get("reason", "unknown"))).inc()
         elif event == "bad_frame":
             self.bad_frames.inc()
+        elif event == "broker_registered":
+            cluster = str(fields.get("cluster"))
+            self._clusters_seen.add(cluster)   # listed even if it is gone before the next scrape
+            self.first_registrations.labels(cluster, str(fields.get("brokerName")), str(fields.get("brokerId"))).inc()
+
+    def read_worker_exited(self):
+        self.read_worker_restarts.inc()
 
     # -- scrape ------------------------------------------------------------------
     def refresh(self):
@@ -111,9 +134,11 @@ class NamesrvMetrics:
         if self.routes is not None:
             for name, _, table in _ROUTE_GAUGES:
                 snapshot[name] = len(getattr(self.routes, table))
+            snapshot["cluster_live_brokers"] = self._live_brokers_per_cluster()
         if self.factory is not None:
             snapshot["connections"] = len(self.factory.connections)
             snapshot["connections_refused"] = self.factory.refused
+            snapshot["connections_limit"] = self.factory.connection_limit()
         if self.events is not None:
             snapshot["event_log_dropped"] = self.events.dropped
         if self.limits is not None:
@@ -121,11 +146,21 @@ class NamesrvMetrics:
             snapshot["queued"] = dict(self.limits.waiting)
         if self.tls is not None:
             snapshot["tls"] = dict(self.tls.counts)
+        if self.read_workers is not None:
+            snapshot["read_workers"] = (len(self.read_workers.workers), self.read_workers.count)
         if self.acl_store is not None:
             snapshot["acl"] = (self.acl_store.reloads, self.acl_store.reload_failures,
                                len(self.acl_store.table.accounts))
         self._snapshot = snapshot
         return snapshot
+
+    def _live_brokers_per_cluster(self):
+        """Live brokers per cluster; a cluster seen since start stays listed at 0 once its last
+        broker is gone (a vanished series would never fire "no live broker in a cluster")."""
+        self._clusters_seen.update(self.routes.cluster_addr_table)
+        counts = dict.fromkeys(self._clusters_seen, 0)
+        counts.update(Tally(map(itemgetter(0), self.routes.broker_live_table)))   # keys: (cluster, addr)
+        return counts
 
     def exposition(self):
         """The text a scrape returns (refreshes first): for tests and tools."""
@@ -150,11 +185,20 @@ class _SnapshotCollector:
         for name, help_text, _ in _ROUTE_GAUGES:
             if snap.get(name) is not None:
                 yield GaugeMetricFamily(PREFIX + name, help_text, value=snap[name])
+        if "cluster_live_brokers" in snap:
+            family = GaugeMetricFamily(PREFIX + "cluster_live_brokers", "Live brokers per cluster (0: every broker "
+                                       "of a cluster seen since start is gone).", labels=["cluster"])
+            for cluster, count in sorted(snap["cluster_live_brokers"].items()):
+                family.add_metric([cluster], count)
+            yield family
         if "connections" in snap:
             yield GaugeMetricFamily(PREFIX + "connections", "Open client and broker connections.",
                                     value=snap["connections"])
             yield CounterMetricFamily(PREFIX + "connections_refused", "Connections closed at once because "
                                       "serverMaxConnections were open.", value=snap["connections_refused"])
+            yield GaugeMetricFamily(PREFIX + "connections_limit", "Connections above which new ones are refused "
+                                    "(serverMaxConnections, capped by the descriptor limit; 0: none).",
+                                    value=snap["connections_limit"])
         if "event_log_dropped" in snap:
             yield CounterMetricFamily(PREFIX + "event_log_dropped", "Events the event log dropped "
                                       "(its queue was full).", value=snap["event_log_dropped"])
@@ -168,6 +212,12 @@ class _SnapshotCollector:
                 queued.add_metric([request_class], snap["queued"].get(request_class, 0))
             yield in_flight
             yield queued
+        if "read_workers" in snap:
+            running, configured = snap["read_workers"]
+            yield GaugeMetricFamily(PREFIX + "read_workers", "Route read worker processes running (or starting).",
+                                    value=running)
+            yield GaugeMetricFamily(PREFIX + "read_workers_configured", "Route read workers the server keeps "
+                                    "(routeReadWorkers).", value=configured)
         if "tls" in snap:
             family = CounterMetricFamily(PREFIX + "accepted_connections", "Connections by how they started "
                                          "(tls, plain) and those closed for the wrong kind (refused_tls, "

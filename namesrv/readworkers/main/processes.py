@@ -46,6 +46,8 @@ class ReadWorkerPool:
         self.reactor = reactor
         self.tls_factory = tls_factory
         self.metrics = metrics
+        if metrics is not None:
+            metrics.read_workers = self   # its gauges: workers running and configured
         self.worker_arguments = list(worker_arguments)   # guards.worker_arguments: TLS and ACL
         self.workers = {}          # index -> WorkerProcess (running or starting)
         self.answered = {}         # index -> requests a worker answered itself
@@ -191,6 +193,8 @@ class ReadWorkerPool:
         if self.workers.get(worker.index) is worker:
             del self.workers[worker.index]
         if self.running and not self.draining:
+            if self.metrics is not None:
+                self.metrics.read_worker_exited()
             log.warn("route read worker {i} exited ({why}); starting another in {s}s", i=worker.index,
                      why=reason.getErrorMessage(), s=RESPAWN_DELAY)
             self._respawns = [c for c in self._respawns if c.active()]
