@@ -8,7 +8,6 @@ import os
 import select
 import shutil
 import sys
-import tempfile
 
 from twisted.internet import defer, protocol
 from twisted.logger import Logger
@@ -17,6 +16,7 @@ import namesrv
 from namesrv.dispatch.registry import record_requests
 from namesrv.readworkers.channel.feed import FeedError, MessageReader, pack_down
 from namesrv.readworkers.channel.generation import SharedGeneration
+from namesrv.readworkers.channel.scratch import make_directory
 from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
 from namesrv.readworkers.main.handoff import HandoffFactory, adopt_connection
 from namesrv.readworkers.main.publisher import Publisher, replicable_processors
@@ -76,8 +76,7 @@ class ReadWorkerPool:
         self.listen_socket = listen_socket
         self.on_listening = on_listening
         self.running = True
-        self.directory = tempfile.mkdtemp(prefix="namesrv-readers-")
-        os.chmod(self.directory, 0o700)
+        self.directory = make_directory()   # also removes those left by servers killed before
         self.generation = SharedGeneration(os.path.join(self.directory, "generation"), writable=True)
         self.forwarded = ForwardedConnectionFactory(self.factory)
         self.internal_port = self.reactor.listenUNIX(self.socket_path, self.forwarded, mode=0o600, backlog=1024)
@@ -175,7 +174,7 @@ class ReadWorkerPool:
                 "--port", str(self.port), "--interface", config.bindAddress,
                 "--backlog", str(config.serverSocketBacklog or 50),
                 "--upstream", self.socket_path, "--generation", self.generation.path,
-                "--handoff", self.handoff_path, *self.worker_arguments]
+                "--handoff", self.handoff_path, "--parent-pid", str(os.getpid()), *self.worker_arguments]
         for processor in self.replicable_processors():
             args += ["--processor", processor.name]
         child_fds = {0: "w", 1: "r", 2: "r", 3: self.listen_socket.fileno()}
@@ -184,6 +183,8 @@ class ReadWorkerPool:
         source_root = os.path.dirname(os.path.dirname(os.path.abspath(namesrv.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH")) if p)
         self.workers[index] = worker
+        # From the reactor thread, always: the worker's parent-death signal (worker/lifeline.py)
+        # fires when the thread that forked it ends, and this one lives as long as the process.
         self.reactor.spawnProcess(worker, sys.executable, args, env=env, path=self.directory,
                                   childFDs=child_fds)
 
