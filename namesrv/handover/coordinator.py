@@ -7,9 +7,10 @@ import socket
 from twisted.internet import defer
 from twisted.logger import Logger
 
+from namesrv.handover import peers
 from namesrv.handover.drain import ServerDrain
 from namesrv.handover.handing import HandingFactory
-from namesrv.handover.taking import TakeoverClient
+from namesrv.handover.taking import OldProcessLeft, TakeoverClient
 from namesrv.storage.instance import InstanceIdentity
 from namesrv.readworkers.main.handoff import adopt_connection
 from namesrv.readworkers.channel.unix import connect_unix
@@ -18,6 +19,9 @@ log = Logger()
 
 #: the longest path a UNIX socket can bind on Linux
 MAX_SOCKET_PATH = 107
+#: the old process died mid-takeover: how long its port may take to be free (its workers,
+#: which share its socket, exit on its death)
+PORT_FREE_WAIT = 5.0
 
 
 def control_path(config):
@@ -87,10 +91,24 @@ class Handover:
         connect_unix(self.reactor, self.path, self.client, self._connect_failed)
         return self.client.state.addCallbacks(self._adopt_state, self._nothing_running)
 
-    @staticmethod
-    def _nothing_running(failure):
+    def _nothing_running(self, failure):
+        if failure.check(OldProcessLeft):
+            return self._old_process_left(failure)
         failure.trap(NothingToTakeOver)
         return None
+
+    def _old_process_left(self, failure):
+        """The old process closed the conversation before the state: if it died, this one is the
+        survivor and starts normally once the port is free; if it lives, the takeover failed."""
+        pid = failure.value.pid
+
+        def decide(gone):
+            if not gone:
+                return failure
+            log.warn("takeover: the old process {pid} died before handing over; starting normally", pid=pid)
+            config = self.service.config
+            return peers.bindable_within(self.reactor, config.bindAddress, config.listenPort, PORT_FREE_WAIT)
+        return peers.gone_within(self.reactor, pid).addCallback(decide)
 
     def _connect_failed(self, reason):
         log.info("takeover: nothing answers on {path} ({why}); starting normally", path=self.path,
@@ -164,6 +182,7 @@ class Handover:
     def resume(self, why):
         log.warn("takeover abandoned ({why}): serving again", why=why)
         self.busy = False
+        self.handed_over = False
         self.drain.resume()
         self._listen_control()
 
