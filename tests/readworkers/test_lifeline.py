@@ -144,3 +144,11 @@ def test_a_worker_whose_stdout_reader_is_gone_exits(tmp_path):
     assert b"pipe to the main process broke" in err, err
     worker.stdin.close()
     worker.stderr.close()
+
+
+def test_the_parent_pid_is_read_before_argparse():
+    from namesrv.readworkers.worker.lifeline import parent_pid_argument
+    assert parent_pid_argument(["--index", "0", "--parent-pid", "42", "--port", "1"]) == 42
+    assert parent_pid_argument(["--parent-pid=43"]) == 43
+    assert parent_pid_argument(["--index", "0"]) is None
+    assert parent_pid_argument(["--parent-pid"]) is None

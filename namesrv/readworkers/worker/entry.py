@@ -296,10 +296,11 @@ def _before_shutdown(worker, lifeline):
 
 def _remove_private_directory(options):
     """The main process died and cannot remove the pool's directory (sockets, counter file): we do,
-    once it is really gone (it may still be exiting when its pipes close). The next pool's start
-    removes it too, should every worker have been killed with it."""
+    once it is really gone (it may still be exiting when its pipes close); another worker may have
+    removed it already. The next pool's start removes it too, should every worker have been killed
+    with it."""
     directory = os.path.dirname(os.path.abspath(options.upstream))
     deadline = time.monotonic() + OWNER_EXIT_WAIT
-    while not remove_if_abandoned(directory) and time.monotonic() < deadline:
+    while os.path.isdir(directory) and not remove_if_abandoned(directory) and time.monotonic() < deadline:
         time.sleep(0.02)   # the reactor has stopped: nothing else to serve
 

@@ -20,11 +20,43 @@ import os
 import signal
 import sys
 
-from twisted.internet import task
-
 #: prctl option (linux/prctl.h)
 PR_SET_PDEATHSIG = 1
 CHECK_INTERVAL = 0.25
+
+
+def argument(argv, name):
+    """The value of ``--name`` in ``argv``, or None (read before argparse and Twisted are imported)."""
+    flag = "--" + name
+    for index, arg in enumerate(argv):
+        if arg == flag:
+            return argv[index + 1] if index + 1 < len(argv) else None
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def parent_pid_argument(argv):
+    try:
+        return int(argument(argv, "parent-pid"))
+    except (TypeError, ValueError):
+        return None
+
+
+def hold_on_to_parent(argv):
+    """First thing in a worker, before its imports (a second or more): the parent-death signal,
+    then exit at once if the main process that started us is already gone (it may have died
+    before the prctl, when no signal comes any more), removing its private directory."""
+    set_parent_death_signal()
+    parent = parent_pid_argument(argv)
+    if parent is not None and os.getppid() != parent:
+        sys.stderr.write("warn read worker: the main process %d is gone before the worker started; exiting\n"
+                         % parent)
+        upstream = argument(argv, "upstream")
+        if upstream:
+            from namesrv.readworkers.channel.scratch import remove_if_abandoned
+            remove_if_abandoned(os.path.dirname(os.path.abspath(upstream)))
+        sys.exit(0)
 
 
 def set_parent_death_signal(signum=signal.SIGTERM):
@@ -46,6 +78,7 @@ class Lifeline:
         self.on_orphaned = on_orphaned
         self.getppid = getppid
         self.orphaned = None   # why, once the parent is gone
+        from twisted.internet import task
         self._check = task.LoopingCall(self.check)
         self._check.clock = clock
 
