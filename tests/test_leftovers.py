@@ -57,11 +57,12 @@ def test_an_orphan_reparented_to_init_is_found_by_its_marker():
                          capture_output=True, text=True, timeout=30)
     orphan = int(out.stdout.strip())
     try:
-        assert os.getpid() not in leftovers.ancestors(orphan)
-        assert leftovers.session_processes(value) == {orphan: "sleep 61"}
+        assert os.getpid() not in leftovers.ancestors(orphan)   # not our descendant any more
+        assert leftovers.session_processes(value, root=-1) == {orphan: "sleep 61"}
+        assert leftovers.session_processes(value)[orphan] == "sleep 61"
     finally:
         reap(orphan)
-    assert leftovers.session_processes(value) == {}
+    assert leftovers.session_processes(value, root=-1) == {}
 
 
 def test_another_sessions_process_is_not_counted():

@@ -64,17 +64,20 @@ class ReadWorkerPool:
         self.draining = False          # a takeover: workers hand everything over and are not respawned
         self.divert = None             # while draining: divert(descriptor, peer, unread) instead of adopting
         self.on_listening = None       # called when a worker starts accepting
+        self.on_uncovered = None       # called when no worker accepts any more (one died)
         self.publisher = Publisher(routes, kv, config, registry, holds, started, reactor,
                                    workers=lambda: self.workers.values(),
                                    active=lambda: self.running and not self.draining)
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self, port, listen_socket, on_listening=None):
+    def start(self, port, listen_socket, on_listening=None, on_uncovered=None):
         """Start the workers on TCP ``port``, accepting from ``listen_socket`` (they inherit it).
-        ``on_listening()`` is called each time a worker starts accepting."""
+        ``on_listening()`` is called each time a worker starts accepting, ``on_uncovered()`` when
+        a worker ended and none accepts any more (the main process then accepts until one does)."""
         self.port = port
         self.listen_socket = listen_socket
         self.on_listening = on_listening
+        self.on_uncovered = on_uncovered
         self.running = True
         self.directory = make_directory()   # also removes those left by servers killed before
         self.generation = SharedGeneration(os.path.join(self.directory, "generation"), writable=True)
@@ -196,6 +199,15 @@ class ReadWorkerPool:
                      why=reason.getErrorMessage(), s=RESPAWN_DELAY)
             self._respawns = [c for c in self._respawns if c.active()]
             self._respawns.append(self.reactor.callLater(RESPAWN_DELAY, self._spawn, worker.index))
+            self.cover()
+
+    def cover(self):
+        """No worker accepts (the only one died, or a takeover was abandoned): let the main process
+        accept until a worker listens again."""
+        if (self.on_uncovered is not None and self.running and not self.draining
+                and not any(w.listening for w in self.workers.values())):
+            log.info("no route read worker accepts: the main process accepts until one does")
+            self.on_uncovered()
 
     def replicable_processors(self):
         """The processors a worker builds (by name) for its replica."""
@@ -227,6 +239,7 @@ class WorkerProcess(protocol.ProcessProtocol):
         self.index = index
         self.reader = MessageReader()
         self.ended = False
+        self.listening = False
         self.needs_full = False
         self.applied_generation = None    # the generation of the last publication it applied
         self.ended_deferred = defer.Deferred()
@@ -258,6 +271,7 @@ class WorkerProcess(protocol.ProcessProtocol):
                     self.applied_generation = message.get("generation")
                     self.pool.publisher.worker_applied()
                 elif kind == "listening":
+                    self.listening = True
                     if self.pool.on_listening is not None:
                         self.pool.on_listening()
                 elif kind == "resync":
@@ -290,6 +304,7 @@ class WorkerProcess(protocol.ProcessProtocol):
 
     def processEnded(self, reason):
         self.ended = True
+        self.listening = False
         if self._kill_call is not None and self._kill_call.active():
             self._kill_call.cancel()
         self.pool.worker_ended(self, reason)
