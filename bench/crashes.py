@@ -102,9 +102,12 @@ def recovery(threads, at):
 
 
 def kill_main(workers):
+    began = time.monotonic()
     s = server(workers).start()
     again = None
     try:
+        cold = until(lambda: _answers(s.port), 30, 0.005)
+        cold = cold and time.monotonic() - began
         pool = workers_of(s, workers)
         directory = private_directory(pool[0]) if pool else None
         s.process.kill()
@@ -126,6 +129,7 @@ def kill_main(workers):
                     seen[name] = time.monotonic() - killed
             time.sleep(POLL)
         figures = {name: seen.get(name) for name in checks}
+        figures["cold_start_answers_s"] = cold   # the same start with no crash before, for comparison
         figures["restart_exited"] = again.process.poll()
         return figures
     finally:
