@@ -1,4 +1,7 @@
-"""Test-suite wide settings: hypothesis profile without deadlines (CI machines are noisy)."""
+"""Test-suite wide settings: hypothesis profile without deadlines (CI machines are noisy), and the
+session-wide check that no process a test started outlives the run (tests/leftovers.py)."""
+
+pytest_plugins = ("tests.leftovers",)
 
 try:
     from hypothesis import HealthCheck, settings

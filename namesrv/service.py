@@ -120,8 +120,11 @@ class NamesrvService(service.MultiService):
         if self.workers is not None:
             # Exclusive after a takeover: this process accepts only until a worker does, so
             # that no connection waits in the queue while the new workers start.
-            hold = port.hold if self.config.routeReadWorkersExclusive and port.accepting else None
-            self.workers.serve(address.port, port.socket, on_listening=hold)
+            # While no worker listens after one died, this process accepts (a client would
+            # otherwise wait in the queue until the replacement has its replica).
+            exclusive = self.config.routeReadWorkersExclusive
+            self.workers.serve(address.port, port.socket, on_listening=port.hold if exclusive else None,
+                               on_uncovered=port.accept if exclusive else None)
         self.context.server_id = "%s:%s" % (address.host, address.port)
         self.readiness.serving_address = (address.host, address.port)
         self.events.server_id = self.context.server_id

@@ -9,9 +9,10 @@ import time
 from twisted.internet import defer
 from twisted.logger import Logger
 
+from namesrv.handover import peers
 from namesrv.handover.drain import ServerDrain
 from namesrv.handover.handing import HandingFactory
-from namesrv.handover.taking import TakeoverClient
+from namesrv.handover.taking import OldProcessLeft, TakeoverClient
 from namesrv.storage.instance import InstanceIdentity
 from namesrv.readworkers.main.handoff import adopt_connection
 from namesrv.readworkers.channel.unix import connect_unix
@@ -20,6 +21,9 @@ log = Logger()
 
 #: the longest path a UNIX socket can bind on Linux
 MAX_SOCKET_PATH = 107
+#: the old process died mid-takeover: how long its port may take to be free (its workers,
+#: which share its socket, exit on its death)
+PORT_FREE_WAIT = 5.0
 
 
 def control_path(config):
@@ -97,10 +101,24 @@ class Handover:
         connect_unix(self.reactor, self.path, self.client, self._connect_failed)
         return self.client.state.addCallbacks(self._adopt_state, self._nothing_running)
 
-    @staticmethod
-    def _nothing_running(failure):
+    def _nothing_running(self, failure):
+        if failure.check(OldProcessLeft):
+            return self._old_process_left(failure)
         failure.trap(NothingToTakeOver)
         return None
+
+    def _old_process_left(self, failure):
+        """The old process closed the conversation before the state: if it died, this one is the
+        survivor and starts normally once the port is free; if it lives, the takeover failed."""
+        pid = failure.value.pid
+
+        def decide(gone):
+            if not gone:
+                return failure
+            log.warn("takeover: the old process {pid} died before handing over; starting normally", pid=pid)
+            config = self.service.config
+            return peers.bindable_within(self.reactor, config.bindAddress, config.listenPort, PORT_FREE_WAIT)
+        return peers.gone_within(self.reactor, pid).addCallback(decide)
 
     def _connect_failed(self, reason):
         log.info("takeover: nothing answers on {path} ({why}); starting normally", path=self.path,
@@ -241,6 +259,7 @@ class Handover:
         if tracker is not None:
             self.service.routes.untrack_topic_changes(tracker)
         self.busy = False
+        self.handed_over = False
         self.drain.resume()
         self._listen_control()
 

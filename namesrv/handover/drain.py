@@ -109,4 +109,5 @@ class ServerDrain:
             for index in range(pool.count):
                 if index not in pool.workers:
                     pool._spawn(index)
+            pool.cover()   # accept here until the restarted workers listen
         self.begun = False

@@ -3,13 +3,16 @@
 States: ``hello`` (waiting for the new process to introduce itself) → in version 2, ``precopy``
 (the tables sent while everything is still served; waiting for ``precopied``) → ``draining`` (workers
 hand their connections in, answers in flight finish) → ``sent`` (tables and listening
-socket sent; waiting for ``ready``) → ``done`` (every connection sent; the process exits).
-In version 2 the tables are copied twice: whole while everything is still served (``precopy``; at
-100,000 topics this takes seconds on the new process, which clients then do not wait for), then, once
-drained, only what changed since (``state`` with ``delta``).
-If the new process goes away or refuses before ``ready``, the old one resumes serving
-(``server.resume``); after ``ready`` the connections are the new process's, so the old
-one exits whatever happens.
+socket sent; waiting for ``ready``) → ``done`` (every connection sent; once the new process
+closes the conversation, the process exits). In version 2 the tables are copied twice: whole
+while everything is still served (``precopy``; at 100,000 topics this takes a few hundred ms on
+the new process, which clients do not wait for), then, once drained, only what changed since
+(``state`` with ``delta``). If the new process goes away or refuses before ``ready``, the old
+one resumes serving (``server.resume``; during the precopy nothing was stopped: ``abandon``).
+After ``ready`` the connections are the new process's; should it die before it closes the
+conversation (or while closing it), nobody would serve: the old one, which still holds the
+listening socket, serves again (its clients whose connections went with the dead process
+reconnect; peers.py).
 """
 
 import os
@@ -20,7 +23,7 @@ from twisted.internet.interfaces import IFileDescriptorReceiver
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from namesrv.handover import messages
+from namesrv.handover import messages, peers
 from namesrv.handover.messages import HandoverProtocolError, MessageReader, choose_version, encode
 
 #: how often the drain is looked at, how long it may take, how long ``ready`` may take
@@ -31,6 +34,8 @@ READY_TIMEOUT = 60.0
 FDS_PER_SEND = 200
 #: how long the move of every connection may block the old process, which serves nothing by then
 SEND_TIMEOUT = 30.0
+#: after ``done``, how long the new process may take to close the conversation
+DONE_TIMEOUT = 10.0
 
 
 @implementer(IFileDescriptorReceiver)
@@ -44,9 +49,10 @@ class HandingSession(protocol.Protocol):
 
     log = Logger()
 
-    def __init__(self, server, clock):
+    def __init__(self, server, clock, is_running=peers.running):
         self.server = server
         self.clock = clock
+        self.is_running = is_running
         self.reader = MessageReader()
         self.state = "hello"
         self.version = None
@@ -55,6 +61,10 @@ class HandingSession(protocol.Protocol):
         self._deadline = None
         self._ready_timeout = None
         self._sent = []   # descriptors queued on the transport: closed once it is gone
+        self._done_timeout = None
+
+    def connectionMade(self):
+        self.peer_pid = peers.peer_pid(self.transport)   # the kernel's word; hello's pid otherwise
 
     def fileDescriptorReceived(self, descriptor):
         os.close(descriptor)   # the new process never sends us any
@@ -95,7 +105,7 @@ class HandingSession(protocol.Protocol):
                                                         self.server.identity.describe(record)))
         if self.server.busy:
             return self._refuse("a takeover is already under way")
-        self.peer_pid = message.get("pid")
+        self.peer_pid = self.peer_pid or message.get("pid")
         if self.version >= 2:
             self.log.info("takeover by process {pid} (version {v}): first copy of the tables, still serving",
                           pid=self.peer_pid, v=self.version)
@@ -161,13 +171,15 @@ class HandingSession(protocol.Protocol):
         self.log.info("takeover: {n} connections moved to process {pid}, {c} closed", n=len(sockets),
                       pid=self.peer_pid, c=closed)
         self.server.finished(len(sockets), closed)
-        self.transport.loseConnection()
+        # the new process closes the conversation once it has read everything; wait for that
+        self._done_timeout = self.clock.callLater(DONE_TIMEOUT, self.transport.loseConnection)
 
     def connectionLost(self, reason=None):
         if self._sweep is not None and self._sweep.running:
             self._sweep.stop()
-        if self._ready_timeout is not None and self._ready_timeout.active():
-            self._ready_timeout.cancel()
+        for call in (self._ready_timeout, self._done_timeout):
+            if call is not None and call.active():
+                call.cancel()
         self.server.release([(d, None, None) for d in self._sent])
         self._sent = []
         if self.state == "precopy":
@@ -177,6 +189,14 @@ class HandingSession(protocol.Protocol):
             self.state = "failed"
             self.server.resume("the new process left before it was ready")
         elif self.state == "done":
+            peers.gone_within(self.clock, self.peer_pid, is_running=self.is_running).addCallback(self._after_done)
+
+    def _after_done(self, peer_gone):
+        """The conversation closed after ``done``: exit, unless the new process died meanwhile."""
+        if peer_gone:
+            self.state = "failed"
+            self.server.resume("the new process %s died while taking over" % self.peer_pid)
+        else:
             self.server.exit()
 
 

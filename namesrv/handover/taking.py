@@ -9,13 +9,22 @@ from twisted.internet.interfaces import IFileDescriptorReceiver
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from namesrv.handover import messages
+from namesrv.handover import messages, peers
 from namesrv.handover.messages import HandoverProtocolError, MessageReader, encode
 
 
 class TakeoverRefused(Exception):
     """The old process said no (another instance, no common version, a takeover under way),
     or the conversation broke before the tables arrived."""
+
+
+class OldProcessLeft(TakeoverRefused):
+    """The old process (``pid``, when the kernel said) closed the conversation before the
+    state, without a refusal: it may have died (the coordinator then starts normally)."""
+
+    def __init__(self, why, pid):
+        TakeoverRefused.__init__(self, why)
+        self.pid = pid
 
 
 class TakenState:
@@ -48,8 +57,10 @@ class TakeoverClient(protocol.Protocol):
         self.done = defer.Deferred()
         self.phase = "hello"
         self.moved = 0
+        self.old_pid = None
 
     def connectionMade(self):
+        self.old_pid = peers.peer_pid(self.transport)
         record = self.identity.as_record()
         self.transport.write(encode(messages.HELLO, versions=list(messages.VERSIONS), instance=record["instance"],
                                     listen=record["listen"], pid=os.getpid()))
@@ -116,10 +127,10 @@ class TakeoverClient(protocol.Protocol):
             self.transport.loseConnection()
         self._lost(why)
 
-    def _lost(self, why):
+    def _lost(self, why, left=False):
         if self.phase == "hello":
             self.phase = "failed"
-            self.state.errback(TakeoverRefused(why))
+            self.state.errback(OldProcessLeft(why, self.old_pid) if left else TakeoverRefused(why))
         elif self.phase in ("state", "ready"):
             self.phase = "failed"
             self.log.warn("takeover: {why}; {n} connections adopted, the others reconnect", why=why, n=self.moved)
@@ -130,4 +141,4 @@ class TakeoverClient(protocol.Protocol):
             os.close(descriptor)
         self.descriptors = []
         if self.phase not in ("done", "failed"):
-            self._lost("the old process closed the conversation")
+            self._lost("the old process closed the conversation", left=True)

@@ -49,6 +49,11 @@ class RemotingPort:
         if self._accepting is not None:
             self._accepting.startReading()
 
+    def accept(self):
+        """Accept here again (exclusive read workers: none of them listens, e.g. the only one died)."""
+        if self._accepting is None:
+            self._accepting = adopt_listening(self.reactor, self.socket, self.factory)
+
     def hold(self):
         """Stop accepting here; the socket (and its queue) stay open for the read workers."""
         accepting, self._accepting = self._accepting, None

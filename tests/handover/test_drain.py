@@ -86,6 +86,10 @@ class Pool:
         self.divert = None
         self.draining = False
         self.done = False
+        self.covered = 0
+
+    def cover(self):
+        self.covered += 1
 
     def drain(self):
         self.draining = True
@@ -180,6 +184,7 @@ def test_resume_serves_everything_again():
     assert service.factory.housekeeping == "real" and service.port.reading
     assert connection.transport.reading and connection.transport.producer is connection
     assert spawned == [0] and not service.read_workers.draining and service.read_workers.divert is None
+    assert service.read_workers.covered == 1   # this process accepts until the new workers listen
     ours.close()
     theirs.close()
 

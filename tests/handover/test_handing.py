@@ -2,16 +2,16 @@
 
 from twisted.internet import task
 
-from namesrv.handover import handing, messages
+from namesrv.handover import handing, messages, peers
 from namesrv.handover.handing import HandingSession
 from namesrv.handover.messages import MessageReader, encode
 from tests.handover.fakes import DescriptorTransport, FakeServer
 
 
-def session(server=None):
+def session(server=None, running=lambda pid: True):
     server = server or FakeServer()
     clock = task.Clock()
-    proto = HandingSession(server, clock)
+    proto = HandingSession(server, clock, is_running=running)
     transport = DescriptorTransport()
     proto.makeConnection(transport)
     return proto, transport, server, clock
@@ -51,9 +51,44 @@ def test_a_full_takeover_in_order():
         offset += len(chunk)
     assert [fd for _, fd in transport.descriptors] == [40, 41, 42]
     assert [at for at, _ in transport.descriptors] == starts[:3]
+    assert not transport.disconnecting   # the new process closes once it has read everything
+    proto.connectionLost(None)
+    assert server.calls[-2:] == [("finished", 2, 1), ("release", [41, 42])]
+    clock.advance(peers.EXIT_WAIT)       # the new process still runs: it has taken over
+    assert server.calls[-1] == "exit"
+
+
+def done_session(running):
+    proto, transport, server, clock = session(running=running)
+    proto.dataReceived(hello())
+    server.is_settled = True
+    clock.advance(handing.SWEEP)
+    proto.dataReceived(encode(messages.READY))
+    return proto, transport, server, clock
+
+
+def test_the_new_process_dying_after_ready_makes_the_old_one_serve_again():
+    """Killed while the connections travel (or before it closed the conversation): the old
+    process, which still holds the listening socket, serves again instead of exiting."""
+    alive = {123: True}
+    proto, transport, server, clock = done_session(lambda pid: alive[pid])
+    proto.connectionLost(None)
+    clock.advance(peers.STEP)
+    assert "exit" not in server.calls and "resume" not in server.calls   # still exiting, maybe
+    alive[123] = False
+    clock.advance(peers.STEP)
+    assert server.calls[-1] == "resume" and "exit" not in server.calls
+    clock.advance(peers.EXIT_WAIT * 2)
+    assert "exit" not in server.calls
+
+
+def test_a_new_process_that_never_closes_after_done_is_closed_on_then_the_old_one_exits():
+    proto, transport, server, clock = done_session(lambda pid: True)
+    clock.advance(handing.DONE_TIMEOUT)
     assert transport.disconnecting
     proto.connectionLost(None)
-    assert server.calls[-3:] == [("finished", 2, 1), ("release", [41, 42]), "exit"]
+    clock.advance(peers.EXIT_WAIT)
+    assert server.calls[-1] == "exit"
 
 
 def _frames(data):

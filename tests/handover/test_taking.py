@@ -5,7 +5,7 @@ import socket
 
 from namesrv.handover import messages
 from namesrv.handover.messages import MessageReader, encode
-from namesrv.handover.taking import TakenState, TakeoverClient, TakeoverRefused
+from namesrv.handover.taking import OldProcessLeft, TakenState, TakeoverClient, TakeoverRefused
 from namesrv.storage.instance import InstanceIdentity
 from tests.handover.fakes import DescriptorTransport
 
@@ -75,6 +75,15 @@ def test_the_old_process_going_away_before_the_state_fails_it():
     state = results(proto.state)
     proto.connectionLost(None)
     assert state[0].check(TakeoverRefused)
+    assert state[0].check(OldProcessLeft)   # the coordinator looks whether it died
+
+
+def test_a_refusal_is_not_the_old_process_leaving():
+    proto, transport, _ = client()
+    state = results(proto.state)
+    proto.dataReceived(encode(messages.REFUSE, reason="no"))
+    proto.connectionLost(None)
+    assert state[0].check(TakeoverRefused) and not state[0].check(OldProcessLeft)
 
 
 def test_a_connection_before_ready_is_out_of_order():

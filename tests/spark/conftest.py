@@ -34,6 +34,32 @@ def spark():
         "spark.driver.memory": "1g"})
     yield session
     session.stop()
+    stop_gateway()
+
+
+def stop_gateway():
+    """End the JVM pyspark started for the session (it would otherwise live until pytest exits):
+    close its stdin, which it watches, and kill it by PID after a grace."""
+    from pyspark import SparkContext
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    SparkContext._gateway = SparkContext._jvm = None
+    try:
+        gateway.shutdown()
+    except Exception:
+        pass
+    proc = getattr(gateway, "proc", None)
+    if proc is None:
+        return
+    try:
+        proc.stdin.close()
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    except OSError:
+        pass
 
 
 @pytest.fixture(scope="session")

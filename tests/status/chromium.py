@@ -92,7 +92,13 @@ class Browser:
         self.process = subprocess.Popen(
             [executable, *FLAGS, "--remote-debugging-port=%d" % port, "--user-data-dir=" + self.profile,
              "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.ws = WebSocket(self._page_url(port))
+        try:
+            self.ws = WebSocket(self._page_url(port))
+        except BaseException:   # never leave a browser running when its DevTools never answered
+            self.process.kill()
+            self.process.wait()
+            shutil.rmtree(self.profile, ignore_errors=True)
+            raise
         self._ids = iter(range(1, 1 << 30))
 
     def _page_url(self, port, timeout=30.0):

@@ -8,7 +8,6 @@ import os
 import select
 import shutil
 import sys
-import tempfile
 
 from twisted.internet import defer, protocol
 from twisted.logger import Logger
@@ -17,6 +16,7 @@ import namesrv
 from namesrv.dispatch.registry import record_requests
 from namesrv.readworkers.channel.feed import FeedError, MessageReader, pack_down
 from namesrv.readworkers.channel.generation import SharedGeneration
+from namesrv.readworkers.channel.scratch import make_directory
 from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
 from namesrv.readworkers.main.handoff import HandoffFactory, adopt_connection
 from namesrv.readworkers.main.publisher import Publisher, replicable_processors
@@ -66,20 +66,22 @@ class ReadWorkerPool:
         self.draining = False          # a takeover: workers hand everything over and are not respawned
         self.divert = None             # while draining: divert(descriptor, peer, unread) instead of adopting
         self.on_listening = None       # called when a worker starts accepting
+        self.on_uncovered = None       # called when no worker accepts any more (one died)
         self.publisher = Publisher(routes, kv, config, registry, holds, started, reactor,
                                    workers=lambda: self.workers.values(),
                                    active=lambda: self.running and not self.draining)
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self, port, listen_socket, on_listening=None):
+    def start(self, port, listen_socket, on_listening=None, on_uncovered=None):
         """Start the workers on TCP ``port``, accepting from ``listen_socket`` (they inherit it).
-        ``on_listening()`` is called each time a worker starts accepting."""
+        ``on_listening()`` is called each time a worker starts accepting, ``on_uncovered()`` when
+        a worker ended and none accepts any more (the main process then accepts until one does)."""
         self.port = port
         self.listen_socket = listen_socket
         self.on_listening = on_listening
+        self.on_uncovered = on_uncovered
         self.running = True
-        self.directory = tempfile.mkdtemp(prefix="namesrv-readers-")
-        os.chmod(self.directory, 0o700)
+        self.directory = make_directory()   # also removes those left by servers killed before
         self.generation = SharedGeneration(os.path.join(self.directory, "generation"), writable=True)
         self.forwarded = ForwardedConnectionFactory(self.factory)
         self.internal_port = self.reactor.listenUNIX(self.socket_path, self.forwarded, mode=0o600, backlog=1024)
@@ -177,7 +179,7 @@ class ReadWorkerPool:
                 "--port", str(self.port), "--interface", config.bindAddress,
                 "--backlog", str(config.serverSocketBacklog or 50),
                 "--upstream", self.socket_path, "--generation", self.generation.path,
-                "--handoff", self.handoff_path, *self.worker_arguments]
+                "--handoff", self.handoff_path, "--parent-pid", str(os.getpid()), *self.worker_arguments]
         for processor in self.replicable_processors():
             args += ["--processor", processor.name]
         child_fds = {0: "w", 1: "r", 2: "r", 3: self.listen_socket.fileno()}
@@ -186,6 +188,8 @@ class ReadWorkerPool:
         source_root = os.path.dirname(os.path.dirname(os.path.abspath(namesrv.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH")) if p)
         self.workers[index] = worker
+        # From the reactor thread, always: the worker's parent-death signal (worker/lifeline.py)
+        # fires when the thread that forked it ends, and this one lives as long as the process.
         self.reactor.spawnProcess(worker, sys.executable, args, env=env, path=self.directory,
                                   childFDs=child_fds)
 
@@ -199,6 +203,15 @@ class ReadWorkerPool:
                      why=reason.getErrorMessage(), s=RESPAWN_DELAY)
             self._respawns = [c for c in self._respawns if c.active()]
             self._respawns.append(self.reactor.callLater(RESPAWN_DELAY, self._spawn, worker.index))
+            self.cover()
+
+    def cover(self):
+        """No worker accepts (the only one died, or a takeover was abandoned): let the main process
+        accept until a worker listens again."""
+        if (self.on_uncovered is not None and self.running and not self.draining
+                and not any(w.listening for w in self.workers.values())):
+            log.info("no route read worker accepts: the main process accepts until one does")
+            self.on_uncovered()
 
     def replicable_processors(self):
         """The processors a worker builds (by name) for its replica."""
@@ -230,6 +243,7 @@ class WorkerProcess(protocol.ProcessProtocol):
         self.index = index
         self.reader = MessageReader()
         self.ended = False
+        self.listening = False
         self.needs_full = False
         self.applied_generation = None    # the generation of the last publication it applied
         self.ended_deferred = defer.Deferred()
@@ -261,6 +275,7 @@ class WorkerProcess(protocol.ProcessProtocol):
                     self.applied_generation = message.get("generation")
                     self.pool.publisher.worker_applied()
                 elif kind == "listening":
+                    self.listening = True
                     if self.pool.on_listening is not None:
                         self.pool.on_listening()
                 elif kind == "resync":
@@ -293,6 +308,7 @@ class WorkerProcess(protocol.ProcessProtocol):
 
     def processEnded(self, reason):
         self.ended = True
+        self.listening = False
         if self._kill_call is not None and self._kill_call.active():
             self._kill_call.cancel()
         self.pool.worker_ended(self, reason)

@@ -15,8 +15,8 @@ class ReadWorkersService(service.Service):
     def __init__(self, pool):
         self.pool = pool
 
-    def serve(self, port_number, listen_socket, on_listening=None):
-        self.pool.start(port_number, listen_socket, on_listening=on_listening)
+    def serve(self, port_number, listen_socket, on_listening=None, on_uncovered=None):
+        self.pool.start(port_number, listen_socket, on_listening=on_listening, on_uncovered=on_uncovered)
 
     def stopService(self):
         service.Service.stopService(self)

@@ -1,5 +1,11 @@
 """``python -m namesrv.readworkers.worker``: how ReadWorkerPool starts a worker process."""
 
-from namesrv.readworkers.worker.entry import main
+import sys
+
+from namesrv.readworkers.worker.lifeline import hold_on_to_parent
+
+hold_on_to_parent(sys.argv[1:])   # before the imports below: they take a while
+
+from namesrv.readworkers.worker.entry import main  # noqa: E402
 
 main()

@@ -3,7 +3,9 @@
 It listens on the main process's port once its first replica has arrived (so no client
 lands on it before it can answer), with TLS and ACL as the main process has them
 (guards.py), reports its request counts every second, and exits when its stdin closes
-(the main process stopped or died). It accepts from the listening socket the main process
+(the main process stopped or died) or when the main process is gone by any other sign
+(lifeline.py: the parent-death signal, the pipe to it broken, a new parent); a worker whose
+main process died removes the pool's private directory as it exits. It accepts from the listening socket the main process
 made (``--listen-fd``, inherited), so its exit never resets connections still queued.
 
 A ``drain`` message (a takeover, namesrv/handover) makes it stop accepting and hand every
@@ -17,8 +19,10 @@ import gc
 import os
 import socket
 import sys
+import time
 
 from twisted.internet import protocol, stdio, task
+from twisted.internet.error import ReactorNotRunning
 from twisted.internet.interfaces import IHalfCloseableProtocol
 from twisted.logger import FilteringLogObserver, LogLevel, LogLevelFilterPredicate, Logger, formatEvent, globalLogBeginner
 
@@ -26,9 +30,11 @@ from zope.interface import implementer
 
 from namesrv.readworkers.channel.feed import FeedError, counts_message, down_reader, pack, resync_message
 from namesrv.readworkers.channel.generation import SharedGeneration
+from namesrv.readworkers.channel.scratch import remove_if_abandoned
 from namesrv.readworkers.worker.connections import WorkerConnectionFactory
 from namesrv.readworkers.worker.guards import WorkerGuards, add_arguments
 from namesrv.readworkers.worker.handoff import hand_off_idle, movable, quiet, stop_reading
+from namesrv.readworkers.worker.lifeline import Lifeline
 from namesrv.readworkers.worker.replica import Replica
 from namesrv.server.sharedport import close_listening
 
@@ -37,6 +43,11 @@ COUNTS_INTERVAL = 1.0
 #: while draining, how often connections are looked at, and how long the drain may take
 DRAIN_SWEEP = 0.005
 DRAIN_GRACE = 5.0
+#: after stdin ends, how long the last counts may take to leave before the worker exits anyway
+LAST_WORDS = 0.5
+#: a worker whose main process died waits this long at most for it to be gone (it may be
+#: mid-exit when its pipes close) before it removes the private directory
+OWNER_EXIT_WAIT = 0.5
 
 
 @implementer(IHalfCloseableProtocol)
@@ -47,8 +58,9 @@ class ReadWorker(protocol.Protocol):
     last counts.
     """
 
-    def __init__(self, options, reactor, replica, guards):
+    def __init__(self, options, reactor, replica, guards, lifeline=None):
         self.options = options
+        self.lifeline = lifeline
         self.reactor = reactor
         self.replica = replica
         self.guards = guards
@@ -163,13 +175,20 @@ class ReadWorker(protocol.Protocol):
             self.transport.write(counts_message(counts, connections, rejections))
 
     def readConnectionLost(self):
-        """stdin ended: stop serving, write the last counts; connectionLost follows once they are out."""
+        """stdin ended: stop serving, write the last counts; connectionLost follows once they are out.
+        If they cannot leave (the main process died: nobody reads them), exit after LAST_WORDS."""
         self.shut_down(stop_reactor=False)
         if self.transport is not None:
             self.transport.loseConnection()
+        self.reactor.callLater(LAST_WORDS, self._stop_reactor)
 
     def writeConnectionLost(self):
-        pass
+        """Nobody reads our stdout any more: the main process is gone (it keeps reading until we end,
+        also when it stops us). Without this, a worker whose stdout broke before its stdin ended
+        would never hear its own end (StandardIO reports the whole loss only while closing)."""
+        if self.lifeline is not None:
+            self.lifeline.lost("the pipe to the main process broke")
+        self.shut_down()
 
     def connectionLost(self, reason=None):
         self.shut_down()
@@ -199,7 +218,13 @@ class ReadWorker(protocol.Protocol):
     def _stop_reactor(self):
         if self.reactor.running and not self._reactor_stopping:
             self._reactor_stopping = True
-            self.reactor.callLater(0, self.reactor.stop)
+            self.reactor.callLater(0, self._stop_now)
+
+    def _stop_now(self):
+        try:
+            self.reactor.stop()
+        except ReactorNotRunning:   # a SIGTERM stopped it meanwhile
+            pass
 
 
 def _stderr_observer():
@@ -227,6 +252,8 @@ def parse_args(argv):
                         help="a replicable processor to build through its plugin factory (repeatable)")
     parser.add_argument("--listen-fd", type=int, default=None,
                         help="the inherited listening socket to accept from (required to listen)")
+    parser.add_argument("--parent-pid", type=int, default=None,
+                        help="the main process's PID: the worker exits once it is no longer its parent")
     add_arguments(parser)
     return parser.parse_args(argv)
 
@@ -241,6 +268,39 @@ def main(argv=None):
     except ValueError as e:   # TlsConfigError, AclFileError: never serve unguarded
         log.error("read worker {i} cannot start: {e}", i=options.index, e=e)
         sys.exit(2)
-    stdio.StandardIO(ReadWorker(options, reactor, replica, guards), reactor=reactor)
+    worker = ReadWorker(options, reactor, replica, guards)
+    worker.lifeline = lifeline = Lifeline(options.parent_pid or os.getppid(), _orphaned(worker, options), reactor)
+    lifeline.start()
+    # SIGTERM (the parent-death signal, or an operator) stops the reactor: close every connection
+    # and the port first, and say whether the main process is gone.
+    reactor.addSystemEventTrigger("before", "shutdown", _before_shutdown, worker, lifeline)
+    stdio.StandardIO(worker, reactor=reactor)
     reactor.run()
+    if lifeline.orphaned is not None:
+        _remove_private_directory(options)
+
+
+def _orphaned(worker, options):
+    def orphaned(why):
+        log.warn("read worker {i}: {why}; exiting", i=options.index, why=why)
+        worker.shut_down()
+    return orphaned
+
+
+def _before_shutdown(worker, lifeline):
+    worker._reactor_stopping = True   # it is stopping already
+    lifeline.check()
+    lifeline.stop()
+    worker.shut_down(stop_reactor=False)
+
+
+def _remove_private_directory(options):
+    """The main process died and cannot remove the pool's directory (sockets, counter file): we do,
+    once it is really gone (it may still be exiting when its pipes close); another worker may have
+    removed it already. The next pool's start removes it too, should every worker have been killed
+    with it."""
+    directory = os.path.dirname(os.path.abspath(options.upstream))
+    deadline = time.monotonic() + OWNER_EXIT_WAIT
+    while os.path.isdir(directory) and not remove_if_abandoned(directory) and time.monotonic() < deadline:
+        time.sleep(0.02)   # the reactor has stopped: nothing else to serve
 
