@@ -30,12 +30,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 
 from bench.bigfleet_brokers import FleetLayout, LayoutFleet
 from bench.loadgen import LoadRun, LoadSpec
-from bench.servers import REPO, NamesrvServer
+from bench.servers import NamesrvServer
 from bench.serverprocs import listening_pids, server_rss_kib
 from bench.wire import percentile, route_templates
 from namesrv.client import BlockingRemotingClient
@@ -236,12 +235,7 @@ class TakingServer(NamesrvServer):
         return NamesrvServer.command(self) + ["--takeover"]
 
     def start(self, timeout=60.0):
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH")) if p)
-        with open(self.log_file, "ab") as log:
-            self.process = subprocess.Popen(self.command(), cwd=self.workdir, env=env, stdout=log,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        return self
+        return self.spawn()   # it listens on the socket it takes over: nothing to wait for here
 
 
 def parse_args(argv):

@@ -9,7 +9,7 @@ REGISTER_BROKER every cycle), and can drop every connection at once.
 import multiprocessing
 
 from bench.brokers import register_body, register_request
-from bench.fleet_brokers import BrokerFleet, _Fleet, _split
+from bench.fleet_brokers import BrokerFleet, _Fleet, _split, serve_commands
 
 CLUSTER = "FleetCluster"
 
@@ -66,19 +66,7 @@ class _LayoutFleetState(_Fleet):
 
 
 def _run(pipe, port, layout, host):
-    fleet = _LayoutFleetState(port, layout, host)
-    try:
-        while True:
-            command, args = pipe.recv()
-            if command == "stop":
-                break
-            try:
-                pipe.send(("ok", getattr(fleet, command)(*args)))
-            except Exception as e:   # reported to the parent, which raises it there
-                pipe.send(("error", "%s: %s" % (type(e).__name__, e)))
-                break
-    finally:
-        fleet.close()
+    serve_commands(pipe, _LayoutFleetState(port, layout, host))
 
 
 class LayoutFleet(BrokerFleet):

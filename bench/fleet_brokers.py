@@ -265,7 +265,11 @@ def _split(command, body):
 
 
 def _run(pipe, port, style, topics, first_index):
-    fleet = _Fleet(port, style, topics, first_index)
+    serve_commands(pipe, _Fleet(port, style, topics, first_index))
+
+
+def serve_commands(pipe, fleet):
+    """The fleet process's loop: run each (command, args) the parent sends on ``fleet``, answer, until "stop"."""
     try:
         while True:
             command, args = pipe.recv()

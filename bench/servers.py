@@ -83,12 +83,17 @@ class _Subprocess:
     def command(self):
         raise NotImplementedError
 
-    def start(self, timeout=30.0):
+    def spawn(self):
+        """Start the process (the log appended to ``log_file``), without waiting for its port."""
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH")) if p)
         with open(self.log_file, "ab") as log:
             self.process = subprocess.Popen(self.command(), cwd=self.workdir, env=env, stdout=log,
                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return self
+
+    def start(self, timeout=30.0):
+        self.spawn()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

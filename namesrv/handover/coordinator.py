@@ -207,9 +207,7 @@ class Handover:
 
     def _tables_since_precopy(self):
         from namesrv.routes.snapshot import encode_snapshot_delta
-        tracker, self._tracker = self._tracker, None
-        if tracker is not None:
-            self.service.routes.untrack_topic_changes(tracker)
+        tracker = self._stop_tracking()
         if tracker is None or tracker.full:
             return "routes", self.tables()
         began = time.monotonic()
@@ -224,10 +222,15 @@ class Handover:
     def abandon(self, why):
         """The new process left before it restored the first copy: nothing was stopped, just stop tracking."""
         log.warn("takeover abandoned ({why})", why=why)
+        self._stop_tracking()
+        self.busy = False
+
+    def _stop_tracking(self):
+        """The tracker of the changes since the first copy (None if none), no longer fed."""
         tracker, self._tracker = self._tracker, None
         if tracker is not None:
             self.service.routes.untrack_topic_changes(tracker)
-        self.busy = False
+        return tracker
 
     def begin(self):
         self._drain_began = time.monotonic()
@@ -255,9 +258,7 @@ class Handover:
 
     def resume(self, why):
         log.warn("takeover abandoned ({why}): serving again", why=why)
-        tracker, self._tracker = self._tracker, None
-        if tracker is not None:
-            self.service.routes.untrack_topic_changes(tracker)
+        self._stop_tracking()
         self.busy = False
         self.handed_over = False
         self.drain.resume()
