@@ -148,8 +148,10 @@ class NamesrvService(service.MultiService):
         # the port, the read workers (fires once they have ended), the timers, ..., the guards
         children = service.MultiService.stopService(self)
         stopping = [children, defer.maybeDeferred(self.handover.stop)]
-        # Save before closing connections: closing them is not brokers leaving. After a takeover
-        # the tables are the new process's, which saves them itself.
+        # Save before closing connections: closing them is not brokers leaving (those that closed
+        # before are forgotten first). After a takeover the tables are the new process's, which
+        # saves them itself.
+        self.housekeeping.flush()
         if self.snapshots is not None and not self.handover.handed_over:
             self.snapshots.save_now()
         self.kv.flush_sync()
