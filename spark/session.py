@@ -17,13 +17,16 @@ RUNTIME_CONF = {
     "spark.sql.ansi.enabled": "false",
     # Write the partitioned incremental stage without sorting every task's rows first.
     "spark.sql.maxConcurrentOutputFileWriters": "32",
+    # One Spark job per action: adaptive execution runs every shuffle stage as a job of its own, and a
+    # report is a handful of actions over plans with many shuffles (the small tables in one collect). The
+    # shuffle partitions are set to the cores already, what adaptive execution would mostly coalesce to.
+    "spark.sql.adaptive.enabled": "false",
 }
 
 #: Settings for a local session only (a cluster keeps its own).
 LOCAL_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.sql.adaptive.enabled": "true",
 }
 
 
