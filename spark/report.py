@@ -30,7 +30,8 @@ import sys
 import time
 
 #: what the report needs beyond the server: (module, what it is for); both come with the extra
-EXTRAS = (("pyspark", "PySpark"), ("matplotlib", "matplotlib (the charts)"))
+EXTRAS = (("pyspark", "PySpark"), ("matplotlib", "matplotlib (the charts)"),
+          ("pyarrow", "pyarrow (the small tables' Parquet, written on the driver)"))
 
 
 def missing_extras():

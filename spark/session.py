@@ -21,6 +21,9 @@ RUNTIME_CONF = {
     # report is a handful of actions over plans with many shuffles (the small tables in one collect). The
     # shuffle partitions are set to the cores already, what adaptive execution would mostly coalesce to.
     "spark.sql.adaptive.enabled": "false",
+    # ... and a join Spark guesses small is broadcast by a job of its own too: only the joins that ask for
+    # a broadcast (a small table against every heartbeat) get one.
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
 }
 
 #: Settings for a local session only (a cluster keeps its own).
