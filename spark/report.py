@@ -13,8 +13,9 @@ stage; every run ends with a one-line summary (``--quiet``: none, ``--json``: th
 
 Inputs and output may be on any Hadoop file system (``hdfs://``, ``s3a://``, ``file:``). Writes into OUT_DIR:
 
-- ``<table>.parquet/`` and ``<table>.csv`` (one file, header row) for every table in ``TABLES``;
-- ``report.html`` and ``charts/*.png``.
+- ``<table>.parquet/`` and ``<table>.csv`` (one file, header row) for every table in ``TABLES``: the
+  ``LARGE`` ones written by Spark, the others collected in one job and written from the driver;
+- ``report.html`` (opening with "What happened", ``headline``) and ``charts/*.png``.
 
 Times in the tables are epoch milliseconds (UTC); each CSV adds a readable ``<column>Utc`` twin.
 An empty or missing input gives the same files with no rows. Malformed lines are counted
