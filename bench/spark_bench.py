@@ -107,7 +107,7 @@ class TreeCpu(threading.Thread):
         return round(sum(self.seen.values()), 1)
 
 
-def run_report(directory, out, master, driver_memory, submit=None):
+def run_report(directory, out, master, driver_memory, submit=None, conf=()):
     """(wall seconds, the report's JSON summary); ``submit``: (spark-submit, zip, launcher, environment)."""
     if submit:
         spark_submit, archive, launcher, env = submit
@@ -118,6 +118,7 @@ def run_report(directory, out, master, driver_memory, submit=None):
         cmd = [sys.executable, "-m", "spark.report", "--input", directory, "--output", out, "--master", master,
                "--conf", "spark.driver.memory=%s" % driver_memory, "--json"]
         env = None
+    cmd[cmd.index("--json"):cmd.index("--json")] = [arg for item in conf for arg in ("--conf", item)]
     started = time.time()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -147,6 +148,7 @@ def main(argv=None):
     p.add_argument("--master", default="local[2]")
     p.add_argument("--data", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "namesrv-spark-bench"))
     p.add_argument("--driver-memory", default="3g")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="passed on to the report")
     p.add_argument("--json", default=None, help="append the results (JSON lines) to this file")
     p.add_argument("--label", default=None, help="a name for the code measured (kept in the JSON, e.g. a commit)")
     args = p.parse_args(argv)
@@ -203,7 +205,7 @@ def _measure(args, size, submit):
     directory, lines, gen_seconds = generate(args.data, size, args.shape)
     out = os.path.join(args.data, "report-%s-%s%s" % (args.shape, size, "-" + args.label if args.label else ""))
     load_before = os.getloadavg()[0]
-    elapsed, summary = run_report(directory, out, args.master, args.driver_memory, submit)
+    elapsed, summary = run_report(directory, out, args.master, args.driver_memory, submit, args.conf)
     bench = {"small": "spark_report", "fleet": "spark_report_fleet"}.get(args.shape, "spark_report_" + args.shape)
     result = {"bench": bench + ("_submit" if submit else ""), "target": size, "jobs": summary.get("jobs"),
               "rows": lines, "master": args.master, "phases": summary.get("phases"),
@@ -216,7 +218,7 @@ def _measure(args, size, submit):
               "rows_per_second_in_report": round(lines / summary["seconds"]),
               "generate_seconds": round(gen_seconds, 1), "input_mb": round(_size_mb(directory), 1),
               "cpus": os.cpu_count(), "loadavg": os.getloadavg()[0], "loadavg_before": load_before,
-              "version": args.label}
+              "version": args.label, "conf": args.conf}
     print(json.dumps(result), flush=True)
     if args.json:
         with open(args.json, "a") as f:

@@ -52,7 +52,7 @@ from spark import (collect, digest, disagreement, headline, heartbeat, htmlrepor
                    progress, request_mix, topic_churn)
 from spark.liveness import Liveness
 from spark.output import LocalStaging, OutputDir
-from spark.session import get_session
+from spark.session import get_session, quick_jit_conf
 
 WORK = "_work/lines"
 
@@ -242,6 +242,7 @@ def main(argv=None):
     existing = SparkSession.getActiveSession()
     conf = dict(item.split("=", 1) for item in args.conf if "=" in item)
     session_started = time.time()
+    conf = dict(quick_jit_conf(ingest.split_inputs(args.input), conf), **conf)
     spark = get_session(args.master, conf=conf)
     session_seconds = round(time.time() - session_started, 1)
     shown = progress.for_command_line(spark, PHASES, args.quiet)
