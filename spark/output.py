@@ -97,11 +97,10 @@ class OutputDir:
         local = self._Path("file://" + os.path.abspath(local_path))
         self.fs.copyFromLocalFile(False, True, local, self._p(relative))
 
-    def put_local_table(self, name, table, time_columns=(), order=(), local_dir=None):
+    def put_local_table(self, name, table, time_columns=(), order=()):
         """A table collected to the driver (``collect.LocalTable``) as ``<name>.parquet/`` and ``<name>.csv``,
         written on the driver (``localfiles``) and copied up: no Spark job."""
-        with LocalStaging() as tmp:
-            base = local_dir or tmp
+        with LocalStaging() as base:
             part = localfiles.write_parquet(table, os.path.join(base, name + ".parquet"))
             self.delete(name + ".parquet")
             self.put_file(part, name + ".parquet/" + os.path.basename(part))
