@@ -2,7 +2,8 @@
 
 Reads our JSON event logs (``namesrv-events.log*``, written by ``namesrv.observe.eventlog``) and the Java
 NameServer's ``namesrv.log*`` (logback text) into one normalized event table, then writes one table per
-report (Parquet + a single CSV) and ``report.html`` with PNG charts. Modules, one job each:
+report (Parquet + a single CSV) and ``report.html`` with PNG charts, in a handful of Spark jobs
+(``report.run``). Modules, one job each:
 
 - ``session``: the SparkSession (local[*] by default, the cluster's master under spark-submit);
 - ``schema``: the normalized event columns and the JSON event schema;
@@ -13,7 +14,10 @@ report (Parquet + a single CSV) and ``report.html`` with PNG charts. Modules, on
 - ``request_mix``: request mix, latency percentiles and error rates (report 3);
 - ``topic_churn``: topic broker-set churn and vanished topics (report 4);
 - ``disagreement``: brokers known to one name server but not another (report 5);
+- ``collect``: many small DataFrames to the driver in one Spark job;
 - ``output``: Parquet/CSV writers and file moves through the Hadoop FileSystem API (hdfs://, s3a://);
+- ``localfiles``: a collected table's CSV (as Spark writes it) and Parquet (pyarrow), made on the driver;
+- ``digest``: the page's aggregates from the collected tables; ``headline``: "What happened", incidents first;
 - ``charts`` and ``htmlreport``: matplotlib PNGs and the HTML summary (small aggregates only);
 - ``incremental``: ``--incremental`` staging, one partition per input file, re-reading only changed files;
 - ``progress``: the terminal progress line, the per-phase profile and the closing summary line;

@@ -1,8 +1,10 @@
-"""The small aggregates behind ``report.html``: collected from the written tables, then charted.
+"""The small aggregates behind ``report.html``, from the tables collected to the driver, then charted.
 
-Only aggregated, bounded results reach the driver: time series are bucketed so a chart has at most
-about ``MAX_POINTS`` points whatever the time span, and tables are cut to their top ``top`` rows.
-The malformed-line samples are at most ``SAMPLES`` lines.
+The tables arrive on the driver in the report's one collect (``collect``), with three extra aggregates
+that ``extra_frames`` adds to it: the malformed-line samples (at most ``SAMPLES``), events per minute and
+requests per minute and code. Everything here is plain Python over those rows: no Spark job. Time series
+are bucketed so a chart has at most about ``MAX_POINTS`` points whatever the time span, and tables are
+cut to their top ``top`` rows.
 """
 
 import math
@@ -17,6 +19,8 @@ MAX_POINTS = 500
 #: Lanes in the per-broker timeline (the brokers with most flaps, then expirations).
 LANES = 12
 SAMPLES = 10
+#: Request codes drawn in the request and latency charts (the busiest).
+TOP_CODES = 6
 
 
 def bucket_ms(first, last):
@@ -25,96 +29,119 @@ def bucket_ms(first, last):
     return max(60000, int(math.ceil((last - first) / MAX_POINTS / 60000.0)) * 60000)
 
 
-def _bucket(column, size):
-    return (F.floor(F.col(column) / size) * size).cast("long")
+def extra_frames(staged, line_summary, request_minutely):
+    """The page's aggregates beyond the tables, to collect with them (each small: a row per minute)."""
+    return {
+        "_samples": staged.filter(F.col("kind") == KIND_MALFORMED).select("file", "raw").limit(SAMPLES),
+        "_events": (line_summary.filter(F.col("minute").isNotNull()).groupBy("minute", "event")
+                    .agg(F.sum("lines").alias("count"))),
+        "_requests": (request_minutely.groupBy("minute", "code", "name")
+                      .agg(F.sum("requests").alias("requests"), F.sum("errors").alias("errors"),
+                           F.max("usP99").alias("p99"))),
+        "_request_minutely_rows": request_minutely.agg(F.count(F.lit(1)).alias("rows")),
+    }
 
 
-def _rows(df, order, top, columns=None):
-    rows = df.orderBy(*order).limit(top).collect()
-    names = columns or df.columns
-    return names, [[row[name] for name in names] for row in rows]
+def ordered(table, order):
+    """``table``'s rows as dicts in Spark's ``orderBy`` order: ``order`` items are a column name
+    (ascending, NULLs first) or ``("name", "desc")`` (NULLs last). Python's sort is stable, also
+    reversed: sorting by the last key first gives the order of all keys."""
+    rows = table.dicts()
+    for item in reversed(order):
+        name, desc = (item[0], True) if isinstance(item, tuple) else (item, False)
+        present = sorted((r for r in rows if r[name] is not None), key=lambda r: r[name], reverse=desc)
+        missing = [r for r in rows if r[name] is None]
+        rows = present + missing if desc else missing + present
+    return rows
 
 
-def collect(staged, tables, top=20, line_summary=None):
-    """Everything the HTML page and the charts need, as plain Python values.
+def _rows(table, order, top):
+    """(columns, the first ``top`` rows in ``order`` as lists): a table as the page shows it."""
+    return table.columns, [[r[c] for c in table.columns] for r in ordered(table, order)[:top]]
 
-    ``line_summary`` (``ingest.line_summary`` of ``staged``, if the caller has it) saves a pass over the
-    staged lines for the event series: its minutes are bucketed further (buckets are whole minutes).
-    """
+
+def _bucket(ms, size):
+    return ms // size * size
+
+
+def collect(tables, top=20):
+    """Everything the HTML page and the charts need, as plain Python values, from ``tables``
+    ({name: ``collect.LocalTable``}: the report's tables and ``extra_frames``)."""
     d = {}
-    kinds = tables["input_lines"].groupBy("kind").agg(F.sum("lines").alias("lines")).collect()
-    d["kinds"] = sorted(((r["kind"], r["lines"]) for r in kinds), key=lambda kv: -kv[1])
-    d["samples"] = [(r["file"], r["raw"]) for r in
-                    staged.filter(F.col("kind") == KIND_MALFORMED).select("file", "raw").limit(SAMPLES).collect()]
+    kinds = {}
+    for r in tables["input_lines"].dicts():
+        kinds[r["kind"]] = kinds.get(r["kind"], 0) + r["lines"]
+    d["kinds"] = sorted(kinds.items(), key=lambda kv: -kv[1])
+    d["samples"] = [(r["file"], r["raw"]) for r in tables["_samples"].dicts()]
     d["servers"] = _rows(tables["servers"], ["server"], 1000)
-    span = tables["servers"].agg(F.min("firstTs").alias("a"), F.max("lastTs").alias("b")).collect()[0]
-    d["first"], d["last"] = span["a"], span["b"]
+    firsts = [v for v in tables["servers"].column("firstTs") if v is not None]
+    lasts = [v for v in tables["servers"].column("lastTs") if v is not None]
+    d["first"], d["last"] = (min(firsts) if firsts else None), (max(lasts) if lasts else None)
     size = d["bucket"] = bucket_ms(d["first"], d["last"])
 
-    if line_summary is None:
-        per_bucket = (staged.filter(F.col("ts").isNotNull()).groupBy(_bucket("ts", size).alias("b"), "event")
-                      .count().collect())
-    else:
-        per_bucket = (line_summary.filter(F.col("minute").isNotNull())
-                      .groupBy(_bucket("minute", size).alias("b"), "event").agg(F.sum("lines").alias("count"))
-                      .collect())
-    d["covered"] = sorted({r["b"] for r in per_bucket})
-    flap_buckets = tables["broker_flaps"].groupBy(_bucket("expiredAt", size).alias("b")).count().collect()
+    per_bucket = {}
+    for r in tables["_events"].dicts():
+        key = (_bucket(r["minute"], size), r["event"])
+        per_bucket[key] = per_bucket.get(key, 0) + r["count"]
+    d["covered"] = sorted({b for b, _ in per_bucket})
+    flap_buckets = {}
+    for at in tables["broker_flaps"].column("expiredAt"):
+        if at is not None:
+            flap_buckets[_bucket(at, size)] = flap_buckets.get(_bucket(at, size), 0) + 1
     d["liveness_series"] = {
-        "registrations": [(r["b"], r["count"]) for r in per_bucket if r["event"] == "broker_registered"],
-        "expirations": [(r["b"], r["count"]) for r in per_bucket if r["event"] == "broker_expired"],
-        "flaps": [(r["b"], r["count"]) for r in flap_buckets]}
+        "registrations": sorted((b, n) for (b, e), n in per_bucket.items() if e == "broker_registered"),
+        "expirations": sorted((b, n) for (b, e), n in per_bucket.items() if e == "broker_expired"),
+        "flaps": sorted(flap_buckets.items())}
     liveness = tables["broker_liveness"]
-    d["liveness_top"] = _rows(liveness, [F.desc("flaps"), F.desc("expirations"), F.desc("gapMaxMs"),
+    d["liveness_top"] = _rows(liveness, [("flaps", "desc"), ("expirations", "desc"), ("gapMaxMs", "desc"),
                                          "brokerAddr", "server"], top)
-    lanes = liveness.orderBy(F.desc("flaps"), F.desc("expirations"), "brokerAddr", "server").limit(LANES).collect()
-    lane_keys = [(r["server"], r["brokerAddr"]) for r in lanes]
+    lanes = ordered(liveness, [("flaps", "desc"), ("expirations", "desc"), "brokerAddr", "server"])[:LANES]
 
     def lane(server, addr):
         return "%s @ %s" % (addr, server)
 
     d["lanes"] = ["%s  %d flaps/%d exp" % (lane(r["server"], r["brokerAddr"]), r["flaps"], r["expirations"])
                   for r in lanes]
-    label = dict(zip([lane(*k) for k in lane_keys], d["lanes"]))
-    sess, flapped = [], []
-    if lane_keys:
-        cond = None
-        for s, b in lane_keys:
-            c = (F.col("server") == s) & (F.col("brokerAddr") == b)
-            cond = c if cond is None else cond | c
-        for r in tables["broker_sessions"].filter(cond).orderBy("start").limit(5000).collect():
-            sess.append((label[lane(r["server"], r["brokerAddr"])], r["start"], r["end"], r["endEvent"]))
-        for r in tables["broker_flaps"].filter(cond).limit(5000).collect():
-            flapped.append((label[lane(r["server"], r["brokerAddr"])], r["expiredAt"], r["reRegisteredAt"]))
-    d["sessions"] = sess
-    d["lane_flaps"] = flapped
+    label = {(r["server"], r["brokerAddr"]): text for r, text in zip(lanes, d["lanes"])}
+    d["sessions"] = [(label[(r["server"], r["brokerAddr"])], r["start"], r["end"], r["endEvent"])
+                     for r in ordered(tables["broker_sessions"], ["start"])
+                     if (r["server"], r["brokerAddr"]) in label][:5000]
+    d["lane_flaps"] = [(label[(r["server"], r["brokerAddr"])], r["expiredAt"], r["reRegisteredAt"])
+                       for r in tables["broker_flaps"].dicts() if (r["server"], r["brokerAddr"]) in label][:5000]
     d["flaps_top"] = _rows(tables["broker_flaps"], ["expiredAt", "server", "brokerAddr"], top)
 
-    hist = tables["heartbeat_intervals"].groupBy("bucketS").agg(F.sum("intervals").alias("n")).orderBy("bucketS")
-    d["interval_hist"] = [(r["bucketS"], r["n"]) for r in hist.collect()]
-    d["drift_top"] = _rows(tables["heartbeat_drift"], [F.desc("lateIntervals"), "brokerAddr", "server"], top)
+    hist = {}
+    for r in tables["heartbeat_intervals"].dicts():
+        hist[r["bucketS"]] = hist.get(r["bucketS"], 0) + r["intervals"]
+    d["interval_hist"] = sorted(hist.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))
+    d["drift_top"] = _rows(tables["heartbeat_drift"], [("lateIntervals", "desc"), "brokerAddr", "server"], top)
 
     codes = tables["request_codes"]
-    d["codes"] = _rows(codes, [F.desc("requests")], 100)
-    top_codes = [r["code"] for r in codes.orderBy(F.desc("requests")).limit(6).collect()]
-    minute = tables["request_minutely"].filter(F.col("code").isin(top_codes) if top_codes else F.lit(False))
-    req = (minute.groupBy(_bucket("minute", size).alias("b"), "code", "name")
-           .agg(F.sum("requests").alias("n"), F.max("usP99").alias("p99")).collect())
+    d["codes"] = _rows(codes, [("requests", "desc")], 100)
+    top_codes = {r["code"] for r in ordered(codes, [("requests", "desc")])[:TOP_CODES]}
+    req = {}
+    for r in tables["_requests"].dicts():
+        if r["code"] in top_codes:
+            key = (_bucket(r["minute"], size), r["code"], r["name"])
+            n, p99 = req.get(key, (0, None))
+            req[key] = (n + (r["requests"] or 0), p99 if r["p99"] is None or (p99 is not None and p99 >= r["p99"])
+                        else r["p99"])
     d["request_series"] = {}
     d["latency_series"] = {}
-    for r in req:
-        label = "%s (%s)" % (r["name"], r["code"])
-        d["request_series"].setdefault(label, []).append((r["b"], r["n"] / (size / 60000.0)))
-        d["latency_series"].setdefault(label, []).append((r["b"], r["p99"] / 1000.0))
-    d["responses"] = _rows(tables["request_responses"], [F.desc("requests")], top)
+    for (b, code, name), (n, p99) in sorted(req.items(), key=lambda kv: kv[0][0]):
+        label = "%s (%s)" % (name, code)
+        d["request_series"].setdefault(label, []).append((b, n / (size / 60000.0)))
+        if p99 is not None:
+            d["latency_series"].setdefault(label, []).append((b, p99 / 1000.0))
+    d["responses"] = _rows(tables["request_responses"], [("requests", "desc")], top)
 
-    d["churn_top"] = _rows(tables["topic_churn"], [F.desc("changes"), "topic"], top)
-    d["vanished_top"] = _rows(tables["topic_vanished"], [F.desc("vanishedMs"), "topic", "server"], top)
-    mins = tables["ns_disagreement_minutes"]
-    dis = (mins.groupBy(_bucket("minute", size).alias("b"))
-           .agg(F.countDistinct("brokerAddr").alias("n")).collect())
-    d["disagreement_series"] = {"brokers in disagreement": [(r["b"], r["n"]) for r in dis]}
-    d["disagreement_top"] = _rows(tables["ns_disagreement"], [F.desc("durationMs"), "brokerAddr"], top)
+    d["churn_top"] = _rows(tables["topic_churn"], [("changes", "desc"), "topic"], top)
+    d["vanished_top"] = _rows(tables["topic_vanished"], [("vanishedMs", "desc"), "topic", "server"], top)
+    dis = {}
+    for r in tables["ns_disagreement_minutes"].dicts():
+        dis.setdefault(_bucket(r["minute"], size), set()).add(r["brokerAddr"])
+    d["disagreement_series"] = {"brokers in disagreement": sorted((b, len(v)) for b, v in dis.items())}
+    d["disagreement_top"] = _rows(tables["ns_disagreement"], [("durationMs", "desc"), "brokerAddr"], top)
     return d
 
 

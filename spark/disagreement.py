@@ -7,7 +7,7 @@ and each server's observed span (first to last event), a sweep over the session 
 broker gives the intervals where at least one server *active at that time* knows the broker and at
 least one other active server does not. Only the boundaries are processed (no per-minute expansion
 of sessions), so the cost follows the number of lifecycle events. Servers are pivoted into columns,
-so the list of server ids (small) is collected to the driver.
+so the report passes the list of server ids (from the collected ``servers`` table).
 
 Intervals shorter than ``min_ms`` (default 1 s: the jitter of one registration reaching the servers)
 are dropped. ``ns_disagreement_minutes`` lists, per minute, each broker in disagreement during it and
@@ -24,10 +24,6 @@ INTERVAL_SCHEMA = T.StructType([
     T.StructField("end", T.LongType()), T.StructField("durationMs", T.LongType()),
     T.StructField("knownBy", T.ArrayType(T.StringType())), T.StructField("missingOn", T.ArrayType(T.StringType())),
 ])
-
-
-def server_list(windows):
-    return sorted(row["server"] for row in windows.select("server").collect())
 
 
 def _deltas(sess, windows):

@@ -13,7 +13,9 @@ NameServer does; clients send route queries every second. Injected incidents:
 - ``partitions``: silent for 150-400 s towards ONE server only (a flap there, disagreement between
   servers);
 - ``restarts``: a clean shutdown (UNREGISTER_BROKER) or a dropped connection, back 40-90 s later;
-- ``drifts``: a broker registering every 45 s instead of 30 s for 1-2 hours.
+- ``drifts``: a broker registering every 45 s instead of 30 s for 1-2 hours;
+- ``error_spikes``: for 2 minutes, one JSON server answers ``SPIKE_ERRORS_PER_S`` route queries a second
+  with TOPIC_NOT_EXIST (default none: the other incidents' random draws stay as they were).
 
 Server ``i`` writes ``DIR/<host>_<port>/namesrv-events.log`` (our JSON events, request aggregates per
 second as ``namesrv.observe.eventlog`` writes them) or, for the first ``--java-servers`` servers,
@@ -36,6 +38,8 @@ from datetime import datetime, timedelta, timezone
 EXPIRE_MS = 120000
 SCAN_MS = 10000
 PERIOD_MS = 30000
+SPIKE_ERRORS_PER_S = 50
+SPIKE_MS = 120000
 DEFAULT_START = 1709251200000  # 2024-03-01T00:00:00Z
 GMT8 = timezone(timedelta(hours=8))
 CODE_NAMES = {101: "GET_KV_CONFIG", 103: "REGISTER_BROKER", 104: "UNREGISTER_BROKER", 105: "GET_ROUTEINFO_BY_TOPIC",
@@ -139,6 +143,7 @@ class Server:
         self.expired = {}     # addr -> ms of its last expiration
         self.pending = {}     # (code, resp) -> [count, usSum, usMax, hist, peers]
         self.scans = 0
+        self.spikes = []      # (start, end) ms of injected error spikes
 
     # -- requests ------------------------------------------------------------------
     def request(self, code, resp, count, peers):
@@ -168,6 +173,8 @@ class Server:
             self.request(106, 0, 1, rng.sample(clients, 1))
         if rng.random() < 0.02:
             self.request(101, 22, 1, rng.sample(clients, 1))
+        if any(t0 <= second * 1000 < t1 for t0, t1 in self.spikes):
+            self.request(105, 17, SPIKE_ERRORS_PER_S, clients[:1])
         for (code, resp), (count, us_sum, us_max, hist, peers) in sorted(self.pending.items()):
             self.sink.emit(second * 1000, "request", code=code, name=CODE_NAMES[code], resp=resp, count=count,
                            us=us_sum // count, usSum=us_sum, usMax=us_max,
@@ -417,6 +424,19 @@ def inject(brokers, server_ids, rng, start, end, flaps, outages, partitions, res
     return injected
 
 
+def inject_error_spikes(sims, rng, start, end, count):
+    """``count`` error spikes on JSON servers (no random draw at all when ``count`` is 0)."""
+    injected = []
+    json_servers = [s for s in sims if not s.java]
+    for _ in range(count if json_servers and end - start > 20 * 60000 else 0):
+        server = rng.choice(json_servers)
+        t0 = (start + rng.randrange(5 * 60000, end - start - 10 * 60000)) // 60000 * 60000
+        server.spikes.append((t0, t0 + SPIKE_MS))
+        injected.append({"kind": "errors", "brokerAddr": None, "start": t0, "end": t0 + SPIKE_MS,
+                         "servers": [server.id], "code": 105, "resp": 17, "perSecond": SPIKE_ERRORS_PER_S})
+    return injected
+
+
 def estimate_events_per_hour(servers, brokers, java_servers=0, qps=20):
     json_servers = servers - java_servers
     per_second = 1 + 0.3 + 0.1 + 0.02 + 1.0 * min(1.0, brokers / 30.0)
@@ -425,7 +445,7 @@ def estimate_events_per_hour(servers, brokers, java_servers=0, qps=20):
 
 def generate(out, servers=3, brokers=6, topics=20, hours=2.0, seed=1, flaps=3, outages=1, partitions=1,
              restarts=2, drifts=1, java_servers=0, start_ms=DEFAULT_START, route_qps=20, flap_minutes=10,
-             events_target=None):
+             events_target=None, error_spikes=0):
     """Write the logs and ``_truth.json`` into ``out``; returns the truth dict."""
     if events_target:
         hours = max(0.25, events_target / estimate_events_per_hour(servers, brokers, java_servers, route_qps))
@@ -434,7 +454,8 @@ def generate(out, servers=3, brokers=6, topics=20, hours=2.0, seed=1, flaps=3, o
     end_ms = start_ms + int(hours * 3600000)
     truth = {"params": dict(servers=servers, brokers=brokers, topics=topics, hours=hours, seed=seed, flaps=flaps,
                             outages=outages, partitions=partitions, restarts=restarts, drifts=drifts,
-                            java_servers=java_servers, route_qps=route_qps, flap_minutes=flap_minutes),
+                            java_servers=java_servers, route_qps=route_qps, flap_minutes=flap_minutes,
+                            error_spikes=error_spikes),
              "start": start_ms, "end": end_ms, "flaps": [], "expirations": []}
     fleet = make_brokers(brokers, topics, rng)
     sims = [Server(i, i < java_servers, out, rng, truth, flap_minutes * 60000) for i in range(servers)]
@@ -443,6 +464,7 @@ def generate(out, servers=3, brokers=6, topics=20, hours=2.0, seed=1, flaps=3, o
                          "topics": b.topics} for b in fleet]
     truth["injected"] = inject(fleet, [s.id for s in sims], rng, start_ms, end_ms, flaps, outages, partitions,
                                restarts, drifts)
+    truth["injected"] += inject_error_spikes(sims, rng, start_ms, end_ms, error_spikes)
     run(sims, fleet, rng, start_ms, end_ms, route_qps)
     truth["lines"] = {s.id: s.sink.lines for s in sims}
     truth["events"] = sum(truth["lines"].values())
@@ -513,6 +535,7 @@ def build_parser():
     p.add_argument("--java-servers", type=int, default=0, help="the first J servers write Java 4.9 namesrv.log")
     p.add_argument("--route-qps", type=int, default=20, help="route queries per second per server")
     p.add_argument("--events-target", type=int, default=None, help="choose --hours to write about this many lines")
+    p.add_argument("--error-spikes", type=int, default=0, help="2-minute bursts of TOPIC_NOT_EXIST answers")
     p.add_argument("--start", type=int, default=DEFAULT_START, help="start time, epoch ms")
     return p
 
@@ -521,7 +544,8 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
     started = time.time()
     truth = generate(a.out, a.servers, a.brokers, a.topics, a.hours, a.seed, a.flaps, a.outages, a.partitions,
-                     a.restarts, a.drifts, a.java_servers, a.start, a.route_qps, events_target=a.events_target)
+                     a.restarts, a.drifts, a.java_servers, a.start, a.route_qps, events_target=a.events_target,
+                     error_spikes=a.error_spikes)
     print(json.dumps({"out": a.out, "lines": truth["events"], "hours": round(truth["params"]["hours"], 3),
                       "flaps": len(truth["flaps"]), "expirations": len(truth["expirations"]),
                       "injected": len(truth["injected"]), "seconds": round(time.time() - started, 1)}))

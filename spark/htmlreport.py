@@ -1,6 +1,8 @@
 """``report.html``: one self-describing page over the tables, with the PNG charts beside it.
 
-Times are shown in UTC. Every table of the run is linked as CSV; the page shows its top rows only.
+The page opens with "What happened" (``headline``): healthy or not, then the incidents worst first, each
+linking to its section and tables. Times are shown in UTC. Every table of the run is linked as CSV; the
+page shows its top rows only.
 """
 
 import datetime
@@ -74,6 +76,66 @@ def figure(chart_dir, image, title, caption):
             % (chart_dir, image, html.escape(title, quote=True), html.escape(title), html.escape(caption)))
 
 
+def duration(ms):
+    """``2 h 5 min``, ``4 min 20 s``, ``45.2 s``: a gap or an interval as a reader says it."""
+    seconds = ms / 1000.0
+    if seconds < 60:
+        return "%.1f s" % seconds
+    minutes, sec = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return "%d min %d s" % (minutes, sec)
+    return "%d h %d min" % divmod(minutes, 60)
+
+
+def _links(section, tables):
+    return " (<a href='#%s'>section</a>; %s)" % (section, ", ".join(
+        "<a href='%s.csv'>%s.csv</a>" % (t, t) for t in tables))
+
+
+def _item(key, count, label, entries, section, tables, shown):
+    """One kind of incident: its count, the worst ``shown`` entries, links to its section and tables."""
+    more = "<li>... and %d more</li>" % (len(entries) - shown) if len(entries) > shown else ""
+    listed = "<ol>%s%s</ol>" % ("".join("<li>%s</li>" % e for e in entries[:shown]), more) if entries else ": none"
+    return "<li data-incident='%s' data-count='%d'><b>%s</b>%s%s</li>" % (
+        key, count, html.escape(label), _links(section, tables), listed)
+
+
+def what_happened(h, span):
+    """The block that opens the page: healthy in one line, or the four kinds of incident, worst first,
+    each linking to its section and its tables (``h``: ``headline.what_happened``)."""
+    out = ["<section id='what-happened' data-healthy='%s'><h2>What happened</h2>" % str(h["healthy"]).lower()]
+    late_s = "%g s" % (h["late_ms"] / 1000.0)
+    if h["healthy"]:
+        out.append("<p class='ok'>Healthy over %s: no broker expired or flapped, no heartbeat gap above %s, the "
+                   "name servers agreed, no request-error spike.</p></section>" % (html.escape(span), late_s))
+        return "".join(out)
+    dis = h["disagreement"]
+    counts = [(len(h["brokers"]), "broker(s) expired or flapped"), (len(h["gaps"]), "heartbeat gap(s) above " + late_s),
+              (dis["minutes"], "minute(s) of name-server disagreement"), (len(h["errors"]), "request-error spike(s)")]
+    out.append("<p class='warn'>Not healthy over %s: %s.</p><ul>" % (
+        html.escape(span), ", ".join("%d %s" % (n, what) for n, what in counts if n)))
+    shown = h["shown"]
+    out.append(_item("brokers", len(h["brokers"]), "Brokers that expired or flapped, worst first", [
+        html.escape("%s (%s): %d flap(s), %d expiration(s) on %s; longest gap %s" % (
+            b["brokerAddr"], b["brokerName"] or "?", b["flaps"], b["expirations"], ", ".join(b["servers"]),
+            duration(b["gapMaxMs"]))) for b in h["brokers"]], "liveness", ["broker_liveness", "broker_flaps"], shown))
+    out.append(_item("gaps", len(h["gaps"]), "Longest heartbeat gaps", [
+        html.escape("%s on %s: %s" % (g["brokerAddr"], g["server"], duration(g["gapMaxMs"]))) for g in h["gaps"]],
+        "heartbeat", ["broker_liveness", "heartbeat_drift"], shown))
+    out.append(_item("disagreement", dis["minutes"], "Minutes the name servers disagreed (%d broker(s))"
+                     % dis["brokers"], [
+        html.escape("%s from %s for %s, known by %s, missing on %s" % (
+            r["brokerAddr"], _cell("start", r["start"]), duration(r["durationMs"]), ", ".join(r["knownBy"] or []),
+            ", ".join(r["missingOn"] or []))) for r in dis["intervals"]],
+        "disagreement", ["ns_disagreement", "ns_disagreement_minutes"], shown))
+    out.append(_item("errors", len(h["errors"]), "Request-error spikes", [
+        html.escape("%s: %s (%s) %d errors of %d requests (median %g per minute)" % (
+            _cell("minute", e["minute"]), e["name"], e["code"], e["errors"], e["requests"], e["baseline"]))
+        for e in h["errors"]], "requests", ["request_minutely", "request_codes"], shown))
+    out.append("</ul></section>")
+    return "".join(out)
+
+
 def render(d, summary, options, chart_dir="charts", captions=None):
     """The page as a string; ``summary``: {table: rows}; ``options``: the run's parameters;
     ``captions``: {chart: (title, caption)}."""
@@ -82,11 +144,13 @@ def render(d, summary, options, chart_dir="charts", captions=None):
            "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;"
            "font-size:12px;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
            "th{background:#eee}img{max-width:100%;display:block;margin:.5em 0}.empty{color:#888}"
-           ".warn{color:#a00}figure{margin:1em 0}figcaption{font-size:13px;color:#333}</style></head><body>",
+           ".warn{color:#a00}.ok{color:#070}#what-happened{border:1px solid #ccc;padding:0 1em;margin:1em 0}figure{margin:1em 0}figcaption{font-size:13px;color:#333}</style></head><body>",
            "<h1>NameServer event report</h1>"]
     first, last = d.get("first"), d.get("last")
     span = "no events" if first is None else "%s to %s (UTC)" % (_cell("start", first), _cell("end", last))
     malformed = dict(d["kinds"]).get("malformed", 0)
+    if "headline" in d:
+        out.append(what_happened(d["headline"], span))
     out.append("<p>Inputs: %s<br>Events from %s; %d server(s); %d malformed line(s).</p>" % (
         html.escape(", ".join(options.get("inputs", []))), html.escape(span), len(d["servers"][1]), malformed))
     if options.get("since") is not None or options.get("until") is not None:

@@ -202,14 +202,14 @@ def broker_events(staged):
 
     A Java line that does not name its broker takes the name last seen for that address on the same
     server (the master's "master address change" lines), else on any server (a slave is named only by
-    our JSON logs). An address is assumed to keep its broker name.
+    our JSON logs). An address is assumed to keep its broker name. Every row has its (server, address)
+    among the identities (they are read from the same lines), so the fallback rides along with it.
     """
     values = identity_values(staged)
-    own = broker_identities(values, ("server", "brokerAddr"))
-    anywhere = broker_identities(values)
+    # one small table keyed like the rows, both names side by side: ONE broadcast (each is a Spark job)
+    names = broker_identities(values, ("server", "brokerAddr")).join(broker_identities(values), "brokerAddr", "left")
     rows = events_of(staged).filter(F.col("event").isin(*BROKER_EVENTS) & F.col("brokerAddr").isNotNull())
-    joined = (rows.join(F.broadcast(own), ["server", "brokerAddr"], "left")
-              .join(F.broadcast(anywhere), "brokerAddr", "left"))
+    joined = rows.join(F.broadcast(names), ["server", "brokerAddr"], "left")
 
     def filled(name):
         return F.coalesce(name, name + "_server_brokerAddr", name + "_brokerAddr").alias(name)

@@ -1,10 +1,10 @@
 """Writing the report directory on any Hadoop file system (local, hdfs://, s3a://).
 
-Each table is written by Spark's writers as ``<out>/<name>.parquet/`` and as ONE CSV file with a header
-row, ``<out>/<name>.csv``: the CSV is written with ``coalesce(1)`` into a temporary directory and its
-single part file is renamed with the Hadoop ``FileSystem`` API through the JVM (on s3a a rename is a
-copy, which is fine for report-sized tables). The charts and ``report.html`` are made on the driver in
-a local temporary directory and copied up with ``copyFromLocalFile``. Nothing assumes the output is on
+Every table is ``<out>/<name>.parquet/`` and ONE CSV file with a header row, ``<out>/<name>.csv``.
+A large table is written by Spark's writers: the CSV with ``coalesce(1)`` into a temporary directory,
+its single part file renamed with the Hadoop ``FileSystem`` API through the JVM (on s3a a rename is a
+copy). A small table, already collected to the driver, is written there (``localfiles``) and copied
+up with ``copyFromLocalFile``, like the charts and ``report.html``. Nothing assumes the output is on
 the driver's disk.
 """
 
@@ -14,6 +14,8 @@ import tempfile
 
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from spark import localfiles
 
 
 def csv_frame(df, time_columns=()):
@@ -94,6 +96,18 @@ class OutputDir:
         """Copy a file made on the driver into the report directory."""
         local = self._Path("file://" + os.path.abspath(local_path))
         self.fs.copyFromLocalFile(False, True, local, self._p(relative))
+
+    def put_local_table(self, name, table, time_columns=(), order=()):
+        """A table collected to the driver (``collect.LocalTable``) as ``<name>.parquet/`` and ``<name>.csv``,
+        written on the driver (``localfiles``) and copied up: no Spark job."""
+        with LocalStaging() as base:
+            part = localfiles.write_parquet(table, os.path.join(base, name + ".parquet"))
+            self.delete(name + ".parquet")
+            self.put_file(part, name + ".parquet/" + os.path.basename(part))
+            page = os.path.join(base, name + ".csv")
+            with open(page, "w", encoding="utf-8", newline="") as f:
+                f.write(localfiles.csv_text(table, time_columns, order))
+            self.put_file(page, name + ".csv")
 
 
 class LocalStaging:

@@ -92,11 +92,18 @@ def for_command_line(spark, phases, quiet, stream=None):
 
 
 def summary_line(summary):
-    """The run's last line: rows read, malformed lines, wall time and where the report is."""
+    """The run's last line: rows read, malformed lines, wall time, Spark jobs and where the report is."""
     lines = summary["lines"]
-    return "%d rows read, %d malformed, %.1f s; report: %s" % (
-        sum(lines.values()), lines.get("malformed", 0), summary["seconds"],
+    jobs = "" if summary.get("jobs") is None else ", %d Spark jobs" % summary["jobs"]
+    return "%d rows read, %d malformed, %.1f s%s; report: %s" % (
+        sum(lines.values()), lines.get("malformed", 0), summary["seconds"], jobs,
         summary["output"].rstrip("/") + "/report.html")
+
+
+def total_jobs(phases):
+    """Spark jobs of a whole run from ``PhaseTimes.finish``'s rows (None if the tracker could not tell)."""
+    counts = [row["jobs"] for row in phases]
+    return None if not counts or None in counts else sum(counts)
 
 
 class PhaseTimes:

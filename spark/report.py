@@ -13,8 +13,9 @@ stage; every run ends with a one-line summary (``--quiet``: none, ``--json``: th
 
 Inputs and output may be on any Hadoop file system (``hdfs://``, ``s3a://``, ``file:``). Writes into OUT_DIR:
 
-- ``<table>.parquet/`` and ``<table>.csv`` (one file, header row) for every table in ``TABLES``;
-- ``report.html`` and ``charts/*.png``.
+- ``<table>.parquet/`` and ``<table>.csv`` (one file, header row) for every table in ``TABLES``: the
+  ``LARGE`` ones written by Spark, the others collected in one job and written from the driver;
+- ``report.html`` (opening with "What happened", ``headline``) and ``charts/*.png``.
 
 Times in the tables are epoch milliseconds (UTC); each CSV adds a readable ``<column>Utc`` twin.
 An empty or missing input gives the same files with no rows. Malformed lines are counted
@@ -30,7 +31,8 @@ import sys
 import time
 
 #: what the report needs beyond the server: (module, what it is for); both come with the extra
-EXTRAS = (("pyspark", "PySpark"), ("matplotlib", "matplotlib (the charts)"))
+EXTRAS = (("pyspark", "PySpark"), ("matplotlib", "matplotlib (the charts)"),
+          ("pyarrow", "pyarrow (the small tables' Parquet, written on the driver)"))
 
 
 def missing_extras():
@@ -46,11 +48,11 @@ if __name__ == "__main__" and missing_extras():
     sys.exit(missing_extras())
 
 from pyspark import StorageLevel
-from spark import (digest, disagreement, heartbeat, htmlreport, incremental, ingest, javalog, progress, request_mix,
-                   topic_churn)
+from spark import (collect, digest, disagreement, headline, heartbeat, htmlreport, incremental, ingest, javalog,
+                   progress, request_mix, topic_churn)
 from spark.liveness import Liveness
 from spark.output import LocalStaging, OutputDir
-from spark.session import get_session
+from spark.session import get_session, quick_jit_conf
 
 WORK = "_work/lines"
 
@@ -125,12 +127,23 @@ def build_parser():
     return p
 
 
+#: Tables that grow with the time span (a row per server, minute and code): Parquet and CSV written by
+#: Spark. Every other table is small (a row per server, broker, topic, incident...): collected once and
+#: written from the driver.
+LARGE = ("request_minutely",)
+
 #: The steps of a run, in order, as the progress line names them.
-PHASES = ("staging", "inputs", "liveness", "heartbeat", "requests", "topics", "disagreement", "charts and html")
+PHASES = ("staging", "requests", "tables", "disagreement", "files", "charts and html")
 
 
 def run(spark, inputs, output, progress_display=None, **options):
-    """Build every table, the charts and ``report.html``; returns a summary (row counts, timings)."""
+    """Build every table, the charts and ``report.html``; returns a summary (row counts, timings, jobs).
+
+    The Spark jobs of a run: staging the lines (one parse, written once), the large tables (each its
+    Parquet and its CSV), ONE collect of every small table and the page's aggregates, and one of the
+    name-server disagreement (its server columns need the server list first). Everything else (the
+    small tables' files, the charts, the page) is written on the driver.
+    """
     opts = dict(DEFAULTS, **options)
     show = progress.PhaseTimes(spark, progress_display)
     started = time.time()
@@ -145,49 +158,49 @@ def run(spark, inputs, output, progress_display=None, **options):
         missing = ingest.stage(spark, inputs, out.path(WORK), opts["java_tz"])
         staging = None
         staged = ingest.load_stage(spark, out.path(WORK), opts["since"], opts["until"])
-    t = {}
-
-    def write(name, df):
-        t[name] = out.write_table(name, df, *TABLES[name])
-        return t[name]
-
-    show.phase("inputs")
-    lines = ingest.line_summary(staged).persist(StorageLevel.MEMORY_AND_DISK)
-    write("input_lines", ingest.line_counts(lines))
-    windows = write("servers", ingest.server_windows(lines))
     events = ingest.events_of(staged)
-
-    show.phase("liveness")
-    late_ms = heartbeat.late_ms(opts["heartbeat_period_s"], opts["drift_tolerance_s"])
-    live = Liveness(ingest.broker_events(staged), windows, opts["flap_minutes"], late_ms)
-    write("broker_liveness", live.summary)
-    sessions = write("broker_sessions", live.sessions)
-    write("broker_flaps", live.flaps)
-    show.phase("heartbeat")
-    write("heartbeat_intervals", heartbeat.distribution(live.timeline))
-    write("heartbeat_drift", heartbeat.drift(live.per_broker, late_ms))
-    live.release()
 
     show.phase("requests")
     req = request_mix.requests(events)
-    minute = write("request_minutely", request_mix.minutely(req))
-    write("request_codes", request_mix.per_code(minute))
-    write("request_responses", request_mix.responses(req))
+    minute = out.write_table("request_minutely", request_mix.minutely(req), *TABLES["request_minutely"])
 
-    show.phase("topics")
+    show.phase("tables")
+    lines = ingest.line_summary(staged).persist(StorageLevel.MEMORY_AND_DISK)
+    windows = ingest.server_windows(lines)
+    late_ms = heartbeat.late_ms(opts["heartbeat_period_s"], opts["drift_tolerance_s"])
+    live = Liveness(ingest.broker_events(staged), windows, opts["flap_minutes"], late_ms)
     te = topic_churn.topic_events(events)
-    gone = write("topic_vanished", topic_churn.vanished(te, windows))
-    write("topic_churn", topic_churn.churn(te, gone))
+    gone = topic_churn.vanished(te, windows)
+    frames = {
+        "input_lines": ingest.line_counts(lines), "servers": windows,
+        "broker_liveness": live.summary, "broker_sessions": live.sessions, "broker_flaps": live.flaps,
+        "heartbeat_intervals": heartbeat.distribution(live.timeline),
+        "heartbeat_drift": heartbeat.drift(live.per_broker, late_ms),
+        "request_codes": request_mix.per_code(minute), "request_responses": request_mix.responses(req),
+        "topic_vanished": gone, "topic_churn": topic_churn.churn(te, gone)}
+    frames.update(digest.extra_frames(staged, lines, minute))
+    got = collect.collect(frames)
 
     show.phase("disagreement")
-    servers = disagreement.server_list(windows)
-    iv = write("ns_disagreement", disagreement.intervals(sessions, windows, servers, opts["min_disagreement_ms"]))
-    write("ns_disagreement_minutes", disagreement.minutes(iv))
+    servers = sorted(got["servers"].column("server"))
+    iv = disagreement.intervals(live.sessions, windows, servers, opts["min_disagreement_ms"])
+    got.update(collect.collect({"ns_disagreement": iv, "ns_disagreement_minutes": disagreement.minutes(iv)}))
+    live.release()
+    lines.unpersist()
+
+    show.phase("files")
+    counts = {}
+    for name, (time_columns, order) in TABLES.items():
+        if name in LARGE:
+            continue
+        out.put_local_table(name, got[name], time_columns, order)
+        counts[name] = len(got[name])
+    counts["request_minutely"] = got["_request_minutely_rows"].rows[0][0]
+    counts = {name: counts[name] for name in TABLES}
 
     show.phase("charts and html")
-    counts = row_counts(t)
-    data = digest.collect(staged, t, opts["top"], line_summary=lines)
-    lines.unpersist()
+    data = digest.collect(got, opts["top"])
+    data["headline"] = headline.what_happened(got, late_ms)
     page_opts = dict(opts, inputs=ingest.split_inputs(inputs), missing=missing,
                      flap_minutes="%g" % opts["flap_minutes"],
                      drift_limit_s="%g" % (opts["heartbeat_period_s"] + opts["drift_tolerance_s"]))
@@ -201,22 +214,14 @@ def run(spark, inputs, output, progress_display=None, **options):
         out.put_file(page, "report.html")
     if not opts["keep_work"]:
         out.delete("_work")
+    phases = show.finish()
     summary = {"output": output, "tables": counts, "lines": dict(data["kinds"]), "missing": missing,
-               "seconds": round(time.time() - started, 1), "phases": show.finish()}
+               "seconds": round(time.time() - started, 1), "phases": phases,
+               "jobs": progress.total_jobs(phases), "healthy": data["headline"]["healthy"]}
     if staging is not None:
         summary["files"] = {"read": len(staging["read"]), "kept": len(staging["kept"]),
                             "dropped": len(staging["dropped"])}
     return summary
-
-
-def row_counts(tables):
-    """{table: rows} in one Spark job (a union of the tables' Parquet scans), not one job per table."""
-    from functools import reduce
-    from pyspark.sql import functions as F
-    tagged = [df.select(F.lit(name).alias("table")) for name, df in tables.items()]
-    found = {r["table"]: r["count"] for r in reduce(lambda a, b: a.unionByName(b), tagged)
-             .groupBy("table").count().collect()}
-    return {name: found.get(name, 0) for name in tables}
 
 
 def jvm_cpu_seconds(spark):
@@ -237,6 +242,7 @@ def main(argv=None):
     existing = SparkSession.getActiveSession()
     conf = dict(item.split("=", 1) for item in args.conf if "=" in item)
     session_started = time.time()
+    conf = dict(quick_jit_conf(ingest.split_inputs(args.input), conf), **conf)
     spark = get_session(args.master, conf=conf)
     session_seconds = round(time.time() - session_started, 1)
     shown = progress.for_command_line(spark, PHASES, args.quiet)

@@ -17,14 +17,59 @@ RUNTIME_CONF = {
     "spark.sql.ansi.enabled": "false",
     # Write the partitioned incremental stage without sorting every task's rows first.
     "spark.sql.maxConcurrentOutputFileWriters": "32",
+    # One Spark job per action: adaptive execution runs every shuffle stage as a job of its own, and a
+    # report is a handful of actions over plans with many shuffles (the small tables in one collect). The
+    # shuffle partitions are set to the cores already, what adaptive execution would mostly coalesce to.
+    "spark.sql.adaptive.enabled": "false",
+    # ... and a join Spark guesses small is broadcast by a job of its own too: only the joins that ask for
+    # a broadcast (a small table against every heartbeat) get one.
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
 }
 
 #: Settings for a local session only (a cluster keeps its own).
 LOCAL_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.sql.adaptive.enabled": "true",
 }
+
+
+#: Input below this size (local files) is a small report, whose JVM mostly warms up: see ``quick_jit_conf``.
+SMALL_INPUT_BYTES = 256 * 1024 * 1024
+#: The JIT's first tier only. A small report's JVM spent half its CPU in the C2 compiler threads (44 of 97
+#: CPU seconds at 254 k lines), compiling code that then ran for seconds; with C1 alone the report took 55.
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+
+
+def local_input_bytes(paths, limit=None):
+    """Bytes of the local input files (stops counting past ``limit``); None if any input is not a local path
+    (hdfs://, s3a://: unknown before the JVM is up)."""
+    import glob
+    limit = SMALL_INPUT_BYTES if limit is None else limit
+    total = 0
+    for pattern in paths:
+        if "://" in pattern and not pattern.startswith("file:"):
+            return None
+        for path in glob.glob(pattern[len("file:"):] if pattern.startswith("file:") else pattern):
+            for root, _, files in os.walk(path) if os.path.isdir(path) else [("", None, [path])]:
+                for name in files:
+                    try:
+                        total += os.path.getsize(os.path.join(root, name))
+                    except OSError:
+                        pass
+                    if total > limit:
+                        return total
+    return total
+
+
+def quick_jit_conf(paths, conf=None):
+    """JVM options for a small report (local input under ``SMALL_INPUT_BYTES``): ``QUICK_JIT`` for the
+    driver and the executors, unless ``conf`` already sets their Java options. Empty for a large or a
+    remote input, whose hot loops run long enough to repay the C2 compiler."""
+    size = local_input_bytes(paths, SMALL_INPUT_BYTES)
+    if size is None or size > SMALL_INPUT_BYTES:
+        return {}
+    keys = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
+    return {key: QUICK_JIT for key in keys if key not in (conf or {})}
 
 
 def under_spark_submit():
@@ -69,6 +114,11 @@ def get_session(master=None, app_name="namesrv-report", conf=None):
 
 
 def configure(spark):
+    """The runtime settings, and 2 shuffle partitions per core of the application unless it chose a number:
+    without adaptive execution nothing coalesces Spark's default of 200, and a report's plans have dozens
+    of shuffles (a few hundred lines took 231 s on a 2-core standalone cluster with 200)."""
     for key, value in RUNTIME_CONF.items():
         spark.conf.set(key, value)
+    if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        spark.conf.set("spark.sql.shuffle.partitions", str(2 * max(1, spark.sparkContext.defaultParallelism)))
     return spark

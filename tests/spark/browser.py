@@ -37,6 +37,21 @@ window.addEventListener('load', function () {
       out.links.push({href: a.getAttribute('href'), url: a.href});
     });
     doc.querySelectorAll('[id]').forEach(function (e) { out.ids.push(e.id); });
+    var first = doc.querySelector('h2');
+    out.first_heading = first ? first.textContent : null;
+    var block = doc.getElementById('what-happened');
+    if (block) {
+      out.headline = {healthy: block.getAttribute('data-healthy'), text: block.innerText, items: [],
+                      paragraphs: block.querySelectorAll('p').length};
+      block.querySelectorAll('[data-incident]').forEach(function (li) {
+        var entries = [];
+        li.querySelectorAll('ol > li').forEach(function (e) { entries.push(e.textContent); });
+        var links = [];
+        li.querySelectorAll('a[href]').forEach(function (a) { links.push(a.getAttribute('href')); });
+        out.headline.items.push({incident: li.getAttribute('data-incident'), count: +li.getAttribute('data-count'),
+                                 entries: entries, links: links});
+      });
+    }
   } catch (e) { out.error = String(e); }
   document.getElementById('result').textContent = JSON.stringify(out);
 });
@@ -53,7 +68,9 @@ def find_chromium():
 
 
 def inspect(page_path, chromium=None):
-    """{title, images: [{src, alt, complete, width, height}], links: [{href, url}], ids: [...]} of a page."""
+    """{title, images: [{src, alt, complete, width, height}], links: [{href, url}], ids: [...], first_heading,
+    headline: {healthy, text, paragraphs, items: [{incident, count, entries, links}]}} of a page (``headline``:
+    the "What happened" block, if the page has one)."""
     chromium = chromium or find_chromium()
     work = tempfile.mkdtemp(prefix="report-browser-")
     try:

@@ -81,6 +81,17 @@ def generated_report(spark, generated, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def quiet_report(spark, tmp_path_factory):
+    """A report over a fleet with no incident at all: 2 JSON servers x 4 brokers x 1 h."""
+    from spark import gen_logs, report
+    logs = str(tmp_path_factory.mktemp("gen-quiet"))
+    truth = gen_logs.generate(logs, servers=2, brokers=4, topics=8, hours=1, seed=5, flaps=0, outages=0,
+                              partitions=0, restarts=0, drifts=0)
+    out = str(tmp_path_factory.mktemp("report-quiet"))
+    return out, report.run(spark, [logs], out), truth
+
+
+@pytest.fixture(scope="session")
 def mixed(tmp_path_factory):
     """The same kind of fleet, the first 2 of 3 servers writing the Java 4.9 namesrv.log."""
     from spark import gen_logs

@@ -46,3 +46,50 @@ def test_a_missing_chart_and_a_dangling_link_are_caught(generated_report, tmp_pa
     bad = [img["src"] for img in result["images"] if not img["width"]]
     assert bad == ["charts/requests.png"]
     assert ("#nowhere", "no element with this id") in browser.broken_links(str(page), result)
+
+
+def test_the_page_opens_with_what_happened_worst_first(generated, generated_report, read_table):
+    """The generated fleet's known incidents (``_truth.json``) are all in the block, each kind linked."""
+    out, summary = generated_report
+    page = os.path.join(out, "report.html")
+    result = browser.inspect(page, CHROMIUM)
+    assert result["first_heading"] == "What happened"
+    block = result["headline"]
+    assert block["healthy"] == "false" and summary["healthy"] is False
+    items = {item["incident"]: item for item in block["items"]}
+    assert sorted(items) == ["brokers", "disagreement", "errors", "gaps"]
+    truth = generated[1]
+    expired = {e["brokerAddr"] for e in truth["expirations"]}
+    assert items["brokers"]["count"] == len(expired)
+    listed = [entry.split(" ", 1)[0] for entry in items["brokers"]["entries"]]
+    assert set(listed) == expired            # flaps, a partition and an outage: every broker shown
+    worst = [(sum(f["brokerAddr"] == b for f in truth["flaps"]), sum(e["brokerAddr"] == b for e in truth["expirations"]))
+             for b in listed]
+    assert worst == sorted(worst, reverse=True) and worst[0][0] >= 3   # most flaps, then expirations, first
+    assert listed[-1] == _only(truth, "outage")                        # expirations only: last
+    assert _only(truth, "partition") in items["disagreement"]["entries"][0]   # the longest disagreement
+    minutes = {r["minute"] for r in read_table(out, "ns_disagreement_minutes")}
+    assert items["disagreement"]["count"] == len(minutes) > 0
+    late = [r for r in read_table(out, "broker_liveness") if r["gapMaxMs"] > 35000]
+    assert items["gaps"]["count"] == len(late) and len(items["gaps"]["entries"]) == 6   # 5 and "... and N more"
+    assert items["gaps"]["entries"][0].startswith(_only(truth, "outage"))   # silent 20-40 min: the longest
+    assert items["errors"]["count"] == 0 and items["errors"]["entries"] == []
+    sections = {"brokers": "#liveness", "gaps": "#heartbeat", "disagreement": "#disagreement", "errors": "#requests"}
+    for key, item in items.items():
+        assert item["links"][0] == sections[key] and all(h.endswith(".csv") for h in item["links"][1:]), item
+    assert browser.broken_links(page, result) == []
+
+
+def test_a_quiet_period_says_so_in_one_line(quiet_report):
+    out, summary, truth = quiet_report
+    assert truth["expirations"] == [] and truth["injected"] == []
+    result = browser.inspect(os.path.join(out, "report.html"), CHROMIUM)
+    block = result["headline"]
+    assert result["first_heading"] == "What happened" and summary["healthy"] is True
+    assert block["healthy"] == "true" and block["items"] == [] and block["paragraphs"] == 1
+    assert block["text"].splitlines()[-1].startswith("Healthy over ")
+
+
+def _only(truth, kind):
+    (incident,) = [i for i in truth["injected"] if i["kind"] == kind]
+    return incident["brokerAddr"]

@@ -26,7 +26,7 @@ from tests.spark.conftest import DATA, SAMPLES, assert_same_tables
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUN_TIMEOUT_S = 420
 #: Each application takes one of the worker's two cores, so both runs share the cluster at once: most of a
-#: small report's time is the latency of ~110 small jobs, which two drivers overlap.
+#: small report's time is its drivers' start and planning, which two drivers overlap.
 DRIVER_CONF = ["spark.driver.host=127.0.0.1", "spark.driver.bindAddress=127.0.0.1", "spark.driver.memory=768m",
                "spark.executor.memory=640m", "spark.cores.max=1", "spark.executor.cores=1",
                "spark.sql.shuffle.partitions=2", "spark.default.parallelism=2", "spark.ui.enabled=false"]

@@ -55,3 +55,17 @@ def test_cli(tmp_path, capsys):
                           "--hours", "0.3", "--flaps", "0", "--outages", "0", "--partitions", "0",
                           "--restarts", "0", "--drifts", "0"]) == 0
     assert json.loads(capsys.readouterr().out)["lines"] > 0
+
+
+def test_an_error_spike_is_in_the_logs_and_the_truth(tmp_path):
+    truth = gen_logs.generate(str(tmp_path), servers=2, brokers=3, topics=4, hours=1, seed=5, flaps=0, outages=0,
+                              partitions=0, restarts=0, drifts=0, error_spikes=1)
+    (spike,) = [i for i in truth["injected"] if i["kind"] == "errors"]
+    errors = {}
+    for e in oracle.read_events(str(tmp_path)):
+        if e["event"] == "request" and e.get("resp") == 17:
+            inside = spike["start"] <= e["ts"] < spike["end"] and e["server"] == spike["servers"][0]
+            errors[inside] = errors.get(inside, 0) + e["count"]
+    seconds = (spike["end"] - spike["start"]) // 1000
+    assert errors[True] >= seconds * gen_logs.SPIKE_ERRORS_PER_S
+    assert errors[True] > 10 * errors[False] * seconds / 3600.0     # far above the steady rate

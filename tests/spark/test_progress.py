@@ -50,15 +50,15 @@ def test_the_line_names_the_report_and_sparks_job_and_stage():
                           progress.TerminalProgress)
         tracker.jobs, tracker.stages = [7], {12: (3, 8)}
         now[0] = 142.0
-        shown.phase("liveness")
+        shown.phase("tables")
         last = stream.getvalue().split("\r")[-1]
-        assert last.startswith("[3/%d] liveness" % len(report.PHASES))
+        assert last.startswith("[3/%d] tables" % len(report.PHASES))
         assert "42s" in last and "job 7 stage 12: 3/8 tasks" in last
         tracker.jobs, tracker.stages = [], {}
         shown.phase("charts and html")
         drawn = stream.getvalue().split("\r")
         last = drawn[-1]
-        assert last.startswith("[8/8] charts and html") and "job" not in last
+        assert last.startswith("[6/6] charts and html") and "job" not in last
         assert len(last) == len(drawn[-2]) > len(last.rstrip())   # blanks out the longer previous line
     finally:
         shown.close()
@@ -68,6 +68,14 @@ def test_the_line_names_the_report_and_sparks_job_and_stage():
 def test_summary_line():
     summary = {"lines": {"json": 90, "java": 8, "malformed": 2}, "seconds": 12.34, "output": "/r/out/"}
     assert progress.summary_line(summary) == "100 rows read, 2 malformed, 12.3 s; report: /r/out/report.html"
+    summary["jobs"] = 9
+    assert progress.summary_line(summary) == ("100 rows read, 2 malformed, 12.3 s, 9 Spark jobs; "
+                                              "report: /r/out/report.html")
+
+
+def test_total_jobs_adds_the_phases_and_says_when_it_cannot():
+    assert progress.total_jobs([{"jobs": 1}, {"jobs": 3}, {"jobs": 0}]) == 4
+    assert progress.total_jobs([{"jobs": 1}, {"jobs": None}]) is None
 
 
 def test_phase_times_count_seconds_and_jobs_per_phase():
