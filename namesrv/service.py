@@ -117,21 +117,32 @@ class NamesrvService(service.MultiService):
     def _serving(self, port):
         """The port listens (a new socket, or a takeover's): start the workers, say so."""
         address = port.getHost()
-        if self.workers is not None:
-            # Exclusive after a takeover: this process accepts only until a worker does, so
-            # that no connection waits in the queue while the new workers start.
-            # While no worker listens after one died, this process accepts (a client would
-            # otherwise wait in the queue until the replacement has its replica).
-            exclusive = self.config.routeReadWorkersExclusive
-            self.workers.serve(address.port, port.socket, on_listening=port.hold if exclusive else None,
-                               on_uncovered=port.accept if exclusive else None)
         self.context.server_id = "%s:%s" % (address.host, address.port)
         self.readiness.serving_address = (address.host, address.port)
         self.events.server_id = self.context.server_id
         log.info("The Name Server boot success. serializeType=JSON, address {addr}",
                  addr=self.context.server_id)
         self.events.emit("server_started", listen=self.context.server_id)
-        self.handover.serving()
+        moving = self.handover.serving()
+        if self.workers is None:
+            return
+        # Exclusive after a takeover: this process accepts only until a worker does, so
+        # that no connection waits in the queue while the new workers start.
+        # While no worker listens after one died, this process accepts (a client would
+        # otherwise wait in the queue until the replacement has its replica).
+        exclusive = self.config.routeReadWorkersExclusive
+
+        def start_workers(result=None):
+            if self.running:
+                self.workers.serve(address.port, port.socket, on_listening=port.hold if exclusive else None,
+                                   on_uncovered=port.accept if exclusive else None)
+            return result
+        if moving is None:
+            start_workers()
+        else:
+            # A takeover's clients are paused until their sockets arrive here: the workers (a fork of
+            # this process, then a full copy of the tables to feed them) start once they have.
+            moving.addBoth(start_workers)
 
     def _takeover_failed(self, failure):
         log.error("namesrv: takeover failed, not starting: {why}", why=failure.getErrorMessage())

@@ -11,6 +11,7 @@ Where we differ from Java:
 - a refused or undecodable registration changes nothing (see namesrv/routes/registration.py).
 """
 
+import functools
 import gc
 import hashlib
 import time
@@ -218,21 +219,56 @@ class RouteProcessor:
         if not self._ready():
             return self._error(request, NOT_READY % float(self.context.config.waitSecondsForService))
         standard = encode.use_standard_json(request.version, request.get_bool("acceptStandardJsonOnly", False))
-        order_topic_conf = None
-        if self.context.config.orderMessageEnable:
-            order_topic_conf = self.context.kv.get(ORDER_TOPIC_CONFIG, topic)
-        acting = bool(self.context.config.supportActingMaster)
         zone = request.get(ZONE_NAME)
-        if request.get_bool(ZONE_MODE, False) and zone is not None and zone.strip():
-            body = self._zone_route_body(topic, zone, order_topic_conf, acting)
-        else:
-            body = self.routes.route_body(topic, standard, order_topic_conf, acting)
+        if not (request.get_bool(ZONE_MODE, False) and zone is not None and zone.strip()):
+            zone = None
+        body = self._route_body(standard, zone, topic)
         if body is None:
             response = request.make_response(ResponseCode.TOPIC_NOT_EXIST, _topic_not_exist_remark(topic))
         else:
             response = request.make_response(ResponseCode.SUCCESS, body=body)
+            # the same request for another topic gets the same header: the AnswerCache may answer
+            # it with only the body built (None, no such topic: the full path, for its remark)
+            response.varies_by = ("topic", self._body_for(standard, zone))
         response.cacheable = True   # tables, config and KV config: all invalidate the AnswerCache
         return response
+
+    def _route_body(self, standard, zone, topic):
+        """The route body of ``topic`` as a request in this JSON style and zone asks it, or None."""
+        if not self._ready():
+            return None
+        config = self.context.config
+        order_topic_conf = self.context.kv.get(ORDER_TOPIC_CONFIG, topic) if config.orderMessageEnable else None
+        acting = bool(config.supportActingMaster)
+        if zone is not None:
+            return self._zone_route_body(topic, zone, order_topic_conf, acting)
+        return self.routes.route_body(topic, standard, order_topic_conf, acting)
+
+    def _body_for(self, standard, zone):
+        """``topic`` -> its route body (or None) as this request asks it, for the AnswerCache's shape.
+
+        A shape lives only until the next change of the tables, the KV config or the configuration
+        (each invalidates the AnswerCache), and is made from an answer given while ready: so the
+        readiness, ``orderMessageEnable`` and ``supportActingMaster`` it saw still hold, and a topic
+        whose joined body is kept (no order conf) costs one lookup."""
+        slow = functools.partial(self._route_body, standard, zone)
+        config = self.context.config
+        if zone is not None:
+            return slow
+        joined = self.routes.joined_bodies(standard, bool(config.supportActingMaster))
+        if config.orderMessageEnable:
+            kv = self.context.kv
+
+            def body_for(topic):
+                body = joined.get(topic)
+                if body is None or kv.get(ORDER_TOPIC_CONFIG, topic) is not None:
+                    return slow(topic)
+                return body
+        else:
+            def body_for(topic):
+                body = joined.get(topic)
+                return body if body is not None else slow(topic)
+        return body_for
 
     def _zone_route_body(self, topic, zone, order_topic_conf, acting):
         """5.x ZoneRouteRPCHook: keep the zone's brokers (and masterless ones); always plain JSON."""

@@ -153,14 +153,19 @@ class Handover:
         adopt_connection(self.reactor, self.service.factory, descriptor, peer, unread)
 
     def serving(self):
-        """The service listens: tell the old process (which then sends its connections), or
-        open our control socket at once."""
+        """The service listens: tell the old process (which then sends its connections), or open our
+        control socket at once. Returns a Deferred that fires once the connections have moved here
+        (or the move ended early), None when nothing was taken over."""
         if self.client is None:
-            return self._listen_control()
+            self._listen_control()
+            return None
+        moved = defer.Deferred()
         self.client.ready()
         self.client.done.addCallback(self._taken_over).addErrback(
             lambda failure: log.warn("takeover ended early: {why}", why=failure.getErrorMessage()))
         self.client.done.addBoth(lambda _: self._listen_control())
+        self.client.done.addBoth(lambda _: moved.callback(None))
+        return moved
 
     def _taken_over(self, counts):
         moved, closed = counts
@@ -250,8 +255,11 @@ class Handover:
         self.service.housekeeping.flush()   # brokers whose connections closed are not handed on
         return encode_snapshot(self.service.routes, self.identity.as_record())
 
-    def detach_all(self):
-        return self.drain.detach_all()
+    def detach_clients(self):
+        return self.drain.detach_clients()
+
+    def detach_brokers(self):
+        return self.drain.detach_brokers()
 
     def release(self, sockets):
         self.drain.release(sockets)

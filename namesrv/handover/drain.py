@@ -61,15 +61,24 @@ class ServerDrain:
             stop_reading(connection)
         return self.inflight.count == 0 and all(quiet(c) for c in connections)
 
-    def detach_all(self):
-        """Every connection as (descriptor, peer, unread), ours closed; TLS ones are closed (their
-        clients reconnect). Returns (movable sockets, number closed)."""
+    def detach_clients(self):
+        """Every client connection (the workers' and ours) as (descriptor, peer, unread), ours closed;
+        TLS ones are closed (their clients reconnect). Returns (movable sockets, number closed).
+
+        Clients go first: a client waits for its socket's move to be answered again; a broker's next
+        heartbeat is 30 s away, and it is the one with bytes to handle."""
         moving, self.collected = self.collected, []
-        closed = 0
-        # Clients first (the workers' ones are), brokers last: a client waits for its socket's move to be
-        # answered again; a broker's next heartbeat is 30 s away, and it is the one with bytes to handle.
         brokers = self.service.routes.tables.by_connection
-        for connection in sorted(self.connections(), key=lambda c: c in brokers):
+        return self._detach([c for c in self.connections() if c not in brokers], moving)
+
+    def detach_brokers(self):
+        """``detach_clients`` for the rest: the brokers' connections (after the clients')."""
+        return self._detach(self.connections(), [])
+
+    @staticmethod
+    def _detach(connections, moving):
+        closed = 0
+        for connection in connections:
             if movable(connection):
                 descriptor, unread = detach(connection)
                 moving.append((descriptor, connection.peer, unread))

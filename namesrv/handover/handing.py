@@ -44,7 +44,7 @@ class HandingSession(protocol.Protocol):
     ``precopy()`` (snapshot bytes, changes tracked from now), ``begin()``, ``settled()``, ``tables()``
     (snapshot bytes, KV flushed), ``changes()`` (the last copy's fields: ``delta`` (what changed since
     the precopy) or ``routes``, and ``registrations``), ``abandon()``, ``listen_fd()``,
-    ``detach_all()`` → (sockets, closed), ``release(sockets)``, ``resume(why)``,
+    ``detach_clients()`` and then ``detach_brokers()`` → (sockets, closed), ``release(sockets)``, ``resume(why)``,
     ``finished(moved, closed)``."""
 
     log = Logger()
@@ -148,14 +148,24 @@ class HandingSession(protocol.Protocol):
     def _ready(self):
         if self._ready_timeout is not None and self._ready_timeout.active():
             self._ready_timeout.cancel()
-        sockets, closed = self.server.detach_all()
+        # Clients first, sent before the brokers are even detached: each client is paused from the
+        # drain until the new process reads its socket, a broker's next heartbeat is seconds away.
+        sockets, closed = self.server.detach_clients()
         try:
-            batched = send_in_batches(self.transport, sockets, encode(messages.DONE, moved=len(sockets), closed=closed))
+            batched = can_send_now(self.transport)
+            if batched:
+                send_in_batches(self.transport, sockets)
+            brokers, closed_brokers = self.server.detach_brokers()
+            sockets, closed = sockets + brokers, closed + closed_brokers
+            done = encode(messages.DONE, moved=len(sockets), closed=closed)
+            if batched:
+                send_in_batches(self.transport, brokers, done)
         except OSError as e:
-            # Every connection is detached already: this process cannot serve them again. Their clients
-            # reconnect (to the new process, which holds the listening socket).
+            # Every connection is detached already (or is now): this process cannot serve them again.
+            # Their clients reconnect (to the new process, which holds the listening socket).
             self.log.warn("takeover: moving the connections failed ({e}); their clients reconnect", e=e)
-            self.server.release(sockets)
+            brokers, _ = self.server.detach_brokers()
+            self.server.release(sockets + brokers)
             self.state = "done"
             self.transport.loseConnection()
             return
@@ -164,7 +174,7 @@ class HandingSession(protocol.Protocol):
                 self.transport.sendFileDescriptor(descriptor)
                 self.transport.write(encode(messages.CONNECTION, peer=peer, unread=unread))
                 self._sent.append(descriptor)
-            self.transport.write(encode(messages.DONE, moved=len(sockets), closed=closed))
+            self.transport.write(done)
         else:
             self.server.release(sockets)   # sent: our copies go
         self.state = "done"
@@ -200,9 +210,15 @@ class HandingSession(protocol.Protocol):
             self.server.exit()
 
 
-def send_in_batches(transport, sockets, done):
+def can_send_now(transport):
+    """Whether ``send_in_batches`` may write on ``transport``'s socket: nothing queued before it."""
+    return not (getattr(transport, "socket", None) is None or getattr(transport, "dataBuffer", b"")
+                or getattr(transport, "_tempDataBuffer", None) or getattr(transport, "_sendmsgQueue", None))
+
+
+def send_in_batches(transport, sockets, done=b""):
     """Send every (descriptor, peer, unread) as CONNECTION messages, up to ``FDS_PER_SEND`` descriptors per
-    system call, then ``done``; False (nothing sent) when the transport still has bytes queued.
+    system call, then ``done``, on a transport that ``can_send_now``.
 
     Twisted sends one descriptor per ``sendmsg``, and the receiver's ``recvmsg`` stops at each: a
     thousand connections took a thousand reactor turns over there, each between two of its clients'
@@ -210,10 +226,7 @@ def send_in_batches(transport, sockets, done):
     waited 0.5-1.3 s). Here a batch of descriptors rides on the first byte of its own messages. The old
     process serves nothing any more (every connection is detached), so the socket may block, bounded by
     ``SEND_TIMEOUT``."""
-    sock = getattr(transport, "socket", None)
-    if sock is None or getattr(transport, "dataBuffer", b"") or getattr(transport, "_tempDataBuffer", None) \
-            or getattr(transport, "_sendmsgQueue", None):
-        return False
+    sock = transport.socket
     sock.settimeout(SEND_TIMEOUT)
     try:
         for start in range(0, len(sockets), FDS_PER_SEND):
@@ -221,10 +234,10 @@ def send_in_batches(transport, sockets, done):
             payload = b"".join(encode(messages.CONNECTION, peer=peer, unread=unread) for _, peer, unread in batch)
             sent = socket.send_fds(sock, [payload], [descriptor for descriptor, _, _ in batch])
             sock.sendall(payload[sent:])
-        sock.sendall(done)
+        if done:
+            sock.sendall(done)
     finally:
         sock.setblocking(False)
-    return True
 
 
 class HandingFactory(protocol.Factory):

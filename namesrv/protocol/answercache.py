@@ -31,12 +31,27 @@ topic, so the topics on the same brokers share one). Entries and bodies are coun
 bytes, in two generations of half the limits each: when the young one is full it becomes the
 older one and the older one goes (an answer looked up there moves back to the young one).
 
+**Shapes: every topic at the price of a lookup.** A client's route reads differ from each other
+only in the topic and the opaque, and a route answer's header names no topic. So when the
+processor says so (``response.varies_by``: the ext field, and how to get the body for another
+value of it), the request frame with both the opaque's digits and that field's value cut out is
+kept as a *shape*, with the answer's header around the opaque. A frame of a known shape is
+answered with ``body_for(value)`` (the route tables keep each topic's body until something it
+was built from changes) and the header spliced as for an entry; it is not stored as an entry,
+so reads of 100,000 topics cost no answer-cache memory and no aging. A value is cut only when
+it is plain (RocketMQ's topic characters: no quote, no escape) and its field appears once in
+the shape's first frame, which was decoded the slow way: a frame sharing the shape differs from
+it in nothing but those two values, so it decodes to the same request but for them.
+``body_for`` returning None (no such topic: that answer's remark names it) leaves the frame to
+the entries and the slow path. Shapes go with everything else on ``invalidate()``.
+
 Observers still see every request: the protocol calls ``report(peer)`` after each read,
 and each observer gets the replayed answers per (code, response code), in bulk through
 ``record_requests`` when it has one, so metrics and the event log's per-second request
 aggregates count cached answers too.
 """
 
+import re
 import struct
 
 from namesrv.protocol.codec import encode_frame, encode_json_header
@@ -50,11 +65,17 @@ _OPAQUE_KEY_LEN = len(_OPAQUE_KEY)
 _ZERO = ord("0")
 _INT32_MAX_DIGITS = b"2147483647"
 _JSON = SerializeType.JSON
+_JSON_WORD = int(SerializeType.JSON) << 24
 _ROCKETMQ = SerializeType.ROCKETMQ
 #: A sentinel opaque, unlikely to appear anywhere else in an encoded answer.
 _SENTINEL = -1737418241
 _SENTINEL_JSON = b"%d" % _SENTINEL
 _SENTINEL_RMQ = struct.pack(">i", _SENTINEL)
+#: the values a shape may cut: RocketMQ's topic characters (no quote, no escape, plain ASCII)
+_PLAIN_VALUE = re.compile(rb"[A-Za-z0-9_%|-]+")
+_QUOTE = b'"'
+#: shapes kept per field at most (a client library has a few; past this they start over)
+MAX_SHAPES = 4096
 
 
 def _json_opaque_span(frame):
@@ -83,6 +104,30 @@ def _plain_int(text):
     return size < 10 or -2**31 <= int(text) < 2**31
 
 
+def _plain_value(value):
+    return value.isalnum() or _PLAIN_VALUE.fullmatch(value) is not None
+
+
+def _shape_key(frame, start, stop, first, last):
+    """``frame`` without the opaque's digits (``start:stop``) and the value (``first:last``), and where
+    the value was in that: two frames differ in nothing but those two values only if both are equal."""
+    if first < start:
+        return frame[:first] + frame[last:start] + frame[stop:], first
+    return frame[:start] + frame[stop:first] + frame[last:], first - (stop - start)
+
+
+class _Shape:
+    """What answers every frame of one shape: the answer header around the opaque, and the body;
+    ``at``: where the value goes in the shape's key."""
+
+    __slots__ = ("prefix", "suffix", "fixed_length", "body_for", "counted", "at")
+
+    def __init__(self, prefix, suffix, body_for, counted):
+        self.prefix, self.suffix, self.body_for, self.counted = prefix, suffix, body_for, counted
+        self.fixed_length = len(prefix) + len(suffix)
+        self.at = None
+
+
 #: what an entry costs beside its bytes: the dict slot, the tuple, four bytes objects' headers
 ENTRY_OVERHEAD = 240
 BODY_OVERHEAD = 120
@@ -90,7 +135,8 @@ DEFAULT_MAX_BYTES = 64 << 20
 
 
 class AnswerCache:
-    """Request frame (minus opaque) → the answer frame (minus opaque), for cacheable answers."""
+    """Request frame (minus opaque) → the answer frame (minus opaque), for cacheable answers;
+    request shape (minus opaque and one value) → how to answer it, for answers that vary by it."""
 
     def __init__(self, registry, max_entries=262144, max_frame_length=1024, max_bytes=DEFAULT_MAX_BYTES):
         self.registry = registry
@@ -100,6 +146,7 @@ class AnswerCache:
         self._entries = {}       # the young generation: stores and promoted hits
         self._older = {}         # the previous one, looked up when the young one misses
         self._bodies = {}        # the young generation's bodies, each kept once
+        self._shapes = {}        # field marker (b'"topic":"') -> {shape key: _Shape}
         self.bytes = 0           # the young generation's
         self._older_bytes = 0
         self._counts = {}
@@ -107,13 +154,23 @@ class AnswerCache:
         self.stores = 0
         self.invalidations = 0
         self.evictions = 0
+        self.shaped = 0          # answers built from a shape
 
     def __len__(self):
-        return len(self._entries) + len(self._older)
+        """Entries and shapes kept."""
+        return len(self._entries) + len(self._older) + self.shapes
+
+    @property
+    def shapes(self):
+        return sum(map(len, self._shapes.values()))
 
     @property
     def total_bytes(self):
         return self.bytes + self._older_bytes
+
+    def usable(self):
+        """Whether answers may come from here now (a read worker's stale replica says no)."""
+        return True
 
     def set_limits(self, max_entries, max_bytes):
         self.max_entries, self.max_bytes = max_entries, max_bytes
@@ -123,9 +180,9 @@ class AnswerCache:
             self._older, self._older_bytes = {}, 0
 
     def invalidate(self, *ignored):
-        """Forget every answer (accepts and ignores listener arguments)."""
-        if self._entries or self._older or self._bodies:
-            self._entries, self._older, self._bodies = {}, {}, {}
+        """Forget every answer and shape (accepts and ignores listener arguments)."""
+        if self._entries or self._older or self._bodies or self._shapes:
+            self._entries, self._older, self._bodies, self._shapes = {}, {}, {}, {}
             self.bytes = self._older_bytes = 0
         self.invalidations += 1
 
@@ -140,7 +197,7 @@ class AnswerCache:
     def answer(self, frame, peer):
         """The whole answer frame (length field included) for ``frame``, or None (take the slow path)."""
         entries = self._entries
-        if not (entries or self._older) or not 4 <= len(frame) <= self.max_frame_length:
+        if not (entries or self._older or self._shapes) or not 4 <= len(frame) <= self.max_frame_length:
             return None
         kind = frame[0]
         if kind == _JSON:
@@ -160,6 +217,10 @@ class AnswerCache:
                     return None
                 start, stop = span
                 opaque = frame[start:stop]
+            if self._shapes:
+                whole = self._from_shape(frame, start, stop, opaque)
+                if whole is not None:
+                    return whole
             key = frame[:start] + frame[stop:]
         elif kind == _ROCKETMQ and len(frame) >= 13:
             opaque = frame[9:13]
@@ -172,11 +233,46 @@ class AnswerCache:
             if entry is None:
                 return None
             self._store(key, entry)           # still asked for: it moves to the young generation
+        return self._replay(entry, opaque)
+
+    def _replay(self, entry, opaque):
         head, suffix, body, counted = entry
         self.hits += 1
         counts = self._counts
         counts[counted] = counts.get(counted, 0) + 1
         return b"".join((head, opaque, suffix, body))
+
+    def _from_shape(self, frame, start, stop, opaque):
+        """The whole answer to a JSON ``frame`` (its opaque, ``opaque``, at ``start:stop``) of a known
+        shape, or None."""
+        for marker, shapes in self._shapes.items():
+            at = frame.find(marker)
+            if at < 0:
+                continue
+            first = at + len(marker)
+            last = frame.find(_QUOTE, first)
+            value = frame[first:last]
+            if last < 0 or not (value.isalnum() or _PLAIN_VALUE.fullmatch(value)):
+                continue
+            if first < start:     # the shape key (_shape_key, inline: this is the hot path)
+                shape = shapes.get(frame[:first] + frame[last:start] + frame[stop:])
+                if shape is None or shape.at != first:
+                    continue
+            else:
+                shape = shapes.get(frame[:start] + frame[stop:first] + frame[last:])
+                if shape is None or shape.at != first - (stop - start):
+                    continue
+            body = shape.body_for(value.decode("ascii"))
+            if body is None:
+                return None
+            header_length = shape.fixed_length + stop - start
+            self.hits += 1
+            self.shaped += 1
+            counts, counted = self._counts, shape.counted
+            counts[counted] = counts.get(counted, 0) + 1
+            return b"".join((_PAIR.pack(4 + header_length + len(body), _JSON_WORD | header_length), shape.prefix,
+                             opaque, shape.suffix, body))
+        return None
 
     def report(self, peer):
         """Tell the observers about the answers replayed since the last report (one peer's batch).
@@ -189,7 +285,8 @@ class AnswerCache:
 
     # -- filling ------------------------------------------------------------------
     def remember(self, frame, request, response):
-        """Store ``response`` (the answer to ``frame``, decoded as ``request``) if it may be reused."""
+        """Store ``response`` (the answer to ``frame``, decoded as ``request``) if it may be reused:
+        as the shape of every frame like it when it says it varies by one field, else as an entry."""
         if (response is None or not getattr(response, "cacheable", False)
                 or request.is_oneway or len(frame) > self.max_frame_length
                 or not self.registry.allows_cached_answer(request.code)):
@@ -202,7 +299,8 @@ class AnswerCache:
             return False
         if entry is None:
             return False
-        self._store(*entry)
+        if entry is not True:
+            self._store(*entry)
         self.stores += 1
         return True
 
@@ -222,6 +320,7 @@ class AnswerCache:
             self._age()
 
     def _json_entry(self, frame, request, response):
+        """(key, entry) for ``frame``, True when it was kept as a shape instead, or None."""
         if len(frame) < 4:
             return None
         header = frame[4:4 + (_INT.unpack_from(frame, 0)[0] & 0xFFFFFF)]
@@ -236,12 +335,35 @@ class AnswerCache:
         if cut < 0 or header_bytes.find(_SENTINEL_JSON, cut + 1) >= 0:
             return None
         prefix, suffix = header_bytes[:cut], header_bytes[cut + len(_SENTINEL_JSON):]
+        counted = (request.code, response.code)
+        if response.varies_by is not None and self._remember_shape(frame, span, request, response.varies_by,
+                                                                   _Shape(prefix, suffix, None, counted)):
+            return True
         # Frames sharing this key have as many opaque digits as this one (the header-length
         # word is part of the key), so the answer's lengths can be fixed now.
         header_length = len(prefix) + (span[1] - span[0]) + len(suffix)
-        head = _PAIR.pack(4 + header_length + len(body), (int(_JSON) << 24) | header_length) + prefix
+        head = _PAIR.pack(4 + header_length + len(body), _JSON_WORD | header_length) + prefix
         key = frame[:span[0]] + frame[span[1]:]
-        return key, (head, suffix, body, (request.code, response.code))
+        return key, (head, suffix, body, counted)
+
+    def _remember_shape(self, frame, span, request, varies_by, shape):
+        """Keep ``shape`` for every frame like ``frame`` but for the opaque and one plain ext field."""
+        name, shape.body_for = varies_by
+        value = request.get(name)
+        marker = b'"%s":"' % name.encode("ascii")
+        if not isinstance(value, str) or frame.count(marker) != 1:
+            return False
+        first = frame.find(marker) + len(marker)
+        last = frame.find(_QUOTE, first)
+        raw = frame[first:last]
+        if last < 0 or not _plain_value(raw) or raw != value.encode("ascii", "replace"):
+            return False
+        shapes = self._shapes.setdefault(marker, {})
+        if len(shapes) >= MAX_SHAPES:
+            shapes.clear()
+        key, shape.at = _shape_key(frame, span[0], span[1], first, last)
+        shapes[key] = shape
+        return True
 
     def _rocketmq_entry(self, frame, request, response):
         if len(frame) < 13 or _INT.unpack_from(frame, 9)[0] != request.opaque:

@@ -12,6 +12,7 @@ from twisted.internet.interfaces import IPushProducer
 from namesrv.interfaces import IRemotingConnection
 from namesrv.protocol.codec import FrameDecodeError, decode_frame, encode_frame
 from namesrv.protocol.framing import NO_LIMITS, BadFrame, FrameLimits, FrameReader  # noqa: F401 (FrameLimits)
+from namesrv.protocol import writethrough
 from namesrv.protocol.ratelimited import RateLimitedWarning
 
 _connection_ids = itertools.count(1)
@@ -182,6 +183,8 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         """Answer each frame: from the answer cache (consecutive ones written together, before
         any slower answer) or through the dispatcher; stop when paused or closing."""
         cache = self.answer_cache
+        if cache is not None and not cache.usable():
+            cache = None      # one check for the whole read: every frame in it had arrived by now
         cached = []
         handled = False
         for frame in frames:
@@ -253,9 +256,9 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
     def _write_cached(self, answers):
         self.answer_cache.report(self.peer)
         if self.transport is not None and self.connected and not self.closing:
-            self.transport.write(b"".join(answers) if len(answers) > 1 else answers[0])
+            writethrough.write(self.transport, b"".join(answers) if len(answers) > 1 else answers[0])
 
     def send(self, command):
         if command is None or self.transport is None or not self.connected or self.closing:
             return
-        self.transport.write(encode_frame(command))
+        writethrough.write(self.transport, encode_frame(command))

@@ -5,7 +5,10 @@ answer under a lock (PITFALLS 8). Here the pieces a route body is joined from (e
 BrokerData, each shared QueueData) are encoded once and kept while they hold, so a route is
 joined, not encoded, whatever the number of topics; only routes that need more than a join
 (acting master, static-topic mappings, filter servers) are kept whole, per topic, within a
-byte budget. The change tracker (changes.py) says what changed; this object only forgets.
+byte budget. A joined body is kept per topic too (``joined``), so a topic asked again after an
+unrelated change costs a lookup: topics on the same brokers share one copy of it (``_interned``),
+and the distinct bodies are held within the same byte budget (past it, all of them start over).
+The change tracker (changes.py) says what changed; this object only forgets.
 """
 
 #: a topic's route is asked in a few shapes at most (standard JSON?, acting master?, order conf)
@@ -25,6 +28,8 @@ class RouteBodyCache:
 
     def __init__(self, max_bytes=DEFAULT_MAX_BYTES):
         self.max_bytes = max_bytes
+        #: (standard JSON?, acting master?) -> {topic: its joined route body} (no order conf)
+        self.joined = {(False, False): {}, (True, False): {}, (False, True): {}, (True, True): {}}
         self.clear()
 
     def set_max_bytes(self, max_bytes):
@@ -36,10 +41,29 @@ class RouteBodyCache:
         """Forget every body (the tables were replaced)."""
         self.routes = {}
         self.route_bytes = 0
+        self.forget_joined()
         self.broker_pieces = {}
         self.queue_pieces = {}
         self.topic_list = None
         self.cluster_info = None
+
+    def forget_joined(self):
+        """Forget every topic's joined body (the dicts stay: readers may hold them)."""
+        for topics in self.joined.values():
+            topics.clear()
+        self._interned = {}
+        self.interned_bytes = 0
+
+    def remember_joined(self, topic, key, body):
+        """Keep ``topic``'s joined body; returns the copy kept (shared with the topics on the same pieces)."""
+        shared = self._interned.get(body)
+        if shared is None:
+            if self.interned_bytes + len(body) > self.max_bytes:
+                self.forget_joined()
+            shared = self._interned[body] = body
+            self.interned_bytes += len(body) + ROUTE_OVERHEAD
+        self.joined[key][topic] = shared
+        return shared
 
     def route(self, topic, key):
         variants = self.routes.get(topic)
@@ -75,6 +99,10 @@ class RouteBodyCache:
             del routes[topic]
 
     def forget_routes(self, topics):
+        for joined in self.joined.values():
+            if joined:
+                for topic in topics:
+                    joined.pop(topic, None)
         routes = self.routes
         if routes:
             for topic in topics:
@@ -110,10 +138,12 @@ class RouteBodyCache:
         if broker_name is None:
             if pieces:
                 self.broker_pieces = {}
+            self.forget_joined()
         else:
             pieces.pop((broker_name, True), None)
             pieces.pop((broker_name, False), None)
 
     def stats(self):
         return {"routes": len(self.routes), "routeBytes": self.route_bytes, "brokerPieces": len(self.broker_pieces),
-                "queuePieces": len(self.queue_pieces)}
+                "queuePieces": len(self.queue_pieces), "joinedRoutes": sum(map(len, self.joined.values())),
+                "joinedBodies": len(self._interned), "joinedBytes": self.interned_bytes}

@@ -69,6 +69,7 @@ class RouteInfoManager:
         # The hot paths (a route read, a heartbeat, the unchanged-registration shortcut) are the
         # components' own methods, same names and signatures: no extra call on the way.
         self.route_body = self.queries.route_body
+        self.joined_bodies = self.queries.joined_bodies
         self.broker_heartbeat = self.admin.broker_heartbeat
         self.query_data_version = self.admin.query_data_version
         self.refresh_unchanged_registration = self.registrations.refresh_unchanged_registration
@@ -226,6 +227,10 @@ class RouteInfoManager:
     def apply_topic_rows(self, topics, mappings=None):
         """Set the QueueData (and mappings) of the topics given as rows; see ``RouteTables.apply_topic_rows``."""
         self.tables.apply_topic_rows(topics, mappings)
+
+    def update_broker_rows(self, brokers, clusters, filters):
+        """Bring the broker-level tables to these rows; see ``RouteTables.update_broker_rows``."""
+        self.tables.update_broker_rows(brokers, clusters, filters)
 
     def apply_topic_shapes(self, shapes, mappings=None):
         """The same, with the topics given by shape (``rows.topic_shapes``)."""

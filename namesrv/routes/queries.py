@@ -61,12 +61,21 @@ class RouteQueries:
             _apply_acting_master(topic, route)
         return route
 
+    def joined_bodies(self, standard, support_acting_master):
+        """{topic: its kept route body without order conf}, for this JSON style and acting-master setting:
+        one dict for the tables' life, emptied in place (a topic's entry goes when its route changes)."""
+        return self.body_cache.joined[standard, support_acting_master]
+
     def route_body(self, topic, standard, order_topic_conf=None, support_acting_master=False):
         """The encoded TopicRouteData answer for ``topic``, or None when there is no route.
 
         Joined from the pieces of its brokers when it can be (bodycache.py); else built, encoded
         and kept whole.
         """
+        if order_topic_conf is None:
+            body = self.body_cache.joined[standard, support_acting_master].get(topic)
+            if body is not None:
+                return body
         tables = self.tables
         queue_map = tables.topic_queue_table.get(topic)
         if not queue_map:
@@ -116,7 +125,10 @@ class RouteQueries:
             return None
         queue_piece = cache.queue_piece
         queue_pieces = [queue_piece(queue_map[name], standard, encode.encode_piece) for name in names]
-        return encode.join_topic_route(broker_pieces, queue_pieces, order_topic_conf, standard)
+        body = encode.join_topic_route(broker_pieces, queue_pieces, order_topic_conf, standard)
+        if order_topic_conf is None:
+            body = cache.remember_joined(topic, (standard, support_acting_master), body)
+        return body
 
     def broker_topic_count(self, broker_name):
         """How many topics have QueueData of ``broker_name`` (the status page shows it per group)."""

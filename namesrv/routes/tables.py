@@ -93,6 +93,37 @@ class RouteTables:
         self.epoch += 1
         self.changes.everything_changed()
 
+    def update_broker_rows(self, brokers, clusters, filters):
+        """Bring the broker-level tables to these rows (a replica's publication, after its topics),
+        telling the change tracker only what differs: the kept bodies of every topic whose brokers
+        did not change stay (``replace_from_rows`` would drop them all, and a read worker would
+        join 100,000 routes again after any change)."""
+        changes, old_table = self.changes, self.broker_addr_table
+        table, changed = {}, []
+        for name, cluster, zone, acting, addrs in brokers:
+            broker_data = BrokerData(cluster, name, {broker_id: addr for broker_id, addr in addrs}, zone, bool(acting))
+            old = old_table.get(name)
+            table[name] = old if old == broker_data else broker_data
+            if old != broker_data:
+                changed.append(name)
+        changed.extend(name for name in old_table if name not in table)
+        clusters = {cluster: set(names) for cluster, names in clusters.items()}
+        members = {(cluster, name) for cluster, names in clusters.items() for name in names}
+        members ^= {(cluster, name) for cluster, names in self.cluster_addr_table.items() for name in names}
+        filters = {(cluster, addr): list(servers) for cluster, addr, servers in filters}
+        moved = {key for key in filters.keys() | self.filter_server_table.keys()
+                 if filters.get(key) != self.filter_server_table.get(key)}
+        self.broker_addr_table, self.cluster_addr_table, self.filter_server_table = table, clusters, filters
+        served = {addr for _, addr in moved}
+        filtered = [broker_data.broker_name for broker_data in table.values()
+                    if served and served.intersection(broker_data.broker_addrs.values())]
+        changes.begin()
+        for name in set(changed).union((name for _, name in members), filtered):
+            self.mark_broker(name)
+            changes.brokers_changed(name)
+            changes.broker_routes_changed(self.topics_of(name))
+        changes.end()
+
     def apply_topic_rows(self, topics, mappings=None, report=True):
         """Set the QueueData of each topic of ``topics`` ({topic: queue_data_rows, or None: the topic is
         gone}) and, if given, its static-topic mappings ({topic: {brokerName: info}, or None}): a replica's
@@ -176,6 +207,9 @@ class RouteTables:
         broker_data = self.broker_addr_table[broker_name] = BrokerData(cluster, broker_name, {})
         self.mark_broker(broker_name)
         self.changes.brokers_changed(broker_name)
+        topics = self.topics_of(broker_name)
+        if topics:   # QueueData that waited for their BrokerData: those routes show it now
+            self.changes.broker_routes_changed(topics)
         return broker_data
 
     def broker_data_changed(self, broker_name):

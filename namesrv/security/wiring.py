@@ -41,7 +41,7 @@ def watch_interval(config):
 
 
 class GuardListeners:
-    """Passes the guards' refusals and queue waits on to whoever ``add``\ s itself (the metrics)."""
+    """Passes the guards' refusals and queue waits on to whoever adds itself (the metrics)."""
 
     def __init__(self):
         self._listeners = []

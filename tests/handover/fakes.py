@@ -56,9 +56,13 @@ class FakeServer:
         self.busy = False
         self.calls.append("abandon")
 
-    def detach_all(self):
-        self.calls.append("detach_all")
+    def detach_clients(self):
+        self.calls.append("detach_clients")
         return list(self.sockets), 1
+
+    def detach_brokers(self):
+        self.calls.append("detach_brokers")
+        return [], 0
 
     def release(self, sockets):
         self.calls.append(("release", [s[0] for s in sockets]))

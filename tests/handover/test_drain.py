@@ -144,7 +144,7 @@ def test_settled_waits_for_the_workers_then_for_answers_in_flight_and_unsent():
     theirs.close()
 
 
-def test_detach_all_moves_plain_sockets_with_their_unread_bytes_and_closes_tls_ones():
+def test_detaching_moves_plain_sockets_with_their_unread_bytes_and_closes_tls_ones():
     plain, plain_peer = pair()
     tls, tls_peer = pair()
     collected, collected_peer = pair()
@@ -154,7 +154,7 @@ def test_detach_all_moves_plain_sockets_with_their_unread_bytes_and_closes_tls_o
     drain = ServerDrain(service, InFlightDispatcher(None))
     drain.begin()
     drain._collect(os.dup(collected.fileno()), "127.0.0.1:3", b"abc")
-    sockets, closed = drain.detach_all()
+    sockets, closed = drain.detach_clients()
     assert closed == 1 and tls_connection.closing and tls_connection.transport.lost
     assert [(peer, unread) for _, peer, unread in sockets] == [("127.0.0.1:3", b"abc"),
                                                                ("127.0.0.1:1", b"\x00\x00\x00\x09part")]
@@ -195,8 +195,11 @@ def test_clients_move_before_brokers():
     clients = [Connection(SocketTransport(s[0]), "127.0.0.1:%d" % (i + 2)) for i, s in enumerate(sockets[1:])]
     drain = ServerDrain(Service([broker] + clients, brokers=[broker]), InFlightDispatcher(None))
     drain.begin()
-    moving, _ = drain.detach_all()
-    assert [peer for _, peer, _ in moving] == ["127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:1"]
+    clients, _ = drain.detach_clients()
+    assert [peer for _, peer, _ in clients] == ["127.0.0.1:2", "127.0.0.1:3"] and not broker.closing
+    brokers, _ = drain.detach_brokers()
+    assert [peer for _, peer, _ in brokers] == ["127.0.0.1:1"]
+    moving = clients + brokers
     drain.release(moving)
     for ours, theirs in sockets:
         ours.close()

@@ -134,7 +134,7 @@ def test_the_new_process_leaving_before_ready_resumes_the_old_one():
     server.is_settled = True
     clock.advance(handing.SWEEP)
     proto.connectionLost(None)
-    assert server.calls[-1] == "resume" and "detach_all" not in server.calls
+    assert server.calls[-1] == "resume" and "detach_clients" not in server.calls
 
 
 def test_no_ready_in_time_closes_and_resumes():
@@ -225,7 +225,8 @@ def test_connections_move_in_batches_over_a_real_socket():
     result = []
     thread = threading.Thread(target=lambda: result.append(read()))
     thread.start()
-    assert handing.send_in_batches(transport, moving, encode(messages.DONE, moved=450, closed=0))
+    assert handing.can_send_now(transport)
+    handing.send_in_batches(transport, moving, encode(messages.DONE, moved=450, closed=0))
     thread.join(20)
     data, fds = result[0]
     assert [m["peer"] for m in data[:-1]] == [peer for _, peer, _ in moving] and data[-1]["moved"] == 450
@@ -240,4 +241,43 @@ def test_connections_move_in_batches_over_a_real_socket():
 def test_a_transport_with_bytes_queued_keeps_the_one_by_one_path():
     from types import SimpleNamespace
     transport = SimpleNamespace(socket=object(), dataBuffer=b"queued", _tempDataBuffer=[], _sendmsgQueue=[])
-    assert not handing.send_in_batches(transport, [(9, "p", b"")], b"")
+    assert not handing.can_send_now(transport)
+
+
+def test_clients_are_on_their_way_before_the_brokers_are_detached():
+    """Over a real socket pair: when the old process starts detaching its brokers, the clients'
+    sockets and messages can already be read by the new process."""
+    import os
+    import socket
+    from types import SimpleNamespace
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    spares = [socket.socketpair() for _ in range(3)]
+    server = FakeServer()
+    server.sockets = [(os.dup(spares[0][0].fileno()), "127.0.0.1:5000", b"")]
+    reader, got, descriptors = MessageReader(), [], []
+
+    def read(flags=0):
+        chunk, fds, _, _ = socket.recv_fds(theirs, 1 << 16, 10, flags)
+        descriptors.extend(fds)
+        got.extend(reader.feed(chunk))
+
+    def detach_brokers():
+        read(socket.MSG_DONTWAIT)
+        assert [m["peer"] for m in got] == ["127.0.0.1:5000"] and len(descriptors) == 1
+        return [(os.dup(spares[i][0].fileno()), "127.0.0.1:%d" % (6000 + i), b"") for i in (1, 2)], 0
+
+    server.detach_brokers = detach_brokers
+    proto = HandingSession(server, task.Clock())
+    proto.makeConnection(SimpleNamespace(socket=ours, dataBuffer=b"", _tempDataBuffer=[], write=lambda data: None,
+                                         loseConnection=lambda: None))
+    proto.state = "sent"
+    proto.dataReceived(encode(messages.READY))
+    while got[-1]["kind"] != "done":
+        read()
+    assert [m.get("peer") for m in got] == ["127.0.0.1:5000", "127.0.0.1:6001", "127.0.0.1:6002", None]
+    assert got[-1] == {"kind": "done", "moved": 3, "closed": 1} and len(descriptors) == 3
+    assert proto.state == "done"
+    for fd in descriptors:
+        os.close(fd)
+    for s in [ours, theirs] + [s for pair in spares for s in pair]:
+        s.close()

@@ -252,3 +252,49 @@ def test_a_part_that_is_not_quiet_makes_the_replica_stale_until_its_publication_
     part = down_reader().feed(topics_message(harness.service.routes, ["T1"]))[0]
     harness.replica.apply(part)
     assert not harness.replica.fresh()
+
+
+def test_a_publication_keeps_the_bodies_of_topics_whose_brokers_did_not_change(harness):
+    harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2"]))
+    harness.main(register_request("C1", "broker-b", "10.0.0.2:10911", topics=["T3", "T4"]))
+    harness.publish()
+    harness.assert_same_answers(["T1", "T2", "T3", "T4"])       # every body joined and kept
+    joined = harness.replica.context.routes.joined_bodies(True, False)    # standard JSON, as both versions ask
+    assert set(joined) == {"T1", "T2", "T3", "T4"}
+    kept = joined["T1"]
+    harness.main(register_request("C1", "broker-b", "10.0.0.3:10911", broker_id=1, topics=["T3", "T4"]))  # a slave
+    harness.publish()
+    assert joined.get("T1") is kept and not {"T3", "T4"} & set(joined)   # only broker-b's topics went
+    harness.assert_same_answers(["T1", "T2", "T3", "T4"])
+    assert b"10.0.0.3:10911" in joined["T3"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_changes_keep_every_kept_body_right(harness, seed):
+    """Random registrations, unregistrations, permission changes, filter servers, cluster moves and
+    deletions on the main tables; after each publication every topic's answer from the replica (its
+    kept bodies warm from the previous round) equals the main process's."""
+    import random
+    rng = random.Random(seed)
+    topics = ["T%d" % i for i in range(8)]
+    brokers = [("broker-%s" % name, "10.0.0.%d:10911" % (i + 1)) for i, name in enumerate("abcd")]
+    for _ in range(25):
+        for _ in range(rng.randrange(1, 4)):
+            name, addr = rng.choice(brokers)
+            roll = rng.random()
+            if roll < 0.5:
+                broker_id = rng.choice([0, 0, 1])
+                harness.main(register_request(rng.choice(["C1", "C1", "C2"]), name,
+                                              addr if broker_id == 0 else addr.replace(":10911", ":10921"),
+                                              broker_id=broker_id, topics=rng.sample(topics, rng.randrange(1, 5)),
+                                              counter=rng.randrange(1, 4), extra_ext=None))
+            elif roll < 0.65:
+                harness.main(make_request(RequestCode.UNREGISTER_BROKER, {
+                    "brokerName": name, "clusterName": "C1", "brokerAddr": addr, "brokerId": "0"}))
+            elif roll < 0.8:
+                code = rng.choice([RequestCode.WIPE_WRITE_PERM_OF_BROKER, RequestCode.ADD_WRITE_PERM_OF_BROKER])
+                harness.main(make_request(code, {"brokerName": name}))
+            else:
+                harness.main(make_request(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": rng.choice(topics)}))
+        harness.publish(part_topics=rng.choice([1, 3, 500]))
+        harness.assert_same_answers(topics)

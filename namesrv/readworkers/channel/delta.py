@@ -43,5 +43,5 @@ def apply_topics(routes, part, reset=False):
 
 
 def apply_brokers(routes, tables):
-    """Replace the broker-level tables (every cached answer body is dropped)."""
-    routes.replace_from_rows(brokers=tables["brokers"], clusters=tables["clusters"], filters=tables["filters"])
+    """Bring the broker-level tables to the main process's (the bodies of unchanged brokers' topics stay)."""
+    routes.update_broker_rows(tables["brokers"], tables["clusters"], tables["filters"])

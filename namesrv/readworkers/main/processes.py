@@ -127,10 +127,11 @@ class ReadWorkerPool:
             worker.send(message)
 
     def drained(self):
-        """Every worker has exited and every connection it handed us has arrived. A draining worker
-        exits only once each handoff is connected and sent, so a handoff not yet arrived is either
-        open here or still waiting to be accepted (our handoff socket is then readable)."""
-        if not self.draining or self.workers or self.handoffs_open:
+        """Every worker has exited or said it drained, and every connection it handed us has arrived.
+        A draining worker says so (then exits) only once each handoff is connected and sent, so a
+        handoff not yet arrived is either open here or still waiting to be accepted (our handoff socket
+        is then readable)."""
+        if not self.draining or self.handoffs_open or not all(w.drained for w in self.workers.values()):
             return False
         if self.handoff_port is None:
             return True
@@ -243,6 +244,7 @@ class WorkerProcess(protocol.ProcessProtocol):
         self.index = index
         self.reader = MessageReader()
         self.ended = False
+        self.drained = False       # it said it handed every connection over and is exiting (a takeover)
         self.listening = False
         self.needs_full = False
         self.applied_generation = None    # the generation of the last publication it applied
@@ -278,6 +280,8 @@ class WorkerProcess(protocol.ProcessProtocol):
                     self.listening = True
                     if self.pool.on_listening is not None:
                         self.pool.on_listening()
+                elif kind == "drained":
+                    self.drained = True
                 elif kind == "resync":
                     self.needs_full = True
                     self.pool.publisher.changed()

@@ -11,6 +11,7 @@ from twisted.internet import protocol
 from twisted.logger import Logger
 
 from namesrv.context import NullEventLog
+from namesrv.protocol import writethrough
 from namesrv.protocol.framing import LENGTH, complete_frames
 from namesrv.protocol.remoting import RemotingProtocol
 from namesrv.readworkers.worker.handoff import HANDOFF_CODES, can_hand_off, hand_off
@@ -77,7 +78,7 @@ class WorkerConnection(RemotingProtocol):
 
     def write_frames(self, data):
         if self.transport is not None and self.connected and not self.closing:
-            self.transport.write(data)
+            writethrough.write(self.transport, data)
 
     def connectionLost(self, reason=None):
         RemotingProtocol.connectionLost(self, reason)

@@ -165,6 +165,10 @@ class ReadWorker(protocol.Protocol):
         if not self.factory.connections and (not self._senders or late):
             self._drain.stop()
             log.info("read worker {i} drained", i=self.options.index)
+            if self.transport is not None:
+                # said before exiting: an interpreter letting go of a million-entry replica takes
+                # hundreds of ms, which the takeover (and every client, paused) need not wait for
+                self.transport.write(pack({"kind": "drained"}))
             self.shut_down()
 
     def send_counts(self):

@@ -56,10 +56,8 @@ class FreshAnswerCache(AnswerCache):
         AnswerCache.__init__(self, registry, **kwargs)
         self.replica = replica
 
-    def answer(self, frame, peer):
-        if not self.replica.fresh():
-            return None
-        return AnswerCache.answer(self, frame, peer)
+    def usable(self):
+        return self.replica.fresh()
 
     def remember(self, frame, request, response):
         config = self.replica.config
