@@ -116,6 +116,7 @@ class Handover:
             if not gone:
                 return failure
             log.warn("takeover: the old process {pid} died before handing over; starting normally", pid=pid)
+            self.client = None   # nothing will move here: serving() starts as a fresh start does
             config = self.service.config
             return peers.bindable_within(self.reactor, config.bindAddress, config.listenPort, PORT_FREE_WAIT)
         return peers.gone_within(self.reactor, pid).addCallback(decide)

@@ -15,6 +15,8 @@ The change tracker (changes.py) says what changed; this object only forgets.
 MAX_VARIANTS_PER_TOPIC = 8
 #: bytes a kept route costs beside its body (dict slots, the variants dict, the key tuple)
 ROUTE_OVERHEAD = 300
+#: bytes a topic's joined body costs beside the (shared) body: its dict slot and its key
+JOINED_ENTRY_OVERHEAD = 100
 #: distinct QueueData pieces kept (a fleet has a few per broker); past it they start over
 MAX_QUEUE_PIECES = 1 << 16
 DEFAULT_MAX_BYTES = 32 << 20
@@ -55,13 +57,19 @@ class RouteBodyCache:
         self.interned_bytes = 0
 
     def remember_joined(self, topic, key, body):
-        """Keep ``topic``'s joined body; returns the copy kept (shared with the topics on the same pieces)."""
+        """Keep ``topic``'s joined body; returns the copy kept (shared with the topics on the same pieces).
+
+        Counted in bytes: each distinct body once, each topic's entry at ``JOINED_ENTRY_OVERHEAD``
+        (100,000 topics: about 10 MB beside their few thousand bodies); past ``max_bytes`` every
+        joined body goes and the next reads join them again."""
         shared = self._interned.get(body)
+        size = JOINED_ENTRY_OVERHEAD if shared is not None else JOINED_ENTRY_OVERHEAD + len(body) + ROUTE_OVERHEAD
+        if self.interned_bytes + size > self.max_bytes:
+            self.forget_joined()
+            shared, size = None, JOINED_ENTRY_OVERHEAD + len(body) + ROUTE_OVERHEAD
         if shared is None:
-            if self.interned_bytes + len(body) > self.max_bytes:
-                self.forget_joined()
             shared = self._interned[body] = body
-            self.interned_bytes += len(body) + ROUTE_OVERHEAD
+        self.interned_bytes += size
         self.joined[key][topic] = shared
         return shared
 
@@ -101,8 +109,11 @@ class RouteBodyCache:
     def forget_routes(self, topics):
         for joined in self.joined.values():
             if joined:
+                before = len(joined)
                 for topic in topics:
                     joined.pop(topic, None)
+                # their bodies stay interned (other topics may share them) until the next reset
+                self.interned_bytes -= (before - len(joined)) * JOINED_ENTRY_OVERHEAD
         routes = self.routes
         if routes:
             for topic in topics:

@@ -33,3 +33,44 @@ def test_joined_bodies_equal_encoded_ones(registrations, order_conf, acting):
                 route.order_topic_conf = order_conf
                 expected = encode.encode_topic_route(route, standard)
             assert routes.route_body(topic, standard, order_conf, acting) == expected
+
+
+def expected_body(routes, topic, standard=True):
+    route = routes.pickup_topic_route(topic, False)
+    return None if route is None else encode.encode_topic_route(route, standard)
+
+
+def test_a_topic_keeps_its_joined_body_until_something_it_was_built_from_changes():
+    routes = new_routes()
+    register(routes, "T1", "T2", name="b1", addr="127.0.0.1:10911")
+    register(routes, "T2", "T3", name="b2", addr="127.0.0.2:10911")
+    bodies = {t: routes.route_body(t, True) for t in ("T1", "T2", "T3")}
+    joined = routes.joined_bodies(True, False)
+    assert set(joined) >= {"T1", "T2", "T3"} and joined["T1"] is bodies["T1"]
+    register(routes, "T2", "T3", name="b2", addr="127.0.0.2:10911")            # unchanged: all kept
+    assert all(joined[t] is bodies[t] for t in bodies)
+    register(routes, "T2", "T3", name="b2", addr="127.0.0.2:10911", broker_id=1)   # b2's BrokerData changes
+    assert "T1" in joined and "T2" not in joined and "T3" not in joined
+    bodies.update((topic, routes.route_body(topic, True)) for topic in ("T2", "T3"))
+    # b1 takes T4 (and keeps T2's QueueData, as 4.9 does): the routes of T1, T2 and T3 are the same
+    register(routes, "T1", "T4", name="b1", addr="127.0.0.1:10911", counter=2)
+    assert all(joined[t] is bodies[t] for t in bodies)
+    routes.delete_topic("T2")
+    assert "T2" not in joined and joined["T1"] is bodies["T1"]
+    for topic in ("T1", "T2", "T3", "T4"):
+        assert routes.route_body(topic, True) == expected_body(routes, topic)
+
+
+def test_joined_bodies_stay_within_their_bytes():
+    routes = new_routes()
+    topics = ["Topic%03d" % i for i in range(200)]
+    register(routes, *topics, name="b1", addr="127.0.0.1:10911")
+    register(routes, *topics[::2], name="b2", addr="127.0.0.2:10911")
+    cache = routes.body_cache
+    one = len(routes.route_body(topics[0], True))
+    cache.set_max_bytes(one * 3 + 40 * 100)          # room for two or three bodies and a few dozen topics
+    for _ in range(3):
+        for topic in topics:
+            assert routes.route_body(topic, True) == expected_body(routes, topic)
+            assert cache.interned_bytes <= cache.max_bytes
+    assert 0 < len(routes.joined_bodies(True, False)) < len(topics)
