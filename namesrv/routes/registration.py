@@ -260,7 +260,7 @@ class BrokerRegistrations:
         if not any(connection in tables.by_connection for connection in connections):
             return []
         removed = []
-        with self.changes.operation(tables):
+        with self.changes.operation(tables), tables.removals_together():
             for connection in connections:
                 keys = tables.by_connection.get(connection)
                 if not keys:
@@ -284,7 +284,7 @@ class BrokerRegistrations:
         now = self.clock.seconds()
         due = list(tables.deadlines.pop_expired(now, tables.broker_live_table.get))
         expired = []
-        with self.changes.operation(tables):
+        with self.changes.operation(tables), tables.removals_together():
             for key, live in due:
                 if tables.broker_live_table.get(key) is not live:
                     continue

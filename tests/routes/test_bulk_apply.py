@@ -1,4 +1,5 @@
-"""The bulk paths of a registration's table apply against the per-topic ones (hypothesis, differential).
+"""The bulk paths of a registration's table apply (and of a batch of closes) against the per-topic ones
+(hypothesis, differential).
 
 ``RouteTables.put_broker_topics`` creates never-seen topics in bulk and recognises a re-registration that
 changes nothing; ``RouteChanges.operation`` names the broker-set changes of such a creation, or of a uniform
@@ -7,7 +8,7 @@ the same operations, one with those shortcuts switched off: tables, their order,
 event (fields and order) and every answer body must be identical.
 """
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -15,6 +16,7 @@ from twisted.internet.task import Clock
 
 from namesrv.routes import bulk
 from namesrv.routes.model import QueueData
+from namesrv.routes.tables import RouteTables
 from tests.fakes import FakeConnection as Conn, RecordingEventLog as Events
 from tests.routes.helpers import new_routes, topic, wrapper
 
@@ -33,6 +35,7 @@ ops = st.one_of(
               st.sampled_from(CONNS), st.booleans()),
     st.tuples(st.just("unregister"), st.sampled_from(ADDRS), st.sampled_from(NAMES)),
     st.tuples(st.just("close"), st.sampled_from(CONNS)),
+    st.tuples(st.just("close_all")),
     st.tuples(st.just("delete"), st.sampled_from(TOPICS)),
     st.tuples(st.just("perm"), st.sampled_from(NAMES), st.booleans()),
     st.tuples(st.just("register_topic"), st.sampled_from(TOPICS), st.lists(st.sampled_from(NAMES), min_size=1,
@@ -52,6 +55,8 @@ def apply(routes, op):
         return routes.unregister_broker("c1", op[1], op[2], 0)
     if kind == "close":
         return routes.on_connection_closed(op[1])
+    if kind == "close_all":                    # a switch reboots: every broker's connection at once
+        return routes.on_connections_closed(CONNS)
     if kind == "delete":
         return routes.delete_topic(op[1], None)
     if kind == "perm":
@@ -74,6 +79,7 @@ def per_topic_only():
     patch.setattr(bulk, "nothing_to_put", lambda table, topics, broker_name, queue_datas, only_missing: False)
     patch.setattr(bulk, "created_alone_change", lambda created, touched, table: None)
     patch.setattr(bulk, "uniform_change", lambda touched, table: None)
+    patch.setattr(RouteTables, "removals_together", lambda self: nullcontext())   # one broker at a time
     try:
         yield
     finally:
