@@ -31,19 +31,11 @@ topic, so the topics on the same brokers share one). Entries and bodies are coun
 bytes, in two generations of half the limits each: when the young one is full it becomes the
 older one and the older one goes (an answer looked up there moves back to the young one).
 
-**Shapes: every topic at the price of a lookup.** A client's route reads differ from each other
-only in the topic and the opaque, and a route answer's header names no topic. So when the
-processor says so (``response.varies_by``: the ext field, and how to get the body for another
-value of it), the request frame with both the opaque's digits and that field's value cut out is
-kept as a *shape*, with the answer's header around the opaque. A frame of a known shape is
-answered with ``body_for(value)`` (the route tables keep each topic's body until something it
-was built from changes) and the header spliced as for an entry; it is not stored as an entry,
-so reads of 100,000 topics cost no answer-cache memory and no aging. A value is cut only when
-it is plain (RocketMQ's topic characters: no quote, no escape) and its field appears once in
-the shape's first frame, which was decoded the slow way: a frame sharing the shape differs from
-it in nothing but those two values, so it decodes to the same request but for them.
-``body_for`` returning None (no such topic: that answer's remark names it) leaves the frame to
-the entries and the slow path. Shapes go with everything else on ``invalidate()``.
+**Shapes** (answershapes.py): a route read of any topic, once one read of its shape went the
+slow way, is answered from the body the route tables keep for that topic, and stored as nothing.
+
+**Who asks**: the protocol calls ``usable()`` once per read from a socket (a read worker's
+replica that went stale says no: every frame of that read takes the slow path).
 
 Observers still see every request: the protocol calls ``report(peer)`` after each read,
 and each observer gets the replayed answers per (code, response code), in bulk through
@@ -51,9 +43,9 @@ and each observer gets the replayed answers per (code, response code), in bulk t
 aggregates count cached answers too.
 """
 
-import re
 import struct
 
+from namesrv.protocol.answershapes import Shapes
 from namesrv.protocol.codec import encode_frame, encode_json_header
 from namesrv.protocol.codes import SerializeType
 from namesrv.dispatch.registry import record_requests
@@ -71,11 +63,6 @@ _ROCKETMQ = SerializeType.ROCKETMQ
 _SENTINEL = -1737418241
 _SENTINEL_JSON = b"%d" % _SENTINEL
 _SENTINEL_RMQ = struct.pack(">i", _SENTINEL)
-#: the values a shape may cut: RocketMQ's topic characters (no quote, no escape, plain ASCII)
-_PLAIN_VALUE = re.compile(rb"[A-Za-z0-9_%|-]+")
-_QUOTE = b'"'
-#: shapes kept per field at most (a client library has a few; past this they start over)
-MAX_SHAPES = 4096
 
 
 def _json_opaque_span(frame):
@@ -104,30 +91,6 @@ def _plain_int(text):
     return size < 10 or -2**31 <= int(text) < 2**31
 
 
-def _plain_value(value):
-    return value.isalnum() or _PLAIN_VALUE.fullmatch(value) is not None
-
-
-def _shape_key(frame, start, stop, first, last):
-    """``frame`` without the opaque's digits (``start:stop``) and the value (``first:last``), and where
-    the value was in that: two frames differ in nothing but those two values only if both are equal."""
-    if first < start:
-        return frame[:first] + frame[last:start] + frame[stop:], first
-    return frame[:start] + frame[stop:first] + frame[last:], first - (stop - start)
-
-
-class _Shape:
-    """What answers every frame of one shape: the answer header around the opaque, and the body;
-    ``at``: where the value goes in the shape's key."""
-
-    __slots__ = ("prefix", "suffix", "fixed_length", "body_for", "counted", "at")
-
-    def __init__(self, prefix, suffix, body_for, counted):
-        self.prefix, self.suffix, self.body_for, self.counted = prefix, suffix, body_for, counted
-        self.fixed_length = len(prefix) + len(suffix)
-        self.at = None
-
-
 #: what an entry costs beside its bytes: the dict slot, the tuple, four bytes objects' headers
 ENTRY_OVERHEAD = 240
 BODY_OVERHEAD = 120
@@ -146,7 +109,7 @@ class AnswerCache:
         self._entries = {}       # the young generation: stores and promoted hits
         self._older = {}         # the previous one, looked up when the young one misses
         self._bodies = {}        # the young generation's bodies, each kept once
-        self._shapes = {}        # field marker (b'"topic":"') -> {shape key: _Shape}
+        self._shapes = Shapes()  # for answers that vary by one field (answershapes.py)
         self.bytes = 0           # the young generation's
         self._older_bytes = 0
         self._counts = {}
@@ -162,7 +125,7 @@ class AnswerCache:
 
     @property
     def shapes(self):
-        return sum(map(len, self._shapes.values()))
+        return len(self._shapes)
 
     @property
     def total_bytes(self):
@@ -182,7 +145,7 @@ class AnswerCache:
     def invalidate(self, *ignored):
         """Forget every answer and shape (accepts and ignores listener arguments)."""
         if self._entries or self._older or self._bodies or self._shapes:
-            self._entries, self._older, self._bodies, self._shapes = {}, {}, {}, {}
+            self._entries, self._older, self._bodies, self._shapes = {}, {}, {}, Shapes()
             self.bytes = self._older_bytes = 0
         self.invalidations += 1
 
@@ -218,8 +181,13 @@ class AnswerCache:
                 start, stop = span
                 opaque = frame[start:stop]
             if self._shapes:
-                whole = self._from_shape(frame, start, stop, opaque)
-                if whole is not None:
+                found = self._shapes.answer(frame, start, stop, opaque)
+                if found is not None:
+                    whole, counted = found
+                    self.hits += 1
+                    self.shaped += 1
+                    counts = self._counts
+                    counts[counted] = counts.get(counted, 0) + 1
                     return whole
             key = frame[:start] + frame[stop:]
         elif kind == _ROCKETMQ and len(frame) >= 13:
@@ -241,38 +209,6 @@ class AnswerCache:
         counts = self._counts
         counts[counted] = counts.get(counted, 0) + 1
         return b"".join((head, opaque, suffix, body))
-
-    def _from_shape(self, frame, start, stop, opaque):
-        """The whole answer to a JSON ``frame`` (its opaque, ``opaque``, at ``start:stop``) of a known
-        shape, or None."""
-        for marker, shapes in self._shapes.items():
-            at = frame.find(marker)
-            if at < 0:
-                continue
-            first = at + len(marker)
-            last = frame.find(_QUOTE, first)
-            value = frame[first:last]
-            if last < 0 or not (value.isalnum() or _PLAIN_VALUE.fullmatch(value)):
-                continue
-            if first < start:     # the shape key (_shape_key, inline: this is the hot path)
-                shape = shapes.get(frame[:first] + frame[last:start] + frame[stop:])
-                if shape is None or shape.at != first:
-                    continue
-            else:
-                shape = shapes.get(frame[:start] + frame[stop:first] + frame[last:])
-                if shape is None or shape.at != first - (stop - start):
-                    continue
-            body = shape.body_for(value.decode("ascii"))
-            if body is None:
-                return None
-            header_length = shape.fixed_length + stop - start
-            self.hits += 1
-            self.shaped += 1
-            counts, counted = self._counts, shape.counted
-            counts[counted] = counts.get(counted, 0) + 1
-            return b"".join((_PAIR.pack(4 + header_length + len(body), _JSON_WORD | header_length), shape.prefix,
-                             opaque, shape.suffix, body))
-        return None
 
     def report(self, peer):
         """Tell the observers about the answers replayed since the last report (one peer's batch).
@@ -336,8 +272,8 @@ class AnswerCache:
             return None
         prefix, suffix = header_bytes[:cut], header_bytes[cut + len(_SENTINEL_JSON):]
         counted = (request.code, response.code)
-        if response.varies_by is not None and self._remember_shape(frame, span, request, response.varies_by,
-                                                                   _Shape(prefix, suffix, None, counted)):
+        if response.varies_by is not None and self._shapes.remember(frame, span, request, response.varies_by,
+                                                                    prefix, suffix, counted):
             return True
         # Frames sharing this key have as many opaque digits as this one (the header-length
         # word is part of the key), so the answer's lengths can be fixed now.
@@ -345,25 +281,6 @@ class AnswerCache:
         head = _PAIR.pack(4 + header_length + len(body), _JSON_WORD | header_length) + prefix
         key = frame[:span[0]] + frame[span[1]:]
         return key, (head, suffix, body, counted)
-
-    def _remember_shape(self, frame, span, request, varies_by, shape):
-        """Keep ``shape`` for every frame like ``frame`` but for the opaque and one plain ext field."""
-        name, shape.body_for = varies_by
-        value = request.get(name)
-        marker = b'"%s":"' % name.encode("ascii")
-        if not isinstance(value, str) or frame.count(marker) != 1:
-            return False
-        first = frame.find(marker) + len(marker)
-        last = frame.find(_QUOTE, first)
-        raw = frame[first:last]
-        if last < 0 or not _plain_value(raw) or raw != value.encode("ascii", "replace"):
-            return False
-        shapes = self._shapes.setdefault(marker, {})
-        if len(shapes) >= MAX_SHAPES:
-            shapes.clear()
-        key, shape.at = _shape_key(frame, span[0], span[1], first, last)
-        shapes[key] = shape
-        return True
 
     def _rocketmq_entry(self, frame, request, response):
         if len(frame) < 13 or _INT.unpack_from(frame, 9)[0] != request.opaque:

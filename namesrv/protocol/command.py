@@ -48,7 +48,7 @@ class RemotingCommand:
     #: set by a processor on a cacheable answer that holds, but for its body, for every request
     #: that differs from this one only in one ext field (and the opaque): ``(field name,
     #: body_for)``, where ``body_for(value)`` is the body for another value of that field, or None
-    #: where that value needs the full path (see AnswerCache's shapes)
+    #: where that value needs the full path (see namesrv/protocol/answershapes.py)
     varies_by: Optional[tuple] = field(default=None, compare=False, repr=False)
 
     # -- flags -------------------------------------------------------------
