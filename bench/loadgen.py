@@ -83,13 +83,14 @@ class LoadResult:
 
 
 class _Connection:
-    __slots__ = ("sock", "buffer", "pending", "outgoing")
+    __slots__ = ("sock", "buffer", "pending", "outgoing", "watching_writes")
 
     def __init__(self, sock):
         self.sock = sock
         self.buffer = bytearray()
         self.pending = {}
         self.outgoing = b""
+        self.watching_writes = False
 
 
 def _worker(index, host, port, templates, spec, connections, rate, ready, go, results):
@@ -152,7 +153,9 @@ def _worker(index, host, port, templates, spec, connections, rate, ready, go, re
         except BlockingIOError:
             written = 0
         conn.outgoing = data[written:]
-        selector.modify(conn.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outgoing else 0), conn)
+        if bool(conn.outgoing) != conn.watching_writes:   # a system call only when that changes
+            conn.watching_writes = bool(conn.outgoing)
+            selector.modify(conn.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outgoing else 0), conn)
 
     started = time.perf_counter()
     if not rate:

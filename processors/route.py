@@ -227,9 +227,9 @@ class RouteProcessor:
             response = request.make_response(ResponseCode.TOPIC_NOT_EXIST, _topic_not_exist_remark(topic))
         else:
             response = request.make_response(ResponseCode.SUCCESS, body=body)
-            # the same request for another topic gets the same header: the AnswerCache may answer
-            # it with only the body built (None, no such topic: the full path, for its remark)
-            response.varies_by = ("topic", self._body_for(standard, zone))
+        # The same request for another topic gets this header with that topic's body, or (None: no
+        # such topic) this TOPIC_NOT_EXIST header naming that topic instead (answershapes.py).
+        response.varies_by = ("topic", self._body_for(standard, zone))
         response.cacheable = True   # tables, config and KV config: all invalidate the AnswerCache
         return response
 

@@ -49,6 +49,34 @@ def test_an_unknown_topic_read_through_a_shape_gets_its_own_remark(server):
     assert again.remark == missing.remark and cached.answer_cache.hits == hits + 1
 
 
+def test_unknown_topics_of_a_known_shape_get_their_own_remark_from_it(server):
+    cached, plain = server(), server(answerCacheEnable="false")
+    links = [connect(cached), connect(plain)]
+    for link in links:
+        register(*link, topics=["Known1", "Known2"])
+    cache = cached.answer_cache
+    same_answers(route("Gone01", 1), *links)                 # the slow way: it leaves the shape's other answer
+    for opaque, topic in enumerate(["Gone02", "Gone03", "Known1", "Gone04"], 2):
+        answer = same_answers(route(topic, opaque), *links)
+        assert (answer.code == ResponseCode.SUCCESS) == (topic == "Known1")
+        if topic != "Known1":
+            assert topic in answer.remark
+    # Known1 had no answer of its kind for this shape yet: the slow way once, then the shape has both
+    assert cache.shaped == 3 and not cache._entries
+    same_answers(route("Known1", 9), *links)
+    assert cache.shaped == 4
+
+
+def test_a_topic_named_like_a_part_of_the_header_is_not_cut_from_it(server):
+    """"JSON" also appears in the header (serializeTypeCurrentRPC), "name" in the remark: the answer
+    without a body cannot be kept with the topic cut out; they are answered right all the same."""
+    cached, plain = server(), server(answerCacheEnable="false")
+    links = [connect(cached), connect(plain)]
+    for opaque, topic in enumerate(["JSON", "Zzzz", "name", "Yyyy", "JSON", "T1", "T2"], 1):
+        answer = same_answers(route(topic, opaque), *links)
+        assert answer.code == ResponseCode.TOPIC_NOT_EXIST and topic in answer.remark
+
+
 def test_a_topic_of_another_length_or_layout_is_another_shape(server):
     svc = server()
     proto, transport = connect(svc)
@@ -102,14 +130,15 @@ def test_a_random_workload_of_many_shapes_answers_as_without_the_cache(server):
     rng = random.Random(11)
     cached, plain = server(orderMessageEnable="true"), server(orderMessageEnable="true", answerCacheEnable="false")
     links = [connect(cached), connect(plain)]
-    topics = ["T1", "T2", "Topic33", "Topic44", "%RETRY%g1", "a-b_c|d", "Nope", "S.1"]
+    topics = ["T1", "T2", "Topic33", "Topic44", "%RETRY%g1", "a-b_c|d", "Nope", "S.1", "Nope2", "Gone1", "JSON", "See",
+              "JAVA", "0", "name"]
     for step in range(1500):
         roll = rng.random()
         if roll < 0.015:
             broker = rng.randrange(3)
             zone = rng.choice([None, "z1", "z2"])
             request = register_request("C", "b%d" % broker, "127.0.0.%d:10911" % (broker + 1),
-                                       topics=rng.sample(topics[:6] + ["S.1"], rng.randrange(2, 6)),
+                                       topics=rng.sample(topics[:6] + ["S.1", "JSON"], rng.randrange(2, 6)),
                                        counter=rng.randrange(3), extra_ext={"__ZONE_NAME": zone} if zone else None)
         elif roll < 0.02:
             topic, value = rng.choice(topics), "b%d:%d" % (rng.randrange(3), rng.randrange(1, 9))

@@ -273,7 +273,7 @@ class AnswerCache:
         prefix, suffix = header_bytes[:cut], header_bytes[cut + len(_SENTINEL_JSON):]
         counted = (request.code, response.code)
         if response.varies_by is not None and self._shapes.remember(frame, span, request, response.varies_by,
-                                                                    prefix, suffix, counted):
+                                                                    prefix, suffix, counted, body):
             return True
         # Frames sharing this key have as many opaque digits as this one (the header-length
         # word is part of the key), so the answer's lengths can be fixed now.

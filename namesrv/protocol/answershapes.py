@@ -17,8 +17,10 @@ only when it is plain (RocketMQ's topic characters: no quote, no escape, ASCII) 
 appears once in the shape's first frame, which was decoded the slow way; a frame with the same
 key differs from that one in nothing but the opaque's digits and those plain characters (the
 header-length word is part of the key, so the value has the same length). ``body_for``
-returning None (no such topic: that answer's remark names it) leaves the frame to the entries
-and the slow path. The AnswerCache drops its shapes with everything else on ``invalidate()``.
+returning None (no such topic) takes the shape's other answer: TOPIC_NOT_EXIST, whose remark names
+the topic, is kept as its header with the topic cut out (where it appears exactly once), once one
+such answer was seen for the shape. The AnswerCache drops its shapes with everything else on
+``invalidate()``.
 """
 
 import re
@@ -48,14 +50,16 @@ def shape_key(frame, start, stop, first, last):
 
 
 class _Shape:
-    """What answers every frame of one shape: the answer header around the opaque, the body for a
-    value, what observers count it as, and where the value goes in the shape's key."""
+    """What answers every frame of one shape, and where the value goes in the shape's key. ``found``:
+    (header before the opaque, after it, what observers count it as) for a value with a body;
+    ``missing``: (header before the opaque, between it and the value, after the value, counted) for a
+    value without one (TOPIC_NOT_EXIST, whose remark names the topic). Either may be None until a
+    slow-path answer of that kind was seen for this shape."""
 
-    __slots__ = ("prefix", "suffix", "fixed_length", "body_for", "counted", "at")
+    __slots__ = ("at", "body_for", "found", "missing")
 
-    def __init__(self, prefix, suffix, body_for, counted, at):
-        self.prefix, self.suffix, self.body_for, self.counted, self.at = prefix, suffix, body_for, counted, at
-        self.fixed_length = len(prefix) + len(suffix)
+    def __init__(self, at, body_for):
+        self.at, self.body_for, self.found, self.missing = at, body_for, None, None
 
 
 class Shapes:
@@ -72,7 +76,7 @@ class Shapes:
 
     def answer(self, frame, start, stop, opaque):
         """(the whole answer frame, what it counts as) for a JSON ``frame`` whose opaque, ``opaque``,
-        is at ``start:stop``, when its shape is known and its value has a body; else None."""
+        is at ``start:stop``, when its shape and the kind of answer its value gets are known; else None."""
         for marker, shapes in self._by_marker.items():
             at = frame.find(marker)
             if at < 0:
@@ -91,18 +95,30 @@ class Shapes:
                 if shape is None or shape.at != first - (stop - start):
                     continue
             body = shape.body_for(value.decode("ascii"))
-            if body is None:
+            if body is not None:
+                found = shape.found
+                if found is None:
+                    return None
+                prefix, suffix, counted = found
+                header_length = len(prefix) + len(suffix) + stop - start
+                return b"".join((_PAIR.pack(4 + header_length + len(body), _JSON_WORD | header_length), prefix,
+                                 opaque, suffix, body)), counted
+            missing = shape.missing
+            if missing is None:
                 return None
-            header_length = shape.fixed_length + stop - start
-            return b"".join((_PAIR.pack(4 + header_length + len(body), _JSON_WORD | header_length), shape.prefix,
-                             opaque, shape.suffix, body)), shape.counted
+            prefix, middle, tail, counted = missing
+            header_length = len(prefix) + len(middle) + len(tail) + stop - start + len(value)
+            return b"".join((_PAIR.pack(4 + header_length, _JSON_WORD | header_length), prefix, opaque, middle,
+                             value, tail)), counted
         return None
 
-    def remember(self, frame, span, request, varies_by, prefix, suffix, counted):
-        """Keep the shape of ``frame`` (decoded as ``request``, its opaque's digits at ``span``), whose
-        answer is ``prefix`` + opaque + ``suffix`` + body and varies by one ext field (``varies_by``:
-        its name and ``body_for``). False when that field's value cannot be cut (not plain, or the
-        field's marker appears more than once)."""
+    def remember(self, frame, span, request, varies_by, prefix, suffix, counted, body):
+        """Learn from ``frame`` (decoded as ``request``, its opaque's digits at ``span``), answered with
+        header ``prefix`` + opaque + ``suffix`` and ``body``, and varying by one ext field (``varies_by``:
+        its name and ``body_for``): with a body, that header serves every value with a body; without
+        one, the header with the value cut out of it (where it appears once, after the opaque) serves
+        every value without. False when the value cannot be cut from the frame (not plain, or its
+        field's marker appears more than once) or from that header."""
         name, body_for = varies_by
         value = request.get(name)
         marker = b'"%s":"' % name.encode("ascii")
@@ -113,9 +129,20 @@ class Shapes:
         raw = frame[first:last]
         if last < 0 or not _plain_value(raw) or raw != value.encode("ascii", "replace"):
             return False
+        if not body:
+            cut = suffix.find(raw)
+            if cut < 0 or suffix.find(raw, cut + 1) >= 0 or raw in prefix:
+                return False
         shapes = self._by_marker.setdefault(marker, {})
-        if len(shapes) >= MAX_SHAPES:
-            shapes.clear()
         key, at = shape_key(frame, span[0], span[1], first, last)
-        shapes[key] = _Shape(prefix, suffix, body_for, counted, at)
+        shape = shapes.get(key)
+        if shape is None or shape.at != at:
+            if len(shapes) >= MAX_SHAPES:
+                shapes.clear()
+            shape = shapes[key] = _Shape(at, body_for)
+        if body:
+            shape.found = (prefix, suffix, counted)
+        else:
+            shape.missing = (prefix, suffix[:cut], suffix[cut + len(raw):], counted)
+        shape.body_for = body_for
         return True

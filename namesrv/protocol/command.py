@@ -45,10 +45,11 @@ class RemotingCommand:
     #: set by a processor on an answer that depends only on the request's header and on state
     #: whose every change invalidates the AnswerCache (see namesrv/protocol/answercache.py)
     cacheable: bool = field(default=False, compare=False, repr=False)
-    #: set by a processor on a cacheable answer that holds, but for its body, for every request
-    #: that differs from this one only in one ext field (and the opaque): ``(field name,
-    #: body_for)``, where ``body_for(value)`` is the body for another value of that field, or None
-    #: where that value needs the full path (see namesrv/protocol/answershapes.py)
+    #: set by a processor on a cacheable answer to a request whose other values of one ext field
+    #: get this same answer but for ``body_for(value)``: ``(field name, body_for)``. With a body,
+    #: the header holds for every value with one; without (``body_for`` returns None), for every
+    #: value without one, with that value where this one appears in the header after the opaque
+    #: (see namesrv/protocol/answershapes.py)
     varies_by: Optional[tuple] = field(default=None, compare=False, repr=False)
 
     # -- flags -------------------------------------------------------------
