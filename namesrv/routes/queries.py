@@ -64,7 +64,7 @@ class RouteQueries:
     def joined_bodies(self, standard, support_acting_master):
         """{topic: its kept route body without order conf}, for this JSON style and acting-master setting:
         one dict for the tables' life, emptied in place (a topic's entry goes when its route changes)."""
-        return self.body_cache.joined[standard, support_acting_master]
+        return self.body_cache.joined[bool(standard), bool(support_acting_master)]
 
     def route_body(self, topic, standard, order_topic_conf=None, support_acting_master=False):
         """The encoded TopicRouteData answer for ``topic``, or None when there is no route.
@@ -72,6 +72,7 @@ class RouteQueries:
         Joined from the pieces of its brokers when it can be (bodycache.py); else built, encoded
         and kept whole.
         """
+        standard, support_acting_master = bool(standard), bool(support_acting_master)
         if order_topic_conf is None:
             body = self.body_cache.joined[standard, support_acting_master].get(topic)
             if body is not None:
