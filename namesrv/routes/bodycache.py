@@ -121,6 +121,22 @@ class RouteBodyCache:
                 if variants is not None:
                     self.route_bytes -= ROUTE_OVERHEAD + sum(len(body) for body in variants.values())
 
+    def forget_routes_of(self, topic_sets):
+        """``forget_routes`` for each set of ``topic_sets`` (the topics of each broker that changed). When
+        together they name at least as many topics as are kept, everything kept goes at once: a thousand
+        brokers gone together would otherwise cost a lookup per (topic, broker), a million of them
+        (0.26 s of a read worker's reactor when a fleet's connections all dropped)."""
+        named = sum(map(len, topic_sets))
+        if not named:
+            return
+        if named >= sum(map(len, self.joined.values())) + len(self.routes):
+            self.forget_joined()
+            self.routes.clear()
+            self.route_bytes = 0
+            return
+        for topics in topic_sets:
+            self.forget_routes(topics)
+
     def queue_piece(self, queue_data, standard, encode):
         """The bytes of a shared (never changed) QueueData; ``encode(value, standard)`` builds them."""
         entry = self.queue_pieces.get(id(queue_data))

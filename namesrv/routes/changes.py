@@ -76,6 +76,11 @@ class RouteChanges:
         self.changed()
         self.body_cache.forget_routes(topics)
 
+    def routes_of_brokers_changed(self, topic_sets):
+        """``broker_routes_changed`` for several brokers at once (``topic_sets``: each one's topics)."""
+        self.changed()
+        self.body_cache.forget_routes_of(topic_sets)
+
     def everything_changed(self):
         """The tables were replaced: every cached body goes, every tracker is marked full."""
         self.body_cache.clear()

@@ -121,10 +121,12 @@ class RouteTables:
         filtered = [broker_data.broker_name for broker_data in table.values()
                     if served and served.intersection(broker_data.broker_addrs.values())]
         changes.begin()
-        for name in set(changed).union((name for _, name in members), filtered):
+        touched = set(changed).union((name for _, name in members), filtered)
+        for name in touched:
             self.mark_broker(name)
             changes.brokers_changed(name)
-            changes.broker_routes_changed(self.topics_of(name))
+        if touched:
+            changes.routes_of_brokers_changed([self.topics_of(name) for name in touched])
         changes.end()
 
     def apply_topic_rows(self, topics, mappings=None, report=True):

@@ -74,3 +74,35 @@ def test_joined_bodies_stay_within_their_bytes():
             assert routes.route_body(topic, True) == expected_body(routes, topic)
             assert cache.interned_bytes <= cache.max_bytes
     assert 0 < len(routes.joined_bodies(True, False)) < len(topics)
+
+
+def test_many_brokers_changing_together_forget_their_topics_bodies_precisely_or_all_at_once():
+    from namesrv.routes.bodycache import RouteBodyCache
+    cache = RouteBodyCache()
+    for topic in ("T1", "T2", "T3", "T4"):
+        cache.remember_joined(topic, (True, False), b"body-" + topic.encode())
+    cache.remember_route("T4", (True, False, None), b"whole")
+    cache.forget_routes_of([{"T1"}, set(), {"T1", "T2"}])     # fewer than kept: exactly those go
+    assert set(cache.joined[(True, False)]) == {"T3", "T4"} and "T4" in cache.routes
+    assert cache.interned_bytes > 0 and cache.route_bytes > 0
+    cache.forget_routes_of([{"T3"}, {"T3", "T4"}])             # as many as kept: all go at once
+    assert cache.joined[(True, False)] == {} and cache.routes == {}
+    assert cache.interned_bytes == 0 and cache.route_bytes == 0
+    cache.forget_routes_of([])                                  # nothing named: nothing to do
+
+
+def test_a_publication_that_drops_every_broker_forgets_every_body():
+    routes = new_routes()
+    register(routes, "T1", "T2", name="b1", addr="127.0.0.1:10911")
+    register(routes, "T2", "T3", name="b2", addr="127.0.0.2:10911")
+    register(routes, "T9", name="b3", addr="127.0.0.3:10911")
+    for topic in ("T1", "T2", "T3", "T9"):
+        routes.route_body(topic, True)
+    joined = routes.joined_bodies(True, False)
+    tables = routes.tables
+    kept = [(d.cluster, d.broker_name, d.zone_name, d.enable_acting_master, sorted(d.broker_addrs.items()))
+            for d in tables.broker_addr_table.values() if d.broker_name == "b3"]
+    tables.update_broker_rows(kept, {"DefaultCluster": ["b3"]}, [])
+    assert not {"T1", "T2", "T3"} & set(joined)
+    for topic in ("T1", "T2", "T3", "T9"):
+        assert routes.route_body(topic, True) == expected_body(routes, topic)
