@@ -159,8 +159,8 @@ class AnswerCache:
     # -- the hot path --------------------------------------------------------------
     def answer(self, frame, peer):
         """The whole answer frame (length field included) for ``frame``, or None (take the slow path)."""
-        entries = self._entries
-        if not (entries or self._older or self._shapes) or not 4 <= len(frame) <= self.max_frame_length:
+        entries, shapes = self._entries, self._shapes
+        if not (entries or shapes.markers or self._older) or not 4 <= len(frame) <= self.max_frame_length:
             return None
         kind = frame[0]
         if kind == _JSON:
@@ -180,8 +180,8 @@ class AnswerCache:
                     return None
                 start, stop = span
                 opaque = frame[start:stop]
-            if self._shapes:
-                found = self._shapes.answer(frame, start, stop, opaque)
+            if shapes.markers:
+                found = shapes.answer(frame, start, stop, opaque)
                 if found is not None:
                     whole, counted = found
                     self.hits += 1

@@ -23,22 +23,23 @@ such answer was seen for the shape. The AnswerCache drops its shapes with everyt
 ``invalidate()``.
 """
 
-import re
+import string
 import struct
 
 from namesrv.protocol.codes import SerializeType
 
 _PAIR = struct.Struct(">ii")
 _JSON_WORD = int(SerializeType.JSON) << 24
-#: the values a shape may cut: RocketMQ's topic characters (no quote, no escape, plain ASCII)
-_PLAIN_VALUE = re.compile(rb"[A-Za-z0-9_%|-]+")
+#: the values a shape may cut: RocketMQ's topic characters (no quote, no escape, plain ASCII); a value
+#: is plain when deleting these leaves nothing (``bytes.translate``: a third of a regular expression's time)
+_PLAIN_CHARS = (string.ascii_letters + string.digits + "_%|-").encode("ascii")
 _QUOTE = b'"'
 #: shapes kept per field at most (a client library has a few; past this they start over)
 MAX_SHAPES = 4096
 
 
 def _plain_value(value):
-    return value.isalnum() or _PLAIN_VALUE.fullmatch(value) is not None
+    return bool(value) and not value.translate(None, _PLAIN_CHARS)
 
 
 def shape_key(frame, start, stop, first, last):
@@ -66,25 +67,27 @@ class Shapes:
     """Field marker (``b'"topic":"'``) -> {shape key: _Shape}."""
 
     def __init__(self):
-        self._by_marker = {}
+        #: marker -> {shape key: _Shape}; empty until a shape is learnt (the AnswerCache looks at it
+        #: before calling ``answer``)
+        self.markers = {}
 
     def __bool__(self):
-        return bool(self._by_marker)
+        return bool(self.markers)
 
     def __len__(self):
-        return sum(map(len, self._by_marker.values()))
+        return sum(map(len, self.markers.values()))
 
     def answer(self, frame, start, stop, opaque):
         """(the whole answer frame, what it counts as) for a JSON ``frame`` whose opaque, ``opaque``,
         is at ``start:stop``, when its shape and the kind of answer its value gets are known; else None."""
-        for marker, shapes in self._by_marker.items():
+        for marker, shapes in self.markers.items():
             at = frame.find(marker)
             if at < 0:
                 continue
             first = at + len(marker)
             last = frame.find(_QUOTE, first)
             value = frame[first:last]
-            if last < 0 or not (value.isalnum() or _PLAIN_VALUE.fullmatch(value)):
+            if last < 0 or not value or value.translate(None, _PLAIN_CHARS):
                 continue
             if first < start:     # shape_key, inline: this is the hot path
                 shape = shapes.get(frame[:first] + frame[last:start] + frame[stop:])
@@ -133,7 +136,7 @@ class Shapes:
             cut = suffix.find(raw)
             if cut < 0 or suffix.find(raw, cut + 1) >= 0 or raw in prefix:
                 return False
-        shapes = self._by_marker.setdefault(marker, {})
+        shapes = self.markers.setdefault(marker, {})
         key, at = shape_key(frame, span[0], span[1], first, last)
         shape = shapes.get(key)
         if shape is None or shape.at != at:
