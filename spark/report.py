@@ -50,7 +50,7 @@ if __name__ == "__main__" and missing_extras():
 from pyspark import StorageLevel
 from spark import (collect, digest, disagreement, headline, heartbeat, htmlreport, incremental, ingest, javalog,
                    progress, request_mix, topic_churn)
-from spark.liveness import Liveness
+from spark.liveness import Liveness, close_sessions
 from spark.output import LocalStaging, OutputDir
 from spark.session import get_session, quick_jit_conf
 
@@ -140,9 +140,10 @@ def run(spark, inputs, output, progress_display=None, **options):
     """Build every table, the charts and ``report.html``; returns a summary (row counts, timings, jobs).
 
     The Spark jobs of a run: staging the lines (one parse, written once), the large tables (each its
-    Parquet and its CSV), ONE collect of every small table and the page's aggregates, and one of the
-    name-server disagreement (its server columns need the server list first). Everything else (the
-    small tables' files, the charts, the page) is written on the driver.
+    Parquet and its CSV), the broker identities' broadcast and ONE collect of every small table and the
+    page's aggregates. What only joins small collected tables (sessions and vanished topics with the
+    servers' last events, the busiest server per topic, the name-server disagreement) is computed on the
+    driver, and so are the small tables' files, the charts and the page.
     """
     opts = dict(DEFAULTS, **options)
     show = progress.PhaseTimes(spark, progress_display)
@@ -166,27 +167,28 @@ def run(spark, inputs, output, progress_display=None, **options):
 
     show.phase("tables")
     lines = ingest.line_summary(staged).persist(StorageLevel.MEMORY_AND_DISK)
-    windows = ingest.server_windows(lines)
     late_ms = heartbeat.late_ms(opts["heartbeat_period_s"], opts["drift_tolerance_s"])
-    live = Liveness(ingest.broker_events(staged), windows, opts["flap_minutes"], late_ms)
+    live = Liveness(ingest.broker_events(staged), opts["flap_minutes"], late_ms)
     te = topic_churn.topic_events(events)
-    gone = topic_churn.vanished(te, windows)
     frames = {
-        "input_lines": ingest.line_counts(lines), "servers": windows,
-        "broker_liveness": live.summary, "broker_sessions": live.sessions, "broker_flaps": live.flaps,
+        "input_lines": ingest.line_counts(lines), "servers": ingest.server_windows(lines),
+        "broker_liveness": live.summary, "_session_starts": live.session_starts, "broker_flaps": live.flaps,
         "heartbeat_intervals": heartbeat.distribution(live.timeline),
         "heartbeat_drift": heartbeat.drift(live.per_broker, late_ms),
         "request_codes": request_mix.per_code(minute), "request_responses": request_mix.responses(req),
-        "topic_vanished": gone, "topic_churn": topic_churn.churn(te, gone)}
+        "_vanishings": topic_churn.transitions(te), "_churn": topic_churn.per_server(te)}
     frames.update(digest.extra_frames(staged, lines, minute))
     got = collect.collect(frames)
-
-    show.phase("disagreement")
-    servers = sorted(got["servers"].column("server"))
-    iv = disagreement.intervals(live.sessions, windows, servers, opts["min_disagreement_ms"])
-    got.update(collect.collect({"ns_disagreement": iv, "ns_disagreement_minutes": disagreement.minutes(iv)}))
     live.release()
     lines.unpersist()
+
+    show.phase("disagreement")   # and the other joins with the server spans: small tables, on the driver
+    got["broker_sessions"] = close_sessions(got["_session_starts"], got["servers"])
+    got["topic_vanished"] = topic_churn.vanished(got["_vanishings"], got["servers"])
+    got["topic_churn"] = topic_churn.churn(got["_churn"], got["topic_vanished"])
+    got["ns_disagreement"] = disagreement.intervals(got["broker_sessions"], got["servers"],
+                                                    opts["min_disagreement_ms"])
+    got["ns_disagreement_minutes"] = disagreement.minutes(got["ns_disagreement"])
 
     show.phase("files")
     counts = {}
