@@ -6,7 +6,9 @@ is given explicitly. The runtime settings the jobs rely on are set by ``configur
 """
 
 import os
+import subprocess
 
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 #: Runtime settings the jobs depend on (safe to set on an existing session).
@@ -125,6 +127,51 @@ def get_session(master=None, app_name="namesrv-report", conf=None):
     if local:
         spark.sparkContext.setLogLevel("ERROR")
     return configure(spark)
+
+
+def launch(master=None, conf=None, class_cache=None, app_name="namesrv-report"):
+    """``get_session`` for a command that starts its own JVM: with ``class_cache`` (``classcache.ClassCache``)
+    the driver JVM maps the class archive, or writes it at exit. Not when a session is already active or
+    under spark-submit (the JVM is up). A JVM that does not start with the archive loses the archive and
+    is started again without it."""
+    conf = dict(conf or {})
+    if (class_cache is None or class_cache.state == "off" or under_spark_submit()
+            or SparkSession.getActiveSession() is not None):
+        return get_session(master, app_name, conf)
+    options = conf.get("spark.driver.extraJavaOptions", "")
+    with_cache = dict(conf, **{"spark.driver.extraJavaOptions": (options + " " + class_cache.java_options()).strip()})
+    try:
+        return get_session(master, app_name, with_cache)
+    except PySparkRuntimeError as error:
+        condition = getattr(error, "getCondition", error.getErrorClass)()   # pyspark 4 / 3.5
+        if class_cache.state != "used" or condition != "JAVA_GATEWAY_EXITED":
+            raise
+        class_cache.discard()   # the JVM did not start with it: start once more without
+        return get_session(master, app_name, conf)
+
+
+def shutdown_jvm(timeout=300):
+    """End the JVM this process launched for pyspark and wait for it (it writes a class archive on its
+    way out): close its stdin, which it watches, and kill it after ``timeout``. Its exit code, or None
+    when no JVM was launched here (spark-submit's, or none)."""
+    from pyspark import SparkContext
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None) if gateway is not None else None
+    if proc is None:
+        return None
+    SparkContext._gateway = SparkContext._jvm = None
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: BLE001 - already closed
+        pass
+    try:
+        proc.stdin.close()
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+    except OSError:
+        return proc.poll()
 
 
 def configure(spark):
