@@ -13,7 +13,8 @@ report (Parquet + a single CSV) and ``report.html`` with PNG charts, in a handfu
 - ``heartbeat``: heartbeat interval distribution and drift (report 2);
 - ``request_mix``: request mix, latency percentiles and error rates (report 3);
 - ``topic_churn``: topic broker-set churn and vanished topics (report 4);
-- ``disagreement``: brokers known to one name server but not another (report 5);
+- ``disagreement``: brokers known to one name server but not another (report 5, on the driver from the
+  collected sessions);
 - ``collect``: many small DataFrames to the driver in one Spark job;
 - ``output``: Parquet/CSV writers and file moves through the Hadoop FileSystem API (hdfs://, s3a://);
 - ``localfiles``: a collected table's CSV (as Spark writes it) and Parquet (pyarrow), made on the driver;

@@ -12,7 +12,6 @@ import os
 
 from pyspark.sql import functions as F
 
-from spark import charts
 from spark.schema import KIND_MALFORMED
 
 MAX_POINTS = 500
@@ -179,7 +178,11 @@ def titles(d):
 
 
 def draw(d, directory):
-    """Write every chart of ``CHARTS`` into ``directory``; returns {name: file name}."""
+    """Write every chart of ``CHARTS`` into ``directory``; returns {name: file name}.
+
+    matplotlib is imported here, not with the module: ``report.main`` imports it on another thread while
+    the JVM starts (``overlap.preload``), half a second a report no longer waits for."""
+    from spark import charts
     os.makedirs(directory, exist_ok=True)
     t = titles(d)
     covered, bucket = d["covered"], d["bucket"]

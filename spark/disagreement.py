@@ -2,91 +2,133 @@
 
 Name servers never talk to each other: each one learns a broker from its own registrations and
 forgets it on its own expiry scan, so for a while a client may get a route with the broker from one
-server and without it from another. From ``liveness.sessions`` (when each server knew each broker)
-and each server's observed span (first to last event), a sweep over the session boundaries of each
-broker gives the intervals where at least one server *active at that time* knows the broker and at
-least one other active server does not. Only the boundaries are processed (no per-minute expansion
-of sessions), so the cost follows the number of lifecycle events. Servers are pivoted into columns,
-so the report passes the list of server ids (from the collected ``servers`` table).
+server and without it from another. From ``broker_sessions`` (when each server knew each broker) and
+each server's observed span (``servers``: first to last event), a sweep over the session boundaries of
+each broker gives the intervals where at least one server *active at that time* knows the broker and
+at least one other active server does not. Only the boundaries are visited (no per-minute expansion of
+sessions), so the cost follows the number of sessions.
+
+Both inputs are small tables already on the driver (a row per session, a row per server), so this is
+plain Python over them: computed in Spark it took four more jobs (three broadcasts and a collect,
+about 5 s of a small report), since its columns are the servers, known only after the first collect.
 
 Intervals shorter than ``min_ms`` (default 1 s: the jitter of one registration reaching the servers)
 are dropped. ``ns_disagreement_minutes`` lists, per minute, each broker in disagreement during it and
 for how many milliseconds of that minute.
 """
 
-from pyspark.sql import Window
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from spark.collect import LocalTable
+
+_S, _L, _ARR = T.StringType(), T.LongType(), T.ArrayType(T.StringType())
+
 INTERVAL_SCHEMA = T.StructType([
-    T.StructField("cluster", T.StringType()), T.StructField("brokerName", T.StringType()),
-    T.StructField("brokerAddr", T.StringType()), T.StructField("start", T.LongType()),
-    T.StructField("end", T.LongType()), T.StructField("durationMs", T.LongType()),
-    T.StructField("knownBy", T.ArrayType(T.StringType())), T.StructField("missingOn", T.ArrayType(T.StringType())),
+    T.StructField("cluster", _S), T.StructField("brokerName", _S), T.StructField("brokerAddr", _S),
+    T.StructField("start", _L), T.StructField("end", _L), T.StructField("durationMs", _L),
+    T.StructField("knownBy", _ARR), T.StructField("missingOn", _ARR),
 ])
+MINUTES_SCHEMA = T.StructType([
+    T.StructField("minute", _L), T.StructField("cluster", _S), T.StructField("brokerName", _S),
+    T.StructField("brokerAddr", _S), T.StructField("disagreeMs", _L), T.StructField("knownBy", _ARR),
+    T.StructField("missingOn", _ARR),
+])
+MINUTE_MS = 60000
 
 
-def _deltas(sess, windows):
-    """(brokerAddr, ts, server, dKnown, dActive) at every session and server-span boundary."""
-    def delta(df, ts, known, active):
-        return df.select("brokerAddr", F.col(ts).alias("ts"), "server", F.lit(known).alias("dk"),
-                         F.lit(active).alias("da"))
-
-    known = sess.select("brokerAddr", "server", "start", "end")
-    spans = known.select("brokerAddr").distinct().crossJoin(F.broadcast(windows.select("server", "firstTs", "lastTs")))
-    return (delta(known, "start", 1, 0).unionByName(delta(known, "end", -1, 0))
-            .unionByName(delta(spans, "firstTs", 0, 1)).unionByName(delta(spans, "lastTs", 0, -1)))
+def _max(values):
+    """SQL ``max``: NULLs ignored, NULL when nothing is left."""
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
 
 
-def intervals(sess, windows, servers, min_ms=1000):
-    spark = sess.sparkSession
+def _deltas(sessions, windows, servers):
+    """{brokerAddr: {ts: ([known delta per server], [active delta per server])}} at every session start
+    and end and every server's first and last event, for each broker that has a session."""
+    index = {s: i for i, s in enumerate(servers)}
+    n = len(servers)
+    per_broker = {}
+
+    def add(addr, ts, server, known, active):
+        i = index.get(server)
+        if i is None:
+            return
+        dk, da = per_broker.setdefault(addr, {}).setdefault(ts, ([0] * n, [0] * n))
+        dk[i] += known
+        da[i] += active
+
+    for s in sessions:
+        add(s["brokerAddr"], s["start"], s["server"], 1, 0)
+        add(s["brokerAddr"], s["end"], s["server"], -1, 0)
+    for addr in {s["brokerAddr"] for s in sessions}:
+        for server, (first, last) in windows.items():
+            add(addr, first, server, 0, 1)
+            add(addr, last, server, 0, -1)
+    return per_broker
+
+
+def _islands(changes, servers):
+    """The runs of equal (knownBy, missingOn) over a broker's boundary times (ascending) in which some
+    active server knows the broker and another does not: [(start, end, knownBy, missingOn)]."""
+    n = len(servers)
+    known, active = [0] * n, [0] * n
+    times = sorted(changes)
+    runs, state = [], None
+    for pos, ts in enumerate(times):
+        dk, da = changes[ts]
+        for i in range(n):
+            known[i] += dk[i]
+            active[i] += da[i]
+        known_by = [servers[i] for i in range(n) if known[i] > 0 and active[i] > 0]
+        missing_on = [servers[i] for i in range(n) if known[i] <= 0 and active[i] > 0]
+        now = (known_by, missing_on) if known_by and missing_on else None
+        if now != state:   # a new run starts here (a run of agreement is not kept)
+            state = now
+            if now is not None:
+                runs.append([ts, None, known_by, missing_on])
+        if now is not None and pos + 1 < len(times):   # the run lasts at least until the next boundary
+            runs[-1][1] = times[pos + 1]
+    return [tuple(run) for run in runs if run[1] is not None]
+
+
+def intervals(sessions, servers_table, min_ms=1000):
+    """``ns_disagreement`` (a ``LocalTable``) from the collected ``broker_sessions`` and ``servers``."""
+    windows = {r["server"]: (r["firstTs"], r["lastTs"]) for r in servers_table.dicts()
+               if r["server"] is not None and r["firstTs"] is not None}
+    servers = sorted(windows)
     if len(servers) < 2:
-        return spark.createDataFrame([], INTERVAL_SCHEMA)
-    deltas = _deltas(sess, windows)
-    def of(column, i, server):
-        return F.sum(F.when(F.col("server") == server, F.col(column)).otherwise(0)).alias("%s%d" % (column, i))
-
-    per_ts = deltas.groupBy("brokerAddr", "ts").agg(*[of("dk", i, s) for i, s in enumerate(servers)],
-                                                    *[of("da", i, s) for i, s in enumerate(servers)])
-    w = Window.partitionBy("brokerAddr").orderBy("ts")
-    running = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    state = per_ts.select("brokerAddr", "ts",
-                          *[F.sum("dk%d" % i).over(running).alias("k%d" % i) for i in range(len(servers))],
-                          *[F.sum("da%d" % i).over(running).alias("a%d" % i) for i in range(len(servers))],
-                          F.lead("ts").over(w).alias("nextTs"))
-    known_by = F.array_compact(F.array(*[F.when((F.col("k%d" % i) > 0) & (F.col("a%d" % i) > 0), F.lit(s))
-                                         for i, s in enumerate(servers)]))
-    missing_on = F.array_compact(F.array(*[F.when((F.col("k%d" % i) <= 0) & (F.col("a%d" % i) > 0), F.lit(s))
-                                           for i, s in enumerate(servers)]))
-    state = state.select("brokerAddr", "ts", "nextTs", known_by.alias("knownBy"), missing_on.alias("missingOn"))
-    dis = (F.size("knownBy") > 0) & (F.size("missingOn") > 0)
-    state = state.select("*", dis.alias("dis"))
-    prev = [F.lag(c).over(w) for c in ("dis", "knownBy", "missingOn")]
-    changed = (F.coalesce(prev[0] != F.col("dis"), F.lit(True)) | F.coalesce(prev[1] != F.col("knownBy"), F.lit(True))
-               | F.coalesce(prev[2] != F.col("missingOn"), F.lit(True)))
-    state = state.select("*", changed.cast("int").alias("_chg"))
-    state = state.select("*", F.sum("_chg").over(running).alias("island"))
-    islands = (state.filter(F.col("dis") & F.col("nextTs").isNotNull())
-               .groupBy("brokerAddr", "island")
-               .agg(F.min("ts").alias("start"), F.max("nextTs").alias("end"),
-                    F.first("knownBy").alias("knownBy"), F.first("missingOn").alias("missingOn")))
-    names = sess.groupBy("brokerAddr").agg(F.max("cluster").alias("cluster"), F.max("brokerName").alias("brokerName"))
-    duration = F.col("end") - F.col("start")
-    return (islands.filter(duration >= min_ms).join(names, "brokerAddr", "left")
-            .select("cluster", "brokerName", "brokerAddr", "start", "end", duration.alias("durationMs"),
-                    "knownBy", "missingOn"))
+        return LocalTable(INTERVAL_SCHEMA, [])
+    every = [r for r in sessions.dicts() if r["brokerAddr"] is not None]
+    rows = [r for r in every if r["start"] is not None and r["end"] is not None]
+    names = {}
+    for r in every:
+        names.setdefault(r["brokerAddr"], []).append((r["cluster"], r["brokerName"]))
+    found = []
+    for addr, changes in _deltas(rows, windows, servers).items():
+        cluster = _max(c for c, _ in names[addr])
+        broker_name = _max(b for _, b in names[addr])
+        for start, end, known_by, missing_on in _islands(changes, servers):
+            if end - start >= min_ms:
+                found.append((cluster, broker_name, addr, start, end, end - start, known_by, missing_on))
+    return LocalTable(INTERVAL_SCHEMA, found)
 
 
 def minutes(iv):
-    """(minute, broker): in disagreement during that minute, for ``disagreeMs`` of it."""
-    first = F.floor(F.col("start") / 60000) * 60000
-    last = F.floor((F.col("end") - 1) / 60000) * 60000
-    exploded = iv.select("*", F.explode(F.sequence(first.cast("long"), last.cast("long"), F.lit(60000).cast("long")))
-                         .alias("minute"))
-    overlap = F.least(F.col("end"), F.col("minute") + 60000) - F.greatest(F.col("start"), F.col("minute"))
-    return (exploded.groupBy("minute", "brokerAddr")
-            .agg(F.max("cluster").alias("cluster"), F.max("brokerName").alias("brokerName"),
-                 F.sum(overlap).alias("disagreeMs"),
-                 F.sort_array(F.array_distinct(F.flatten(F.collect_list("knownBy")))).alias("knownBy"),
-                 F.sort_array(F.array_distinct(F.flatten(F.collect_list("missingOn")))).alias("missingOn"))
-            .select("minute", "cluster", "brokerName", "brokerAddr", "disagreeMs", "knownBy", "missingOn"))
+    """``ns_disagreement_minutes``: (minute, broker) in disagreement during that minute, for
+    ``disagreeMs`` of it, from ``intervals``."""
+    per = {}
+    for r in iv.dicts():
+        first = r["start"] // MINUTE_MS * MINUTE_MS
+        last = (r["end"] - 1) // MINUTE_MS * MINUTE_MS
+        for minute in range(first, last + 1, MINUTE_MS):
+            acc = per.setdefault((minute, r["brokerAddr"]), {"cluster": [], "brokerName": [], "ms": 0,
+                                                             "knownBy": set(), "missingOn": set()})
+            acc["cluster"].append(r["cluster"])
+            acc["brokerName"].append(r["brokerName"])
+            acc["ms"] += min(r["end"], minute + MINUTE_MS) - max(r["start"], minute)
+            acc["knownBy"].update(r["knownBy"])
+            acc["missingOn"].update(r["missingOn"])
+    return LocalTable(MINUTES_SCHEMA, [
+        (minute, _max(acc["cluster"]), _max(acc["brokerName"]), addr, acc["ms"], sorted(acc["knownBy"]),
+         sorted(acc["missingOn"]))
+        for (minute, addr), acc in per.items()])

@@ -20,6 +20,9 @@ Gap percentiles use ``percentile_approx`` (exact up to 10,000 gaps per broker, r
 from pyspark import StorageLevel
 from pyspark.sql import Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from spark.collect import LocalTable
 
 CONTACTS = ("broker_registered", "broker_heartbeat")
 PRIORITY = {"broker_expired": 0, "broker_unregistered": 1, "broker_registered": 2, "broker_heartbeat": 3}
@@ -66,14 +69,31 @@ def boundaries(tl):
                     F.lead("reason").over(w).alias("nextReason"))
 
 
-def sessions(bounds, windows):
-    """One row per session: start, end (the server's last event when still open), why it ended."""
-    s = bounds.filter(F.col("sessionStart")).join(F.broadcast(windows.select("server", "lastTs")), "server", "left")
-    end = F.coalesce(F.col("nextTs"), F.col("lastTs"))
+def session_starts(bounds):
+    """One row per session: its start and the next boundary (time, event, reason). A session still open
+    has no next boundary: it ends at its server's last event, which ``close_sessions`` fills in on the
+    driver (a join with the server spans here was a broadcast, a Spark job of its own)."""
+    s = bounds.filter(F.col("sessionStart"))
     return s.select("server", "cluster", "brokerName", "brokerId", "brokerAddr", F.col("ts").alias("start"),
-                    end.alias("end"), (end - F.col("ts")).alias("durationMs"),
-                    F.col("nextEvent").alias("endEvent"), F.col("nextReason").alias("endReason"),
-                    F.col("nextTs").isNull().alias("open"))
+                    "nextTs", F.col("nextEvent").alias("endEvent"), F.col("nextReason").alias("endReason"))
+
+
+def close_sessions(starts, servers):
+    """``broker_sessions`` from the collected ``session_starts`` and ``servers`` (``collect.LocalTable``):
+    the end is the next boundary, else the server's last event (then ``open``)."""
+    last = {r["server"]: r["lastTs"] for r in servers.dicts()}
+    fields = {f.name: f for f in starts.schema.fields}
+    schema = T.StructType([fields[name] for name in ("server", "cluster", "brokerName", "brokerId", "brokerAddr",
+                                                     "start")]
+                          + [T.StructField("end", T.LongType()), T.StructField("durationMs", T.LongType()),
+                             fields["endEvent"], fields["endReason"], T.StructField("open", T.BooleanType())])
+    rows = []
+    for r in starts.dicts():
+        end = r["nextTs"] if r["nextTs"] is not None else last.get(r["server"])
+        duration = None if end is None or r["start"] is None else end - r["start"]
+        rows.append((r["server"], r["cluster"], r["brokerName"], r["brokerId"], r["brokerAddr"], r["start"], end,
+                     duration, r["endEvent"], r["endReason"], r["nextTs"] is None))
+    return LocalTable(schema, rows)
 
 
 def flaps(bounds, flap_minutes):
@@ -126,14 +146,15 @@ def summary(agg, flap_rows):
 class Liveness:
     """The liveness tables of one run; ``timeline`` (and the small per-broker aggregate, which
     ``heartbeat.drift`` reads too) are persisted while the reports use them. ``late_ms``: intervals
-    above it are late (``heartbeat.drift``)."""
+    above it are late (``heartbeat.drift``). ``session_starts`` becomes ``broker_sessions`` on the
+    driver (``close_sessions``)."""
 
-    def __init__(self, broker_events, windows, flap_minutes=10, late_ms=35000):
+    def __init__(self, broker_events, flap_minutes=10, late_ms=35000):
         self.late_ms = int(late_ms)
         self.timeline = timeline(broker_events).persist(StorageLevel.MEMORY_AND_DISK)
         self.bounds = boundaries(self.timeline).persist(StorageLevel.MEMORY_AND_DISK)
         self.per_broker = per_broker(self.timeline, self.late_ms).persist(StorageLevel.MEMORY_AND_DISK)
-        self.sessions = sessions(self.bounds, windows)
+        self.session_starts = session_starts(self.bounds)
         self.flaps = flaps(self.bounds, flap_minutes)
         self.summary = summary(self.per_broker, self.flaps)
 

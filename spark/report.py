@@ -49,10 +49,11 @@ if __name__ == "__main__" and missing_extras():
 
 from pyspark import StorageLevel
 from spark import (collect, digest, disagreement, headline, heartbeat, htmlreport, incremental, ingest, javalog,
-                   progress, request_mix, topic_churn)
-from spark.liveness import Liveness
+                   overlap, progress, request_mix, topic_churn)
+from spark.liveness import Liveness, close_sessions
 from spark.output import LocalStaging, OutputDir
-from spark.session import get_session, quick_jit_conf
+from spark.classcache import ClassCache
+from spark.session import launch, quick_jit_conf, shutdown_jvm, under_spark_submit
 
 WORK = "_work/lines"
 
@@ -122,6 +123,10 @@ def build_parser():
                    help="Spark setting for a session this command creates (e.g. spark.driver.memory=4g)")
     p.add_argument("--quiet", action="store_true",
                    help="no progress line and no closing summary (progress is only drawn on a terminal anyway)")
+    p.add_argument("--no-class-cache", action="store_true",
+                   help="do not map (or write) the JVM class archive that halves the session start (classcache)")
+    p.add_argument("--class-cache-dir", default=None,
+                   help="where the class archive is kept (default ~/.cache/rocketmq-namesrv, or $XDG_CACHE_HOME)")
     p.add_argument("--json", action="store_true",
                    help="end with the run's summary as JSON (row counts per table, lines per kind) on stdout")
     return p
@@ -139,10 +144,11 @@ PHASES = ("staging", "requests", "tables", "disagreement", "files", "charts and 
 def run(spark, inputs, output, progress_display=None, **options):
     """Build every table, the charts and ``report.html``; returns a summary (row counts, timings, jobs).
 
-    The Spark jobs of a run: staging the lines (one parse, written once), the large tables (each its
-    Parquet and its CSV), ONE collect of every small table and the page's aggregates, and one of the
-    name-server disagreement (its server columns need the server list first). Everything else (the
-    small tables' files, the charts, the page) is written on the driver.
+    The Spark jobs of a run: staging the lines (one parse, written once), the broker identities'
+    broadcast, ONE collect of every small table and the page's aggregates, and the large table's Parquet
+    and CSV (from the collect's cached rows, on another thread while the driver works on the rest). What only joins small collected tables (sessions and vanished topics with the
+    servers' last events, the busiest server per topic, the name-server disagreement) is computed on the
+    driver, and so are the small tables' files, the charts and the page.
     """
     opts = dict(DEFAULTS, **options)
     show = progress.PhaseTimes(spark, progress_display)
@@ -162,31 +168,35 @@ def run(spark, inputs, output, progress_display=None, **options):
 
     show.phase("requests")
     req = request_mix.requests(events)
-    minute = out.write_table("request_minutely", request_mix.minutely(req), *TABLES["request_minutely"])
+    # computed (and kept) by the collect below, which reads it for request_codes and the page; its own
+    # files are written afterwards, while the driver works on the collected tables
+    minute = request_mix.minutely(req).persist(StorageLevel.MEMORY_AND_DISK)
 
     show.phase("tables")
     lines = ingest.line_summary(staged).persist(StorageLevel.MEMORY_AND_DISK)
-    windows = ingest.server_windows(lines)
     late_ms = heartbeat.late_ms(opts["heartbeat_period_s"], opts["drift_tolerance_s"])
-    live = Liveness(ingest.broker_events(staged), windows, opts["flap_minutes"], late_ms)
+    live = Liveness(ingest.broker_events(staged), opts["flap_minutes"], late_ms)
     te = topic_churn.topic_events(events)
-    gone = topic_churn.vanished(te, windows)
     frames = {
-        "input_lines": ingest.line_counts(lines), "servers": windows,
-        "broker_liveness": live.summary, "broker_sessions": live.sessions, "broker_flaps": live.flaps,
+        "input_lines": ingest.line_counts(lines), "servers": ingest.server_windows(lines),
+        "broker_liveness": live.summary, "_session_starts": live.session_starts, "broker_flaps": live.flaps,
         "heartbeat_intervals": heartbeat.distribution(live.timeline),
         "heartbeat_drift": heartbeat.drift(live.per_broker, late_ms),
         "request_codes": request_mix.per_code(minute), "request_responses": request_mix.responses(req),
-        "topic_vanished": gone, "topic_churn": topic_churn.churn(te, gone)}
+        "_vanishings": topic_churn.transitions(te), "_churn": topic_churn.per_server(te)}
     frames.update(digest.extra_frames(staged, lines, minute))
     got = collect.collect(frames)
-
-    show.phase("disagreement")
-    servers = sorted(got["servers"].column("server"))
-    iv = disagreement.intervals(live.sessions, windows, servers, opts["min_disagreement_ms"])
-    got.update(collect.collect({"ns_disagreement": iv, "ns_disagreement_minutes": disagreement.minutes(iv)}))
     live.release()
     lines.unpersist()
+    large = overlap.Background(out.write_table, "request_minutely", minute, *TABLES["request_minutely"])
+
+    show.phase("disagreement")   # and the other joins with the server spans: small tables, on the driver
+    got["broker_sessions"] = close_sessions(got["_session_starts"], got["servers"])
+    got["topic_vanished"] = topic_churn.vanished(got["_vanishings"], got["servers"])
+    got["topic_churn"] = topic_churn.churn(got["_churn"], got["topic_vanished"])
+    got["ns_disagreement"] = disagreement.intervals(got["broker_sessions"], got["servers"],
+                                                    opts["min_disagreement_ms"])
+    got["ns_disagreement_minutes"] = disagreement.minutes(got["ns_disagreement"])
 
     show.phase("files")
     counts = {}
@@ -212,6 +222,8 @@ def run(spark, inputs, output, progress_display=None, **options):
         with open(page, "w", encoding="utf-8") as f:
             f.write(htmlreport.render(data, counts, page_opts, captions=digest.titles(data)))
         out.put_file(page, "report.html")
+    large.result()
+    minute.unpersist()
     if not opts["keep_work"]:
         out.delete("_work")
     phases = show.finish()
@@ -240,27 +252,40 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     from pyspark.sql import SparkSession
     existing = SparkSession.getActiveSession()
-    conf = dict(item.split("=", 1) for item in args.conf if "=" in item)
+    user_conf = dict(item.split("=", 1) for item in args.conf if "=" in item)
     session_started = time.time()
-    conf = dict(quick_jit_conf(ingest.split_inputs(args.input), conf), **conf)
-    spark = get_session(args.master, conf=conf)
+    overlap.preload("spark.charts")   # matplotlib, while the JVM starts
+    conf = dict(quick_jit_conf(ingest.split_inputs(args.input), user_conf), **user_conf)
+    cache = None
+    if (existing is None and not under_spark_submit() and not args.no_class_cache
+            and "spark.driver.extraJavaOptions" not in user_conf):
+        cache = ClassCache(args.class_cache_dir)
+    spark = launch(args.master, conf, cache)
     session_seconds = round(time.time() - session_started, 1)
     shown = progress.for_command_line(spark, PHASES, args.quiet)
     try:
-        summary = run(spark, args.input, args.output, progress_display=shown, flap_minutes=args.flap_minutes,
-                      heartbeat_period_s=args.heartbeat_period_s, drift_tolerance_s=args.drift_tolerance_s,
-                      min_disagreement_ms=args.min_disagreement_ms, java_tz=args.java_tz, top=args.top,
-                      keep_work=args.keep_work, since=args.since, until=args.until, incremental=args.incremental)
-        summary["jvm_cpu_seconds"] = jvm_cpu_seconds(spark)
+        try:
+            summary = run(spark, args.input, args.output, progress_display=shown, flap_minutes=args.flap_minutes,
+                          heartbeat_period_s=args.heartbeat_period_s, drift_tolerance_s=args.drift_tolerance_s,
+                          min_disagreement_ms=args.min_disagreement_ms, java_tz=args.java_tz, top=args.top,
+                          keep_work=args.keep_work, since=args.since, until=args.until,
+                          incremental=args.incremental)
+            summary["jvm_cpu_seconds"] = jvm_cpu_seconds(spark)
+        finally:
+            shown.close()
+            if existing is None:
+                spark.stop()
+        summary["session_seconds"] = session_seconds
+        summary["class_cache"] = "off" if cache is None else cache.state
+        if args.json:
+            print(json.dumps(summary, indent=1, sort_keys=True), flush=True)
+        elif not args.quiet:
+            print(progress.summary_line(summary), flush=True)
     finally:
-        shown.close()
-        if existing is None:
-            spark.stop()
-    summary["session_seconds"] = session_seconds
-    if args.json:
-        print(json.dumps(summary, indent=1, sort_keys=True))
-    elif not args.quiet:
-        print(progress.summary_line(summary))
+        if existing is None:   # a JVM writing the class archive does it on its way out: wait, then keep it
+            code = shutdown_jvm()
+            if cache is not None:
+                cache.finish(code)
     return 0
 
 

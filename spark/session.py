@@ -6,7 +6,9 @@ is given explicitly. The runtime settings the jobs rely on are set by ``configur
 """
 
 import os
+import subprocess
 
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 #: Runtime settings the jobs depend on (safe to set on an existing session).
@@ -24,7 +26,19 @@ RUNTIME_CONF = {
     # ... and a join Spark guesses small is broadcast by a job of its own too: only the joins that ask for
     # a broadcast (a small table against every heartbeat) get one.
     "spark.sql.autoBroadcastJoinThreshold": "-1",
+    # HotSpot does not compile a method above 8,000 bytes of bytecode: the staging query's generated loop
+    # (every column of both log formats) is about 21,000, and ran interpreted for every line. At this
+    # limit Spark generates smaller per-operator code for that stage instead (Spark's documentation
+    # suggests 8000 on HotSpot): 12.5 -> 8.8 CPU s to classify 970 k fleet lines.
+    "spark.sql.codegen.hugeMethodLimit": "8000",
 }
+
+#: Given to the builder of a session ``get_session`` creates (a static setting: an existing session keeps
+#: its own). With it on (Spark 4's default) every Column operation records its Python call site in
+#: the JVM for error messages: ``F.col`` took 13 py4j round trips instead of 3, ``a == b`` 24 instead
+#: of 4, and building a report's few thousand expressions took seconds of the driver's time. Errors
+#: still name the failing expression, without the Python line.
+DRIVER_CONF = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
 
 #: Settings for a local session only (a cluster keeps its own).
 LOCAL_CONF = {
@@ -61,15 +75,22 @@ def local_input_bytes(paths, limit=None):
     return total
 
 
+#: For a large input: C2 only for the code that stays hot. The C2 compiler thread spent about 45 of the 75
+#: CPU seconds of staging 2.9 M fleet lines, compiling Spark's planning and setup code along with the
+#: loops over the lines; with 10x its default thresholds it compiles the loops (called for every line)
+#: and leaves lukewarm code at C1: 57-60 CPU s instead of 71-72.
+PATIENT_JIT = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
+               "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000")
+
+
 def quick_jit_conf(paths, conf=None):
-    """JVM options for a small report (local input under ``SMALL_INPUT_BYTES``): ``QUICK_JIT`` for the
-    driver and the executors, unless ``conf`` already sets their Java options. Empty for a large or a
-    remote input, whose hot loops run long enough to repay the C2 compiler."""
+    """JVM options for the report's JIT, for the driver and the executors unless ``conf`` already sets
+    their Java options: ``QUICK_JIT`` for a small report (local input under ``SMALL_INPUT_BYTES``),
+    ``PATIENT_JIT`` for a large or a remote one, whose hot loops run long enough to repay the C2 compiler."""
     size = local_input_bytes(paths, SMALL_INPUT_BYTES)
-    if size is None or size > SMALL_INPUT_BYTES:
-        return {}
+    options = PATIENT_JIT if size is None or size > SMALL_INPUT_BYTES else QUICK_JIT
     keys = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
-    return {key: QUICK_JIT for key in keys if key not in (conf or {})}
+    return {key: options for key in keys if key not in (conf or {})}
 
 
 def under_spark_submit():
@@ -102,6 +123,8 @@ def get_session(master=None, app_name="namesrv-report", conf=None):
     local = master is not None and master.startswith("local")
     if master is not None:
         builder = builder.master(master)
+    for key, value in DRIVER_CONF.items():
+        builder = builder.config(key, value)
     if local:
         for key, value in dict(LOCAL_CONF, **{"spark.sql.shuffle.partitions": str(2 * local_cores(master))}).items():
             builder = builder.config(key, value)
@@ -111,6 +134,51 @@ def get_session(master=None, app_name="namesrv-report", conf=None):
     if local:
         spark.sparkContext.setLogLevel("ERROR")
     return configure(spark)
+
+
+def launch(master=None, conf=None, class_cache=None, app_name="namesrv-report"):
+    """``get_session`` for a command that starts its own JVM: with ``class_cache`` (``classcache.ClassCache``)
+    the driver JVM maps the class archive, or writes it at exit. Not when a session is already active or
+    under spark-submit (the JVM is up). A JVM that does not start with the archive loses the archive and
+    is started again without it."""
+    conf = dict(conf or {})
+    if (class_cache is None or class_cache.state == "off" or under_spark_submit()
+            or SparkSession.getActiveSession() is not None):
+        return get_session(master, app_name, conf)
+    options = conf.get("spark.driver.extraJavaOptions", "")
+    with_cache = dict(conf, **{"spark.driver.extraJavaOptions": (options + " " + class_cache.java_options()).strip()})
+    try:
+        return get_session(master, app_name, with_cache)
+    except PySparkRuntimeError as error:
+        condition = getattr(error, "getCondition", error.getErrorClass)()   # pyspark 4 / 3.5
+        if class_cache.state != "used" or condition != "JAVA_GATEWAY_EXITED":
+            raise
+        class_cache.discard()   # the JVM did not start with it: start once more without
+        return get_session(master, app_name, conf)
+
+
+def shutdown_jvm(timeout=300):
+    """End the JVM this process launched for pyspark and wait for it (it writes a class archive on its
+    way out): close its stdin, which it watches, and kill it after ``timeout``. Its exit code, or None
+    when no JVM was launched here (spark-submit's, or none)."""
+    from pyspark import SparkContext
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None) if gateway is not None else None
+    if proc is None:
+        return None
+    SparkContext._gateway = SparkContext._jvm = None
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: BLE001 - already closed
+        pass
+    try:
+        proc.stdin.close()
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+    except OSError:
+        return proc.poll()
 
 
 def configure(spark):

@@ -1,5 +1,9 @@
 """Report 4: topic route churn: whose broker set changed most, which topics vanished and how long.
 
+The ordering work is done in Spark (``transitions``, ``per_server``); joining the collected rows with the
+servers' last events and taking the busiest server per topic is done on the driver (``vanished``,
+``churn``): both inputs are small, and in Spark each join with the server spans was a broadcast job.
+
 Every server logs the same change when a broker comes or goes, so per topic the numbers are taken on
 the server that saw the most (``max`` over servers), not summed. A change is one distinct timestamp
 per (server, topic): the Java log writes a removal and the "all queue" line for one change.
@@ -13,7 +17,9 @@ is a lower bound there.
 
 from pyspark.sql import Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
+from spark.collect import LocalTable
 
 
 def _empty():
@@ -31,37 +37,93 @@ def _size(column):
     return F.size(F.coalesce(F.col(column), _empty()))
 
 
-def vanished(te, windows):
-    """One row per (server, topic, vanishing): when, until when, how long, which brokers it had."""
+def transitions(te):
+    """One row per (server, topic, vanishing): when, when it returned (NULL if it did not), which brokers
+    it had. How long it was gone needs the server's last event for a topic still gone: ``vanished`` adds
+    it on the driver."""
     state = te.filter(F.col("after").isNotNull()).select(
         "server", "topic", "ts", (F.size("after") > 0).alias("present"), F.col("before").alias("lastBrokers"))
     w = Window.partitionBy("server", "topic").orderBy("ts", "present")
     state = state.select("*", F.lag("present").over(w).alias("_prev"))
-    transitions = state.filter(F.col("present") != F.coalesce(F.col("_prev"), F.lit(True)))
-    transitions = transitions.select("*", F.lead("ts").over(w).alias("returnedAt"))
-    gone = transitions.filter(~F.col("present")).join(F.broadcast(windows.select("server", "lastTs")), "server", "left")
-    until = F.coalesce(F.col("returnedAt"), F.greatest(F.col("lastTs"), F.col("ts")))
-    return gone.select("server", "topic", F.col("ts").alias("vanishedAt"), "returnedAt",
-                       (until - F.col("ts")).alias("vanishedMs"), F.col("returnedAt").isNotNull().alias("returned"),
-                       "lastBrokers")
+    changed = state.filter(F.col("present") != F.coalesce(F.col("_prev"), F.lit(True)))
+    changed = changed.select("*", F.lead("ts").over(w).alias("returnedAt"))
+    return changed.filter(~F.col("present")).select("server", "topic", F.col("ts").alias("vanishedAt"), "returnedAt",
+                                                    "lastBrokers")
 
 
-def churn(te, gone):
-    """Per topic: changes, brokers added/removed, vanishings and total time vanished (busiest server)."""
+def per_server(te):
+    """Per (topic, server): changes, events, brokers added/removed, every broker named, first and last change.
+    ``churn`` takes the busiest server per topic on the driver."""
     brokers = F.concat(*[F.coalesce(F.col(c), _empty()) for c in ("before", "after", "added", "removed")])
-    per_server = (te.groupBy("topic", "server")
-                  .agg(F.countDistinct("ts").alias("changes"), F.count(F.lit(1)).alias("events"),
-                       F.sum(_size("added")).alias("added"), F.sum(_size("removed")).alias("removed"),
-                       F.array_distinct(F.flatten(F.collect_list(brokers))).alias("brokers"),
-                       F.min("ts").alias("firstChange"), F.max("ts").alias("lastChange")))
-    gone_per_server = (gone.groupBy("topic", "server")
-                       .agg(F.count(F.lit(1)).alias("vanishings"), F.sum("vanishedMs").alias("vanishedMs")))
-    joined = per_server.join(gone_per_server, ["topic", "server"], "left")
-    return (joined.groupBy("topic")
-            .agg(F.max("changes").alias("changes"), F.sum("events").alias("events"),
-                 F.countDistinct("server").alias("servers"), F.max("added").alias("brokersAdded"),
-                 F.max("removed").alias("brokersRemoved"),
-                 F.max(F.coalesce(F.col("vanishings"), F.lit(0))).alias("vanishings"),
-                 F.max(F.coalesce(F.col("vanishedMs"), F.lit(0))).alias("vanishedMs"),
-                 F.sort_array(F.array_distinct(F.flatten(F.collect_list("brokers")))).alias("brokers"),
-                 F.min("firstChange").alias("firstChange"), F.max("lastChange").alias("lastChange")))
+    return (te.groupBy("topic", "server")
+            .agg(F.countDistinct("ts").alias("changes"), F.count(F.lit(1)).alias("events"),
+                 F.sum(_size("added")).alias("added"), F.sum(_size("removed")).alias("removed"),
+                 F.array_distinct(F.flatten(F.collect_list(brokers))).alias("brokers"),
+                 F.min("ts").alias("firstChange"), F.max("ts").alias("lastChange")))
+
+
+_L = T.LongType()
+VANISHED_SCHEMA = T.StructType([
+    T.StructField("server", T.StringType()), T.StructField("topic", T.StringType()),
+    T.StructField("vanishedAt", _L), T.StructField("returnedAt", _L), T.StructField("vanishedMs", _L),
+    T.StructField("returned", T.BooleanType()), T.StructField("lastBrokers", T.ArrayType(T.StringType())),
+])
+CHURN_SCHEMA = T.StructType([
+    T.StructField("topic", T.StringType()), T.StructField("changes", _L), T.StructField("events", _L),
+    T.StructField("servers", _L), T.StructField("brokersAdded", _L), T.StructField("brokersRemoved", _L),
+    T.StructField("vanishings", _L), T.StructField("vanishedMs", _L),
+    T.StructField("brokers", T.ArrayType(T.StringType())), T.StructField("firstChange", _L),
+    T.StructField("lastChange", _L),
+])
+
+
+def _max(values):
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _min(values):
+    present = [v for v in values if v is not None]
+    return min(present) if present else None
+
+
+def _sorted_distinct(values):
+    """``sort_array(array_distinct(...))``: ascending, one NULL first if any."""
+    distinct = set(values)
+    return ([None] if None in distinct else []) + sorted(v for v in distinct if v is not None)
+
+
+def vanished(gone, servers):
+    """``topic_vanished`` from the collected ``transitions`` and ``servers`` (``collect.LocalTable``): a topic
+    still gone is counted until its server's last event (or its own vanishing, if later)."""
+    last = {r["server"]: r["lastTs"] for r in servers.dicts()}
+    rows = []
+    for r in gone.dicts():
+        until = r["returnedAt"] if r["returnedAt"] is not None else _max([last.get(r["server"]), r["vanishedAt"]])
+        rows.append((r["server"], r["topic"], r["vanishedAt"], r["returnedAt"],
+                     None if until is None or r["vanishedAt"] is None else until - r["vanishedAt"],
+                     r["returnedAt"] is not None, r["lastBrokers"]))
+    return LocalTable(VANISHED_SCHEMA, rows)
+
+
+def churn(per_server_rows, gone):
+    """``topic_churn`` from the collected ``per_server`` rows and ``topic_vanished``: per topic the numbers
+    of the server that saw most (``max`` over servers), events summed, brokers merged."""
+    vanishings = {}
+    for r in gone.dicts():
+        key = (r["topic"], r["server"])
+        count, ms = vanishings.get(key, (0, None))
+        vanishings[key] = (count + 1, ms if r["vanishedMs"] is None else (ms or 0) + r["vanishedMs"])
+    per_topic = {}
+    for r in per_server_rows.dicts():
+        per_topic.setdefault(r["topic"], []).append(r)
+    rows = []
+    for topic, group in per_topic.items():
+        gone_counts = [vanishings.get((topic, r["server"]), (0, None)) for r in group]
+        rows.append((topic, _max(r["changes"] for r in group), sum(r["events"] for r in group),
+                     len({r["server"] for r in group if r["server"] is not None}),
+                     _max(r["added"] for r in group), _max(r["removed"] for r in group),
+                     _max(count for count, _ in gone_counts), _max(ms or 0 for _, ms in gone_counts),
+                     _sorted_distinct(b for r in group for b in (r["brokers"] or [])),
+                     _min(r["firstChange"] for r in group), _max(r["lastChange"] for r in group)))
+    return LocalTable(CHURN_SCHEMA, rows)
