@@ -33,6 +33,22 @@ class LocalTable:
         return [row[i] for row in self.rows]
 
 
+# -- SQL's aggregates over collected values, for the joins the driver does (NULLs ignored, NULL if none) --
+def sql_max(values):
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def sql_min(values):
+    present = [v for v in values if v is not None]
+    return min(present) if present else None
+
+
+def last_events(servers):
+    """{server: its last event's time} from the collected ``servers`` table (where an open session ends)."""
+    return {r["server"]: r["lastTs"] for r in servers.dicts()}
+
+
 def _decode(value, dtype):
     """A JSON value from ``to_json`` as the Python value Spark's ``collect`` would give."""
     if value is None:

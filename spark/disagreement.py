@@ -19,7 +19,7 @@ for how many milliseconds of that minute.
 
 from pyspark.sql import types as T
 
-from spark.collect import LocalTable
+from spark.collect import LocalTable, sql_max
 
 _S, _L, _ARR = T.StringType(), T.LongType(), T.ArrayType(T.StringType())
 
@@ -34,12 +34,6 @@ MINUTES_SCHEMA = T.StructType([
     T.StructField("missingOn", _ARR),
 ])
 MINUTE_MS = 60000
-
-
-def _max(values):
-    """SQL ``max``: NULLs ignored, NULL when nothing is left."""
-    present = [v for v in values if v is not None]
-    return max(present) if present else None
 
 
 def _deltas(sessions, windows, servers):
@@ -105,8 +99,8 @@ def intervals(sessions, servers_table, min_ms=1000):
         names.setdefault(r["brokerAddr"], []).append((r["cluster"], r["brokerName"]))
     found = []
     for addr, changes in _deltas(rows, windows, servers).items():
-        cluster = _max(c for c, _ in names[addr])
-        broker_name = _max(b for _, b in names[addr])
+        cluster = sql_max(c for c, _ in names[addr])
+        broker_name = sql_max(b for _, b in names[addr])
         for start, end, known_by, missing_on in _islands(changes, servers):
             if end - start >= min_ms:
                 found.append((cluster, broker_name, addr, start, end, end - start, known_by, missing_on))
@@ -129,6 +123,6 @@ def minutes(iv):
             acc["knownBy"].update(r["knownBy"])
             acc["missingOn"].update(r["missingOn"])
     return LocalTable(MINUTES_SCHEMA, [
-        (minute, _max(acc["cluster"]), _max(acc["brokerName"]), addr, acc["ms"], sorted(acc["knownBy"]),
+        (minute, sql_max(acc["cluster"]), sql_max(acc["brokerName"]), addr, acc["ms"], sorted(acc["knownBy"]),
          sorted(acc["missingOn"]))
         for (minute, addr), acc in per.items()])

@@ -22,7 +22,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from spark.collect import LocalTable
+from spark.collect import LocalTable, last_events
 
 CONTACTS = ("broker_registered", "broker_heartbeat")
 PRIORITY = {"broker_expired": 0, "broker_unregistered": 1, "broker_registered": 2, "broker_heartbeat": 3}
@@ -81,7 +81,7 @@ def session_starts(bounds):
 def close_sessions(starts, servers):
     """``broker_sessions`` from the collected ``session_starts`` and ``servers`` (``collect.LocalTable``):
     the end is the next boundary, else the server's last event (then ``open``)."""
-    last = {r["server"]: r["lastTs"] for r in servers.dicts()}
+    last = last_events(servers)
     fields = {f.name: f for f in starts.schema.fields}
     schema = T.StructType([fields[name] for name in ("server", "cluster", "brokerName", "brokerId", "brokerAddr",
                                                      "start")]

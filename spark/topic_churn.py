@@ -19,7 +19,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from spark.collect import LocalTable
+from spark.collect import LocalTable, last_events, sql_max, sql_min
 
 
 def _empty():
@@ -77,16 +77,6 @@ CHURN_SCHEMA = T.StructType([
 ])
 
 
-def _max(values):
-    present = [v for v in values if v is not None]
-    return max(present) if present else None
-
-
-def _min(values):
-    present = [v for v in values if v is not None]
-    return min(present) if present else None
-
-
 def _sorted_distinct(values):
     """``sort_array(array_distinct(...))``: ascending, one NULL first if any."""
     distinct = set(values)
@@ -96,10 +86,10 @@ def _sorted_distinct(values):
 def vanished(gone, servers):
     """``topic_vanished`` from the collected ``transitions`` and ``servers`` (``collect.LocalTable``): a topic
     still gone is counted until its server's last event (or its own vanishing, if later)."""
-    last = {r["server"]: r["lastTs"] for r in servers.dicts()}
+    last = last_events(servers)
     rows = []
     for r in gone.dicts():
-        until = r["returnedAt"] if r["returnedAt"] is not None else _max([last.get(r["server"]), r["vanishedAt"]])
+        until = r["returnedAt"] if r["returnedAt"] is not None else sql_max([last.get(r["server"]), r["vanishedAt"]])
         rows.append((r["server"], r["topic"], r["vanishedAt"], r["returnedAt"],
                      None if until is None or r["vanishedAt"] is None else until - r["vanishedAt"],
                      r["returnedAt"] is not None, r["lastBrokers"]))
@@ -120,10 +110,10 @@ def churn(per_server_rows, gone):
     rows = []
     for topic, group in per_topic.items():
         gone_counts = [vanishings.get((topic, r["server"]), (0, None)) for r in group]
-        rows.append((topic, _max(r["changes"] for r in group), sum(r["events"] for r in group),
+        rows.append((topic, sql_max(r["changes"] for r in group), sum(r["events"] for r in group),
                      len({r["server"] for r in group if r["server"] is not None}),
-                     _max(r["added"] for r in group), _max(r["removed"] for r in group),
-                     _max(count for count, _ in gone_counts), _max(ms or 0 for _, ms in gone_counts),
+                     sql_max(r["added"] for r in group), sql_max(r["removed"] for r in group),
+                     sql_max(count for count, _ in gone_counts), sql_max(ms or 0 for _, ms in gone_counts),
                      _sorted_distinct(b for r in group for b in (r["brokers"] or [])),
-                     _min(r["firstChange"] for r in group), _max(r["lastChange"] for r in group)))
+                     sql_min(r["firstChange"] for r in group), sql_max(r["lastChange"] for r in group)))
     return LocalTable(CHURN_SCHEMA, rows)
