@@ -27,6 +27,14 @@ def peer_of(kind, line):
 
 
 class _OneProtocol(protocol.ClientFactory):
+    """Connects one given protocol, and lets go of it once the connection has ended.
+
+    Twisted's connector and client transport refer to each other, and the connector keeps its
+    factory: a cycle only the cyclic collector frees. The worker and the main process freeze
+    everything the collector tracks (``gc.freeze``) after each publication and each liveness scan,
+    so a cycle caught by a freeze is never freed; holding the protocol from it kept every
+    handed-over broker's registration bytes (215 MiB in a read worker at 200,000 topics)."""
+
     noisy = False
 
     def __init__(self, proto, on_failure):
@@ -37,7 +45,13 @@ class _OneProtocol(protocol.ClientFactory):
         return self.proto
 
     def clientConnectionFailed(self, connector, reason):
-        self.on_failure(reason)
+        on_failure = self.on_failure
+        self.proto = self.on_failure = None
+        if on_failure is not None:
+            on_failure(reason)
+
+    def clientConnectionLost(self, connector, reason):
+        self.proto = self.on_failure = None
 
 
 def connect_unix(reactor, path, proto, on_failure, timeout=10):

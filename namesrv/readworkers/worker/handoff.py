@@ -66,14 +66,16 @@ class HandoffSender(protocol.Protocol):
     def connectionMade(self):
         self.transport.sendFileDescriptor(self.descriptor)
         self.transport.write(first_line(HANDOFF, self.peer))
-        if self.unread:
-            self.transport.write(self.unread)
+        unread, self.unread = self.unread, b""   # the transport has them now (see unix._OneProtocol)
+        if unread:
+            self.transport.write(unread)
         self.transport.loseConnection()
 
     def connectionLost(self, reason=None):
         self._close_descriptor()
 
     def connect_failed(self, reason):
+        self.unread = b""
         log.warn("cannot hand {peer}'s connection to the main process: {why}", peer=self.peer,
                  why=reason.getErrorMessage())
         self._close_descriptor()   # the socket closes with it: the broker reconnects
