@@ -87,7 +87,7 @@ class Shapes:
             first = at + len(marker)
             last = frame.find(_QUOTE, first)
             value = frame[first:last]
-            if last < 0 or not value or value.translate(None, _PLAIN_CHARS):
+            if last < 0 or not value or value.translate(None, _PLAIN_CHARS):   # _plain_value, inline
                 continue
             if first < start:     # shape_key, inline: this is the hot path
                 shape = shapes.get(frame[:first] + frame[last:start] + frame[stop:])

@@ -21,10 +21,9 @@ to a table half the size (``compacted``). One process holding 1,000 brokers' 2,0
 (20 per topic): 348 -> 174 MiB, of which the brokers' sets 125 -> 63 MiB.
 """
 
-import sys
 from contextlib import contextmanager
 from itertools import filterfalse
-from sys import intern
+from sys import getsizeof, intern
 
 from namesrv.routes import bulk
 from namesrv.routes.liveness import DeadlineQueue
@@ -534,7 +533,7 @@ def _queue_data_map(rows):
     return {queue_data.broker_name: queue_data for queue_data in shared}
 
 
-_EMPTY_SET_BYTES = sys.getsizeof(set())
+_EMPTY_SET_BYTES = getsizeof(set())
 #: bytes per slot of a set's table (hash and pointer)
 _SET_SLOT_BYTES = 16
 
@@ -549,6 +548,6 @@ def compacted(names):
     slots = 8
     while slots <= 2 * len(names):
         slots <<= 1
-    if sys.getsizeof(names) > _EMPTY_SET_BYTES + _SET_SLOT_BYTES * slots:
+    if getsizeof(names) > _EMPTY_SET_BYTES + _SET_SLOT_BYTES * slots:
         return set(names)
     return names
