@@ -177,46 +177,59 @@ def titles(d):
     return {name: (title.format(minutes=minutes), caption) for name, (title, caption) in CHARTS.items()}
 
 
-def draw(d, directory):
-    """Write every chart of ``CHARTS`` into ``directory``; returns {name: file name}.
-
-    matplotlib is imported here, not with the module: ``report.main`` imports it on another thread while
-    the JVM starts (``overlap.preload``), half a second a report no longer waits for."""
-    from spark import charts
-    os.makedirs(directory, exist_ok=True)
+def chart_calls(d, directory):
+    """Every chart of ``CHARTS`` as a call of ``spark.charts`` (function name, args, kwargs) writing into
+    ``directory``: plain data, so that a worker process can draw it (``chartworkers``)."""
     t = titles(d)
     covered, bucket = d["covered"], d["bucket"]
+    calls = []
 
     def p(name):
         return os.path.join(directory, name + ".png")
 
-    charts.bars(p("lines_by_kind"), t["lines_by_kind"][0], [k for k, _ in d["kinds"]], [v for _, v in d["kinds"]],
-                "lines", log=True)
-    charts.series(p("liveness_events"), t["liveness_events"][0], d["liveness_series"],
-                  "events per %d min (log above 1)" % (bucket // 60000), covered, bucket, log="symlog")
-    charts.sessions(p("liveness_sessions"), t["liveness_sessions"][0], d["sessions"], d["lanes"], d["lane_flaps"],
-                    covered, bucket)
-    charts.bars(p("heartbeat_intervals"), t["heartbeat_intervals"][0], [b for b, _ in d["interval_hist"]],
-                [n for _, n in d["interval_hist"]], "interval (s)", horizontal=False, log=True, ylabel="intervals")
+    def call(function, *args, **kwargs):
+        calls.append((function, args, kwargs))
+
+    call("bars", p("lines_by_kind"), t["lines_by_kind"][0], [k for k, _ in d["kinds"]], [v for _, v in d["kinds"]],
+         "lines", log=True)
+    call("series", p("liveness_events"), t["liveness_events"][0], d["liveness_series"],
+         "events per %d min (log above 1)" % (bucket // 60000), covered, bucket, log="symlog")
+    call("sessions", p("liveness_sessions"), t["liveness_sessions"][0], d["sessions"], d["lanes"], d["lane_flaps"],
+         covered, bucket)
+    call("bars", p("heartbeat_intervals"), t["heartbeat_intervals"][0], [b for b, _ in d["interval_hist"]],
+         [n for _, n in d["interval_hist"]], "interval (s)", horizontal=False, log=True, ylabel="intervals")
     names, rows = d["drift_top"]
-    charts.bars(p("heartbeat_drift"), t["heartbeat_drift"][0],
-                ["%s @ %s" % (r[names.index("brokerAddr")], r[names.index("server")]) for r in rows],
-                [r[names.index("lateIntervals")] for r in rows], "late intervals")
-    charts.series(p("requests"), t["requests"][0], d["request_series"], "requests/min", covered, bucket, log=True)
-    charts.series(p("request_latency"), t["request_latency"][0], d["latency_series"], "p99 latency (ms)", covered,
-                  bucket, log=True, zero=False)
+    call("bars", p("heartbeat_drift"), t["heartbeat_drift"][0],
+         ["%s @ %s" % (r[names.index("brokerAddr")], r[names.index("server")]) for r in rows],
+         [r[names.index("lateIntervals")] for r in rows], "late intervals")
+    call("series", p("requests"), t["requests"][0], d["request_series"], "requests/min", covered, bucket, log=True)
+    call("series", p("request_latency"), t["request_latency"][0], d["latency_series"], "p99 latency (ms)", covered,
+         bucket, log=True, zero=False)
     names, rows = d["codes"]
     with_errors = [r for r in rows if r[names.index("errors")]]
-    charts.bars(p("request_errors"), t["request_errors"][0],
-                ["%s (%s)" % (r[names.index("name")], r[names.index("code")]) for r in with_errors],
-                [100.0 * r[names.index("errorRate")] for r in with_errors], "% of requests answered with an error")
+    call("bars", p("request_errors"), t["request_errors"][0],
+         ["%s (%s)" % (r[names.index("name")], r[names.index("code")]) for r in with_errors],
+         [100.0 * r[names.index("errorRate")] for r in with_errors], "% of requests answered with an error")
     names, rows = d["churn_top"]
-    charts.bars(p("topic_churn"), t["topic_churn"][0], [r[names.index("topic")] for r in rows],
-                [r[names.index("changes")] for r in rows], "broker-set changes")
+    call("bars", p("topic_churn"), t["topic_churn"][0], [r[names.index("topic")] for r in rows],
+         [r[names.index("changes")] for r in rows], "broker-set changes")
     names, rows = d["vanished_top"]
-    charts.bars(p("topic_vanished"), t["topic_vanished"][0],
-                ["%s @ %s" % (r[names.index("topic")], r[names.index("server")]) for r in rows],
-                [r[names.index("vanishedMs")] / 60000.0 for r in rows], "minutes without any broker")
-    charts.series(p("ns_disagreement"), t["ns_disagreement"][0], d["disagreement_series"],
-                  "brokers in disagreement", covered, bucket)
+    call("bars", p("topic_vanished"), t["topic_vanished"][0],
+         ["%s @ %s" % (r[names.index("topic")], r[names.index("server")]) for r in rows],
+         [r[names.index("vanishedMs")] / 60000.0 for r in rows], "minutes without any broker")
+    call("series", p("ns_disagreement"), t["ns_disagreement"][0], d["disagreement_series"],
+         "brokers in disagreement", covered, bucket)
+    return calls
+
+
+def draw(d, directory, workers=None):
+    """Write every chart of ``CHARTS`` into ``directory`` (by ``workers``, a ``chartworkers.ChartWorkers``, when
+    given); returns {name: file name}."""
+    os.makedirs(directory, exist_ok=True)
+    calls = chart_calls(d, directory)
+    if workers is not None:
+        workers.draw(calls)
+    else:
+        from spark import chartworkers
+        chartworkers.draw_here(calls)
     return {name: name + ".png" for name in CHARTS}

@@ -48,12 +48,13 @@ if __name__ == "__main__" and missing_extras():
     sys.exit(missing_extras())
 
 from pyspark import StorageLevel
-from spark import (collect, digest, disagreement, headline, heartbeat, htmlreport, incremental, ingest, javalog,
-                   overlap, progress, request_mix, topic_churn)
+from spark import (chartworkers, collect, digest, disagreement, headline, heartbeat, htmlreport, incremental, ingest,
+                   javalog, overlap, progress, request_mix, topic_churn)
 from spark.liveness import Liveness, close_sessions
 from spark.output import LocalStaging, OutputDir
 from spark.classcache import ClassCache
-from spark.session import launch, quick_jit_conf, shutdown_jvm, under_spark_submit
+from spark.session import (INTERPRETED, INTERPRETED_BELOW_BYTES, launch, quick_jit_conf, shutdown_jvm,
+                           under_spark_submit)
 
 WORK = "_work/lines"
 
@@ -141,14 +142,28 @@ LARGE = ("request_minutely",)
 PHASES = ("staging", "requests", "tables", "disagreement", "files", "charts and html")
 
 
-def run(spark, inputs, output, progress_display=None, **options):
+def run(spark, inputs, output, progress_display=None, chart_workers=None, codegen=None, **options):
+    """``report_tables`` with the session's settings for this input: below ``INTERPRETED_BELOW_BYTES`` (or
+    with ``codegen=False``) Spark's expressions are interpreted, not compiled (``session.INTERPRETED``);
+    ``codegen=True`` keeps generated code whatever the size. The session's settings are restored after."""
+    if codegen is None:
+        size = ingest.input_bytes(spark, inputs, INTERPRETED_BELOW_BYTES)
+        codegen = size is None or size >= INTERPRETED_BELOW_BYTES
+    with ingest.sql_conf(spark, {} if codegen else INTERPRETED):
+        summary = report_tables(spark, inputs, output, progress_display, chart_workers, **options)
+    summary["codegen"] = bool(codegen)
+    return summary
+
+
+def report_tables(spark, inputs, output, progress_display=None, chart_workers=None, **options):
     """Build every table, the charts and ``report.html``; returns a summary (row counts, timings, jobs).
 
-    The Spark jobs of a run: staging the lines (one parse, written once), the broker identities'
-    broadcast, ONE collect of every small table and the page's aggregates, and the large table's Parquet
-    and CSV (from the collect's cached rows, on another thread while the driver works on the rest). What only joins small collected tables (sessions and vanished topics with the
-    servers' last events, the busiest server per topic, the name-server disagreement) is computed on the
-    driver, and so are the small tables' files, the charts and the page.
+    The Spark jobs of a run: staging the lines (one parse, written once), ONE collect of every small
+    table and the page's aggregates, and the large table's Parquet and CSV (from the collect's cached
+    rows, on another thread while the driver works on the rest). What only joins small collected tables
+    (sessions and vanished topics with the servers' last events, the busiest server per topic, the
+    name-server disagreement) is computed on the driver, and so are the small tables' files and the page;
+    the charts are drawn by ``chart_workers`` (``chartworkers.ChartWorkers``) when given.
     """
     opts = dict(DEFAULTS, **options)
     show = progress.PhaseTimes(spark, progress_display)
@@ -215,7 +230,7 @@ def run(spark, inputs, output, progress_display=None, **options):
                      flap_minutes="%g" % opts["flap_minutes"],
                      drift_limit_s="%g" % (opts["heartbeat_period_s"] + opts["drift_tolerance_s"]))
     with LocalStaging() as local:
-        images = digest.draw(data, os.path.join(local, "charts"))
+        images = digest.draw(data, os.path.join(local, "charts"), chart_workers)
         for image in images.values():
             out.put_file(os.path.join(local, "charts", image), "charts/" + image)
         page = os.path.join(local, "report.html")
@@ -254,7 +269,16 @@ def main(argv=None):
     existing = SparkSession.getActiveSession()
     user_conf = dict(item.split("=", 1) for item in args.conf if "=" in item)
     session_started = time.time()
-    overlap.preload("spark.charts")   # matplotlib, while the JVM starts
+    workers = chartworkers.ChartWorkers()   # they import matplotlib while the JVM starts
+    try:
+        return _main(args, existing, user_conf, session_started, workers)
+    finally:
+        workers.close()
+
+
+def _main(args, existing, user_conf, session_started, workers):
+    if not workers.count:
+        overlap.preload("spark.charts")   # the driver draws: matplotlib, while the JVM starts
     conf = dict(quick_jit_conf(ingest.split_inputs(args.input), user_conf), **user_conf)
     cache = None
     if (existing is None and not under_spark_submit() and not args.no_class_cache
@@ -269,7 +293,7 @@ def main(argv=None):
                           heartbeat_period_s=args.heartbeat_period_s, drift_tolerance_s=args.drift_tolerance_s,
                           min_disagreement_ms=args.min_disagreement_ms, java_tz=args.java_tz, top=args.top,
                           keep_work=args.keep_work, since=args.since, until=args.until,
-                          incremental=args.incremental)
+                          incremental=args.incremental, chart_workers=workers)
             summary["jvm_cpu_seconds"] = jvm_cpu_seconds(spark)
         finally:
             shown.close()

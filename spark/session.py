@@ -23,8 +23,8 @@ RUNTIME_CONF = {
     # report is a handful of actions over plans with many shuffles (the small tables in one collect). The
     # shuffle partitions are set to the cores already, what adaptive execution would mostly coalesce to.
     "spark.sql.adaptive.enabled": "false",
-    # ... and a join Spark guesses small is broadcast by a job of its own too: only the joins that ask for
-    # a broadcast (a small table against every heartbeat) get one.
+    # ... and a join Spark guesses small is broadcast by a job of its own too (the one join of a small table
+    # against every heartbeat is a shuffled hash join, ``ingest.broker_events``).
     "spark.sql.autoBroadcastJoinThreshold": "-1",
     # HotSpot does not compile a method above 8,000 bytes of bytecode: the staging query's generated loop
     # (every column of both log formats) is about 21,000, and ran interpreted for every line. At this
@@ -49,6 +49,18 @@ LOCAL_CONF = {
 
 #: Input below this size (local files) is a small report, whose JVM mostly warms up: see ``quick_jit_conf``.
 SMALL_INPUT_BYTES = 256 * 1024 * 1024
+#: Input below this size is planned and run by Spark's interpreted expressions (``INTERPRETED``). Measured on
+#: 2 cores, generated code against interpreted: 111 lines 19.1-21.3 s against 15.1-16.1; 28 k lines (6.3 MB)
+#: 27.8-31.1 against 23.4-27.5; 87 k lines (20 MB) 34.3-36.8 against 31.4-34.0; 254 k lines (59 MB)
+#: 39.5 against 47.0-52.8 (the crossing is past 20 MB; this leaves a margin).
+INTERPRETED_BELOW_BYTES = 16 * 1024 * 1024
+#: Projections, predicates, orderings and joins' keys evaluated by Spark's interpreted expressions instead of
+#: Java source compiled by Janino (and then by the JIT) for every query: a small report has milliseconds of
+#: data and hundreds of such classes to compile (313 at 254 k lines, 3.5 s of the driver's time before
+#: its jobs start, plus the JIT's). The setting is Spark's own switch for the path its generated code
+#: falls back to when it does not compile (``spark.sql.codegen.factoryMode``, marked internal); whole-stage
+#: code generation is not affected. A runtime SQL setting: it applies under spark-submit too.
+INTERPRETED = {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 #: The JIT's first tier only. A small report's JVM spent half its CPU in the C2 compiler threads (44 of 97
 #: CPU seconds at 254 k lines), compiling code that then ran for seconds; with C1 alone the report took 55.
 QUICK_JIT = "-XX:TieredStopAtLevel=1"

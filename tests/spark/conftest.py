@@ -76,7 +76,7 @@ def generated(tmp_path_factory):
 def generated_report(spark, generated, tmp_path_factory):
     from spark import report
     out = str(tmp_path_factory.mktemp("report-json"))
-    summary = report.run(spark, [generated[0]], out)
+    summary = report.run(spark, [generated[0]], out, codegen=True)   # the others are small: interpreted
     return out, summary
 
 

@@ -193,3 +193,14 @@ def test_disagreement_between_name_servers(generated, generated_report, read_tab
     for r in rows:
         total[r["brokerAddr"]] += r["durationMs"]
     assert per_broker == total
+
+
+def test_small_reports_are_interpreted_and_the_session_keeps_its_settings(spark, quiet_report, generated_report,
+                                                                          tmp_path):
+    from spark import ingest
+    assert quiet_report[1]["codegen"] is False                  # 1 h of 2 servers: below 16 MB
+    assert generated_report[1]["codegen"] is True               # asked for: both paths give the oracle's answers
+    assert spark.conf.get("spark.sql.codegen.factoryMode", "FALLBACK") == "FALLBACK"
+    (tmp_path / "a.log").write_bytes(b"x" * 100)
+    assert ingest.input_bytes(spark, [str(tmp_path)], 50) > 50
+    assert ingest.input_bytes(spark, ["file://" + str(tmp_path / "*.log")], 1000) == 100
