@@ -175,6 +175,38 @@ def stage(spark, inputs, path, java_tz=javalog.DEFAULT_TZ):
     return missing
 
 
+def stage_in_memory(spark, inputs, java_tz=javalog.DEFAULT_TZ):
+    """(classified lines, inputs that matched nothing): a DataFrame whose lines are classified by the first
+    job that reads them and then kept by the executors (a local checkpoint: memory, then their disks),
+    instead of written to Parquet and read back (``stage``). No job runs here, so the report's other
+    frames can be built and planned on it while ``materialize`` runs that first job on another thread.
+
+    For small inputs on a local master only: the kept rows are uncompressed, and a local checkpoint has no
+    lineage to recompute from, so on a cluster a lost executor would fail the report; the Parquet stage is
+    columnar and survives on the output's file system. (``persist`` keeps the lineage, but building its
+    columnar cache cost more than the Parquet stage: 39.0, 39.2 s at 254 k lines, against 33.8, 33.8 s
+    with the checkpoint and 37.9, 39.6 s with Parquet.)"""
+    lines, missing = read_lines(spark, inputs)
+    splits = SPLITS_PER_CORE * max(1, spark.sparkContext.defaultParallelism)
+    with sql_conf(spark, {"spark.sql.files.minPartitionNum": str(splits)}):   # planned here: the scan's splits
+        staged = classify(lines, java_tz).select(*stage_schema().names).localCheckpoint(eager=False)
+    return staged, missing
+
+
+def materialize(staged):
+    """Run the job that classifies and keeps the lines of ``stage_in_memory`` (it writes nothing)."""
+    staged.write.format("noop").mode("overwrite").save()
+
+
+def release(staged):
+    """Drop the kept lines of ``stage_in_memory`` (``DataFrame.unpersist`` does not reach a checkpoint's
+    blocks: they belong to the RDD under its plan)."""
+    try:
+        staged._jdf.logicalPlan().rdd().unpersist(False)
+    except Exception:  # noqa: BLE001 - a plan of another shape keeps nothing of ours
+        pass
+
+
 @contextlib.contextmanager
 def sql_conf(spark, settings):
     """Session settings for the queries run inside the block (planned there: a scan's splits), then
@@ -213,6 +245,11 @@ def load_stage(spark, path, since=None, until=None, partitions=("event",)):
     staged = spark.read.schema(stage_schema(partitions)).parquet(path)
     if partitions != ("event",):
         staged = staged.select(*[name for name in stage_schema().names])
+    return in_window(staged, since, until)
+
+
+def in_window(staged, since=None, until=None):
+    """``staged`` without the events outside [since, until) (lines without a time are kept)."""
     ts = F.col("ts")
     if since is not None:
         staged = staged.filter(ts.isNull() | (ts >= F.lit(since)))

@@ -155,10 +155,24 @@ def run(spark, inputs, output, progress_display=None, chart_workers=None, codege
     return summary
 
 
+#: Input below this size, on a local master, is staged in memory (``ingest.stage_in_memory``), not as
+#: Parquet: the report's frames are built and planned while the lines are classified, and nothing is
+#: written and read back. 254 k lines (59 MB): 33.8, 33.8 s against 37.9, 39.6 s, same answers.
+MEMORY_STAGE_BELOW_BYTES = 128 * 1024 * 1024
+
+
+def in_memory_stage(spark, inputs):
+    if not spark.sparkContext.master.startswith("local"):
+        return False
+    size = ingest.input_bytes(spark, inputs, MEMORY_STAGE_BELOW_BYTES)
+    return size is not None and size < MEMORY_STAGE_BELOW_BYTES
+
+
 def report_tables(spark, inputs, output, progress_display=None, chart_workers=None, **options):
     """Build every table, the charts and ``report.html``; returns a summary (row counts, timings, jobs).
 
-    The Spark jobs of a run: staging the lines (one parse, written once), ONE collect of every small
+    The Spark jobs of a run: staging the lines (one parse: kept in memory for a small input on a local
+    master, while the other frames are built on it, else written once as Parquet), ONE collect of every small
     table and the page's aggregates, and the large table's Parquet and CSV (from the collect's cached
     rows, on another thread while the driver works on the rest). What only joins small collected tables
     (sessions and vanished topics with the servers' last events, the busiest server per topic, the
@@ -170,15 +184,21 @@ def report_tables(spark, inputs, output, progress_display=None, chart_workers=No
     started = time.time()
     out = OutputDir(spark, output)
     show.phase("staging")
+    classifying = None
     if opts["incremental"]:
         staging = incremental.update(spark, out, inputs, opts["java_tz"])
         missing = staging["missing"]
         staged = ingest.load_stage(spark, out.path(incremental.STAGE), opts["since"], opts["until"],
                                    partitions=("fileId", "event"))
-    else:
+    elif opts["keep_work"] or not in_memory_stage(spark, inputs):
         missing = ingest.stage(spark, inputs, out.path(WORK), opts["java_tz"])
         staging = None
         staged = ingest.load_stage(spark, out.path(WORK), opts["since"], opts["until"])
+    else:
+        kept, missing = ingest.stage_in_memory(spark, inputs, opts["java_tz"])
+        staging = None
+        classifying = overlap.Background(ingest.materialize, kept)
+        staged = ingest.in_window(kept, opts["since"], opts["until"])
     events = ingest.events_of(staged)
 
     show.phase("requests")
@@ -239,12 +259,16 @@ def report_tables(spark, inputs, output, progress_display=None, chart_workers=No
         out.put_file(page, "report.html")
     large.result()
     minute.unpersist()
+    if classifying is not None:
+        classifying.result()
+        ingest.release(kept)
     if not opts["keep_work"]:
         out.delete("_work")
     phases = show.finish()
     summary = {"output": output, "tables": counts, "lines": dict(data["kinds"]), "missing": missing,
                "seconds": round(time.time() - started, 1), "phases": phases,
-               "jobs": progress.total_jobs(phases), "healthy": data["headline"]["healthy"]}
+               "jobs": progress.total_jobs(phases), "healthy": data["headline"]["healthy"],
+               "stage": "incremental" if staging is not None else "memory" if classifying is not None else "parquet"}
     if staging is not None:
         summary["files"] = {"read": len(staging["read"]), "kept": len(staging["kept"]),
                             "dropped": len(staging["dropped"])}

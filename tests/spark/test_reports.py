@@ -1,5 +1,6 @@
 """Every report on generated JSON logs, checked against plain-Python answers from the same events."""
 
+import os
 from collections import Counter
 
 import pytest
@@ -204,3 +205,17 @@ def test_small_reports_are_interpreted_and_the_session_keeps_its_settings(spark,
     (tmp_path / "a.log").write_bytes(b"x" * 100)
     assert ingest.input_bytes(spark, [str(tmp_path)], 50) > 50
     assert ingest.input_bytes(spark, ["file://" + str(tmp_path / "*.log")], 1000) == 100
+
+
+def test_a_small_local_report_stages_its_lines_in_memory_and_lets_them_go(spark, quiet_report, formats_report,
+                                                                          tmp_path):
+    from spark import report
+    assert quiet_report[1]["stage"] == "memory"
+    assert formats_report[1]["stage"] == "parquet"          # --keep-work keeps the Parquet stage
+    assert os.path.isdir(os.path.join(formats_report[0], "_work", "lines"))
+    kept = spark.sparkContext._jsc.sc().getPersistentRDDs().size()
+    logs = os.path.join(os.path.dirname(__file__), "..", "data", "eventlog")
+    again = report.run(spark, [logs], str(tmp_path / "again"))
+    assert again["stage"] == "memory" and again["tables"]["input_lines"] >= 1
+    assert spark.sparkContext._jsc.sc().getPersistentRDDs().size() == kept
+    assert not os.path.exists(str(tmp_path / "again" / "_work"))
