@@ -142,33 +142,29 @@ LARGE = ("request_minutely",)
 PHASES = ("staging", "requests", "tables", "disagreement", "files", "charts and html")
 
 
-def run(spark, inputs, output, progress_display=None, chart_workers=None, codegen=None, **options):
-    """``report_tables`` with the session's settings for this input: below ``INTERPRETED_BELOW_BYTES`` (or
-    with ``codegen=False``) Spark's expressions are interpreted, not compiled (``session.INTERPRETED``);
-    ``codegen=True`` keeps generated code whatever the size. The session's settings are restored after."""
-    if codegen is None:
-        size = ingest.input_bytes(spark, inputs, INTERPRETED_BELOW_BYTES)
-        codegen = size is None or size >= INTERPRETED_BELOW_BYTES
-    with ingest.sql_conf(spark, {} if codegen else INTERPRETED):
-        summary = report_tables(spark, inputs, output, progress_display, chart_workers, **options)
-    summary["codegen"] = bool(codegen)
-    return summary
-
-
 #: Input below this size, on a local master, is staged in memory (``ingest.stage_in_memory``), not as
 #: Parquet: the report's frames are built and planned while the lines are classified, and nothing is
 #: written and read back. 254 k lines (59 MB): 33.8, 33.8 s against 37.9, 39.6 s, same answers.
 MEMORY_STAGE_BELOW_BYTES = 128 * 1024 * 1024
 
 
-def in_memory_stage(spark, inputs):
-    if not spark.sparkContext.master.startswith("local"):
-        return False
-    size = ingest.input_bytes(spark, inputs, MEMORY_STAGE_BELOW_BYTES)
-    return size is not None and size < MEMORY_STAGE_BELOW_BYTES
+def run(spark, inputs, output, progress_display=None, chart_workers=None, codegen=None, **options):
+    """``report_tables`` with the session's settings for this input: below ``INTERPRETED_BELOW_BYTES`` (or
+    with ``codegen=False``) Spark's expressions are interpreted, not compiled (``session.INTERPRETED``);
+    ``codegen=True`` keeps generated code whatever the size. The session's settings are restored after.
+    Below ``MEMORY_STAGE_BELOW_BYTES`` on a local master the lines are staged in memory."""
+    size = ingest.input_bytes(spark, inputs, MEMORY_STAGE_BELOW_BYTES)   # None: a file system that cannot tell
+    if codegen is None:
+        codegen = size is None or size >= INTERPRETED_BELOW_BYTES
+    in_memory = (size is not None and size < MEMORY_STAGE_BELOW_BYTES
+                 and spark.sparkContext.master.startswith("local"))
+    with ingest.sql_conf(spark, {} if codegen else INTERPRETED):
+        summary = report_tables(spark, inputs, output, progress_display, chart_workers, in_memory, **options)
+    summary["codegen"] = bool(codegen)
+    return summary
 
 
-def report_tables(spark, inputs, output, progress_display=None, chart_workers=None, **options):
+def report_tables(spark, inputs, output, progress_display=None, chart_workers=None, in_memory=False, **options):
     """Build every table, the charts and ``report.html``; returns a summary (row counts, timings, jobs).
 
     The Spark jobs of a run: staging the lines (one parse: kept in memory for a small input on a local
@@ -190,7 +186,7 @@ def report_tables(spark, inputs, output, progress_display=None, chart_workers=No
         missing = staging["missing"]
         staged = ingest.load_stage(spark, out.path(incremental.STAGE), opts["since"], opts["until"],
                                    partitions=("fileId", "event"))
-    elif opts["keep_work"] or not in_memory_stage(spark, inputs):
+    elif opts["keep_work"] or not in_memory:
         missing = ingest.stage(spark, inputs, out.path(WORK), opts["java_tz"])
         staging = None
         staged = ingest.load_stage(spark, out.path(WORK), opts["since"], opts["until"])
