@@ -81,7 +81,8 @@ def test_kill_9_of_the_new_process_mid_takeover_leaves_the_old_one_serving(tmp_p
         broker = BlockingRemotingClient("127.0.0.1", old.port)   # kept open: closing it unregisters
         assert broker.call(register_request("C", "b-crash", "127.0.0.1:10911", topics=["Kept", "Other"])).code == 0
         new = start_takeover(old)
-        wait_for(lambda: "takeover by process" in old.log(), 30, "the takeover to begin")
+        # mid takeover: draining, past the first copy (a kill during the first copy is only "abandoned")
+        wait_for(lambda: "): draining" in old.log(), 30, "the takeover to drain")
         new_workers = children(new.process.pid)
         new.process.kill()
         new.process.wait()
