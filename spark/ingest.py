@@ -189,7 +189,13 @@ def stage_in_memory(spark, inputs, java_tz=javalog.DEFAULT_TZ):
     lines, missing = read_lines(spark, inputs)
     splits = SPLITS_PER_CORE * max(1, spark.sparkContext.defaultParallelism)
     with sql_conf(spark, {"spark.sql.files.minPartitionNum": str(splits)}):   # planned here: the scan's splits
-        staged = classify(lines, java_tz).select(*stage_schema().names).localCheckpoint(eager=False)
+        classified = classify(lines, java_tz).select(*stage_schema().names)
+        staged = classified.localCheckpoint(eager=False)
+    # The plan under the checkpoint holds its operators' metrics, which the driver keeps only while they
+    # are referenced. Tasks serialized before the staging job ended (the collect starts while it runs)
+    # still report those metrics, and a driver that had dropped them logged an ERROR per task and metric
+    # ("non-existent accumulator"). Kept until ``release``.
+    staged._namesrv_unstaged = classified
     return staged, missing
 
 
@@ -201,6 +207,7 @@ def materialize(staged):
 def release(staged):
     """Drop the kept lines of ``stage_in_memory`` (``DataFrame.unpersist`` does not reach a checkpoint's
     blocks: they belong to the RDD under its plan)."""
+    staged.__dict__.pop("_namesrv_unstaged", None)
     try:
         staged._jdf.logicalPlan().rdd().unpersist(False)
     except Exception:  # noqa: BLE001 - a plan of another shape keeps nothing of ours
