@@ -111,7 +111,9 @@ def run_report(directory, out, master, driver_memory, submit=None, conf=()):
     """(wall seconds, the report's JSON summary); ``submit``: (spark-submit, zip, launcher, environment)."""
     if submit:
         spark_submit, archive, launcher, env = submit
-        cmd = [spark_submit, "--master", master, "--py-files", archive, "--conf", "spark.driver.host=127.0.0.1",
+        from spark.session import SUBMIT_DRIVER_JAVA_OPTIONS
+        cmd = [spark_submit, "--master", master, "--driver-java-options", SUBMIT_DRIVER_JAVA_OPTIONS,
+               "--py-files", archive, "--conf", "spark.driver.host=127.0.0.1",
                "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", "spark.driver.memory=%s" % driver_memory,
                launcher, "--input", directory, "--output", out, "--json"]
     else:

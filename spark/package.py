@@ -81,8 +81,10 @@ def main(argv=None):
     p.add_argument("--dist", default="dist", help="directory for spark.zip and spark_report.py (created)")
     args = p.parse_args(argv)
     archive, launcher = build(args.dist)
+    from spark.session import SUBMIT_DRIVER_JAVA_OPTIONS
     print("%s\n%s" % (archive, launcher))
-    print("spark-submit --py-files %s %s --input LOGS --output REPORT_DIR" % (archive, launcher), file=sys.stderr)
+    print("spark-submit --driver-java-options '%s' --py-files %s %s --input LOGS --output REPORT_DIR"
+          % (SUBMIT_DRIVER_JAVA_OPTIONS, archive, launcher), file=sys.stderr)
     return 0
 
 

@@ -20,6 +20,7 @@ import zipfile
 import pytest
 
 from spark import package, report
+from spark.session import SUBMIT_DRIVER_JAVA_OPTIONS
 from tests.spark import cluster
 from tests.spark.conftest import DATA, SAMPLES, assert_same_tables
 
@@ -60,6 +61,7 @@ def _submit_command(standalone, mixed, base, out):
     env.pop("PYTHONPATH", None)
     inputs = [mixed[0]] + [os.path.join(DATA, d) for d in SAMPLES]
     cmd = ([os.path.join(cluster.SPARK_HOME, "bin", "spark-submit"), "--master", standalone.url,
+            "--driver-java-options", SUBMIT_DRIVER_JAVA_OPTIONS,   # as the README's command
             "--py-files", archive] + _conf() + [launcher, "--output", out, "--quiet"]
            + ["--input=" + i for i in inputs])
     return cmd, str(base), env
