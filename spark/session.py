@@ -68,7 +68,7 @@ QUICK_JIT = "-XX:TieredStopAtLevel=1"
 #: the report cannot choose its JIT there. On a cluster the driver plans the queries and takes the
 #: collected rows, and the executors read the lines; the JIT's first tier suits that work. Default tiers
 #: compile Spark's planning code with C2 for nothing. 107 lines through spark-submit on the standalone
-#: cluster (2 cores): driver JVM CPU 24.8-28.2 s against 44.7-48.8 s, end to end 32.0-37.3 s against
+#: cluster (2 cores): driver JVM CPU 23.5-28.2 s against 44.7-48.8 s, end to end 30.5-37.3 s against
 #: 39.1-41.5 s.
 SUBMIT_DRIVER_JAVA_OPTIONS = QUICK_JIT
 
