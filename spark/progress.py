@@ -106,6 +106,29 @@ def total_jobs(phases):
     return None if not counts or None in counts else sum(counts)
 
 
+#: How long a phase change waits for Spark's listener bus (it is empty within milliseconds when no job runs).
+SETTLE_MS = 1000
+
+
+def listener_bus_settler(spark, timeout_ms=SETTLE_MS):
+    """A call that waits until Spark's listener bus has delivered what was posted, at most ``timeout_ms``.
+
+    The status tracker learns of a job from that bus, after the action that ran it has returned: counted
+    right away, a phase's last job could be counted in the next phase. A no-op where the bus cannot be
+    reached."""
+    try:
+        bus = spark.sparkContext._jsc.sc().listenerBus()
+    except Exception:  # noqa: BLE001 - not a JVM-backed context: nothing to wait for
+        return lambda: None
+
+    def settle():
+        try:
+            bus.waitUntilEmpty(timeout_ms)
+        except Exception:  # noqa: BLE001 - still busy after the timeout: count what is known
+            pass
+    return settle
+
+
 class PhaseTimes:
     """Wall seconds and Spark jobs per phase of a run (the summary's ``phases``: a built-in profile).
 
@@ -115,12 +138,14 @@ class PhaseTimes:
 
     def __init__(self, spark, display=None, clock=time.monotonic):
         self.tracker = spark.sparkContext.statusTracker()
+        self.settle = listener_bus_settler(spark)
         self.display = display or NoProgress()
         self.clock = clock
         self.rows = []
         self._current = None
 
     def _jobs(self):
+        self.settle()
         try:
             return len(self.tracker.getJobIdsForGroup(None))
         except Exception:  # noqa: BLE001 - a tracker that cannot answer leaves the count out

@@ -90,3 +90,24 @@ def test_phase_times_count_seconds_and_jobs_per_phase():
     assert times.finish() == [{"phase": "staging", "seconds": 40.0, "jobs": 1},
                               {"phase": "liveness", "seconds": 15.5, "jobs": 3}]
     assert shown == ["staging", "liveness"]
+
+
+def test_phase_times_wait_for_the_listener_bus_before_counting_jobs():
+    """The status tracker hears of a job through Spark's listener bus, after the action returned: a phase
+    is closed only once the bus has delivered what was posted, so its last job is not counted in the next."""
+    tracker, events = FakeTracker(), []
+
+    class Bus:
+        def waitUntilEmpty(self, timeout_ms):
+            events.append("settled")
+            tracker.all_jobs = tracker.all_jobs + [len(tracker.all_jobs)]   # the job it had not yet heard of
+
+    context = SimpleNamespace(statusTracker=lambda: tracker,
+                              _jsc=SimpleNamespace(sc=lambda: SimpleNamespace(listenerBus=lambda: Bus())))
+    times = progress.PhaseTimes(SimpleNamespace(sparkContext=context), SimpleNamespace(phase=lambda name: None),
+                                clock=lambda: 0.0)
+    times.phase("staging")
+    times.phase("tables")
+    assert times.finish() == [{"phase": "staging", "seconds": 0.0, "jobs": 1},
+                              {"phase": "tables", "seconds": 0.0, "jobs": 1}]
+    assert events == ["settled"] * 4
