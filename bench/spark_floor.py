@@ -35,8 +35,7 @@ def parse_seconds(spark, inputs, classify=False):
     started = time.time()
     lines, _ = ingest.read_lines(spark, inputs)
     frame = ingest.classify(lines) if classify else lines.select(F.from_json("value", JSON_READ_SCHEMA).alias("j"))
-    splits = ingest.SPLITS_PER_CORE * max(1, spark.sparkContext.defaultParallelism)
-    with ingest.sql_conf(spark, {"spark.sql.files.minPartitionNum": str(splits)}):
+    with ingest.split_over_cores(spark):
         frame.write.format("noop").mode("overwrite").save()
     return round(time.time() - started, 2)
 
@@ -70,7 +69,7 @@ def main(argv=None):
     p.add_argument("--jit", choices=("report", "c2"), default="report")
     p.add_argument("--repeat", type=int, default=2, help="warm parses (the best is kept)")
     p.add_argument("--extrapolate", type=int, default=None, metavar="LINES",
-                   help="also print the warm parse's time for an input of LINES lines")
+                   help="also print the warm parse's and staging expression's times scaled to LINES lines")
     args = p.parse_args(argv)
     result = measure(args.input, args.master, args.jit, args.repeat)
     if args.extrapolate and result["lines"]:

@@ -160,6 +160,12 @@ LEAN_PARQUET = {"compression": "none", "parquet.size.statistics.enabled": "false
 SPLITS_PER_CORE = 4
 
 
+def split_over_cores(spark):
+    """``sql_conf`` for a scan of the input planned inside the block: ``SPLITS_PER_CORE`` splits per core."""
+    splits = SPLITS_PER_CORE * max(1, spark.sparkContext.defaultParallelism)
+    return sql_conf(spark, {"spark.sql.files.minPartitionNum": str(splits)})
+
+
 def stage(spark, inputs, path, java_tz=javalog.DEFAULT_TZ):
     """Classify every input line and write them to ``path`` (Parquet, one table; ``load_stage`` reads it).
 
@@ -169,8 +175,7 @@ def stage(spark, inputs, path, java_tz=javalog.DEFAULT_TZ):
     writer = classify(lines, java_tz).write.mode("overwrite")
     for key, value in LEAN_PARQUET.items():
         writer = writer.option(key, value)
-    splits = SPLITS_PER_CORE * max(1, spark.sparkContext.defaultParallelism)
-    with sql_conf(spark, {"spark.sql.files.minPartitionNum": str(splits)}):
+    with split_over_cores(spark):
         writer.parquet(path)
     return missing
 
@@ -187,8 +192,7 @@ def stage_in_memory(spark, inputs, java_tz=javalog.DEFAULT_TZ):
     columnar cache cost more than the Parquet stage: 39.0, 39.2 s at 254 k lines, against 33.8, 33.8 s
     with the checkpoint and 37.9, 39.6 s with Parquet.)"""
     lines, missing = read_lines(spark, inputs)
-    splits = SPLITS_PER_CORE * max(1, spark.sparkContext.defaultParallelism)
-    with sql_conf(spark, {"spark.sql.files.minPartitionNum": str(splits)}):   # planned here: the scan's splits
+    with split_over_cores(spark):   # planned here: the scan's splits
         classified = classify(lines, java_tz).select(*stage_schema().names)
         staged = classified.localCheckpoint(eager=False)
     # The plan under the checkpoint holds its operators' metrics, which the driver keeps only while they
