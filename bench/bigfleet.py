@@ -16,7 +16,8 @@ pipelining ``--depth`` GET_ROUTEINFO_BY_TOPIC of random topics each (as fast as 
 
 Printed: reads/s, the prober's p50/p99/max, the registrations' p50/p99 and the RSS of every
 process of the server (found by its listening port, so a Java NameServer given by ``--target``
-is measured the same way).
+is measured the same way), and the share of the CPUs' time the hypervisor stole meanwhile
+(``bench.hoststeal``: on a shared virtual machine it is most of the prober's tail).
 
 Scenarios: ``steady`` (the above); ``disconnect`` (halfway, every broker's connection closes at
 once, as when a switch reboots: the prober's worst read around it, and how long until the server
@@ -33,6 +34,7 @@ import subprocess
 import time
 
 from bench.bigfleet_brokers import FleetLayout, LayoutFleet
+from bench.hoststeal import StealWindow
 from bench.loadgen import LoadRun, LoadSpec
 from bench.servers import NamesrvServer
 from bench.serverprocs import listening_pids, server_rss_kib
@@ -129,9 +131,12 @@ class Run:
             fleet.start_beating(args.cycle, beating, grace=10.0)
             reads = LoadRun(self.port, templates, reads_spec, self.host).start()
             probe = LoadRun(self.port, templates, probe_spec, self.host).start()
+            steal = StealWindow(time.monotonic).start()
             event, beats = self.scenario_event(fleet)
             rss_peak = rss_mib(self.server_pids())
             reads_result, probe_result = reads.result(), probe.result()
+            steal.stop()
+            self.figures["host_steal_share"] = steal.share
             beats = beats or fleet.beat_result()
             self.figures["rss_mib"] = max(rss_peak, rss_mib(self.server_pids()))
         self.record(reads_result, probe_result, beats, event)
@@ -208,6 +213,8 @@ class Run:
                f["registration_p50_ms"] or 0, f["registration_p99_ms"] or 0),
             "RSS of all server processes: %.0f MiB (%.0f B/entry); idle after registering %.0f MiB"
             % (f["rss_mib"], f["bytes_per_entry"], f["rss_idle_mib"]),
+            "host: the hypervisor took %s of the CPUs' time during the reads (steal)"
+            % ("n/a" if f.get("host_steal_share") is None else "%.1f%%" % (100.0 * f["host_steal_share"])),
         ]
         if "dropped_brokers_forgotten_s" in f:
             lines.append("mass disconnect: brokers forgotten after %s s, main process CPU %s s"

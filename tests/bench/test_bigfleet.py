@@ -42,6 +42,7 @@ def test_each_scenario_prints_its_figures(scenario):
     assert figures["read_errors"] == 0 or scenario == "disconnect"     # the routes are gone after it
     assert figures["probe_reads"] > 0 and figures["probe_p99_ms"] > 0 and figures["rss_mib"] > 10
     assert figures["registrations"] > 0 and figures["registration_errors"] == 0
+    assert figures["host_steal_share"] is None or 0.0 <= figures["host_steal_share"] <= 1.0
     if scenario == "disconnect":
         assert figures["dropped_brokers_forgotten_s"] is not None
     if scenario == "takeover":
