@@ -13,8 +13,10 @@ no self-join, cost linear in the number of events):
 - a *flap* is an expiration followed by the next session start on the same server within
   ``flap_minutes``.
 
-Gap percentiles use ``percentile_approx`` (exact up to 10,000 gaps per broker, rank error below
-0.01 % above that).
+Gap percentiles are exact at any count: the value at rank ``ceil(q × n)`` of the broker's sorted
+gaps. That is what ``percentile_approx`` at accuracy 10,000 gave up to about that many gaps (a week of
+30 s heartbeats is twice as many), for about the same time (9.7 M lines: the aggregation 7.8 s instead
+of 11.7 s, end to end within the machine's noise).
 """
 
 from pyspark import StorageLevel
@@ -105,6 +107,17 @@ def flaps(bounds, flap_minutes):
                     F.col("nextTs").alias("reRegisteredAt"), down.alias("downMs")))
 
 
+QUANTILES = (0.5, 0.99)
+
+
+def rank_percentiles(sorted_values, quantiles=QUANTILES):
+    """The values at rank ``ceil(q × n)`` of an ascending array column (null where it is empty)."""
+    n = F.size(sorted_values)
+    picked = [F.element_at(sorted_values, F.greatest(F.lit(1), F.ceil(F.lit(float(q)) * n).cast("int")))
+              for q in quantiles]
+    return F.when(n > 0, F.array(*picked))
+
+
 def per_broker(tl, late_ms):
     """Per (server, broker), in one aggregation over the timeline (one pass, one percentile): what
     ``summary`` and ``heartbeat.drift`` report. ``late_ms``: intervals above it are late.
@@ -116,19 +129,20 @@ def per_broker(tl, late_ms):
 
     interval = F.col("gap").isNotNull()
     late = F.col("gap") > late_ms
-    pct = F.percentile_approx("gap", [0.5, 0.99], 10000)
-    return (tl.groupBy(*KEY)
+    agg = (tl.groupBy(*KEY)
             .agg(F.max("cluster").alias("cluster"), F.max("brokerName").alias("brokerName"),
                  F.max("brokerId").alias("brokerId"), count_of("broker_registered"),
                  count_of("broker_heartbeat"), count_of("broker_expired"), count_of("broker_unregistered"),
                  F.sum(F.col("sessionStart").cast("int")).alias("sessions"),
                  F.min("ts").alias("firstSeen"), F.max("ts").alias("lastSeen"),
-                 F.count("gap").alias("gaps"), pct.alias("_p"), F.max("gap").alias("gapMaxMs"),
+                 F.count("gap").alias("gaps"), F.array_sort(F.collect_list("gap")).alias("_gaps"),
+                 F.max("gap").alias("gapMaxMs"),
                  F.max(F.when(interval, F.col("cluster"))).alias("_intervalCluster"),
                  F.max(F.when(interval, F.col("brokerName"))).alias("_intervalBrokerName"),
                  F.sum(late.cast("int")).alias("lateIntervals"),
                  F.min(F.when(late, F.col("ts"))).alias("firstLateAt"),
                  F.max(F.when(late, F.col("ts"))).alias("lastLateAt")))
+    return agg.select("*", rank_percentiles(F.col("_gaps")).alias("_p")).drop("_gaps")
 
 
 def summary(agg, flap_rows):

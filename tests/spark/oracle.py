@@ -24,7 +24,7 @@ def read_events(directory):
 
 
 def rank_percentile(values, q):
-    """percentile_approx's definition for small inputs: the value at rank ceil(q * n)."""
+    """The report's gap percentile (``liveness.rank_percentiles``): the value at rank ceil(q * n)."""
     ordered = sorted(values)
     return ordered[max(1, math.ceil(q * len(ordered))) - 1]
 
