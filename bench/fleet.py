@@ -38,6 +38,7 @@ from bench.fleet_brokers import BROKERS_PER_GROUP, GROUPS_PER_BAND, REGISTER_WIN
     sample_topics
 from bench.loadgen import run_load
 from bench.memory import tree_rss_kib
+from bench.procstat import read_cpu_ticks
 from bench.servers import cpu_seconds
 from bench.wire import percentile, route_templates
 
@@ -57,8 +58,7 @@ _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 def machine_busy_seconds():
     """CPU seconds the whole machine spent busy (all cores), from the first line of /proc/stat."""
-    with open("/proc/stat") as f:
-        ticks = [int(v) for v in f.readline().split()[1:]]
+    ticks = read_cpu_ticks()
     idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
     return (sum(ticks[:8]) - idle) / _CLOCK_TICKS
 

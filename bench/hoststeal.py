@@ -9,25 +9,22 @@ own window, so that two runs, or two servers, are compared on equal terms.
 
 import os
 
-_STAT = "/proc/stat"
-_STEAL_FIELD = 8            # "cpu  user nice system idle iowait irq softirq steal ..."
+from bench.procstat import cpu_ticks, read_cpu_ticks
+
+_STEAL = 7                  # user nice system idle iowait irq softirq steal ...
 
 
 def steal_ticks(text):
     """Steal of all CPUs together, in clock ticks, from /proc/stat's text (None if it has none)."""
-    for line in text.splitlines():
-        fields = line.split()
-        if fields and fields[0] == "cpu":
-            return int(fields[_STEAL_FIELD]) if len(fields) > _STEAL_FIELD else None
-    return None
+    return _steal(cpu_ticks(text))
+
+
+def _steal(ticks):
+    return ticks[_STEAL] if ticks is not None and len(ticks) > _STEAL else None
 
 
 def _read():
-    try:
-        with open(_STAT) as f:
-            return steal_ticks(f.read())
-    except OSError:
-        return None
+    return _steal(read_cpu_ticks())
 
 
 class StealWindow:

@@ -2,6 +2,8 @@
 
 import os
 
+from spark import progress
+
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
 
 
@@ -18,7 +20,7 @@ def test_the_floor_s_passes_parse_or_classify_every_line_and_keep_nothing(spark)
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
         assert isinstance(seconds, float) and seconds >= 0
         # the status tracker learns of a job from Spark's listener bus, after the action has returned
-        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(60000)
+        progress.listener_bus_settler(spark, timeout_ms=60000)()
         jobs = tracker.getJobIdsForGroup("floor-%s" % classify)
         assert len(jobs) == 1                        # one pass: a job that writes nothing
         assert tracker.getJobInfo(jobs[0]).status == "SUCCEEDED"
