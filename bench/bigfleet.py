@@ -17,7 +17,8 @@ pipelining ``--depth`` GET_ROUTEINFO_BY_TOPIC of random topics each (as fast as 
 Printed: reads/s, the prober's p50/p99/max, the registrations' p50/p99 and the RSS of every
 process of the server (found by its listening port, so a Java NameServer given by ``--target``
 is measured the same way), and the share of the CPUs' time the hypervisor stole meanwhile
-(``bench.hoststeal``: on a shared virtual machine it is most of the prober's tail).
+(``bench.hoststeal``: on a shared virtual machine it is most of the prober's tail), with the guest
+kernel's halt polling it ran under (``bench.guestidle``).
 
 Scenarios: ``steady`` (the above); ``disconnect`` (halfway, every broker's connection closes at
 once, as when a switch reboots: the prober's worst read around it, and how long until the server
@@ -33,6 +34,7 @@ import shutil
 import subprocess
 import time
 
+from bench import guestidle
 from bench.bigfleet_brokers import FleetLayout, LayoutFleet
 from bench.hoststeal import StealWindow
 from bench.loadgen import LoadRun, LoadSpec
@@ -137,6 +139,9 @@ class Run:
             reads_result, probe_result = reads.result(), probe.result()
             steal.stop()
             self.figures["host_steal_share"] = steal.share
+            idle = guestidle.read()
+            self.figures.update(guest_idle_driver=idle["driver"], guest_halt_poll_ns=idle["halt_poll_ns"],
+                                guest_halt_poll_shrink=idle["shrink"])
             beats = beats or fleet.beat_result()
             self.figures["rss_mib"] = max(rss_peak, rss_mib(self.server_pids()))
         self.record(reads_result, probe_result, beats, event)
@@ -215,6 +220,8 @@ class Run:
             % (f["rss_mib"], f["bytes_per_entry"], f["rss_idle_mib"]),
             "host: the hypervisor took %s of the CPUs' time during the reads (steal)"
             % ("n/a" if f.get("host_steal_share") is None else "%.1f%%" % (100.0 * f["host_steal_share"])),
+            guestidle.describe({"driver": f.get("guest_idle_driver"), "halt_poll_ns": f.get("guest_halt_poll_ns"),
+                                "shrink": f.get("guest_halt_poll_shrink")}),
         ]
         if "dropped_brokers_forgotten_s" in f:
             lines.append("mass disconnect: brokers forgotten after %s s, main process CPU %s s"

@@ -4,7 +4,8 @@ On a shared virtual machine a vCPU can be descheduled by the host for millisecon
 guest's processes then wait whatever they run. At this workplace that is what a route read's tail
 mostly is: 94 % of the prober's reads over 2 ms had steal ticks around them, against 48 % of random
 instants (bench/results/bigfleet.md). A latency figure is therefore printed with the steal of its
-own window, so that two runs, or two servers, are compared on equal terms.
+own window, so that two runs, or two servers, are compared on equal terms. Where that steal comes from
+(vCPUs halting between reads) and what removes it: ``bench.guestidle``.
 """
 
 import os

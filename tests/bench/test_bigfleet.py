@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from bench import guestidle
 from bench.bigfleet_brokers import FleetLayout
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,6 +44,7 @@ def test_each_scenario_prints_its_figures(scenario):
     assert figures["probe_reads"] > 0 and figures["probe_p99_ms"] > 0 and figures["rss_mib"] > 10
     assert figures["registrations"] > 0 and figures["registration_errors"] == 0
     assert figures["host_steal_share"] is None or 0.0 <= figures["host_steal_share"] <= 1.0
+    assert figures["guest_halt_poll_ns"] == guestidle.read()["halt_poll_ns"]
     if scenario == "disconnect":
         assert figures["dropped_brokers_forgotten_s"] is not None
     if scenario == "takeover":
