@@ -28,7 +28,4 @@ def test_ranks_are_exact_below_and_far_above_ten_thousand_gaps(spark):
 
 
 def test_a_broker_without_gaps_has_no_percentiles(spark):
-    df = spark.createDataFrame([("k", None)], "key string, gap long")
-    got = (df.groupBy("key").agg(F.array_sort(F.collect_list("gap")).alias("g"))
-           .select(liveness.rank_percentiles(F.col("g")).alias("p")).collect())
-    assert got[0]["p"] is None
+    assert _percentiles(spark, {"k": [None]})["k"] is None
