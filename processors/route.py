@@ -16,15 +16,19 @@ import gc
 import hashlib
 import time
 
+from twisted.internet import defer
+from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from namesrv.interfaces import IReplicableProcessor
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import HeaderFieldError
+from namesrv.routes import topiclists
 from namesrv.routes.bodies import decode, encode
 from namesrv.routes.bodies.decode import BodyDecodeError
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.routes.queries import filter_by_zone
+from processors.sliced import SlicedAnswers
 
 #: 5.x's FAQUrl.APPLY_TOPIC_URL (4.9.8: http://rocketmq.apache.org/docs/faq/).
 FAQ_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
@@ -44,6 +48,11 @@ SINGLE_TOPIC_REFUSED = ("register broker failed: broker %s id %s at %s is not re
 NOT_READY = ("name server not ready: route queries are answered %.0f s after start (needWaitForService, "
              "waitSecondsForService) so that brokers re-register first; retry shortly")
 LIST_DISABLED = "disable: topic lists are switched off on this name server (%s=false); set it to true to allow them"
+TOO_LARGE = ("disable: this answer (%s) would take %s bytes, more than the %d-byte frame (maxFrameLength, 16 MiB "
+             "as every RocketMQ client's frameMaxLength) that a client accepts, so it is not sent; ask for less "
+             "(a topic's route, one cluster's topics) or raise both limits")
+#: bytes of a frame besides the body: the length fields (8) and room for the answer's header
+FRAME_OVERHEAD = 8 + 1024
 
 def _topic_not_exist_remark(topic):
     return "No topic route info in name server for the topic: %s\nSee %s for further details." % (topic, FAQ_URL)
@@ -71,6 +80,8 @@ class RouteProcessor:
         #: tables, so that a takeover carries it on)
         self.unchanged = self.routes.unchanged
         self.timer = timer
+        #: whole-table lists are built a slice per reactor turn (processors/sliced.py)
+        self.sliced = SlicedAnswers(context.reactor)
         self._handlers = {
             RequestCode.REGISTER_BROKER: self.register_broker,
             RequestCode.UNREGISTER_BROKER: self.unregister_broker,
@@ -83,9 +94,9 @@ class RouteProcessor:
             RequestCode.REGISTER_TOPIC_IN_NAMESRV: self.register_topic,
             RequestCode.GET_TOPICS_BY_CLUSTER: self.get_topics_by_cluster,
             RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.get_system_topic_list,
-            RequestCode.GET_UNIT_TOPIC_LIST: self._topic_list_handler("unit_topics"),
-            RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: self._topic_list_handler("has_unit_sub_topics"),
-            RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: self._topic_list_handler("has_unit_sub_ununit_topics"),
+            RequestCode.GET_UNIT_TOPIC_LIST: self._topic_list_handler(topiclists.is_unit),
+            RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: self._topic_list_handler(topiclists.is_unit_sub),
+            RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: self._topic_list_handler(topiclists.is_unit_sub_ununit),
             RequestCode.QUERY_DATA_VERSION: self.query_data_version,
             RequestCode.GET_BROKER_MEMBER_GROUP: self.get_broker_member_group,
             RequestCode.BROKER_HEARTBEAT: self.broker_heartbeat,
@@ -280,9 +291,16 @@ class RouteProcessor:
         return encode.encode_topic_route(route, standard=False)
 
     def get_broker_cluster_info(self, request, connection):
-        response = request.make_response(ResponseCode.SUCCESS, body=self.routes.cluster_info_body())
+        response = self._bounded(request, "cluster info", self.routes.cluster_info_body())
         response.cacheable = True
         return response
+
+    def _bounded(self, request, what, body):
+        """SUCCESS with ``body``, or the TooLarge remark when its frame would pass ``maxFrameLength``."""
+        if len(body) > self._body_limit():
+            return self._error(request, TOO_LARGE % (what, "{:,}".format(len(body)),
+                                                    self.context.config.maxFrameLength))
+        return request.make_response(ResponseCode.SUCCESS, body=body)
 
     def get_broker_member_group(self, request, connection):
         cluster = request.require("clusterName")
@@ -303,7 +321,33 @@ class RouteProcessor:
     def get_all_topic_list(self, request, connection):
         if not self.context.config.enableAllTopicList:
             return self._error(request, LIST_DISABLED % "enableAllTopicList")
-        return request.make_response(ResponseCode.SUCCESS, body=self.routes.all_topic_list_body())
+        limit = self._body_limit()
+        return self._topic_list_answer(request, "all topics", ("all", limit),
+                                       lambda: self.routes.all_topic_list_sliced(limit))
+
+    def _body_limit(self):
+        """The largest body an answer may carry so that its frame fits in ``maxFrameLength``."""
+        return int(self.context.config.maxFrameLength) - FRAME_OVERHEAD
+
+    def _topic_list_answer(self, request, what, key, make):
+        """Answer with the body ``make()``'s generator builds over reactor turns, or the TooLarge remark."""
+        def answer(body):
+            return request.make_response(ResponseCode.SUCCESS, body=body)
+
+        def refused(failure):
+            failure.trap(topiclists.TooLarge)
+            too_large = failure.value
+            size = "{:,}".format(too_large.size) if too_large.count is None else \
+                "at least {:,} ({:,} topics)".format(too_large.size, too_large.count)
+            return self._error(request, TOO_LARGE % (what, size, self.context.config.maxFrameLength))
+
+        try:
+            result = self.sliced.run(key, make)
+        except topiclists.TooLarge:
+            return refused(Failure())
+        if isinstance(result, defer.Deferred):
+            return result.addCallbacks(answer, refused)
+        return answer(result)
 
     def delete_topic(self, request, connection):
         topic = request.require("topic")
@@ -323,19 +367,22 @@ class RouteProcessor:
     def get_topics_by_cluster(self, request, connection):
         if not self.context.config.enableTopicList:
             return self._error(request, LIST_DISABLED % "enableTopicList")
-        topics = self.routes.topics_by_cluster(request.require("cluster"))
-        return request.make_response(ResponseCode.SUCCESS, body=encode.encode_topic_list(topics))
+        cluster, limit = request.require("cluster"), self._body_limit()
+        return self._topic_list_answer(request, "topics of cluster %s" % cluster, ("cluster", cluster, limit),
+                                       lambda: self.routes.topics_by_cluster_sliced(cluster, limit))
 
     def get_system_topic_list(self, request, connection):
         topics, broker_addr = self.routes.system_topic_list()
-        return request.make_response(ResponseCode.SUCCESS, body=encode.encode_topic_list(topics, broker_addr))
+        return self._bounded(request, "system topics", encode.encode_topic_list(topics, broker_addr))
 
-    def _topic_list_handler(self, query):
+    def _topic_list_handler(self, accept):
         def handler(request, connection):
             if not self.context.config.enableTopicList:
                 return self._error(request, LIST_DISABLED % "enableTopicList")
-            topics = getattr(self.routes, query)()
-            return request.make_response(ResponseCode.SUCCESS, body=encode.encode_topic_list(topics))
+            limit = self._body_limit()
+            return self._topic_list_answer(request, accept.__name__.replace("_", " ") + " topics",
+                                           (accept.__name__, limit),
+                                           lambda: self.routes.topics_by_sys_flag_sliced(accept, limit))
         return handler
 
     # -- liveness ---------------------------------------------------------------------------

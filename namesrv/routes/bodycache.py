@@ -26,12 +26,16 @@ class RouteBodyCache:
     """``routes``: topic -> {(standard, acting, orderTopicConf): bytes}, the whole routes, within
     ``max_bytes``; ``broker_pieces``: (brokerName, standard) -> its BrokerData's bytes, until that
     broker changes; ``queue_pieces``: id(QueueData) -> (the object, plain bytes, standard bytes);
-    ``topic_list`` and ``cluster_info``: the whole-table bodies, or None until asked again."""
+    ``topic_list`` and ``cluster_info``: the whole-table bodies, or None until asked again;
+    ``topic_list_refused``: the TooLarge the all-topic list last met (topiclists.py), and
+    ``topic_set_generation``, which moves whenever ``topic_list`` is dropped, so that a list built
+    over several reactor turns is kept only if no topic came or went meanwhile."""
 
     def __init__(self, max_bytes=DEFAULT_MAX_BYTES):
         self.max_bytes = max_bytes
         #: (standard JSON?, acting master?) -> {topic: its joined route body} (no order conf)
         self.joined = {(False, False): {}, (True, False): {}, (False, True): {}, (True, True): {}}
+        self.topic_set_generation = 0
         self.clear()
 
     def set_max_bytes(self, max_bytes):
@@ -47,6 +51,8 @@ class RouteBodyCache:
         self.broker_pieces = {}
         self.queue_pieces = {}
         self.topic_list = None
+        self.topic_list_refused = None
+        self.topic_set_generation += 1
         self.cluster_info = None
 
     def forget_joined(self):
@@ -156,6 +162,8 @@ class RouteBodyCache:
 
     def topic_set_changed(self):
         self.topic_list = None
+        self.topic_list_refused = None
+        self.topic_set_generation += 1
 
     def brokers_changed(self, broker_name=None):
         """The BrokerData (changed in place) or cluster membership of ``broker_name`` (None: of any

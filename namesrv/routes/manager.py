@@ -186,8 +186,17 @@ class RouteInfoManager:
     def all_topic_list_body(self):
         return self.queries.all_topic_list_body()
 
+    def all_topic_list_sliced(self, limit):
+        return self.queries.all_topic_list_sliced(limit)
+
     def topics_by_cluster(self, cluster):
         return self.queries.topics_by_cluster(cluster)
+
+    def topics_by_cluster_sliced(self, cluster, limit):
+        return self.queries.topics_by_cluster_sliced(cluster, limit)
+
+    def topics_by_sys_flag_sliced(self, accept, limit):
+        return self.queries.topics_by_sys_flag_sliced(accept, limit)
 
     def system_topic_list(self):
         return self.queries.system_topic_list()

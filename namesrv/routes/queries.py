@@ -11,9 +11,10 @@ broker or topic-set change (PITFALLS 7). The change tracker (changes.py) does th
 dropping; queries only read and fill the cache.
 """
 
+from namesrv.routes import topiclists
 from namesrv.routes.bodies import encode
 from namesrv.routes.model import (
-    FLAG_UNIT, FLAG_UNIT_SUB, MASTER_ID, PERM_WRITE, SYNC_BROKER_MEMBER_GROUP_PREFIX, TopicRouteData)
+    MASTER_ID, PERM_WRITE, SYNC_BROKER_MEMBER_GROUP_PREFIX, TopicRouteData)
 
 
 _NOT_JOINED = object()
@@ -168,12 +169,42 @@ class RouteQueries:
             cache.topic_list = encode.encode_topic_list(sorted(self.tables.topic_queue_table))
         return cache.topic_list
 
+    def all_topic_list_sliced(self, limit):
+        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER's body within ``limit`` bytes, a slice per step
+        (topiclists.py), or TooLarge: both kept until a topic comes or goes."""
+        cache = self.body_cache
+        if cache.topic_list is not None:
+            if len(cache.topic_list) <= limit:
+                return cache.topic_list
+            raise topiclists.TooLarge(len(self.tables.topic_queue_table), len(cache.topic_list), limit)
+        refused = cache.topic_list_refused
+        if refused is not None and refused.size > limit:
+            raise topiclists.TooLarge(refused.count, refused.size, limit)
+        generation = cache.topic_set_generation
+        names = yield from topiclists.all_names(self.tables)
+        try:
+            body = yield from topiclists.topic_list_body(names, limit)
+        except topiclists.TooLarge as refusal:
+            if cache.topic_set_generation == generation:
+                cache.topic_list_refused = refusal
+            raise
+        if cache.topic_set_generation == generation:
+            cache.topic_list = body
+        return body
+
+    def topics_by_cluster_sliced(self, cluster, limit):
+        """GET_TOPICS_BY_CLUSTER's body within ``limit`` bytes, a slice per step, or TooLarge."""
+        names = yield from topiclists.names_by_cluster(self.tables, cluster)
+        return (yield from topiclists.topic_list_body(names, limit))
+
+    def topics_by_sys_flag_sliced(self, accept, limit):
+        """A unit-topic list's body (``accept``: a ``topiclists.is_unit*``) within ``limit`` bytes, or TooLarge."""
+        names = yield from topiclists.names_by_sys_flag(self.tables, accept)
+        return (yield from topiclists.topic_list_body(names, limit))
+
     def topics_by_cluster(self, cluster):
         """Topics with QueueData on any broker of ``cluster`` (unknown cluster: [])."""
-        topics = set()
-        for broker_name in self.tables.cluster_addr_table.get(cluster, ()):
-            topics.update(self.tables.topics_of(broker_name))
-        return sorted(topics)
+        return sorted(topiclists.drain(topiclists.names_by_cluster(self.tables, cluster)))
 
     def system_topic_list(self):
         """(cluster names + broker names, an address of some broker or None)."""
@@ -190,21 +221,16 @@ class RouteQueries:
         return sorted(topics), broker_addr
 
     def _topics_by_first_sys_flag(self, accept):
-        """Java tests the topicSysFlag of the first QueueData of each topic only."""
-        result = []
-        for topic, queue_map in self.tables.topic_queue_table.items():
-            if queue_map and accept(next(iter(queue_map.values())).topic_sys_flag):
-                result.append(topic)
-        return sorted(result)
+        return sorted(topiclists.drain(topiclists.names_by_sys_flag(self.tables, accept)))
 
     def unit_topics(self):
-        return self._topics_by_first_sys_flag(lambda flag: flag & FLAG_UNIT)
+        return self._topics_by_first_sys_flag(topiclists.is_unit)
 
     def has_unit_sub_topics(self):
-        return self._topics_by_first_sys_flag(lambda flag: flag & FLAG_UNIT_SUB)
+        return self._topics_by_first_sys_flag(topiclists.is_unit_sub)
 
     def has_unit_sub_ununit_topics(self):
-        return self._topics_by_first_sys_flag(lambda flag: flag & FLAG_UNIT_SUB and not flag & FLAG_UNIT)
+        return self._topics_by_first_sys_flag(topiclists.is_unit_sub_ununit)
 
     def stats(self):
         """Sizes of the tables, for logs and metrics."""
