@@ -10,7 +10,8 @@ import socket
 import struct
 
 from twisted.internet import defer
-from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.endpoints import TCP4ClientEndpoint
+from twisted.internet.protocol import Factory
 from twisted.protocols.basic import Int32StringReceiver
 
 from namesrv.protocol.codec import decode_frame, encode_frame
@@ -99,5 +100,15 @@ class RemotingClientProtocol(Int32StringReceiver):
 
 
 def connect(reactor, host, port):
-    """A Deferred firing with a connected RemotingClientProtocol."""
-    return connectProtocol(TCP4ClientEndpoint(reactor, host, port), RemotingClientProtocol())
+    """A Deferred firing with a connected RemotingClientProtocol.
+
+    Its factory is quiet: the address service probes its peers every few seconds (``/health``
+    on demand), and "Starting factory" twice a probe would bury the log."""
+    return TCP4ClientEndpoint(reactor, host, port).connect(_QuietClientFactory())
+
+
+class _QuietClientFactory(Factory):
+    noisy = False
+
+    def buildProtocol(self, addr):
+        return RemotingClientProtocol()

@@ -5,7 +5,8 @@ is patched in afterwards::
 
     event log -> KV store (loaded) -> route tables -> context -> processors (plugins)
       -> guards (policies, priority dispatcher) -> in-flight counter -> answer cache
-      -> remoting factory -> TLS -> metrics, status page -> read workers -> the service
+      -> remoting factory -> TLS -> metrics, status page -> address service -> read workers
+      -> the service
 """
 
 import gc
@@ -35,7 +36,8 @@ class NamesrvService(service.MultiService):
     Start-up order follows Java's NamesrvController: the KV file is loaded before this is built
     (a corrupt file refuses to start), the route snapshot is restored at start, then the port
     listens. Its children, started in this order and stopped in the reverse one: the guards
-    (with the ACL watcher), TLS (certificate watcher), the metrics and status ports, the timers
+    (with the ACL watcher), TLS (certificate watcher), the metrics and status ports, the address
+    service's prober (namesrv/addressing), the timers
     (PeriodicCall: the liveness scan first after 5 s, the KV print after 1 min, route
     snapshots, the event log's aggregates), the read workers, and last the remoting port.
     """
@@ -44,7 +46,7 @@ class NamesrvService(service.MultiService):
 
     def __init__(self, *, config, reactor, clock, events, kv, routes, context, registry, housekeeping,
                  guards, inflight, factory, answer_cache=None, tls=None, http_ports=(), snapshots=None,
-                 read_workers=None, readiness=None, takeover=False):
+                 read_workers=None, readiness=None, takeover=False, address_service=None):
         service.MultiService.__init__(self)
         self.config = config
         self.reactor = reactor
@@ -71,6 +73,9 @@ class NamesrvService(service.MultiService):
             tls.setServiceParent(self)
         for http in http_ports:
             http.setServiceParent(self)
+        self.address_service = address_service   # namesrv/addressing: its prober probes while we run
+        if address_service is not None:
+            address_service.prober.setServiceParent(self)
         self._scan = self._every("liveness scan", self._scan_not_active_brokers,
                                  lambda: config.scanNotActiveBrokerInterval / 1000.0, 5)
         self._every("KV print", self.kv.print_all, lambda: config.kvConfigPrintInterval, 60)
@@ -233,12 +238,14 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
         from namesrv.status.web import status_page_service
         http_ports.append(status_page_service(config, routes, kv, registry, events, context, guards.acl_store,
                                               reactor))
+    from namesrv.addressing.wiring import address_service
+    addresses = address_service(config, metrics, clock, reactor)
     return NamesrvService(
         config=config, reactor=reactor, clock=clock, events=events, kv=kv, routes=routes, context=context,
         registry=registry, housekeeping=housekeeping, guards=guards, inflight=inflight, factory=factory,
         answer_cache=answer_cache, tls=tls, http_ports=http_ports, snapshots=_make_snapshotter(config, routes, reactor),
         read_workers=_make_read_workers(config, routes, kv, registry, factory, guards, tls, metrics, context, reactor),
-        readiness=readiness, takeover=takeover)
+        readiness=readiness, takeover=takeover, address_service=addresses)
 
 
 def _make_answer_cache(config, registry, routes, kv):

@@ -97,7 +97,8 @@ def _home(*parts):
 #: Java's default (configBlackList;configStorePath;kvConfigPath) plus the security switches:
 #: with ACL on, an admin must not be able to turn it off remotely.
 DEFAULT_BLACK_LIST = ("configBlackList;configStorePath;kvConfigPath;aclEnable;aclFile;aclSignedClasses;"
-                      "brokerAllowedAddresses;tlsMode;prometheusListenPort")
+                      "brokerAllowedAddresses;tlsMode;prometheusListenPort;addressServiceNamesrvAddr;"
+                      "addressServiceSubgroups")
 
 #: Always refused by UPDATE_NAMESRV_CONFIG, whatever configBlackList says (Java hard-codes these).
 ALWAYS_BLACK_LISTED = frozenset(["configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"])
@@ -193,6 +194,14 @@ PROPERTIES = [
     Int("prometheusListenPort", 0, "Prometheus metrics HTTP port (0 = off), bound to bindAddress"),
     Int("statusListenPort", 0, "read-only status page HTTP port (0 = off), bound to bindAddress; asks for ACL credentials when admin reads must be signed"),
     Int("fileWatchIntervalMillis", 500, "how often the ACL and TLS files are checked for changes"),
+    # the address service (namesrv/addressing): GET /rocketmq/{subgroup} on the Prometheus port
+    Str("addressServiceNamesrvAddr", "", "name servers the address service lists, host:port;host:port as namesrvAddr (empty at start: off; needs prometheusListenPort)"),
+    Str("addressServiceSubgroups", "nsaddr", "subgroups answered with that list, ;-separated (Java's rocketmq.namesrv.domain.subgroup; a client with a unitName asks for <subgroup>-<unitName>)"),
+    Long("addressServiceProbeIntervalMillis", 2000, "how often each listed name server is probed with a real remoting request (read at start)"),
+    Long("addressServiceProbeTimeoutMillis", 1500, "a probe not answered within this long fails (read at start)"),
+    Long("addressServiceDownAfterMillis", 5000, "a listed name server silent this long leaves the served list (all silent: the whole list is served; read at start)"),
+    Int("addressServiceUpAfterAnswers", 2, "probes answered in a row that bring a removed name server back (read at start)"),
+    Int("addressServiceMaxRequestsPerSecond", 500, "address requests answered per second; more get 429 (0 = no limit; read at start)"),
 ]
 
 _BY_NAME = {p.name: p for p in PROPERTIES}

@@ -44,14 +44,15 @@ def probe_host(bind_address):
 
 
 @defer.inlineCallbacks
-def probe(reactor, host, port, timeout=PROBE_TIMEOUT):
-    """One GET_BROKER_CLUSTER_INFO round trip; returns the milliseconds it took, raises on failure."""
+def probe(reactor, host, port, timeout=PROBE_TIMEOUT, code=RequestCode.GET_BROKER_CLUSTER_INFO):
+    """One round trip of request ``code`` on a new connection; returns the milliseconds it took,
+    raises on failure (any answer counts). The address service probes its peers this way too."""
     from namesrv.client import connect
     started = reactor.seconds()
     client = yield connect(reactor, host, port).addTimeout(timeout, reactor)
     try:
         remaining = max(0.1, timeout - (reactor.seconds() - started))
-        yield client.call(make_request(RequestCode.GET_BROKER_CLUSTER_INFO)).addTimeout(remaining, reactor)
+        yield client.call(make_request(code)).addTimeout(remaining, reactor)
     finally:
         client.transport.loseConnection()
     return (reactor.seconds() - started) * 1000.0

@@ -2,15 +2,35 @@
 
 from twisted.application import service
 from twisted.logger import Logger
-from twisted.web import server
+from twisted.web import http, server
 
 log = Logger()
+
+#: an idle keep-alive connection is closed after this long (twisted.web keeps one 12 hours)
+IDLE_TIMEOUT = 60
+
+
+class BoundedChannel(http.HTTPChannel):
+    """HTTP/1.1 (these ports have no TLS, so no HTTP/2 to negotiate). A request line or header
+    longer than ``MAX_LENGTH`` (16 KiB) gets a 400 saying so before the close, where
+    twisted.web closes without a word."""
+
+    def lineLengthExceeded(self, line):
+        self.transport.write(b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                             b"connection: close\r\n\r\nrequest line or header longer than %d bytes\n"
+                             % self.MAX_LENGTH)
+        self.loseConnection()
 
 
 class QuietSite(server.Site):
     """No access log: a Prometheus scrape or a page poll every few seconds is not news."""
 
     noisy = False
+    protocol = BoundedChannel
+
+    def __init__(self, resource, **kwargs):
+        kwargs.setdefault("timeout", IDLE_TIMEOUT)
+        server.Site.__init__(self, resource, **kwargs)
 
     def log(self, request):
         pass

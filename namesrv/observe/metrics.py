@@ -250,7 +250,7 @@ class _MetricsResource(resource.Resource):
 
 
 class MetricsHttpService(HttpPortService):
-    """Serves ``/metrics`` (and ``/health`` given a Readiness) on ``port`` at ``interface``."""
+    """Serves ``/metrics`` (and ``/health`` given a Readiness, and ``children``) on ``port`` at ``interface``."""
 
     name = "prometheus"
     what = "Prometheus metrics"
@@ -260,6 +260,7 @@ class MetricsHttpService(HttpPortService):
         HttpPortService.__init__(self, self._root, port, interface, reactor)
         self.metrics = metrics
         self.readiness = readiness
+        self.children = {}   # more top-level resources (path segment -> resource): the address service
 
     def _root(self, reactor):
         root = resource.Resource()
@@ -267,6 +268,8 @@ class MetricsHttpService(HttpPortService):
         if self.readiness is not None:
             from namesrv.observe.health import HealthResource
             root.putChild(b"health", HealthResource(self.readiness, reactor))
+        for name, child in self.children.items():
+            root.putChild(name, child)
         return root
 
 

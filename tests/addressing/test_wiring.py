@@ -1,0 +1,97 @@
+"""The address service in a whole in-process server: on the Prometheus port, refusals at start, and the properties."""
+
+import pytest
+import pytest_twisted
+import urllib.error
+import urllib.request
+
+from twisted.internet import reactor, task, threads
+
+from namesrv.config import NamesrvConfig
+from namesrv.service import make_service
+from tests.config_for import service_config
+from tests.integration.server import free_port
+
+KEYS = ("addressServiceNamesrvAddr", "addressServiceSubgroups", "addressServiceProbeIntervalMillis",
+        "addressServiceProbeTimeoutMillis", "addressServiceDownAfterMillis", "addressServiceUpAfterAnswers",
+        "addressServiceMaxRequestsPerSecond")
+
+
+def test_every_property_has_its_default_and_is_printed_by_p():
+    text = NamesrvConfig().to_properties_text()
+    for line in ("addressServiceNamesrvAddr=", "addressServiceSubgroups=nsaddr",
+                 "addressServiceProbeIntervalMillis=2000", "addressServiceProbeTimeoutMillis=1500",
+                 "addressServiceDownAfterMillis=5000", "addressServiceUpAfterAnswers=2",
+                 "addressServiceMaxRequestsPerSecond=500"):
+        assert line + "\n" in text
+
+
+def test_the_list_and_subgroups_cannot_be_changed_remotely_by_default():
+    assert {"addressServiceNamesrvAddr", "addressServiceSubgroups"} <= NamesrvConfig().black_list()
+
+
+def test_a_list_with_no_port_to_serve_it_refuses_to_start(tmp_path):
+    with pytest.raises(ValueError, match="addressServiceNamesrvAddr is set but prometheusListenPort is 0"):
+        make_service(service_config(tmp_path, addressServiceNamesrvAddr="127.0.0.1:9876"), clock=task.Clock())
+
+
+@pytest.mark.parametrize("overrides, says", [
+    (dict(addressServiceNamesrvAddr="127.0.0.1"), "addressServiceNamesrvAddr: '127.0.0.1' is not host:port"),
+    (dict(addressServiceNamesrvAddr=" ; "), "addressServiceNamesrvAddr lists no name server"),
+    (dict(addressServiceNamesrvAddr="127.0.0.1:9876", addressServiceSubgroups="a/b"),
+     "addressServiceSubgroups: 'a/b' is not a subgroup"),
+])
+def test_a_bad_list_or_subgroup_refuses_to_start_naming_the_key(tmp_path, overrides, says):
+    with pytest.raises(ValueError) as e:
+        make_service(service_config(tmp_path, prometheusListenPort=free_port(), **overrides), clock=task.Clock())
+    assert says in str(e.value)
+
+
+def test_twistd_refuses_with_one_line(tmp_path, capsys):
+    from namesrv import tap
+    (tmp_path / "ns.properties").write_text("addressServiceNamesrvAddr=nohost\nkvConfigPath=%s\n"
+                                            "prometheusListenPort=1\n" % (tmp_path / "kv.json"))
+    options = tap.Options()
+    options.parseOptions(["-c", str(tmp_path / "ns.properties")])
+    with pytest.raises(SystemExit):
+        tap.makeService(options)
+    assert "namesrv: refusing to start: addressServiceNamesrvAddr: 'nohost' is not host:port" in capsys.readouterr().err
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_server_serves_its_list_on_the_prometheus_port_and_drops_a_silent_peer(tmp_path):
+    """Itself and a port nobody listens on: the silent one leaves once its probes fail past
+    addressServiceDownAfterMillis (real sockets, short settings; the clock is the reactor's)."""
+    http, silent, listen = free_port(), free_port(), free_port()
+    own = "127.0.0.1:%d" % listen
+    config = service_config(tmp_path, listenPort=listen, prometheusListenPort=http,
+                            addressServiceNamesrvAddr="%s;127.0.0.1:%d" % (own, silent),
+                            addressServiceProbeIntervalMillis=100, addressServiceDownAfterMillis=300,
+                            addressServiceProbeTimeoutMillis=1000)
+    svc = make_service(config, clock=reactor, reactor=reactor)
+    svc.startService()
+    try:
+        url = "http://127.0.0.1:%d/rocketmq/nsaddr" % http
+        code, body = yield threads.deferToThread(fetch, url)
+        assert code == 200 and body == ("%s;127.0.0.1:%d\n" % (own, silent)).encode()
+        for _ in range(200):             # the probes run on the reactor: poll its answer, never a sleep's
+            code, body = yield threads.deferToThread(fetch, url)
+            if body == (own + "\n").encode():
+                break
+            yield task.deferLater(reactor, 0.05, lambda: None)
+        assert body == (own + "\n").encode()
+        _, metrics = yield threads.deferToThread(fetch, "http://127.0.0.1:%d/metrics" % http)
+        assert ('rocketmq_namesrv_address_service_changes_total{change="removed",namesrv="127.0.0.1:%d"} 1.0'
+                % silent).encode() in metrics
+        assert ('rocketmq_namesrv_address_service_namesrv_served{namesrv="%s"} 1.0' % own).encode() in metrics
+    finally:
+        yield svc.stopService()
+
+
+def fetch(url):
+    """(status, body) of a GET (for a thread: urllib blocks)."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
