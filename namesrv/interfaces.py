@@ -58,6 +58,8 @@ class IRequestProcessorFactory(Interface):
     """What a dropin provides: builds a processor for one running server."""
 
     name = Attribute("Short name of the processor it builds.")
+    # Optional: ``port``, the listening port whose registry the processor joins: "namesrv" (the
+    # default) or "controller" (the controller's own port; its context is a ControllerContext).
 
     def build(context):
         """Return an IRequestProcessor bound to ``context`` (a NamesrvContext)."""
@@ -119,3 +121,31 @@ class IEventLog(IRequestObserver):
 
     def stop():
         """Write what is pending and stop (the service calls it when it stops)."""
+
+
+class IReplicatedLog(Interface):
+    """Where the controller's events go to be applied on every controller (namesrv/controller/replication).
+
+    The controller decides on the leader from the state as it is, proposes the events, and
+    answers once they are applied. Implementations: one node with a file, or Raft.
+    """
+
+    self_id = Attribute("This controller's id in controllerDLegerPeers (n0, n1, ...).")
+    group = Attribute("controllerDLegerGroup.")
+    peers = Attribute("{id: 'host:port'}: every controller's address for brokers and admin tools.")
+    is_leader = Attribute("True while this controller is the leader and has applied every earlier term's entries.")
+    leader_id = Attribute("The id of the leader as last known, or None.")
+    role_listeners = Attribute("Callbacks called with True/False when this controller starts/stops leading.")
+
+    def start():
+        """Restore what is persisted and join the others."""
+
+    def stop():
+        """Leave; what was applied stays persisted."""
+
+    def propose(events):
+        """A Deferred firing once ``events`` (a list of event dicts) are applied here, or failing with
+        NotLeader when they cannot be committed by this controller."""
+
+    def status():
+        """A dict for the status page and metrics: mode, role, term, applied, peers, leaderId, connectedPeers."""

@@ -14,11 +14,13 @@ from namesrv.interfaces import IRequestProcessorFactory
 
 @implementer(IPlugin, IRequestProcessorFactory)
 class ProcessorPlugin:
-    def __init__(self, name, module, attribute, description=""):
+    def __init__(self, name, module, attribute, description="", port="namesrv"):
         self.name = name
         self.module = module
         self.attribute = attribute
         self.description = description
+        #: which listening port's registry the processor joins: "namesrv" (9876) or "controller"
+        self.port = port
 
     def build(self, context):
         return getattr(import_module(self.module), self.attribute)(context)

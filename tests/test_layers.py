@@ -53,3 +53,26 @@ def test_route_tables_know_no_protocol():
         if bad:
             offenders[str(path.relative_to(ROOT))] = bad
     assert offenders == {}
+
+
+def test_the_controller_and_the_route_tables_know_nothing_of_each_other():
+    """As Java's controller module and the name server's route code: a master re-registering as
+    brokerId 0 is the broker's business, over the wire, never a call between the two."""
+    offenders = {}
+    for package, other in (("controller", "namesrv.routes"), ("routes", "namesrv.controller")):
+        for path in sorted((ROOT / "namesrv" / package).rglob("*.py")):
+            bad = [name for name in imported_modules(path) if name.startswith(other)]
+            if bad:
+                offenders[str(path.relative_to(ROOT))] = bad
+    assert offenders == {}
+
+
+def test_the_controller_state_and_decisions_touch_no_socket_and_no_clock():
+    pure = ("state.py", "decisions.py", "election.py", "bodies.py")
+    offenders = {}
+    for name in pure:
+        path = ROOT / "namesrv" / "controller" / name
+        bad = [m for m in imported_modules(path) if m.split(".")[0] in ("twisted", "socket", "time")]
+        if bad:
+            offenders[name] = bad
+    assert offenders == {}

@@ -32,11 +32,13 @@ class ProcessorConflictError(Exception):
     """Two processors claim one request code: a start-up error naming both."""
 
 
-def load_processor_factories(package=None):
-    """Every IRequestProcessorFactory dropin found in ``package`` (default ``twisted.plugins``)."""
+def load_processor_factories(package=None, port="namesrv"):
+    """Every IRequestProcessorFactory dropin found in ``package`` (default ``twisted.plugins``) for
+    ``port``: a factory's ``port`` attribute says which (absent: "namesrv", the name server's)."""
     if package is None:
         import twisted.plugins as package
-    factories = list(getPlugins(IRequestProcessorFactory, package))
+    factories = [factory for factory in getPlugins(IRequestProcessorFactory, package)
+                 if getattr(factory, "port", "namesrv") == port]
     return sorted(factories, key=lambda factory: factory.name)
 
 

@@ -8,3 +8,10 @@ namesrv = ServiceMaker(
     "A RocketMQ NameServer, wire-compatible with the Java one.",
     "namesrv",
 )
+
+controller = ServiceMaker(
+    "RocketMQ controller",
+    "namesrv.controller.tap",
+    "A RocketMQ controller (RIP-44) alone, as Java's mqcontroller.",
+    "controller",
+)

@@ -1,4 +1,4 @@
-"""The built-in request processors: default, KV config and route."""
+"""The built-in request processors: default, KV config and route; and the controller's, on its own port."""
 
 from namesrv.plugin import ProcessorPlugin
 
@@ -8,3 +8,5 @@ kvconfig = ProcessorPlugin("kvconfig", "processors.kvconfig", "KVConfigProcessor
                            "PUT/GET/DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE")
 route = ProcessorPlugin("route", "processors.route", "RouteProcessor",
                         "broker registration and every route query")
+controller = ProcessorPlugin("controller", "processors.controller", "ControllerProcessor",
+                             "the controller's codes (RIP-44), on the controller's port", port="controller")

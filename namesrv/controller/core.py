@@ -1,0 +1,213 @@
+"""The controller at work: the leader's serial queue of operations, and what follows a master's death.
+
+Java runs every controller request through one EventScheduler thread: decide from the state,
+append the events to DLedger, wait for them, answer, and only then take the next request. Here
+the same order is a DeferredLock on the reactor thread: an operation decides from the state as
+it is, proposes its events and holds the lock until they are applied, so no decision is ever
+made from a state an earlier answer has already changed.
+
+A master is gone when its connection to this controller closes or its beats stop (the heartbeat
+table tells); the leader then elects a new master from the in-sync set and tells every live
+member of the group (NOTIFY_BROKER_ROLE_CHANGED). A scan (``scanInactiveMasterInterval``) catches
+what those miss, and a new leader scans as soon as it serves: when the controller leader and
+the broker master die together, the new leader acts at once instead of at its next scan.
+"""
+
+from twisted.internet import defer
+from twisted.logger import Logger
+
+from namesrv.controller import bodies, decisions
+from namesrv.controller.decisions import Result
+from namesrv.controller.replication import NotLeader
+from namesrv.protocol.codes import ResponseCode
+
+NOT_LEADER_REMARK = "The controller is not in leader state"
+#: how long an operation waits for its events to be committed (Java: 5 s)
+COMMIT_TIMEOUT = 5.0
+
+
+def not_leader():
+    result = Result(code=ResponseCode.CONTROLLER_NOT_LEADER, remark=NOT_LEADER_REMARK)
+    result.header = None
+    return result
+
+
+class Controller:
+    log = Logger()
+
+    def __init__(self, config, state, replicated, heartbeats, reactor, notifier, events, started=None):
+        self.config = config
+        self.state = state
+        self.replicated = replicated
+        self.heartbeats = heartbeats
+        self.liveness = decisions.Liveness(heartbeats)
+        self.reactor = reactor
+        self.notifier = notifier
+        self.events = events
+        self.started = reactor.seconds() if started is None else started
+        self._lock = defer.DeferredLock()
+        self._takeover_scan = None
+        #: {"new_master_elected"|"keep_current_master"|"no_master_elected": count}, as Java's metric
+        self.elections = {"new_master_elected": 0, "keep_current_master": 0, "no_master_elected": 0}
+        #: brokerName -> reactor time its master was found gone (cleared by the next election)
+        self.masterless_since = {}
+        heartbeats.listeners.append(self.broker_inactive)
+        replicated.role_listeners.append(self._role_changed)
+
+    @property
+    def is_leader(self):
+        return self.replicated.is_leader
+
+    # -- the serial queue -------------------------------------------------------------------------
+    def run(self, decide, write=True):
+        """A Deferred of the Result of ``decide()`` (a function of the state), its events applied first.
+
+        On a follower, or when this controller stops leading before the events are committed:
+        CONTROLLER_NOT_LEADER, as Java's scheduler answers.
+        """
+        if not self.is_leader:
+            return defer.succeed(not_leader())
+        return self._lock.run(self._run_locked, decide, write)
+
+    def _run_locked(self, decide, write):
+        if not self.is_leader:
+            return not_leader()
+        result = decide()
+        if not write or not result.events:
+            return result
+        d = self.replicated.propose(result.events)
+        d.addTimeout(COMMIT_TIMEOUT, self.reactor)
+        d.addCallbacks(lambda _: result, self._not_committed)
+        return d
+
+    def _not_committed(self, failure):
+        if failure.check(NotLeader):
+            self.log.warn("controller: events not committed: {why}", why=failure.getErrorMessage())
+            return not_leader()
+        self.log.error("controller: events not committed: {why}", why=failure.getErrorMessage())
+        return Result(code=ResponseCode.SYSTEM_ERROR,
+                      remark="the change was not committed by the controllers: %s" % failure.getErrorMessage())
+
+    # -- elections ---------------------------------------------------------------------------------
+    def elect(self, broker_name, broker_id=None, designate=False, cluster=None, trigger="controller"):
+        """Elect (CONTROLLER_ELECT_MASTER, or the controller's own after a death); a new master is told."""
+        def decide():
+            return decisions.elect_master(self.state, self.liveness, broker_name, broker_id, designate,
+                                          self.config.enableElectUncleanMaster)
+        d = self.run(decide)
+        d.addCallback(self._elected, broker_name, trigger)
+        return d
+
+    def _elected(self, result, broker_name, trigger):
+        if result.code == ResponseCode.SUCCESS:
+            self.elections["new_master_elected"] += 1
+            lost = self.masterless_since.pop(broker_name, None)
+            group = self.state.group(broker_name)
+            self.events.emit(
+                "controller_master_elected", brokerName=broker_name,
+                cluster=group.cluster if group is not None else None,
+                masterBrokerId=result.header.get("masterBrokerId"), masterAddress=result.header.get("masterAddress"),
+                masterEpoch=result.header.get("masterEpoch"), trigger=trigger,
+                masterlessMillis=None if lost is None else int((self.reactor.seconds() - lost) * 1000))
+            self.log.info("controller: {name} elected broker {id} ({addr}) master, epoch {epoch} ({trigger})",
+                          name=broker_name, id=result.header.get("masterBrokerId"),
+                          addr=result.header.get("masterAddress"), epoch=result.header.get("masterEpoch"),
+                          trigger=trigger)
+            if self.config.notifyBrokerRoleChanged:
+                self.notify_role_changed(broker_name, result)
+        elif result.code == ResponseCode.CONTROLLER_MASTER_STILL_EXIST:
+            self.elections["keep_current_master"] += 1
+        elif result.code in (ResponseCode.CONTROLLER_MASTER_NOT_AVAILABLE, ResponseCode.CONTROLLER_ELECT_MASTER_FAILED):
+            self.elections["no_master_elected"] += 1
+            if result.code == ResponseCode.CONTROLLER_MASTER_NOT_AVAILABLE:
+                self.events.emit("controller_master_unavailable", brokerName=broker_name, trigger=trigger)
+        return result
+
+    def notify_role_changed(self, broker_name, result):
+        """NOTIFY_BROKER_ROLE_CHANGED to every live member of the group, as Java's NotifyService."""
+        group = self.state.group(broker_name)
+        if group is None:
+            return 0
+        header = {k: result.header[k] for k in ("masterAddress", "masterEpoch", "syncStateSetEpoch", "masterBrokerId")
+                  if result.header.get(k) is not None}
+        body = bodies.sync_state_set(group.sync_state_set, group.sync_state_set_epoch)
+        sent = 0
+        for broker_id, address in sorted(group.id_table().items()):
+            if self.heartbeats.is_alive(group.cluster, broker_name, broker_id):
+                self.notifier.notify(address, header, body, result.header.get("masterEpoch", 0))
+                sent += 1
+        return sent
+
+    # -- a master's death ----------------------------------------------------------------------------
+    def broker_inactive(self, cluster, broker_name, broker_id):
+        """The heartbeat table lost a broker: if it was its group's master, elect another (leader only)."""
+        group = self.state.group(broker_name)
+        if group is None or group.master_id is None or (broker_id is not None and broker_id != group.master_id):
+            return None
+        if not self.is_leader:
+            self.log.info("controller: master {id} of {name} is inactive; the leader elects", id=broker_id,
+                          name=broker_name)
+            return None
+        self._master_gone(broker_name, group)
+        return self.elect(broker_name)
+
+    def _master_gone(self, broker_name, group):
+        if broker_name not in self.masterless_since:
+            self.masterless_since[broker_name] = self.reactor.seconds()
+            self.events.emit("controller_master_inactive", brokerName=broker_name, cluster=group.cluster,
+                             masterBrokerId=group.master_id, masterAddress=group.master_address,
+                             masterEpoch=group.master_epoch)
+
+    def scan_inactive_masters(self):
+        """Elect in every group whose master is gone while a replica lives (leader only)."""
+        if not self.is_leader:
+            return []
+        names = decisions.groups_needing_election(self.state, self.liveness)
+        for name in names:
+            self._master_gone(name, self.state.group(name))
+            self.elect(name)
+        return names
+
+    def _role_changed(self, leading):
+        self.events.emit("controller_role_changed", role="leader" if leading else "follower",
+                         controllerId=self.replicated.self_id)
+        if self._takeover_scan is not None and self._takeover_scan.active():
+            self._takeover_scan.cancel()
+        self._takeover_scan = None
+        if not leading:
+            self.masterless_since.clear()
+            return
+        # Scan at once, unless this controller has not been up long enough to have heard every live
+        # broker beat: then a master not heard from yet is not a dead one.
+        grace = self.config.scanInactiveMasterInterval / 1000.0
+        wait = max(0.0, self.started + grace - self.reactor.seconds())
+        self._takeover_scan = self.reactor.callLater(wait, self.scan_inactive_masters)
+
+    def stop(self):
+        if self._takeover_scan is not None and self._takeover_scan.active():
+            self._takeover_scan.cancel()
+
+    # -- what the status page and metrics read ----------------------------------------------------------
+    def status(self):
+        """Role, peers and every group with its master, epochs, in-sync set and members' liveness."""
+        groups = []
+        now = self.reactor.seconds()
+        for name, group in sorted(self.state.groups.items()):
+            members = []
+            for broker_id, (address, _code) in sorted(group.brokers.items()):
+                info = self.heartbeats.live_info(group.cluster, name, broker_id)
+                members.append({"brokerId": broker_id, "address": address, "alive": info is not None,
+                                "inSync": broker_id in group.sync_state_set,
+                                "epoch": info.epoch if info is not None else None,
+                                "maxOffset": info.max_offset if info is not None else None})
+            lost = self.masterless_since.get(name)
+            groups.append({"cluster": group.cluster, "brokerName": name, "masterBrokerId": group.master_id,
+                           "masterAddress": group.master_address, "masterEpoch": group.master_epoch,
+                           "syncStateSet": sorted(group.sync_state_set),
+                           "syncStateSetEpoch": group.sync_state_set_epoch, "members": members,
+                           "masterAlive": group.master_id is not None and self.liveness.is_alive(
+                               group.cluster, name, group.master_id),
+                           "masterlessSeconds": None if lost is None else round(now - lost, 3)})
+        return {"controller": self.replicated.status(), "group": self.replicated.group,
+                "selfId": self.replicated.self_id, "isLeader": self.is_leader, "groups": groups,
+                "elections": dict(self.elections), "liveBrokers": self.heartbeats.alive_count()}

@@ -1,0 +1,125 @@
+"""Which brokers are alive, as this controller sees them (BROKER_HEARTBEAT, 904).
+
+Not replicated, as in Java's DefaultBrokerHeartbeatManager: a broker in controller mode beats to
+every controller (one-way, every second), so each controller knows for itself. A broker is
+forgotten when its connection closes or its last beat is older than its own timeout (checked by
+``scan``, on the ``scanNotActiveBrokerInterval`` timer); either way the listeners hear
+``(cluster, broker_name, broker_id)`` so the leader can elect a new master.
+
+Time is a monotonic clock (``seconds()``), never the wall clock: a clock step neither expires
+nor keeps alive any broker (Java compares ``System.currentTimeMillis()``).
+"""
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from twisted.logger import Logger
+
+#: Java's DEFAULT_BROKER_CHANNEL_EXPIRED_TIME, for a beat that carries no timeout
+DEFAULT_TIMEOUT_MILLIS = 120000
+#: Java's defaults for fields a beat leaves out
+NO_EPOCH = -1
+NO_OFFSET = -1
+LOWEST_PRIORITY = 2 ** 31 - 1
+
+
+@dataclass
+class BrokerLiveInfo:
+    cluster: str
+    broker_name: str
+    broker_id: int
+    address: str
+    last_beat: float
+    timeout_millis: int
+    connection: Any
+    epoch: int = NO_EPOCH
+    max_offset: int = NO_OFFSET
+    confirm_offset: int = NO_OFFSET
+    election_priority: int = LOWEST_PRIORITY
+
+    def alive_at(self, now):
+        return now - self.last_beat <= self.timeout_millis / 1000.0
+
+
+class BrokerHeartbeats:
+    log = Logger()
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.table = {}        # (cluster, broker name, broker id) -> BrokerLiveInfo
+        self.listeners = []    # callback(cluster, broker_name, broker_id) when a broker becomes inactive
+
+    def beat(self, cluster, broker_name, address, broker_id, connection, timeout_millis=None, epoch=None,
+             max_offset=None, confirm_offset=None, election_priority=None):
+        """Record a beat. Epoch and offsets only move forward (a late beat must not make a stale
+        replica look fresher than it is): as Java, they change when the epoch grows, or the offset
+        grows within the same epoch."""
+        key = (cluster, broker_name, broker_id)
+        now = self.clock.seconds()
+        timeout = DEFAULT_TIMEOUT_MILLIS if timeout_millis is None else timeout_millis
+        priority = LOWEST_PRIORITY if election_priority is None else election_priority
+        epoch = NO_EPOCH if epoch is None else epoch
+        max_offset = NO_OFFSET if max_offset is None else max_offset
+        info = self.table.get(key)
+        if info is None:
+            self.table[key] = BrokerLiveInfo(
+                cluster, broker_name, broker_id, address, now, timeout, connection, epoch, max_offset,
+                NO_OFFSET if confirm_offset is None else confirm_offset, priority)
+            self.log.info("controller: broker {name} id {id} at {addr} beats ({cluster})", name=broker_name,
+                          id=broker_id, addr=address, cluster=cluster)
+            return
+        info.last_beat = now
+        info.timeout_millis = timeout
+        info.election_priority = priority
+        info.address = address
+        info.connection = connection
+        if epoch > info.epoch or (epoch == info.epoch and max_offset > info.max_offset):
+            info.epoch = epoch
+            info.max_offset = max_offset
+            info.confirm_offset = NO_OFFSET if confirm_offset is None else confirm_offset
+
+    def is_alive(self, cluster, broker_name, broker_id):
+        """Java's isBrokerActive. The cluster name is part of the key, as in Java; a controller-made
+        request (an election after a death) carries none, so ``cluster=None`` matches any."""
+        return self.live_info(cluster, broker_name, broker_id) is not None
+
+    def live_info(self, cluster, broker_name, broker_id) -> Optional[BrokerLiveInfo]:
+        now = self.clock.seconds()
+        if cluster is not None:
+            info = self.table.get((cluster, broker_name, broker_id))
+            return info if info is not None and info.alive_at(now) else None
+        for (c, name, bid), info in self.table.items():
+            if name == broker_name and bid == broker_id and info.alive_at(now):
+                return info
+        return None
+
+    def connection_closed(self, connection):
+        """The broker whose beats came on ``connection`` is gone (Java: onBrokerChannelClose)."""
+        for key, info in list(self.table.items()):
+            if info.connection is connection:
+                del self.table[key]
+                self.log.info("controller: connection of broker {name} id {id} ({addr}) closed",
+                              name=info.broker_name, id=info.broker_id, addr=info.address)
+                self._inactive(info)
+
+    def scan(self):
+        """Forget brokers whose last beat is older than their timeout, closing their connections."""
+        now = self.clock.seconds()
+        expired = [(key, info) for key, info in self.table.items() if not info.alive_at(now)]
+        for key, info in expired:
+            del self.table[key]
+            self.log.warn("controller: broker {name} id {id} ({addr}) expired: no beat for {ms} ms",
+                          name=info.broker_name, id=info.broker_id, addr=info.address, ms=info.timeout_millis)
+            close = getattr(info.connection, "close", None)
+            if close is not None:
+                close()
+            self._inactive(info)
+        return len(expired)
+
+    def _inactive(self, info):
+        for listener in list(self.listeners):
+            listener(info.cluster, info.broker_name, info.broker_id)
+
+    def alive_count(self):
+        now = self.clock.seconds()
+        return sum(1 for info in self.table.values() if info.alive_at(now))

@@ -1,0 +1,79 @@
+"""NOTIFY_BROKER_ROLE_CHANGED (1008): telling a broker who its group's master is now.
+
+Java sends it one-way over a connection to the broker's own listening address and keeps, per
+broker, only the newest notification: one for an older master epoch still being sent is
+cancelled. The same here, on the reactor: a connection per notification (they are rare: one
+per member per election), written and closed, with a connect timeout so that a dead member
+never holds anything up.
+"""
+
+from twisted.internet import defer
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.protocol import Protocol
+from twisted.logger import Logger
+
+from namesrv.controller.replication import split_address
+from namesrv.protocol.codec import encode_frame
+from namesrv.protocol.codes import RequestCode
+from namesrv.protocol.command import make_request
+
+CONNECT_TIMEOUT = 3.0
+
+
+class _OneShot(Protocol):
+    """Writes one frame and closes."""
+
+    def __init__(self, frame):
+        self.frame = frame
+
+    def connectionMade(self):
+        self.transport.write(self.frame)
+        self.transport.loseConnection()
+
+
+class RoleChangeNotifier:
+    log = Logger()
+
+    def __init__(self, reactor):
+        self.reactor = reactor
+        self._pending = {}         # address -> (master epoch, Deferred of the connection)
+        self.sent = 0
+        self.failed = 0
+
+    def notify(self, address, header, body, master_epoch):
+        """Send one notification to ``address`` ('host:port'); returns a Deferred (never failing)."""
+        old = self._pending.get(address)
+        if old is not None and master_epoch > old[0]:
+            old[1].cancel()
+        frame = encode_frame(make_request(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, ext=header, body=body, oneway=True))
+        try:
+            host, port = split_address(address)
+        except ValueError:
+            self.failed += 1
+            self.log.error("controller: cannot notify {addr}: not host:port", addr=address)
+            return defer.succeed(False)
+        endpoint = TCP4ClientEndpoint(self.reactor, host, port, timeout=CONNECT_TIMEOUT)
+        d = connectProtocol(endpoint, _OneShot(frame))
+        self._pending[address] = (master_epoch, d)
+
+        def done(result):
+            if self._pending.get(address, (None, None))[1] is d:
+                del self._pending[address]
+            return result
+
+        def sent(_):
+            self.sent += 1
+            self.log.info("controller: told {addr} its group's master is {master} (epoch {epoch})", addr=address,
+                          master=header.get("masterAddress"), epoch=master_epoch)
+            return True
+
+        def failed(failure):
+            if failure.check(defer.CancelledError):
+                return False
+            self.failed += 1
+            self.log.warn("controller: notifying {addr} of its role failed: {why}", addr=address,
+                          why=failure.getErrorMessage())
+            return False
+        d.addCallbacks(sent, failed)
+        d.addBoth(done)
+        return d

@@ -1,0 +1,150 @@
+"""The controller as a service: its own port, its timers, its replicated log.
+
+Embedded (``enableControllerInNamesrv=true``) it is a child of the name server's service; alone it
+is the whole of ``twistd controller``. Either way it listens where Java's controller listens,
+on this controller's address in ``controllerDLegerPeers``, with a processor registry of its own
+(the plugins that declare ``port="controller"``), so BROKER_HEARTBEAT there is the controller's.
+
+Its timers: the heartbeat scan (``scanNotActiveBrokerInterval``, first after 2 s as Java's) and
+the leader's inactive-master scan (``scanInactiveMasterInterval``).
+"""
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.application import service
+from twisted.application.internet import TCPServer
+from twisted.logger import Logger
+
+from namesrv.clock import MonotonicClock
+from namesrv.config import CONTROLLER_CONFIG_KEYS
+from namesrv.controller.core import Controller
+from namesrv.controller.heartbeats import BrokerHeartbeats
+from namesrv.controller.notifier import RoleChangeNotifier
+from namesrv.controller.replication import peer_table, split_address
+from namesrv.controller.state import ReplicaState
+from namesrv.dispatch.registry import ProcessorRegistry, load_processor_factories
+from namesrv.periodic import PeriodicCall
+from namesrv.server.factory import RemotingServerFactory
+
+log = Logger()
+
+CONTROLLER_PORT = "controller"
+
+
+class ControllerConfigError(ValueError):
+    """The controller properties do not describe a controller that can start; says which and why."""
+
+
+@dataclass
+class ControllerContext:
+    """What the controller's processors share (the name server's NamesrvContext has the route tables)."""
+
+    config: Any
+    controller: Any
+    reactor: Any
+    events: Any
+
+    def config_names(self):
+        return sorted(CONTROLLER_CONFIG_KEYS)
+
+
+class ControllerHousekeeping:
+    """A closed connection on the controller port: the broker beating on it is gone."""
+
+    def __init__(self, heartbeats):
+        self.heartbeats = heartbeats
+
+    def connection_closed(self, connection):
+        self.heartbeats.connection_closed(connection)
+
+
+def store_dir(config):
+    path = config.controllerStorePath or os.path.join("~", config.controllerType + "Controller")
+    return os.path.expanduser(path)
+
+
+def controller_peers(config):
+    """(self id, {id: address}) from the properties, or ControllerConfigError."""
+    if config.controllerType != "DLedger":
+        raise ControllerConfigError("controllerType=%s is not supported: use DLedger (controllerDLegerPeers), "
+                                    "replicated here by Raft" % config.controllerType)
+    try:
+        peers = peer_table(config.controllerDLegerPeers)
+    except ValueError as e:
+        raise ControllerConfigError(str(e))
+    if not peers:
+        raise ControllerConfigError("controllerDLegerPeers is empty: list the controllers as id-host:port;...")
+    if not config.controllerDLegerSelfId:
+        raise ControllerConfigError("controllerDLegerSelfId is empty: say which of %s this one is"
+                                    % ", ".join(peers))
+    if config.controllerDLegerSelfId not in peers:
+        raise ControllerConfigError("controllerDLegerSelfId=%s is not in controllerDLegerPeers (%s)"
+                                    % (config.controllerDLegerSelfId, ", ".join(peers)))
+    return config.controllerDLegerSelfId, peers
+
+
+def make_replicated_log(config, state, reactor):
+    self_id, peers = controller_peers(config)
+    directory = store_dir(config)
+    group = config.controllerDLegerGroup
+    if len(peers) == 1:
+        from namesrv.controller.replication.local import LocalLog
+        return LocalLog(state, directory, self_id, peers[self_id], group, reactor)
+    from namesrv.controller.replication.raft import RaftLog
+    return RaftLog(state, os.path.join(directory, self_id), self_id, peers, group, config.controllerRaftPortOffset,
+                   reactor)
+
+
+class ControllerService(service.MultiService):
+    name = "controller"
+
+    def __init__(self, config, reactor, events, clock=None, plugin_package=None, replicated=None, notifier=None):
+        service.MultiService.__init__(self)
+        self.config = config
+        self.reactor = reactor
+        self.events = events
+        clock = clock or MonotonicClock()
+        self.state = ReplicaState()
+        self.heartbeats = BrokerHeartbeats(clock)
+        self.replicated = replicated if replicated is not None else make_replicated_log(config, self.state, reactor)
+        self.notifier = notifier if notifier is not None else RoleChangeNotifier(reactor)
+        self.controller = Controller(config, self.state, self.replicated, self.heartbeats, reactor, self.notifier,
+                                     events)
+        self.context = ControllerContext(config=config, controller=self.controller, reactor=reactor, events=events)
+        processors = [factory.build(self.context)
+                      for factory in load_processor_factories(plugin_package, port=CONTROLLER_PORT)]
+        self.registry = ProcessorRegistry(processors, events=events)
+        self.factory = RemotingServerFactory(self.registry, config, ControllerHousekeeping(self.heartbeats), events,
+                                             reactor)
+        host, port = split_address(self.replicated.peers[self.replicated.self_id])
+        self.address = (host, port)
+        self.port_service = TCPServer(port, self.factory, backlog=config.serverSocketBacklog or 50, interface=host,
+                                      reactor=reactor)
+        self.port_service.setServiceParent(self)
+        PeriodicCall("controller heartbeat scan", self.heartbeats.scan,
+                     lambda: config.scanNotActiveBrokerInterval / 1000.0, 2.0, reactor).setServiceParent(self)
+        PeriodicCall("controller inactive-master scan", self.controller.scan_inactive_masters,
+                     lambda: config.scanInactiveMasterInterval / 1000.0, config.scanInactiveMasterInterval / 1000.0,
+                     reactor).setServiceParent(self)
+
+    @property
+    def listening_port(self):
+        """The bound port (after start), e.g. when the configuration named port 0."""
+        port = getattr(self.port_service, "_port", None)
+        return port.getHost().port if port is not None else None
+
+    def startService(self):
+        self.replicated.start()
+        service.MultiService.startService(self)
+        log.info("controller {id} of group {group} serving on {host}:{port} ({mode})", id=self.replicated.self_id,
+                 group=self.replicated.group, host=self.address[0], port=self.listening_port,
+                 mode=self.replicated.status()["mode"])
+
+    def stopService(self):
+        d = service.MultiService.stopService(self)
+        self.controller.stop()
+        self.factory.close_all()
+        self.replicated.stop()
+        return d

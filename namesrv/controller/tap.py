@@ -1,0 +1,92 @@
+"""`twistd controller`: the controller alone, as Java's `mqcontroller -c controller.properties`.
+
+The same properties as the embedded one (controllerDLegerGroup, controllerDLegerPeers,
+controllerDLegerSelfId, controllerStorePath, ...), read from the ``-c`` file; ``-p`` prints them
+and exits. It serves on this controller's address in ``controllerDLegerPeers`` and writes the
+event log (``eventLogEnable``) as the name server does, named after the controller's port.
+"""
+
+import os
+import sys
+
+from twisted.application import service
+from twisted.python import usage
+from twisted.logger import Logger
+
+log = Logger()
+
+
+class Options(usage.Options):
+    synopsis = "-c FILE [-p]"
+    longdesc = ("Runs a RocketMQ controller (RIP-44) without a name server. Properties use the Java names "
+                "(controllerDLegerGroup, controllerDLegerPeers, controllerDLegerSelfId, controllerStorePath, "
+                "scanInactiveMasterInterval, enableElectUncleanMaster, notifyBrokerRoleChanged, ...).")
+    optParameters = [
+        ["configFile", "c", None, "Java-style .properties file with the controller's properties."],
+    ]
+    optFlags = [
+        ["printConfigItem", "p", "Print every effective property as key=value and exit."],
+    ]
+
+    def postOptions(self):
+        from namesrv.config import ConfigError, NamesrvConfig
+        from namesrv.controller.service import ControllerConfigError, controller_peers
+
+        config = NamesrvConfig()
+        try:
+            if self["configFile"]:
+                for key in config.load_file(self["configFile"]):
+                    log.warn("unknown property {key} in {file} ignored", key=key, file=self["configFile"])
+        except (ConfigError, OSError) as e:
+            raise usage.UsageError(str(e))
+        if self["printConfigItem"]:
+            sys.stdout.write(config.to_properties_text())
+            sys.stdout.flush()
+            raise SystemExit(0)
+        try:
+            self_id, peers = controller_peers(config)
+        except ControllerConfigError as e:
+            raise usage.UsageError(str(e))
+        # the event log and every per-instance file are named after the controller's own port
+        port = peers[self_id].rpartition(":")[2]
+        config.update({"listenPort": port}, source="controller address", announce=False)
+        self.config = config
+
+
+class StandaloneController(service.MultiService):
+    """The controller service plus the event log's start and stop."""
+
+    def __init__(self, controller, events):
+        service.MultiService.__init__(self)
+        self.controller = controller
+        self.events = events
+        controller.setServiceParent(self)
+
+    def startService(self):
+        self.events.start()
+        service.MultiService.startService(self)
+        self.events.emit("controller_started", listen="%s:%s" % self.controller.address)
+
+    def stopService(self):
+        d = service.MultiService.stopService(self)
+        d.addBoth(lambda result: (self.events.stop(), result)[1])
+        return d
+
+
+def makeService(options):
+    from twisted.internet import reactor
+
+    from namesrv.controller.service import ControllerService
+    from namesrv.service import _make_event_log
+
+    config = options.config
+    events = _make_event_log(config, reactor)
+    events.server_id = "%s:%s" % (config.bindAddress, config.listenPort)
+    try:
+        controller = ControllerService(config, reactor, events)
+    except ValueError as e:
+        sys.stderr.write("controller: refusing to start: %s\n" % e)
+        raise SystemExit(1)
+    log.info("controller state in {path}", path=os.path.abspath(os.path.expanduser(
+        config.controllerStorePath or "~")))
+    return StandaloneController(controller, events)
