@@ -46,7 +46,8 @@ class NamesrvService(service.MultiService):
 
     def __init__(self, *, config, reactor, clock, events, kv, routes, context, registry, housekeeping,
                  guards, inflight, factory, answer_cache=None, tls=None, http_ports=(), snapshots=None,
-                 read_workers=None, readiness=None, takeover=False, address_service=None):
+                 read_workers=None, readiness=None, takeover=False, address_service=None,
+                 controller=None):
         service.MultiService.__init__(self)
         self.config = config
         self.reactor = reactor
@@ -69,6 +70,10 @@ class NamesrvService(service.MultiService):
         self.handover = Handover(self, inflight, takeover=takeover)
 
         guards.setServiceParent(self)
+        #: the embedded controller (namesrv/controller/service.py), when enableControllerInNamesrv
+        self.controller = controller
+        if controller is not None:
+            controller.setServiceParent(self)
         if tls is not None:
             tls.setServiceParent(self)
         for http in http_ports:
@@ -227,6 +232,7 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
     housekeeping = BrokerHousekeeping(routes, events, reactor)
     factory = RemotingServerFactory(inflight, config, housekeeping, events, reactor, answer_cache=answer_cache)
     tls = TlsListening.for_config(config, factory, reactor)
+    controller = _make_controller(config, reactor, events, clock, plugin_package)
     readiness = Readiness()
     http_ports = []
     metrics = None
@@ -245,7 +251,15 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
         registry=registry, housekeeping=housekeeping, guards=guards, inflight=inflight, factory=factory,
         answer_cache=answer_cache, tls=tls, http_ports=http_ports, snapshots=_make_snapshotter(config, routes, reactor),
         read_workers=_make_read_workers(config, routes, kv, registry, factory, guards, tls, metrics, context, reactor),
-        readiness=readiness, takeover=takeover, address_service=addresses)
+        readiness=readiness, takeover=takeover, address_service=addresses, controller=controller)
+
+
+def _make_controller(config, reactor, events, clock, plugin_package):
+    """The embedded controller (RIP-44) on its own port, when ``enableControllerInNamesrv``."""
+    if not config.enableControllerInNamesrv:
+        return None
+    from namesrv.controller.service import ControllerService
+    return ControllerService(config, reactor, events, clock=clock, plugin_package=plugin_package)
 
 
 def _make_answer_cache(config, registry, routes, kv):

@@ -124,10 +124,25 @@ PROPERTIES = [
     Bool("enableAllTopicList", True, "allow GET_ALL_TOPIC_LIST_FROM_NAMESERVER (5.x)"),
     Bool("enableTopicList", True, "allow GET_TOPICS_BY_CLUSTER and the unit topic lists (5.x)"),
     Bool("notifyMinBrokerIdChanged", False, "notify brokers of min broker id changes (5.x; not sent here)"),
-    Bool("enableControllerInNamesrv", False, "embedded controller (5.x; not supported)"),
+    Bool("enableControllerInNamesrv", False, "run the controller (RIP-44) inside this name server, on its address in controllerDLegerPeers (5.x)"),
     Bool("needWaitForService", False, "refuse route queries during the start-up grace (5.x)"),
     Int("waitSecondsForService", 45, "length of the start-up grace in seconds (5.x)"),
     Bool("deleteTopicWithBrokerRegistration", False, "a master registration removes topics it no longer reports (5.x)"),
+    # ControllerConfig (5.x): the embedded controller (enableControllerInNamesrv) and `twistd controller`
+    Str("controllerType", "DLedger", "DLedger: controllers listed in controllerDLegerPeers, replicated by Raft (pysyncobj); jRaft is refused"),
+    Str("controllerDLegerGroup", "", "name of the controllers' group, as 1005 answers it"),
+    Str("controllerDLegerPeers", "", "every controller as id-host:port;... (brokers' controllerAddr lists the same addresses)"),
+    Str("controllerDLegerSelfId", "", "this controller's id in controllerDLegerPeers"),
+    Str("controllerStorePath", "", "directory of the controller's state (empty: ~/DLedgerController); one controller keeps a JSON file, several a Raft journal", path=True),
+    Long("scanInactiveMasterInterval", 5000, "ms between the leader's scans for groups whose master is gone"),
+    Bool("enableElectUncleanMaster", False, "elect from every replica when no in-sync one is alive (may lose messages)"),
+    Bool("notifyBrokerRoleChanged", True, "send NOTIFY_BROKER_ROLE_CHANGED to the group's live members after an election"),
+    Int("electMasterMaxRetryCount", 3, "Java's retries of a controller-made election (informational here: an election commits or is refused)"),
+    Bool("isProcessReadEvent", False, "Java appends an empty entry per read (informational here: reads are answered by the serving leader)"),
+    Int("controllerThreadPoolNums", 16, "Java controller request pool size (informational here)"),
+    Int("controllerRequestThreadPoolQueueCapacity", 50000, "Java controller request queue capacity (informational here)"),
+    Int("mappedFileSize", 1073741824, "Java DLedger file size (informational here)"),
+    Int("controllerRaftPortOffset", 1, "Raft between controllers runs on each controller's port plus this"),
     # NettyServerConfig
     Str("bindAddress", "127.0.0.1", "address to listen on (Java 5.x: 0.0.0.0; 4.9 always every interface)"),
     Int("listenPort", 9876, "TCP port"),
@@ -205,6 +220,18 @@ PROPERTIES = [
 ]
 
 _BY_NAME = {p.name: p for p in PROPERTIES}
+
+#: what GET_CONTROLLER_CONFIG answers: Java's ControllerConfig and NettyServerConfig keys we have
+CONTROLLER_CONFIG_KEYS = (
+    "rocketmqHome", "configStorePath", "controllerType", "scanNotActiveBrokerInterval", "controllerThreadPoolNums",
+    "controllerRequestThreadPoolQueueCapacity", "controllerDLegerGroup", "controllerDLegerPeers",
+    "controllerDLegerSelfId", "mappedFileSize", "controllerStorePath", "electMasterMaxRetryCount",
+    "enableElectUncleanMaster", "isProcessReadEvent", "notifyBrokerRoleChanged", "scanInactiveMasterInterval",
+    "configBlackList", "controllerRaftPortOffset",
+    "bindAddress", "listenPort", "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
+    "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverChannelMaxIdleTimeSeconds",
+    "serverSocketSndBufSize", "serverSocketRcvBufSize", "serverSocketBacklog", "serverPooledByteBufAllocatorEnable",
+    "useEpollNativeSelector")
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 _RANGES = {"int": (-2 ** 31, 2 ** 31 - 1), "long": (-2 ** 63, 2 ** 63 - 1)}
 
