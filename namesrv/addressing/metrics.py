@@ -20,6 +20,9 @@ class AddressServiceMetrics:
                                "(silent) or restored (answering again).", ["namesrv", "change"], registry=registry)
         self.fallback = Gauge(NAME + "fallback", "1 while no listed name server answers and the whole "
                               "configured list is served.", registry=registry)
+        self.probes = Counter(NAME + "probes", "Probes of listed name servers (a real remoting request), by "
+                              "result: answered or failed (refused, timed out, closed).", ["namesrv", "result"],
+                              registry=registry)
         self.requests = Counter(NAME + "requests", "Address requests (GET /rocketmq/{subgroup}) by HTTP status.",
                                 ["code"], registry=registry)
         for code in ("200", "400", "404", "405", "414", "429"):
@@ -33,6 +36,8 @@ class AddressServiceMetrics:
             self.served.labels(address).set(1)
             self.changes.labels(address, "removed")
             self.changes.labels(address, "restored")
+            self.probes.labels(address, "answered")
+            self.probes.labels(address, "failed")
 
     def changed(self, address, change, liveness):
         """An AddressProber listener."""
@@ -40,6 +45,10 @@ class AddressServiceMetrics:
         for listed, state in liveness.states.items():
             self.served.labels(listed).set(1 if state.served else 0)
         self.fallback.set(1 if liveness.fallback else 0)
+
+    def probed(self, address, answered):
+        """An AddressProber ``probed`` listener."""
+        self.probes.labels(address, "answered" if answered else "failed").inc()
 
     def answered(self, code):
         self.requests.labels(str(code)).inc()

@@ -10,7 +10,8 @@ listed server.
 
 At most one probe per name server is in flight; a probe still running when the next round
 comes is not doubled (its timeout ends it). Each change of the served list is logged and
-passed to ``listeners`` (the metrics), as ``listener(address, change, liveness)``.
+passed to ``listeners`` (the metrics), as ``listener(address, change, liveness)``; each probe's
+outcome to ``probed`` listeners, as ``listener(address, answered)``.
 """
 
 from twisted.application import service
@@ -39,6 +40,7 @@ class AddressProber(service.Service):
         self.timeout = timeout
         self.probe = probe
         self.listeners = []
+        self.probed = []
         self.in_flight = set()
         self.call = None
         self._fallback = False
@@ -70,9 +72,11 @@ class AddressProber(service.Service):
             d.addBoth(self._done, address)
 
     def _answered(self, millis, address):
+        self._tell(self.probed, address, True)
         self._changed(address, self.liveness.answered(address, self.clock.seconds()))
 
     def _failed(self, failure, address):
+        self._tell(self.probed, address, False)
         reason = failure.getErrorMessage() or failure.type.__name__
         self._changed(address, self.liveness.failed(address, self.clock.seconds(), reason))
 
@@ -96,8 +100,12 @@ class AddressProber(service.Service):
             if liveness.fallback:
                 log.warn("no listed name server answers: the address service serves the whole list {served}",
                          served=liveness.text)
-        for listener in self.listeners:
+        self._tell(self.listeners, address, change, liveness)
+
+    @staticmethod
+    def _tell(listeners, *args):
+        for listener in listeners:
             try:
-                listener(address, change, liveness)
+                listener(*args)
             except Exception:
                 log.failure("address service listener {listener} failed", listener=listener)

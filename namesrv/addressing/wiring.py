@@ -35,6 +35,7 @@ class AddressService:
         self.prober = AddressProber(self.liveness, reactor, clock, config.addressServiceProbeIntervalMillis / 1000.0,
                                     config.addressServiceProbeTimeoutMillis / 1000.0)
         self.prober.listeners.append(self.metrics.changed)
+        self.prober.probed.append(self.metrics.probed)
         self.clock = clock
         self.resource = AddressResource(self.liveness, lambda: self.subgroups,
                                         RequestRate(config.addressServiceMaxRequestsPerSecond, clock),

@@ -84,6 +84,10 @@ def test_the_server_serves_its_list_on_the_prometheus_port_and_drops_a_silent_pe
         assert ('rocketmq_namesrv_address_service_changes_total{change="removed",namesrv="127.0.0.1:%d"} 1.0'
                 % silent).encode() in metrics
         assert ('rocketmq_namesrv_address_service_namesrv_served{namesrv="%s"} 1.0' % own).encode() in metrics
+        assert b'rocketmq_namesrv_address_service_probes_total{namesrv="%s",result="answered"} 0.0' % own.encode() \
+            not in metrics
+        assert b'rocketmq_namesrv_address_service_probes_total{namesrv="127.0.0.1:%d",result="answered"} 0.0' \
+            % silent in metrics
     finally:
         yield svc.stopService()
 

@@ -1,0 +1,149 @@
+"""The Java peers of ../shared/javapeers (4.9.8 in $JAVAPEER, 5.3.3 in $JAVAPEER5), for tests that run them.
+
+Nothing of the peers is in this repository: a test finds them through the environment and skips,
+saying what to set and build, when they are not there. The kit's ``broker.sh`` always writes
+``namesrvAddr``; a broker that must find its name servers by itself (the address service) needs
+the property left out, so ``JavaBroker`` builds the same ``java`` command line from the peer's
+``lib/`` instead.
+"""
+
+import glob
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+#: env variable of each peer, and a jar that proves it is built
+PEERS = {"4.9.8": ("JAVAPEER", "rocketmq-4.9.8.jar"), "5.3.3": ("JAVAPEER5", "rocketmq-5.3.3.jar")}
+
+#: the kit's JVM flags (peer4/broker.sh, peer5/common.sh): JDK 17 opens, and 5.3.3 without TLS
+_OPENS4 = ["--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
+           "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED"]
+_OPENS5 = _OPENS4 + ["--add-opens", "java.base/java.lang=ALL-UNNAMED", "--add-opens", "java.base/java.util=ALL-UNNAMED",
+                     "--add-exports", "java.base/jdk.internal.ref=ALL-UNNAMED", "-Dtls.server.mode=disabled"]
+
+
+def peer(version):
+    """The peer's directory, or a skip naming the variable to set."""
+    variable, jar = PEERS[version]
+    home = os.environ.get(variable, "")
+    if not home:
+        pytest.skip("RocketMQ %s Java peer not configured: set %s to its directory (built by "
+                    "../shared/javapeers/build.sh, e.g. %s=/tmp/peers/%s)"
+                    % (version, variable, variable, "javapeer" if version == "4.9.8" else "java5peer"))
+    lib = os.path.join(home, "lib")
+    if not os.path.exists(os.path.join(lib, jar)):
+        pytest.skip("RocketMQ %s Java peer not built in %s=%s (no lib/%s)" % (version, variable, home, jar))
+    if subprocess.run(["java", "-version"], capture_output=True).returncode != 0:
+        pytest.skip("no java on PATH for the RocketMQ %s peer" % version)
+    return home
+
+
+def free_broker_port(low=20000, high=32000):
+    """A port below 32768 (the kit's limit) with PORT-2 (VIP channel) and PORT+1 (HA) free too."""
+    for port in range(low + (os.getpid() * 7) % 1000, high, 10):
+        sockets = []
+        try:
+            for p in (port - 2, port, port + 1):
+                s = socket.socket()
+                sockets.append(s)
+                s.bind(("127.0.0.1", p))
+            return port
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
+    raise RuntimeError("no free broker port in %d-%d" % (low, high))
+
+
+class JavaBroker:
+    """A Java broker with the given properties only (the kit's store settings added): no
+    ``namesrvAddr`` unless the test gives one. ``jvm_properties`` become ``-Dkey=value``."""
+
+    def __init__(self, version, store, name, cluster, properties=None, jvm_properties=None):
+        self.version = version
+        self.home = peer(version)
+        self.store = os.path.abspath(str(store))
+        self.name = name
+        self.port = free_broker_port()
+        os.makedirs(os.path.join(self.store, "commitlog"), exist_ok=True)
+        props = {"brokerName": name, "brokerClusterName": cluster, "listenPort": self.port,
+                 "storePathRootDir": self.store, "storePathCommitLog": os.path.join(self.store, "commitlog"),
+                 "mappedFileSizeCommitLog": 67108864, "mappedFileSizeConsumeQueue": 600000,
+                 "autoCreateTopicEnable": "true", "brokerIP1": "127.0.0.1"}
+        if version != "4.9.8":
+            props["haListenPort"] = self.port + 1
+        props.update(properties or {})
+        self.config_file = os.path.join(self.store, "broker.properties")
+        with open(self.config_file, "w") as f:
+            f.writelines("%s=%s\n" % item for item in props.items())
+        self.jvm_properties = dict(jvm_properties or {})
+        self.out = os.path.join(self.store, "stdout.log")
+        self.process = None
+
+    def command(self):
+        jvm = ["java", "-Xms256m", "-Xmx256m", "-XX:MaxDirectMemorySize=256m"]
+        jvm += _OPENS4 if self.version == "4.9.8" else _OPENS5
+        jvm += ["-Duser.home=" + self.store, "-Drocketmq.home.dir=" + self.home]
+        if self.version != "4.9.8":
+            jvm += ["-Dlogback.configurationFile=" + os.path.join(self.home, "conf", "logback.xml"),
+                    "-Drmq.logdir=" + self.store]
+        jvm += ["-D%s=%s" % item for item in self.jvm_properties.items()]
+        return jvm + ["-cp", os.path.join(self.home, "lib", "*"), "org.apache.rocketmq.broker.BrokerStartup",
+                      "-c", self.config_file]
+
+    def start(self):
+        env = dict(os.environ, ROCKETMQ_HOME=self.home)
+        env.pop("NAMESRV_ADDR", None)
+        with open(self.out, "wb") as out:
+            self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, env=env,
+                                            cwd=self.store)
+        return self
+
+    def log(self):
+        """What the broker printed and logged (4.9.8: ~/logs/rocketmqlogs/*/broker.log; 5.3.3: rocketmq.log)."""
+        text = []
+        logs = glob.glob(os.path.join(self.store, "logs", "rocketmqlogs", "**", "broker.log"), recursive=True)
+        for path in [self.out, *logs, os.path.join(self.store, "rocketmq.log")]:
+            try:
+                with open(path, errors="replace") as f:
+                    text.append(f.read())
+            except OSError:
+                pass
+        return "\n".join(text)
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def mqadmin(version, *args, jvm_properties=None, timeout=120, home=None):
+    """Run the peer's mqadmin.sh (``jvm_properties`` through JAVA_TOOL_OPTIONS, no NAMESRV_ADDR);
+    the CompletedProcess, output as text."""
+    peer_home = peer(version)
+    env = dict(os.environ)
+    env.pop("NAMESRV_ADDR", None)
+    options = " ".join("-D%s=%s" % item for item in (jvm_properties or {}).items())
+    if home is not None:
+        options += " -Duser.home=%s" % home
+    if options:
+        env["JAVA_TOOL_OPTIONS"] = options.strip()
+    return subprocess.run(["bash", os.path.join(peer_home, "mqadmin.sh"), *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def wait_for(predicate, within, what, every=0.5):
+    """Ask ``predicate`` until it is true; a failure naming ``what`` after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail("%s: not within %ss" % (what, within))
+        time.sleep(every)
