@@ -24,7 +24,7 @@ def command(name, help, *options):
     return register
 
 
-def _json_body(answer, what):
+def json_body(answer, what):
     try:
         return fastjson.loads(answer.body or b"{}")
     except ValueError as e:
@@ -50,7 +50,7 @@ def _each_server(client, code, ext=None, body=None, describe=None):
 @command("clusterList", "List all of clusters")
 def cluster_list(client, args):
     _, answer = client.call_any(RequestCode.GET_BROKER_CLUSTER_INFO)
-    info = _json_body(answer, "ClusterInfo")
+    info = json_body(answer, "ClusterInfo")
     brokers = info.get("brokerAddrTable") or {}
     rows = []
     for cluster in sorted(info.get("clusterAddrTable") or {}):
@@ -70,7 +70,7 @@ def cluster_list(client, args):
 def topic_route(client, args):
     topic = args.topic.strip()
     _, answer = client.call_any(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-    route = _json_body(answer, "TopicRouteData")
+    route = json_body(answer, "TopicRouteData")
     if not args.list:
         return Output(route, to_json(route).splitlines())
     queues = {q.get("brokerName"): q for q in route.get("queueDatas") or []}
@@ -92,24 +92,28 @@ def topic_route(client, args):
 def topic_list(client, args):
     if not args.clusterModel:
         _, answer = client.call_any(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
-        topics = sorted(_json_body(answer, "TopicList").get("topicList") or [])
+        topics = sorted(json_body(answer, "TopicList").get("topicList") or [])
         return Output(topics, topics)
     _, answer = client.call_any(RequestCode.GET_BROKER_CLUSTER_INFO)
-    clusters = sorted(_json_body(answer, "ClusterInfo").get("clusterAddrTable") or {})
+    clusters = sorted(json_body(answer, "ClusterInfo").get("clusterAddrTable") or {})
     rows = []
     for cluster in clusters:
         _, answer = client.call_any(RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": cluster})
-        for topic in sorted(_json_body(answer, "TopicList").get("topicList") or []):
+        for topic in sorted(json_body(answer, "TopicList").get("topicList") or []):
             rows.append({"cluster": cluster, "topic": topic})
     return Output(rows, table(["Cluster Name", "Topic"], [[r["cluster"], r["topic"]] for r in rows]))
+
+
+def config_lines(name, config):
+    """One server's properties as mqadmin's getNamesrvConfig and getControllerConfig print them."""
+    return ["============%s============" % name] + ["%-50s=  %s" % (key, config[key]) for key in sorted(config)]
 
 
 @command("getNamesrvConfig", "Get configs of name server.")
 def get_namesrv_config(client, args):
     def describe(name, answer, lines):
         config = parse_properties(decode_properties_bytes(answer.body or b""))
-        lines.append("============%s============" % name)
-        lines.extend("%-50s=  %s" % (key, config[key]) for key in sorted(config))
+        lines.extend(config_lines(name, config))
         return {"config": config}
     results, lines, errors = _each_server(client, RequestCode.GET_NAMESRV_CONFIG, describe=describe)
     return Output(results, lines, failed=bool(errors), errors=errors)
@@ -157,7 +161,7 @@ def get_kv_config(client, args):
         value = (answer.ext or {}).get("value")
         return Output({key: value}, table(["Key", "Value"], [[key, value]]))
     _, answer = client.call_any(RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": namespace})
-    entries = _json_body(answer, "KVTable").get("table") or {}
+    entries = json_body(answer, "KVTable").get("table") or {}
     return Output(entries, table(["Key", "Value"], [[k, entries[k]] for k in sorted(entries)]))
 
 

@@ -50,17 +50,22 @@ def _first_line(remark):
     return (remark or "").strip().splitlines()[0] if (remark or "").strip() else ""
 
 
+def parse_address(part, kind="name server"):
+    """One ``host:port`` into ``(text, host, port)``."""
+    host, sep, port = part.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise AdminError("bad %s address %r (expected host:port)" % (kind, part))
+    return part, host.strip("[]"), int(port)
+
+
+def split_addresses(text):
+    """``host:port;host:port`` (mqadmin's separator, a comma too) into its non-empty parts."""
+    return [part.strip() for part in (text or "").replace(",", ";").split(";") if part.strip()]
+
+
 def parse_addresses(text):
-    """``-n host:port;host:port`` (mqadmin's separator) into ``[(text, host, port)]``."""
-    result = []
-    for part in (text or "").replace(",", ";").split(";"):
-        part = part.strip()
-        if not part:
-            continue
-        host, sep, port = part.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise AdminError("bad name server address %r (expected host:port)" % part)
-        result.append((part, host.strip("[]"), int(port)))
+    """``-n host:port;host:port`` into ``[(text, host, port)]``."""
+    result = [parse_address(part) for part in split_addresses(text)]
     if not result:
         raise AdminError("no name server address: give -n host:port or set NAMESRV_ADDR")
     return result
@@ -70,18 +75,31 @@ class AdminClient:
     """Sends requests to the name servers of ``-n``; ``credentials`` is ``(accessKey, secretKey)`` or None."""
 
     def __init__(self, addresses, timeout=5.0, credentials=None):
-        self.addresses = parse_addresses(addresses)
+        self._namesrv_text = addresses
+        self._addresses = None
         self.timeout = timeout
         self.credentials = credentials
         self._clients = {}
 
     @property
+    def addresses(self):
+        """The name servers of ``-n``, checked when first needed: the controller commands of ``-a``
+        and the brokers they ask need none."""
+        if self._addresses is None:
+            self._addresses = parse_addresses(self._namesrv_text)
+        return self._addresses
+
+    @property
     def names(self):
         return [name for name, _, _ in self.addresses]
 
-    def call(self, address, code, ext=None, body=None):
-        """The answer of ``address`` to one request (any response code); AdminError if none came."""
-        name, host, port = next(a for a in self.addresses if a[0] == address)
+    def call(self, address, code, ext=None, body=None, kind="name server"):
+        """The answer of ``address`` to one request (any response code); AdminError if none came.
+
+        ``address`` is one of ``-n`` or any other ``host:port`` (a controller, a broker: ``kind``
+        names it in the messages)."""
+        known = [a for a in self._addresses or () if a[0] == address]
+        name, host, port = known[0] if known else parse_address(address, kind)
         if self.credentials is not None:
             ext = sign_request_ext(ext, body, *self.credentials)
         request = make_request(code, ext, body, version=CLIENT_VERSION, language=LanguageCode.PYTHON)
@@ -90,9 +108,9 @@ class AdminClient:
             try:
                 client = self._clients[name] = _BoundedClient(host, port, self.timeout)
             except socket.timeout:
-                raise AdminError("timeout: cannot connect to name server %s within %gs" % (name, self.timeout))
+                raise AdminError("timeout: cannot connect to %s %s within %gs" % (kind, name, self.timeout))
             except OSError as e:
-                raise AdminError("cannot reach name server %s: %s" % (name, e.strerror or e))
+                raise AdminError("cannot reach %s %s: %s" % (kind, name, e.strerror or e))
         try:
             return client.call(request)
         except socket.timeout:
@@ -100,13 +118,13 @@ class AdminClient:
             raise AdminError("timeout: no answer to %s from %s within %gs" % (request_name(code), name, self.timeout))
         except OSError as e:
             self._forget(name)
-            raise AdminError("connection to name server %s lost: %s" % (name, e.strerror or e))
+            raise AdminError("connection to %s %s lost: %s" % (kind, name, e.strerror or e))
         except ValueError as e:   # an undecodable frame: not a name server?
             self._forget(name)
-            raise AdminError("unreadable answer from %s (is it a name server?): %s" % (name, e))
+            raise AdminError("unreadable answer from %s (is it a %s?): %s" % (name, kind, e))
 
-    def call_ok(self, address, code, ext=None, body=None, accept=(ResponseCode.SUCCESS,)):
-        answer = self.call(address, code, ext, body)
+    def call_ok(self, address, code, ext=None, body=None, accept=(ResponseCode.SUCCESS,), kind="name server"):
+        answer = self.call(address, code, ext, body, kind)
         if answer.code not in accept:
             raise RemoteError(address, answer.code, answer.remark)
         return answer
