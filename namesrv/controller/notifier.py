@@ -8,8 +8,8 @@ never holds anything up.
 """
 
 from twisted.internet import defer
-from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
-from twisted.internet.protocol import Protocol
+from twisted.internet.endpoints import TCP4ClientEndpoint
+from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
 
 from namesrv.controller.replication import split_address
@@ -53,7 +53,9 @@ class RoleChangeNotifier:
             self.log.error("controller: cannot notify {addr}: not host:port", addr=address)
             return defer.succeed(False)
         endpoint = TCP4ClientEndpoint(self.reactor, host, port, timeout=CONNECT_TIMEOUT)
-        d = connectProtocol(endpoint, _OneShot(frame))
+        factory = Factory.forProtocol(lambda: _OneShot(frame))
+        factory.noisy = False
+        d = endpoint.connect(factory)
         self._pending[address] = (master_epoch, d)
 
         def done(result):
