@@ -239,6 +239,8 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
     if config.prometheusListenPort:
         from namesrv.observe.metrics import metrics_port_service
         metrics = metrics_port_service(config, guards, tls, routes, factory, events, registry, reactor, readiness)
+        if controller is not None:
+            metrics.metrics.controller = controller.controller
         http_ports.append(metrics)
     if config.statusListenPort:
         from namesrv.status.web import status_page_service

@@ -80,6 +80,7 @@ class NamesrvMetrics:
                                             "while the server was running (each is started again).",
                                             registry=self.registry)
         self.read_workers = None       # the ReadWorkerPool, when routeReadWorkers > 0
+        self.controller = None         # the embedded Controller, when enableControllerInNamesrv
         self.bad_frames = Counter(PREFIX + "bad_frames", "Connections closed for a frame that could not be "
                                   "decoded (or a peer that stopped reading).", registry=self.registry)
         for request_class in ALL_CLASSES:
@@ -151,6 +152,8 @@ class NamesrvMetrics:
         if self.acl_store is not None:
             snapshot["acl"] = (self.acl_store.reloads, self.acl_store.reload_failures,
                                len(self.acl_store.table.accounts))
+        if self.controller is not None:
+            snapshot["controller"] = self.controller.status()
         self._snapshot = snapshot
         return snapshot
 
@@ -232,6 +235,9 @@ class _SnapshotCollector:
             family.add_metric(["failed"], failures)
             yield family
             yield GaugeMetricFamily(PREFIX + "acl_accounts", "Accounts in the ACL file.", value=accounts)
+        if "controller" in snap:
+            from namesrv.observe.controller_metrics import controller_families
+            yield from controller_families(snap["controller"])
 
 
 class _MetricsResource(resource.Resource):

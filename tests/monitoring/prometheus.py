@@ -21,6 +21,8 @@ from tests.integration.server import REPO, free_port
 CONF = os.path.join(REPO, "conf", "prometheus")
 SCRAPE_CONFIG = os.path.join(CONF, "prometheus.yml")
 RULES = os.path.join(CONF, "namesrv-rules.yml")
+#: rules for name servers that run the controller (their metrics exist only there)
+CONTROLLER_RULES = os.path.join(CONF, "controller-rules.yml")
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
 MISSING = "Prometheus is not installed (Debian package `prometheus`: prometheus and promtool)"

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tests.integration.server import REPO
-from tests.monitoring.prometheus import MISSING, PROMTOOL, RULES, SCRAPE_CONFIG
+from tests.monitoring.prometheus import CONTROLLER_RULES, MISSING, PROMTOOL, RULES, SCRAPE_CONFIG
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RULE_TESTS = os.path.join(HERE, "rules.test.yml")
@@ -17,9 +17,12 @@ RUNBOOK = os.path.join(REPO, "docs", "runbook.md")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason=MISSING)
 
 
-def alert_rules():
-    with open(RULES) as f:
-        return [rule for group in yaml.safe_load(f)["groups"] for rule in group["rules"] if "alert" in rule]
+def alert_rules(files=(RULES, CONTROLLER_RULES)):
+    rules = []
+    for path in files:
+        with open(path) as f:
+            rules += [rule for group in yaml.safe_load(f)["groups"] for rule in group["rules"] if "alert" in rule]
+    return rules
 
 
 def promtool(*args):
@@ -30,7 +33,8 @@ def promtool(*args):
 
 @needs_promtool
 def test_rules_and_scrape_configuration_pass_promtool_check():
-    assert "SUCCESS: %d rules found" % len(alert_rules()) in promtool("check", "rules", RULES)
+    for path in (RULES, CONTROLLER_RULES):
+        assert "SUCCESS: %d rules found" % len(alert_rules([path])) in promtool("check", "rules", path)
     assert "is valid prometheus config file syntax" in promtool("check", "config", SCRAPE_CONFIG)
 
 

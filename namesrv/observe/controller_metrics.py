@@ -1,0 +1,58 @@
+"""The embedded controller's metrics (RIP-44), built from ``Controller.status()`` at a scrape.
+
+``NamesrvMetrics.refresh`` reads the status on the reactor thread (the controller's state and
+heartbeat table are only changed there); these families are then built from that copy in the
+thread that renders the text, as the route-table gauges are.
+
+What an operator alerts on (conf/prometheus/controller-rules.yml): a group whose master is gone
+and that the leader has not given a new one (``controller_group_has_master`` 0 on the leader), and
+a controller group without a leader (no ``controller_is_leader`` 1 anywhere). Java's controller
+exports ``rocketmq_controller_*`` over OpenTelemetry; these follow this server's prefix and
+labels instead, so one scrape job covers both roles of the process. The election results are
+Java's label values (``new_master_elected``, ``keep_current_master``, ``no_master_elected``).
+"""
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+PREFIX = "rocketmq_namesrv_controller_"
+
+
+def group_has_master(group):
+    """1 when the group has a master and this controller hears it beat, else 0."""
+    return 1 if group.get("masterBrokerId") is not None and group.get("masterAlive") else 0
+
+
+def controller_families(status):
+    """The metric families of one ``Controller.status()``."""
+    controller_group, controller_id = str(status.get("group") or ""), str(status.get("selfId") or "")
+    leader = GaugeMetricFamily(PREFIX + "is_leader", "1 when this controller leads its controller group (elects, "
+                               "answers brokers' registrations), 0 when it follows.",
+                               labels=["controller_group", "controller_id"])
+    leader.add_metric([controller_group, controller_id], 1 if status.get("isLeader") else 0)
+    yield leader
+    elections = CounterMetricFamily(PREFIX + "elections", "Master elections this controller ran, by result "
+                                    "(new_master_elected, keep_current_master, no_master_elected).",
+                                    labels=["result"])
+    for result, count in sorted((status.get("elections") or {}).items()):
+        elections.add_metric([result], count)
+    yield elections
+    yield GaugeMetricFamily(PREFIX + "live_brokers", "Brokers whose controller heartbeats this controller hears.",
+                            value=status.get("liveBrokers") or 0)
+    groups = status.get("groups") or []
+    has_master = GaugeMetricFamily(PREFIX + "group_has_master", "1 when the broker group has a master that is "
+                                   "alive, 0 when it has none (or a dead one not replaced yet).",
+                                   labels=["cluster", "broker_name"])
+    in_sync = GaugeMetricFamily(PREFIX + "sync_state_set_size", "Replicas in the group's in-sync set (those a "
+                                "master may be elected from).", labels=["cluster", "broker_name"])
+    alive = GaugeMetricFamily(PREFIX + "group_live_brokers", "Replicas of the group this controller hears beat.",
+                              labels=["cluster", "broker_name"])
+    for group in groups:
+        labels = [str(group.get("cluster")), str(group.get("brokerName"))]
+        has_master.add_metric(labels, group_has_master(group))
+        in_sync.add_metric(labels, len(group.get("syncStateSet") or ()))
+        alive.add_metric(labels, sum(1 for member in group.get("members") or () if member.get("alive")))
+    yield has_master
+    yield in_sync
+    yield alive
+    yield GaugeMetricFamily(PREFIX + "groups_without_master", "Broker groups with no live master.",
+                            value=sum(1 - group_has_master(group) for group in groups))
