@@ -28,6 +28,7 @@ from sys import getsizeof, intern
 from namesrv.routes import bulk
 from namesrv.routes.liveness import DeadlineQueue
 from namesrv.routes.model import BrokerData, BrokerLiveInfo, DataVersion, QueueData, shared_queue_data
+from namesrv.routes.queuemaps import QueueMapInterner
 
 #: what ``adopt`` takes over: the six tables and the indexes kept beside them
 STATE = ("topic_queue_table", "broker_addr_table", "cluster_addr_table", "broker_live_table",
@@ -35,8 +36,11 @@ STATE = ("topic_queue_table", "broker_addr_table", "cluster_addr_table", "broker
 
 
 class RouteTables:
-    def __init__(self, changes):
+    def __init__(self, changes, share_queue_maps=False):
+        """``share_queue_maps``: topics' maps are only ever replaced whole (a read worker's replica),
+        so topics with the same QueueData share one read-only map (queuemaps.py)."""
         self.changes = changes
+        self.queue_maps = QueueMapInterner() if share_queue_maps else None
         self.epoch = 0           # renewed by every reset (see registration_token)
         self._mark_counter = 0
         self.reset()
@@ -83,7 +87,7 @@ class RouteTables:
             self.topic_queue_table, self.broker_topics = {}, {}
             self.apply_topic_rows(topics, report=False)
         if shapes is not None:
-            self.topic_queue_table, self.broker_topics = _tables_from_shapes(shapes)
+            self.topic_queue_table, self.broker_topics = _tables_from_shapes(shapes, self.queue_maps)
         if mappings is not None:
             self.topic_queue_mapping_info_table = dict(mappings)
         if brokers is not None:
@@ -146,18 +150,22 @@ class RouteTables:
     def apply_topic_shapes(self, shapes, mappings=None, report=True):
         """``apply_topic_rows`` with the topics as ``rows.topic_shapes`` (one map built per shape)."""
         templates = _shape_templates(shapes)
-        maps = {topic: {} if shape is None else templates[shape].copy() for topic, shape in shapes["topics"].items()}
+        if self.queue_maps is not None:   # shared below: no copy
+            maps = {topic: {} if shape is None else templates[shape] for topic, shape in shapes["topics"].items()}
+        else:
+            maps = {topic: {} if shape is None else templates[shape].copy() for topic, shape in shapes["topics"].items()}
         self.apply_topic_maps(maps, mappings, report)
 
     def apply_topic_maps(self, maps, mappings=None, report=True):
         """Set each topic's map brokerName -> shared QueueData ({topic: map, empty when the topic is gone})."""
         table, broker_topics = self.topic_queue_table, self.broker_topics
+        share = self.queue_maps.share if self.queue_maps is not None else None
         moved = set()   # broker names whose set of topics changed
         for topic, qmap in maps.items():
             topic = intern(topic)
             old = table.get(topic) or {}
             if qmap:
-                table[topic] = qmap
+                table[topic] = share(qmap) if share is not None else qmap
             else:
                 table.pop(topic, None)
             for name in old.keys() - qmap.keys():
@@ -505,15 +513,17 @@ def _shape_templates(shapes):
     return [{queue_datas[i].broker_name: queue_datas[i] for i in indexes} for indexes in shapes["shapes"]]
 
 
-def _tables_from_shapes(shapes):
+def _tables_from_shapes(shapes, queue_maps=None):
     """(topic_queue_table, broker_topics) from ``rows.topic_shapes``: each topic gets a copy of its shape's
-    map, and each broker name's topic set is filled per shape."""
+    map (the shared one, given ``queue_maps``), and each broker name's topic set is filled per shape."""
     templates = _shape_templates(shapes)
+    if queue_maps is not None:
+        templates = [queue_maps.share(template) for template in templates]
     table, by_shape = {}, {}
     for topic, shape in shapes["topics"].items():
         if shape is not None:
             topic = intern(topic)
-            table[topic] = templates[shape].copy()
+            table[topic] = templates[shape] if queue_maps is not None else templates[shape].copy()
             by_shape.setdefault(shape, []).append(topic)
     broker_topics = {}
     for shape, topics in by_shape.items():

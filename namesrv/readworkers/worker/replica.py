@@ -87,8 +87,9 @@ class Replica:
         self.complete = False
         self._reset_seen = False
         self._config_text = None
-        self.context = NamesrvContext(config=NamesrvConfig(), routes=RouteInfoManager(clock=MonotonicClock()),
-                                      kv=ReplicaKV(None), reactor=reactor)
+        # its topics' maps are only replaced whole by parts: topics with the same QueueData share one
+        routes = RouteInfoManager(clock=MonotonicClock(), share_queue_maps=True)
+        self.context = NamesrvContext(config=NamesrvConfig(), routes=routes, kv=ReplicaKV(None), reactor=reactor)
         factories = {factory.name: factory for factory in load_processor_factories(plugin_package)}
         missing = sorted(set(processor_names) - set(factories))
         if missing:
