@@ -1,9 +1,10 @@
 """A real fleet's size, not a time-compressed one: B brokers × their own topics, any name server.
 
-    python -m bench.bigfleet [--target HOST:PORT | --server default|one|workers=N[,shared]]
+    python -m bench.bigfleet [--target HOST:PORT | --server default|one|workers=N[,shared]
+                              | --java PEER_DIR [--java-heap 4g]]
                              [--brokers 1000] [--topics 100000] [--brokers-per-topic 10]
                              [--cycle 30] [--rate 0] [--seconds 20] [--read-connections 3] [--depth 32]
-                             [--scenario steady|disconnect|takeover]
+                             [--scenario steady|disconnect|takeover|wholetable]
 
 The fleet (issue 21): B brokers in one cluster; broker b hosts ``topics × brokers-per-topic / B``
 topics, ``Fleet%06d`` of ``(b × step + j) mod topics`` with ``step = topics / B``, so each topic is
@@ -23,7 +24,11 @@ kernel's halt polling it ran under (``bench.guestidle``).
 Scenarios: ``steady`` (the above); ``disconnect`` (halfway, every broker's connection closes at
 once, as when a switch reboots: the prober's worst read around it, and how long until the server
 answers GET_BROKER_CLUSTER_INFO without them); ``takeover`` (halfway, ``twistd namesrv --takeover``
-starts a new process with the same properties: failed reads, the worst read, brokers moved).
+starts a new process with the same properties: failed reads, the worst read, brokers moved);
+``wholetable`` (halfway, every whole-table question once, bench.wholetable: how long each took, its frame's
+size, and whether a RocketMQ client would refuse it; ours gets a status page to ask too). ``--java``
+starts a fresh Java NameServer of a peer built by ../shared/javapeers with the heap given
+(bench.javanamesrv) and measures it instead of ours.
 Every phase is bounded in time; brokers use 127.x.y.z addresses that nobody connects to.
 """
 
@@ -34,11 +39,12 @@ import shutil
 import subprocess
 import time
 
-from bench import guestidle
-from bench.bigfleet_brokers import FleetLayout, LayoutFleet
+from bench import guestidle, wholetable
+from bench.bigfleet_brokers import CLUSTER, FleetLayout, LayoutFleet
 from bench.hoststeal import StealWindow
+from bench.javanamesrv import JavaNamesrv
 from bench.loadgen import LoadRun, LoadSpec
-from bench.servers import NamesrvServer
+from bench.servers import NamesrvServer, free_port
 from bench.serverprocs import listening_pids, server_rss_kib
 from bench.wire import percentile, route_templates
 from namesrv.client import BlockingRemotingClient
@@ -100,8 +106,9 @@ def rss_mib(pids):
 class Run:
     """One measured run against ``host:port`` (``server``: our subprocess, or None for a target)."""
 
-    def __init__(self, args, host, port, server=None):
+    def __init__(self, args, host, port, server=None, status_port=None):
         self.args, self.host, self.port, self.server = args, host, port, server
+        self.status_port = status_port
         self.layout = FleetLayout(args.brokers, args.topics, args.brokers_per_topic)
         self.figures = {"brokers": args.brokers, "topics": args.topics, "brokers_per_topic": args.brokers_per_topic,
                         "entries": args.brokers * self.layout.per_broker, "cycle_s": args.cycle,
@@ -160,6 +167,8 @@ class Run:
         time.sleep(args.warmup + args.seconds / 2)
         if args.scenario == "takeover":
             return self.take_over(fleet), None
+        if args.scenario == "wholetable":
+            return {"wholetable": wholetable.ask_all(self.host, self.port, CLUSTER, self.status_port)}, None
         return {}, None
 
     def main_cpu(self):
@@ -226,6 +235,8 @@ class Run:
         if "dropped_brokers_forgotten_s" in f:
             lines.append("mass disconnect: brokers forgotten after %s s, main process CPU %s s"
                          % (_fmt(f["dropped_brokers_forgotten_s"]), _fmt(f["main_cpu_s_after_drop"])))
+        if "wholetable" in f:
+            lines.append("whole-table answers, asked halfway, one after the other:\n" + wholetable.describe(f["wholetable"]))
         if "takeover_s" in f:
             lines.append("takeover: %.2f s, %d broker names listed by the new process"
                          % (f["takeover_s"], f["brokers_moved"]))
@@ -268,7 +279,10 @@ def parse_args(argv):
     parser.add_argument("--read-connections", type=int, default=3)
     parser.add_argument("--depth", type=int, default=32)
     parser.add_argument("--load-processes", type=int, default=1)
-    parser.add_argument("--scenario", choices=("steady", "disconnect", "takeover"), default="steady")
+    parser.add_argument("--scenario", choices=("steady", "disconnect", "takeover", "wholetable"), default="steady")
+    parser.add_argument("--java", metavar="PEER_DIR",
+                        help="measure a fresh Java NameServer of this peer (../shared/javapeers) instead of ours")
+    parser.add_argument("--java-heap", default="4g", help="the Java NameServer's -Xms/-Xmx (default 4g)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line too")
     parser.add_argument("--keep-logs", metavar="DIR", help="copy the servers' logs here before cleaning up")
     return parser.parse_args(argv)
@@ -280,15 +294,27 @@ def main(argv=None):
         host, _, port = args.target.rpartition(":")
         run = Run(args, host or "127.0.0.1", int(port))
         run.measure()
+    elif args.java:
+        java = JavaNamesrv(args.java, args.java_heap)
+        try:
+            java.start(timeout=120)
+            run = Run(args, "127.0.0.1", java.port)
+            run.measure()
+        finally:
+            java.cleanup()
+        run.figures["server"] = "java %s -Xmx%s" % (os.path.basename(args.java.rstrip("/")), args.java_heap)
     else:
         props = server_properties(args.server)
         props.update(item.split("=", 1) for item in args.property)
+        if args.scenario == "wholetable" and "statusListenPort" not in props:
+            props["statusListenPort"] = str(free_port())
         server = NamesrvServer(props)
         try:
             server.start(timeout=60)
             if props.get("routeReadWorkers", "auto") != "0":
                 server.wait_for_log("read worker 0 listening", timeout=60)
-            run = Run(args, "127.0.0.1", server.port, server)
+            status = int(props["statusListenPort"]) if props.get("statusListenPort") else None
+            run = Run(args, "127.0.0.1", server.port, server, status)
             try:
                 run.measure()
             finally:
