@@ -245,7 +245,7 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
     if config.statusListenPort:
         from namesrv.status.web import status_page_service
         http_ports.append(status_page_service(config, routes, kv, registry, events, context, guards.acl_store,
-                                              reactor))
+                                              reactor, controller.controller if controller is not None else None))
     from namesrv.addressing.wiring import address_service
     addresses = address_service(config, metrics, clock, reactor)
     return NamesrvService(

@@ -26,7 +26,9 @@ tr.near-expiry td{background:#fff4d6}tr.expired td,tr.removed td{background:#fde
 tr.near-expiry .badge{background:#ffe29a;color:#6b4e00}tr.expired .badge,tr.removed .badge{background:#f7b4b1;color:#7a1010}
 .black{background:#eee;color:#555}form{margin:4px 0}input[type=search]{padding:3px 6px;width:260px}
 pre{background:#f6f8fa;padding:8px;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
-#events td:last-child{white-space:normal;word-break:break-word}.pager a{margin:0 4px}.muted{color:#777}.cols{display:grid;grid-template-columns:1fr 1fr;gap:0 16px}
+#events td:last-child{white-space:normal;word-break:break-word}
+tr.no-master td{background:#fde2e1;color:#8a1c1c}.badge.follower{background:#e8eaf0;color:#334}
+#controller-groups ul{margin:0;padding-left:16px}#controller-groups li.dead{color:#8a1c1c}.pager a{margin:0 4px}.muted{color:#777}.cols{display:grid;grid-template-columns:1fr 1fr;gap:0 16px}
 """
 
 
@@ -175,7 +177,8 @@ SCRIPT = """
       .then(function(html){if(html!==null){document.getElementById('s-'+name).innerHTML=html;}})
       .catch(function(){});
   }
-  setInterval(function(){refresh('brokers');refresh('events');refresh('summary');}, 2000);
+  setInterval(function(){refresh('brokers');refresh('events');refresh('summary');
+    if(document.getElementById('s-controller')){refresh('controller');}}, 2000);
 })();
 """
 
@@ -184,8 +187,9 @@ def page(parts):
     """The whole document around the sections ``parts`` (name -> html)."""
     return ('<!DOCTYPE html><html><head><meta charset="utf-8"><title>RocketMQ NameServer status</title>'
             '<style>%s</style></head><body><header><h1>RocketMQ NameServer</h1><div id="s-summary">%s</div>'
-            '</header><main><section id="s-brokers">%s</section><section id="s-topics">%s</section>'
+            '</header><main><section id="s-brokers">%s</section>%s<section id="s-topics">%s</section>'
             '<section id="s-events">%s</section><section id="s-kv">%s</section><section id="s-config">%s</section>'
             '</main><script src="/static/status.js"></script></body></html>'
-            % (STYLE, parts["summary"], parts["brokers"], parts["topics"], parts["events"], parts["kv"],
-               parts["config"]))
+            % (STYLE, parts["summary"], parts["brokers"],
+               '<section id="s-controller">%s</section>' % parts["controller"] if "controller" in parts else "",
+               parts["topics"], parts["events"], parts["kv"], parts["config"]))

@@ -27,7 +27,7 @@ _HEADERS = {
     b"cache-control": b"no-store",
     b"referrer-policy": b"no-referrer",
 }
-_PARAMS = ("bq", "bp", "t", "tp", "ns", "kq", "kp")
+_PARAMS = ("bq", "bp", "t", "tp", "ns", "kq", "kp", "cq", "cp")
 
 
 def _params(request):
@@ -45,8 +45,10 @@ def _int(params, name):
 class StatusPage:
     """Everything a page needs from one running server, and how to turn it into sections."""
 
-    def __init__(self, routes, kv, config, registry, recent, versions, server_id, wall_clock=time.time):
+    def __init__(self, routes, kv, config, registry, recent, versions, server_id, wall_clock=time.time,
+                 controller=None):
         self.routes, self.kv, self.config, self.registry = routes, kv, config, registry
+        self.controller = controller   # the embedded Controller (enableControllerInNamesrv), or None
         self.recent, self.versions = recent, versions
         self.server_id = server_id
         self.wall_clock = wall_clock
@@ -73,6 +75,12 @@ class StatusPage:
     def config_section(self, params):
         return html.config(views.config_rows(self.config))
 
+    def controller_section(self, params):
+        if self.controller is None:
+            return '<p class="muted">No controller runs here (enableControllerInNamesrv=false).</p>'
+        from namesrv.status import controller
+        return controller.section(self.controller.status(), params, _int(params, "cp"))
+
     @defer.inlineCallbacks
     def topics(self, params, peer):
         query = params.get("t", "").strip()
@@ -87,17 +95,19 @@ class StatusPage:
     def whole(self, params, peer):
         parts = {"summary": self.summary(params), "brokers": self.brokers(params), "events": self.events(params),
                  "kv": self.kv_section(params), "config": self.config_section(params)}
+        if self.controller is not None:
+            parts["controller"] = self.controller_section(params)
         parts["topics"] = yield self.topics(params, peer)
         return html.page(parts)
 
-    FRAGMENTS = frozenset(["summary", "brokers", "events", "kv", "config", "topics"])
+    FRAGMENTS = frozenset(["summary", "brokers", "events", "kv", "config", "topics", "controller"])
 
     def fragment(self, name, params, peer):
         """One section (a name in FRAGMENTS): its HTML, or a Deferred of it."""
         if name == "topics":
             return self.topics(params, peer)
         sections = {"summary": self.summary, "brokers": self.brokers, "events": self.events,
-                    "kv": self.kv_section, "config": self.config_section}
+                    "kv": self.kv_section, "config": self.config_section, "controller": self.controller_section}
         return sections[name](params)
 
 
@@ -169,7 +179,7 @@ class StatusHttpService(HttpPortService):
         self.resource = resource_
 
 
-def status_page_service(config, routes, kv, registry, events, context, acl_store, reactor):
+def status_page_service(config, routes, kv, registry, events, context, acl_store, reactor, controller=None):
     """The page's port as a service, fed by ``events`` (recent events) and by a request policy
     that refuses nothing (``RegistrationVersions``), both installed here."""
     recent = RecentEvents(clock=reactor)
@@ -177,7 +187,7 @@ def status_page_service(config, routes, kv, registry, events, context, acl_store
     versions = RegistrationVersions()
     registry.add_policy(versions)
     page = StatusPage(routes, kv, config, registry, recent, versions,
-                      server_id=lambda: context.server_id, wall_clock=reactor.seconds)
+                      server_id=lambda: context.server_id, wall_clock=reactor.seconds, controller=controller)
     access = PageAccess(config, acl_store)
     return StatusHttpService(StatusResource(page, access), config.statusListenPort,
                              config.bindAddress or "127.0.0.1", reactor)

@@ -13,52 +13,12 @@ import threading
 
 import pytest
 
-from namesrv.client import BlockingRemotingClient
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
-from namesrv.protocol.command import make_request
 from tests.admin.test_admin_cli import admin
 from tests.brokers import register_request
+from tests.controllerbrokers import ControllerBroker, embedded_controller
 from tests.integration.server import NamesrvProcess, free_port
-
-
-class ControllerBroker:
-    """One broker in controller mode, as far as the controller's port sees it."""
-
-    def __init__(self, port, cluster, name, address):
-        self.client = BlockingRemotingClient("127.0.0.1", port)
-        self.cluster, self.name, self.address = cluster, name, address
-        self.broker_id = None
-
-    def call(self, code, ext=None, body=None):
-        return self.client.call(make_request(code, ext, body))
-
-    def ok(self, code, ext=None, body=None):
-        answer = self.call(code, ext, body)
-        assert answer.code == ResponseCode.SUCCESS, (code, answer.code, answer.remark)
-        return answer
-
-    def start(self):
-        """ReplicasManager.startBasicService: an id, a beat, the registration, then an election."""
-        where = {"clusterName": self.cluster, "brokerName": self.name}
-        self.broker_id = int(self.ok(RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, where).ext["nextBrokerId"])
-        self.ok(RequestCode.CONTROLLER_APPLY_BROKER_ID, dict(where, appliedBrokerId=self.broker_id,
-                                                             registerCheckCode="%s;1700000000000" % self.address))
-        self.ok(RequestCode.BROKER_HEARTBEAT, dict(where, brokerAddr=self.address, brokerId=self.broker_id,
-                                                   heartbeatTimeoutMills=600000, epoch=1, maxOffset=100))
-        self.ok(RequestCode.CONTROLLER_REGISTER_BROKER, dict(where, brokerId=self.broker_id,
-                                                             brokerAddress=self.address))
-        return self.call(RequestCode.CONTROLLER_ELECT_MASTER, dict(where, brokerId=self.broker_id,
-                                                                   designateElect="false"))
-
-    def sync(self, members, epoch):
-        """As a master: the in-sync set is now ``members`` (CONTROLLER_ALTER_SYNC_STATE_SET)."""
-        body = json.dumps({"syncStateSet": sorted(members), "syncStateSetEpoch": epoch}).encode()
-        self.ok(RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET, {"brokerName": self.name,
-                                                               "masterBrokerId": self.broker_id, "masterEpoch": 1}, body)
-
-    def close(self):
-        self.client.close()
 
 
 EPOCH_CACHE = {"clusterName": "ClusterE", "brokerName": "broker-e", "brokerId": 1, "maxOffset": 4096,
@@ -113,10 +73,7 @@ def fleet(tmp_path_factory):
     master (for cleanBrokerMetadata); broker-e in the name server only, answering 1007."""
     controller_port = free_port()
     workdir = tmp_path_factory.mktemp("controller-admin")
-    proc = NamesrvProcess(workdir, {
-        "enableControllerInNamesrv": "true", "controllerDLegerGroup": "group1",
-        "controllerDLegerPeers": "n0-127.0.0.1:%d" % controller_port, "controllerDLegerSelfId": "n0",
-        "controllerStorePath": str(workdir / "controller"), "notifyBrokerRoleChanged": "false"}).start()
+    proc = NamesrvProcess(workdir, embedded_controller(workdir, controller_port)).start()
     brokers, epoch_broker, namesrv = {}, EpochBroker(), proc.client()
     try:
         for name in ("broker-a", "broker-c", "broker-d"):

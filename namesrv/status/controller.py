@@ -1,0 +1,103 @@
+"""The status page's Controller section (when ``enableControllerInNamesrv``): who leads, and each
+broker group's master, epochs, in-sync set and members, from ``Controller.status()``.
+
+What an operator looks for first is a group with no live master, so those groups come first and
+are marked; then the rest by name. One page holds 50 groups (``cq`` searches cluster, group and
+addresses, ``cp`` pages), as every other list of the page. The section refreshes every 2 s with
+the brokers.
+"""
+
+from html import escape
+
+from namesrv.status.html import _pager, _search
+from namesrv.status.views import page_of
+
+
+def _text(value):
+    return "" if value is None else escape(str(value))
+
+
+def _matches(group, query):
+    words = [group.get("cluster"), group.get("brokerName")] + [m.get("address") for m in group.get("members") or ()]
+    return any(query in str(word).lower() for word in words if word is not None)
+
+
+def groups_page(status, query="", page=1):
+    """(groups of one page, how many match, page, pages): masterless groups first, then by name."""
+    query = (query or "").strip().lower()
+    groups = [g for g in status.get("groups") or () if not query or _matches(g, query)]
+    groups.sort(key=lambda g: (bool(g.get("masterAlive")), g.get("cluster") or "", g.get("brokerName") or ""))
+    # page_of pages names; pages of groups are the same arithmetic on their positions
+    positions, total, page, pages = page_of(list(range(len(groups))), "", page, already_sorted=True)
+    return [groups[i] for i in positions], total, page, pages
+
+
+def _leader_line(status):
+    controller = status.get("controller") or {}
+    peers = controller.get("peers") or {}
+    connected = set(controller.get("connectedPeers") or ())
+    leader = controller.get("leaderId")
+    peer_text = ", ".join(
+        "%s=%s%s" % (escape(str(peer_id)), escape(str(address)),
+                     " (this one)" if peer_id == status.get("selfId") else
+                     " (connected)" if peer_id in connected else "")
+        for peer_id, address in sorted(peers.items()))
+    elections = status.get("elections") or {}
+    return ('<p id="controller-role">Group <b>%s</b> &middot; this controller <b>%s</b> is <span class="badge %s">%s'
+            '</span> &middot; leader <b>%s</b>%s &middot; term %s &middot; %s events applied (%s)</p>'
+            '<p>Peers: %s</p><p class="muted">%s live brokers &middot; elections: %s new master, %s kept the '
+            'master, %s without a master</p>'
+            % (_text(status.get("group")), _text(status.get("selfId")),
+               "leader" if status.get("isLeader") else "follower", _text(controller.get("role")),
+               _text(leader) if leader is not None else "none",
+               " (%s)" % escape(str(peers[leader])) if leader in peers else "", _text(controller.get("term")),
+               _text(controller.get("applied")), _text(controller.get("mode")), peer_text or "none",
+               _text(status.get("liveBrokers")), elections.get("new_master_elected", 0),
+               elections.get("keep_current_master", 0), elections.get("no_master_elected", 0)))
+
+
+def _master_text(group):
+    if group.get("masterBrokerId") is None:
+        text = "none"
+    else:
+        text = "%s (%s)%s" % (group["masterBrokerId"], _text(group.get("masterAddress")),
+                              "" if group.get("masterAlive") else " dead")
+    if group.get("masterlessSeconds") is not None:
+        text += ", without a live master for %.0f s" % group["masterlessSeconds"]
+    return text
+
+
+def _member(member, master_id):
+    states = ["master" if member.get("brokerId") == master_id else "replica",
+              "in sync" if member.get("inSync") else "not in sync", "alive" if member.get("alive") else "dead"]
+    # a beat without them says -1 (Java's default): not worth a column of "-1"
+    if member.get("epoch") is not None and member["epoch"] >= 0:
+        states.append("epoch %s" % member["epoch"])
+    if member.get("maxOffset") is not None and member["maxOffset"] >= 0:
+        states.append("offset %s" % member["maxOffset"])
+    return '<li class="%s">%s %s: %s</li>' % ("alive" if member.get("alive") else "dead", _text(member.get("brokerId")),
+                                               _text(member.get("address")), ", ".join(states))
+
+
+def section(status, params, page=1):
+    """The whole section for one ``Controller.status()``, its ``page``-th page of groups."""
+    groups, total, page, pages = groups_page(status, params.get("cq", ""), page)
+    out = ['<h2>Controller</h2>', _leader_line(status),
+           _search(params, "cq", "cluster, broker group or address", keep=("bq", "t", "ns")),
+           '<table id="controller-groups"><tr><th>Cluster</th><th>Broker group</th><th>Master</th>'
+           '<th>Master epoch</th><th>In-sync set</th><th>Sync set epoch</th><th>Members</th></tr>']
+    for group in groups:
+        out.append('<tr class="%s" data-group="%s"><td>%s</td><td>%s</td><td>%s</td><td class="num">%s</td>'
+                   '<td>%s</td><td class="num">%s</td><td><ul>%s</ul></td></tr>' % (
+                       "has-master" if group.get("masterAlive") else "no-master", escape(str(group.get("brokerName"))),
+                       _text(group.get("cluster")), _text(group.get("brokerName")), _master_text(group),
+                       _text(group.get("masterEpoch")),
+                       escape("{%s}" % ", ".join(str(b) for b in group.get("syncStateSet") or ())),
+                       _text(group.get("syncStateSetEpoch")),
+                       "".join(_member(m, group.get("masterBrokerId")) for m in group.get("members") or ())))
+    if not groups:
+        out.append('<tr><td colspan="7" class="muted">no broker group</td></tr>')
+    out.append("</table>")
+    out.append(_pager(params, "cp", page, pages, total, "broker groups"))
+    return "".join(out)
+
