@@ -63,12 +63,12 @@ class JavaBroker:
     """A Java broker with the given properties only (the kit's store settings added): no
     ``namesrvAddr`` unless the test gives one. ``jvm_properties`` become ``-Dkey=value``."""
 
-    def __init__(self, version, store, name, cluster, properties=None, jvm_properties=None):
+    def __init__(self, version, store, name, cluster, properties=None, jvm_properties=None, port=None):
         self.version = version
         self.home = peer(version)
         self.store = os.path.abspath(str(store))
         self.name = name
-        self.port = free_broker_port()
+        self.port = port or free_broker_port()
         os.makedirs(os.path.join(self.store, "commitlog"), exist_ok=True)
         props = {"brokerName": name, "brokerClusterName": cluster, "listenPort": self.port,
                  "storePathRootDir": self.store, "storePathCommitLog": os.path.join(self.store, "commitlog"),
