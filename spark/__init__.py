@@ -15,6 +15,8 @@ report (Parquet + a single CSV) and ``report.html`` with PNG charts, in a handfu
 - ``topic_churn``: topic broker-set churn and vanished topics (report 4);
 - ``disagreement``: brokers known to one name server but not another (report 5, on the driver from the
   collected sessions);
+- ``failovers``: broker groups whose master the controller replaced, or could not (report 6, on the driver
+  from the collected controller events);
 - ``collect``: many small DataFrames to the driver in one Spark job;
 - ``output``: Parquet/CSV writers and file moves through the Hadoop FileSystem API (hdfs://, s3a://);
 - ``localfiles``: a collected table's CSV (as Spark writes it) and Parquet (pyarrow), made on the driver;
@@ -22,7 +24,8 @@ report (Parquet + a single CSV) and ``report.html`` with PNG charts, in a handfu
 - ``charts`` and ``htmlreport``: matplotlib PNGs and the HTML summary (small aggregates only);
 - ``incremental``: ``--incremental`` staging, one partition per input file, re-reading only changed files;
 - ``progress``: the terminal progress line, the per-phase profile and the closing summary line;
-- ``report``: the entry point; ``gen_logs``: synthetic logs with a ground-truth sidecar;
+- ``report``: the entry point; ``gen_logs``: synthetic logs with a ground-truth sidecar (``gen_controller``:
+  the controller's failovers in them);
 - ``package``: ``spark.zip`` and a launcher for ``spark-submit --py-files`` (``make spark-package``).
 
 Nothing here imports the server: the jobs run on a cluster without it.

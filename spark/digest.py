@@ -141,6 +141,9 @@ def collect(tables, top=20):
         dis.setdefault(_bucket(r["minute"], size), set()).add(r["brokerAddr"])
     d["disagreement_series"] = {"brokers in disagreement": sorted((b, len(v)) for b, v in dis.items())}
     d["disagreement_top"] = _rows(tables["ns_disagreement"], [("durationMs", "desc"), "brokerAddr"], top)
+    d["failovers_top"] = _rows(tables["controller_failovers"], ["recovered", ("masterlessMs", "desc"), "lostAt"], top)
+    d["no_master_top"] = _rows(tables["controller_no_master"], ["masterBackAt", ("attempts", "desc"), "firstAt"], top)
+    d["controller_events"] = len(tables["_controller_events"])
     return d
 
 

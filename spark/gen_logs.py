@@ -15,7 +15,9 @@ NameServer does; clients send route queries every second. Injected incidents:
 - ``restarts``: a clean shutdown (UNREGISTER_BROKER) or a dropped connection, back 40-90 s later;
 - ``drifts``: a broker registering every 45 s instead of 30 s for 1-2 hours;
 - ``error_spikes``: for 2 minutes, one JSON server answers ``SPIKE_ERRORS_PER_S`` route queries a second
-  with TOPIC_NOT_EXIST (default none: the other incidents' random draws stay as they were).
+  with TOPIC_NOT_EXIST (default none: the other incidents' random draws stay as they were);
+- ``failovers``, ``no_master``: the controller in the first JSON server loses a group's master and elects
+  another, or cannot (``gen_controller``; default none, and drawn apart: the rest stays as it was).
 
 Server ``i`` writes ``DIR/<host>_<port>/namesrv-events.log`` (our JSON events, request aggregates per
 second as ``namesrv.observe.eventlog`` writes them) or, for the first ``--java-servers`` servers,
@@ -34,6 +36,8 @@ import random
 import sys
 import time
 from datetime import datetime, timedelta, timezone
+
+from spark import gen_controller
 
 EXPIRE_MS = 120000
 SCAN_MS = 10000
@@ -445,7 +449,7 @@ def estimate_events_per_hour(servers, brokers, java_servers=0, qps=20):
 
 def generate(out, servers=3, brokers=6, topics=20, hours=2.0, seed=1, flaps=3, outages=1, partitions=1,
              restarts=2, drifts=1, java_servers=0, start_ms=DEFAULT_START, route_qps=20, flap_minutes=10,
-             events_target=None, error_spikes=0):
+             events_target=None, error_spikes=0, failovers=0, no_master=0):
     """Write the logs and ``_truth.json`` into ``out``; returns the truth dict."""
     if events_target:
         hours = max(0.25, events_target / estimate_events_per_hour(servers, brokers, java_servers, route_qps))
@@ -455,7 +459,7 @@ def generate(out, servers=3, brokers=6, topics=20, hours=2.0, seed=1, flaps=3, o
     truth = {"params": dict(servers=servers, brokers=brokers, topics=topics, hours=hours, seed=seed, flaps=flaps,
                             outages=outages, partitions=partitions, restarts=restarts, drifts=drifts,
                             java_servers=java_servers, route_qps=route_qps, flap_minutes=flap_minutes,
-                            error_spikes=error_spikes),
+                            error_spikes=error_spikes, failovers=failovers, no_master=no_master),
              "start": start_ms, "end": end_ms, "flaps": [], "expirations": []}
     fleet = make_brokers(brokers, topics, rng)
     sims = [Server(i, i < java_servers, out, rng, truth, flap_minutes * 60000) for i in range(servers)]
@@ -465,7 +469,10 @@ def generate(out, servers=3, brokers=6, topics=20, hours=2.0, seed=1, flaps=3, o
     truth["injected"] = inject(fleet, [s.id for s in sims], rng, start_ms, end_ms, flaps, outages, partitions,
                                restarts, drifts)
     truth["injected"] += inject_error_spikes(sims, rng, start_ms, end_ms, error_spikes)
-    run(sims, fleet, rng, start_ms, end_ms, route_qps)
+    leader = next((s for s in sims if not s.java), None)
+    planned, truth["controller"] = gen_controller.plan(fleet, seed, start_ms, end_ms, failovers, no_master) \
+        if leader is not None else ([], [])
+    run(sims, fleet, rng, start_ms, end_ms, route_qps, [(ms, leader, event, fields) for ms, event, fields in planned])
     truth["lines"] = {s.id: s.sink.lines for s in sims}
     truth["events"] = sum(truth["lines"].values())
     with open(os.path.join(out, "_truth.json"), "w") as f:
@@ -473,7 +480,8 @@ def generate(out, servers=3, brokers=6, topics=20, hours=2.0, seed=1, flaps=3, o
     return truth
 
 
-def run(sims, fleet, rng, start_ms, end_ms, qps):
+def run(sims, fleet, rng, start_ms, end_ms, qps, scheduled=()):
+    """Simulate until ``end_ms``; ``scheduled``: (ms, server, event, fields) written as they come."""
     heap, seq = [], [0]
 
     def push(ms, prio, action, *args):
@@ -484,6 +492,8 @@ def run(sims, fleet, rng, start_ms, end_ms, qps):
         s.start(start_ms + rng.randrange(200))
         push(start_ms + s.scan_phase, SCAN, "scan", s)
         push(start_ms + 1000, TICK, "tick", s)
+    for ms, server, event, fields in scheduled:
+        push(ms, CTRL, "emit", server, event, fields)
     for b in fleet:
         b.dv_ts = start_ms - 3600000
         push(start_ms + 500 + b.phase, SEND, "send", b)
@@ -505,6 +515,9 @@ def run(sims, fleet, rng, start_ms, end_ms, qps):
         elif action == "scan":
             args[0].scan(ms)
             push(ms + SCAN_MS, SCAN, "scan", args[0])
+        elif action == "emit":
+            server, event, fields = args
+            server.sink.emit(ms, event, **fields)
         elif action == "tick":
             args[0].tick(ms // 1000 - 1, qps)
             push(ms + 1000, TICK, "tick", args[0])
@@ -536,6 +549,8 @@ def build_parser():
     p.add_argument("--route-qps", type=int, default=20, help="route queries per second per server")
     p.add_argument("--events-target", type=int, default=None, help="choose --hours to write about this many lines")
     p.add_argument("--error-spikes", type=int, default=0, help="2-minute bursts of TOPIC_NOT_EXIST answers")
+    p.add_argument("--failovers", type=int, default=0, help="masters the controller replaces")
+    p.add_argument("--no-master", type=int, default=0, help="groups the controller can give no master")
     p.add_argument("--start", type=int, default=DEFAULT_START, help="start time, epoch ms")
     return p
 
@@ -545,7 +560,7 @@ def main(argv=None):
     started = time.time()
     truth = generate(a.out, a.servers, a.brokers, a.topics, a.hours, a.seed, a.flaps, a.outages, a.partitions,
                      a.restarts, a.drifts, a.java_servers, a.start, a.route_qps, events_target=a.events_target,
-                     error_spikes=a.error_spikes)
+                     error_spikes=a.error_spikes, failovers=a.failovers, no_master=a.no_master)
     print(json.dumps({"out": a.out, "lines": truth["events"], "hours": round(truth["params"]["hours"], 3),
                       "flaps": len(truth["flaps"]), "expirations": len(truth["expirations"]),
                       "injected": len(truth["injected"]), "seconds": round(time.time() - started, 1)}))

@@ -8,7 +8,9 @@ the collected tables (plain Python over a few hundred rows, no Spark job):
 - the minutes in which the name servers disagreed about a broker, with the longest intervals;
 - request-error spikes: minutes in which a request code's errors (all servers together) reached
   ``SPIKE_MIN_ERRORS`` and ``SPIKE_FACTOR`` times that code's median errors per minute (the route
-  lookups of unknown topics answer TOPIC_NOT_EXIST all day long: a steady rate is not a spike).
+  lookups of unknown topics answer TOPIC_NOT_EXIST all day long: a steady rate is not a spike);
+- when the logs carry the controller's events: broker groups that lost their master (those left
+  without one first, then the longest without one).
 
 A period with none of these is healthy.
 """
@@ -73,12 +75,20 @@ def error_spikes(per_minute):
     return sorted(spikes, key=lambda r: (-r["errors"], r["minute"], r["code"]))
 
 
+def lost_masters(failovers):
+    """Failovers worst first: groups never given a master back, then the longest without one."""
+    return sorted(failovers.dicts(), key=lambda r: (r["recovered"], -(r["masterlessMs"] or 0), r["lostAt"] or 0,
+                                                     r["brokerName"] or ""))
+
+
 def what_happened(tables, late_ms):
     """The block's content from the collected tables ({name: ``collect.LocalTable``})."""
     liveness = tables["broker_liveness"]
     found = {"brokers": troubled_brokers(liveness), "gaps": longest_gaps(liveness, late_ms),
              "disagreement": disagreement(tables["ns_disagreement"], tables["ns_disagreement_minutes"]),
-             "errors": error_spikes(tables["_requests"]), "late_ms": late_ms, "shown": SHOWN}
+             "errors": error_spikes(tables["_requests"]), "late_ms": late_ms, "shown": SHOWN,
+             "controller": len(tables["_controller_events"]) > 0,
+             "failovers": lost_masters(tables["controller_failovers"])}
     found["healthy"] = not (found["brokers"] or found["gaps"] or found["disagreement"]["intervals"]
-                            or found["errors"])
+                            or found["errors"] or found["failovers"])
     return found

@@ -10,7 +10,7 @@ import html
 
 TIME_COLUMNS = {"firstTs", "lastTs", "firstSeen", "lastSeen", "start", "end", "expiredAt", "reRegisteredAt",
                 "firstLateAt", "lastLateAt", "minute", "firstMinute", "lastMinute", "vanishedAt", "returnedAt",
-                "firstChange", "lastChange"}
+                "firstChange", "lastChange", "lostAt", "electedAt", "firstAt", "lastAt", "masterBackAt"}
 
 SECTIONS = [
     ("inputs", "Inputs", ["lines_by_kind"], ["input_lines", "servers"],
@@ -38,12 +38,16 @@ SECTIONS = [
      ["ns_disagreement", "ns_disagreement_minutes"],
      "Intervals (at least {min_disagreement_ms} ms) where a broker was known to some active name servers but "
      "not to others: the window in which clients may get different routes depending on the server they ask."),
+    ("failovers", "6. Controller failovers", [], ["controller_failovers", "controller_no_master"],
+     "Broker groups whose master the controller (RIP-44) found gone: when, how long the group had no master, "
+     "who was elected (id, address, epoch) and by what trigger; groups not given a master back first. Then the "
+     "periods in which the controller could elect no master. {controller_note}"),
 ]
 
 _TOPS = {"inputs": "servers", "liveness": "liveness_top", "heartbeat": "drift_top", "requests": "codes",
-         "topics": "churn_top", "disagreement": "disagreement_top"}
+         "topics": "churn_top", "disagreement": "disagreement_top", "failovers": "failovers_top"}
 _EXTRA = {"liveness": ("Flaps", "flaps_top"), "topics": ("Longest vanishings", "vanished_top"),
-          "requests": ("Responses", "responses")}
+          "requests": ("Responses", "responses"), "failovers": ("Groups left without a master", "no_master_top")}
 
 
 def _cell(name, value):
@@ -100,6 +104,18 @@ def _item(key, count, label, entries, section, tables, shown):
         key, count, html.escape(label), _links(section, tables), listed)
 
 
+def failover_text(f):
+    """One failover as the headline lists it."""
+    old = "master %s (%s)" % (f["oldMasterId"], f["oldMasterAddress"]) if f["oldMasterId"] is not None else "master"
+    lost = "%s of %s: %s lost at %s" % (f["brokerName"], f["cluster"] or "?", old, _cell("lostAt", f["lostAt"]))
+    failed = "; %d failed election(s)" % f["failedElections"] if f["failedElections"] else ""
+    if not f["recovered"]:
+        return "%s, no master since (%s until the logs end)%s" % (lost, duration(f["masterlessMs"]), failed)
+    return "%s, broker %s (%s) elected after %s, epoch %s (%s)%s" % (
+        lost, f["newMasterId"], f["newMasterAddress"], duration(f["masterlessMs"]), f["newEpoch"], f["trigger"],
+        failed)
+
+
 def what_happened(h, span):
     """The block that opens the page: healthy in one line, or the four kinds of incident, worst first,
     each linking to its section and its tables (``h``: ``headline.what_happened``)."""
@@ -107,11 +123,13 @@ def what_happened(h, span):
     late_s = "%g s" % (h["late_ms"] / 1000.0)
     if h["healthy"]:
         out.append("<p class='ok'>Healthy over %s: no broker expired or flapped, no heartbeat gap above %s, the "
-                   "name servers agreed, no request-error spike.</p></section>" % (html.escape(span), late_s))
+                   "name servers agreed, no request-error spike%s.</p></section>" % (
+                       html.escape(span), late_s, ", no broker group lost its master" if h.get("controller") else ""))
         return "".join(out)
     dis = h["disagreement"]
     counts = [(len(h["brokers"]), "broker(s) expired or flapped"), (len(h["gaps"]), "heartbeat gap(s) above " + late_s),
-              (dis["minutes"], "minute(s) of name-server disagreement"), (len(h["errors"]), "request-error spike(s)")]
+              (dis["minutes"], "minute(s) of name-server disagreement"), (len(h["errors"]), "request-error spike(s)"),
+              (len(h.get("failovers") or ()), "broker group(s) that lost their master")]
     out.append("<p class='warn'>Not healthy over %s: %s.</p><ul>" % (
         html.escape(span), ", ".join("%d %s" % (n, what) for n, what in counts if n)))
     shown = h["shown"]
@@ -132,6 +150,10 @@ def what_happened(h, span):
         html.escape("%s: %s (%s) %d errors of %d requests (median %g per minute)" % (
             _cell("minute", e["minute"]), e["name"], e["code"], e["errors"], e["requests"], e["baseline"]))
         for e in h["errors"]], "requests", ["request_minutely", "request_codes"], shown))
+    if h.get("controller"):   # only when the logs carry the controller's events
+        out.append(_item("failovers", len(h["failovers"]), "Broker groups that lost their master, worst first",
+                         [html.escape(failover_text(f)) for f in h["failovers"]], "failovers",
+                         ["controller_failovers", "controller_no_master"], shown))
     out.append("</ul></section>")
     return "".join(out)
 
@@ -161,8 +183,10 @@ def render(d, summary, options, chart_dir="charts", captions=None):
         out.append("<p class='warn'>Inputs that matched nothing: %s</p>" % html.escape(", ".join(options["missing"])))
     out.append("<ul>%s</ul>" % "".join("<li><a href='#%s'>%s</a></li>" % (key, html.escape(title))
                                        for key, title, *_ in SECTIONS))
+    text_options = dict(options, controller_note="" if d.get("controller_events") else
+                        "The input has no controller event (name servers without enableControllerInNamesrv).")
     for key, title, images, tables, text in SECTIONS:
-        out.append("<h2 id='%s'>%s</h2><p>%s</p>" % (key, html.escape(title), text.format(**options)))
+        out.append("<h2 id='%s'>%s</h2><p>%s</p>" % (key, html.escape(title), text.format(**text_options)))
         for image in images:
             out.append(figure(chart_dir, image, *captions.get(image, (image, ""))))
         out.append("<p>Tables: %s</p>" % ", ".join(

@@ -31,7 +31,8 @@ from spark import ingest
 STAGE = "_stage"
 MANIFEST = "_manifest.json"
 ID_CHARS = 16
-VERSION = 1
+#: 2: the controller's fields (``schema.JSON_SCHEMA``); a stage of another version is staged again
+VERSION = 2
 #: ``file:///x`` and ``file:/x`` are the same file: Hadoop's listing spells an empty authority one way,
 #: Spark's ``_metadata.file_path`` the other. Both sides hash the short form.
 EMPTY_AUTHORITY = r"^([A-Za-z][A-Za-z0-9+.\-]*):///"

@@ -48,8 +48,8 @@ if __name__ == "__main__" and missing_extras():
     sys.exit(missing_extras())
 
 from pyspark import StorageLevel
-from spark import (chartworkers, collect, digest, disagreement, headline, heartbeat, htmlreport, incremental, ingest,
-                   javalog, overlap, progress, request_mix, topic_churn)
+from spark import (chartworkers, collect, digest, disagreement, failovers, headline, heartbeat, htmlreport,
+                   incremental, ingest, javalog, overlap, progress, request_mix, topic_churn)
 from spark.liveness import Liveness, close_sessions
 from spark.output import LocalStaging, OutputDir
 from spark.classcache import ClassCache
@@ -74,6 +74,8 @@ TABLES = {
     "topic_churn": (("firstChange", "lastChange"), ("topic",)),
     "ns_disagreement": (("start", "end"), ("brokerAddr", "start")),
     "ns_disagreement_minutes": (("minute",), ("minute", "brokerAddr")),
+    "controller_failovers": (("lostAt", "electedAt"), ("lostAt", "brokerName")),
+    "controller_no_master": (("firstAt", "lastAt", "masterBackAt"), ("firstAt", "brokerName")),
 }
 
 DEFAULTS = {"flap_minutes": 10.0, "heartbeat_period_s": 30.0, "drift_tolerance_s": 5.0,
@@ -214,7 +216,8 @@ def report_tables(spark, inputs, output, progress_display=None, chart_workers=No
         "heartbeat_intervals": heartbeat.distribution(live.timeline),
         "heartbeat_drift": heartbeat.drift(live.per_broker, late_ms),
         "request_codes": request_mix.per_code(minute), "request_responses": request_mix.responses(req),
-        "_vanishings": topic_churn.transitions(te), "_churn": topic_churn.per_server(te)}
+        "_vanishings": topic_churn.transitions(te), "_churn": topic_churn.per_server(te),
+        "_controller_events": failovers.controller_events(events)}
     frames.update(digest.extra_frames(staged, lines, minute))
     got = collect.collect(frames)
     live.release()
@@ -228,6 +231,8 @@ def report_tables(spark, inputs, output, progress_display=None, chart_workers=No
     got["ns_disagreement"] = disagreement.intervals(got["broker_sessions"], got["servers"],
                                                     opts["min_disagreement_ms"])
     got["ns_disagreement_minutes"] = disagreement.minutes(got["ns_disagreement"])
+    got["controller_failovers"], got["controller_no_master"] = failovers.failovers(got["_controller_events"],
+                                                                                 got["servers"])
 
     show.phase("files")
     counts = {}

@@ -20,6 +20,9 @@ JSON_SCHEMA = T.StructType([
     T.StructField("usMax", _L), T.StructField("hist", T.MapType(_S, _L)), T.StructField("peers", _L),
     T.StructField("peer", _S),
     T.StructField("topics", _ARR),   # topic_route_changed for several topics with the same before/after
+    # the controller's master events (controller_master_inactive/_elected/_unavailable: spark.failovers)
+    T.StructField("masterBrokerId", _L), T.StructField("masterAddress", _S), T.StructField("masterEpoch", _L),
+    T.StructField("trigger", _S), T.StructField("masterlessMillis", _L),
 ])
 
 #: What ``from_json`` reads: JSON_SCHEMA with ``topics`` as text. Heartbeats and registrations carry a

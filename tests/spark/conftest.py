@@ -92,6 +92,18 @@ def quiet_report(spark, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def failover_report(spark, tmp_path_factory):
+    """A fleet whose controller (in the first of 2 servers) replaces 3 masters and cannot elect 2: 1 h, no
+    other incident."""
+    from spark import gen_logs, report
+    logs = str(tmp_path_factory.mktemp("gen-failovers"))
+    truth = gen_logs.generate(logs, servers=2, brokers=6, topics=6, hours=1, seed=3, flaps=0, outages=0,
+                              partitions=0, restarts=0, drifts=0, failovers=3, no_master=2)
+    out = str(tmp_path_factory.mktemp("report-failovers"))
+    return out, report.run(spark, [logs], out), truth
+
+
+@pytest.fixture(scope="session")
 def mixed(tmp_path_factory):
     """The same kind of fleet, the first 2 of 3 servers writing the Java 4.9 namesrv.log."""
     from spark import gen_logs

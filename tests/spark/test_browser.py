@@ -93,3 +93,21 @@ def test_a_quiet_period_says_so_in_one_line(quiet_report):
 def _only(truth, kind):
     (incident,) = [i for i in truth["injected"] if i["kind"] == kind]
     return incident["brokerAddr"]
+
+
+def test_failovers_are_in_what_happened_worst_first_and_have_their_section(failover_report):
+    out, summary, truth = failover_report
+    page = os.path.join(out, "report.html")
+    result = browser.inspect(page, CHROMIUM)
+    block = result["headline"]
+    assert block["healthy"] == "false" and "5 broker group(s) that lost their master" in block["text"]
+    items = {item["incident"]: item for item in block["items"]}
+    assert items["failovers"]["count"] == 5 and items["failovers"]["links"][0] == "#failovers"
+    (gone,) = [f for f in truth["controller"] if not f["recovered"]]
+    entries = items["failovers"]["entries"]
+    assert entries[0].startswith("%s of %s: master %s (%s) lost at " % (
+        gone["brokerName"], gone["cluster"], gone["oldMasterId"], gone["oldMasterAddress"]))
+    assert "no master since" in entries[0] and "3 failed election(s)" in entries[0]
+    longest = max((f for f in truth["controller"] if f["recovered"]), key=lambda f: f["masterlessMs"])
+    assert "broker %s (%s) elected after" % (longest["newMasterId"], longest["newMasterAddress"]) in entries[1]
+    assert "failovers" in result["ids"] and browser.broken_links(page, result) == []
