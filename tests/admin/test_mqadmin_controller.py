@@ -19,6 +19,7 @@ from tests.javapeers import peer
 
 @pytest.fixture(scope="module")
 def mqadmin(tmp_path_factory):
+    """Runs mqadmin.sh; asked for before ``fleet`` by every test, so that it skips before a server starts."""
     home = peer("5.3.3")
     user_home = str(tmp_path_factory.mktemp("mqadmin-home"))
 
@@ -37,7 +38,7 @@ def ours(*argv):
     return out
 
 
-def test_metadata_and_sync_state_sets_print_the_same(fleet, mqadmin):   # noqa: F811
+def test_metadata_and_sync_state_sets_print_the_same(mqadmin, fleet):   # noqa: F811
     a, n = fleet["a"], fleet["n"]
     assert mqadmin("getControllerMetaData", "-a", a) == ours("getControllerMetaData", "-a", a)
     assert mqadmin("getSyncStateSet", "-a", a, "-b", "broker-a") == ours("getSyncStateSet", "-a", a, "-b", "broker-a")
@@ -46,7 +47,7 @@ def test_metadata_and_sync_state_sets_print_the_same(fleet, mqadmin):   # noqa: 
                                                          .split("\n#brokerName"))
 
 
-def test_configuration_read_and_update(fleet, mqadmin):   # noqa: F811
+def test_configuration_read_and_update(mqadmin, fleet):   # noqa: F811
     a = fleet["a"]
     java = mqadmin("getControllerConfig", "-a", a).splitlines()
     mine = ours("getControllerConfig", "-a", a).splitlines()
@@ -56,12 +57,12 @@ def test_configuration_read_and_update(fleet, mqadmin):   # noqa: F811
     assert "%-50s=  %s" % ("scanInactiveMasterInterval", "7000") in ours("getControllerConfig", "-a", a).splitlines()
 
 
-def test_broker_epoch_prints_the_same(fleet, mqadmin):   # noqa: F811
+def test_broker_epoch_prints_the_same(mqadmin, fleet):   # noqa: F811
     n = fleet["n"]
     assert mqadmin("getBrokerEpoch", "-b", "broker-e", "-n", n) == ours("getBrokerEpoch", "-b", "broker-e", "-n", n)
 
 
-def test_elect_and_clean_from_mqadmin_change_what_namesrv_admin_reads(fleet, mqadmin):   # noqa: F811
+def test_elect_and_clean_from_mqadmin_change_what_namesrv_admin_reads(mqadmin, fleet):   # noqa: F811
     a = fleet["a"]
     before = ours("--json", "getSyncStateSet", "-a", a, "-b", "broker-c")
     master = 1 if '"masterBrokerId": 2' in before else 2
