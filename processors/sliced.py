@@ -25,17 +25,18 @@ class SlicedAnswers:
         self.timer = timer
         self._building = {}
 
-    def run(self, key, make):
+    def run(self, key, make, at_once=False):
         """The result of the generator ``make()`` returns: the value itself when it finished in
-        this turn's budget, else a Deferred of it (an exception it raised: a failed Deferred, or
-        raised here when it failed at once). A build of the same ``key`` in progress is joined."""
+        this turn's budget (or ``at_once``: a small table, built whatever the time), else a Deferred
+        of it (an exception it raised: a failed Deferred, or raised here when it failed at once). A
+        build of the same ``key`` in progress is joined."""
         waiting = self._building.get(key)
         if waiting is not None:
             answer = defer.Deferred()
             waiting.append(answer)
             return answer
         gen = make()
-        done, value = self._step(gen)
+        done, value = self._step(gen, None if at_once else self.budget)
         if done:
             if isinstance(value, BaseException):
                 raise value
@@ -46,13 +47,13 @@ class SlicedAnswers:
         self.reactor.callLater(0, self._next_turn, key, gen)
         return answer
 
-    def _step(self, gen):
-        """Advance ``gen`` for one turn's budget: (finished?, its value or exception)."""
-        deadline = self.timer() + self.budget
+    def _step(self, gen, budget):
+        """Advance ``gen`` for ``budget`` seconds (None: to its end): (finished?, its value or exception)."""
+        deadline = None if budget is None else self.timer() + budget
         try:
             while True:
                 next(gen)
-                if self.timer() >= deadline:
+                if deadline is not None and self.timer() >= deadline:
                     return False, None
         except StopIteration as finished:
             return True, finished.value
@@ -60,7 +61,7 @@ class SlicedAnswers:
             return True, failed
 
     def _next_turn(self, key, gen):
-        done, value = self._step(gen)
+        done, value = self._step(gen, self.budget)
         if not done:
             self.reactor.callLater(0, self._next_turn, key, gen)
             return

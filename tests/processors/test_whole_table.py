@@ -121,7 +121,17 @@ def test_a_large_list_is_built_over_turns_while_registrations_and_reads_are_answ
     assert world.call(make_request(C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {})).body is answers[0].body
 
 
+def test_a_table_of_one_slice_is_answered_in_the_same_turn_however_slow_the_machine():
+    world = _world()
+    world.processor.sliced.budget = -1   # every turn already over its budget
+    _fleet(world, brokers=2, topics=5)
+    for code, ext, _ in LISTS:
+        answer = world.call(make_request(code, dict(ext)))
+        assert not isinstance(answer, defer.Deferred) and answer.code == ResponseCode.SUCCESS
+
+
 def test_a_list_that_fails_while_built_answers_system_error(monkeypatch):
+    monkeypatch.setattr(topiclists, "SLICE", 2)
     world = _world()
     world.processor.sliced.budget = 0
     world.processor.sliced.reactor = reactor = Turns()

@@ -125,7 +125,8 @@ class Upstream(protocol.Protocol):
         if offset:
             downstream = self.downstream
             downstream.awaiting = max(0, getattr(downstream, "awaiting", 0) - frames)
-            self.downstream.write_frames(bytes(buffer[:offset]))
+            # one copy, not two (a 14 MB topic list passes here while this worker answers reads)
+            self.downstream.write_frames(bytes(memoryview(buffer)[:offset]))
             del buffer[:offset]
 
     def connectionLost(self, reason=None):
