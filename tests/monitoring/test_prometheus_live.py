@@ -27,9 +27,10 @@ METRIC_NAME = re.compile(r"\b(rocketmq_namesrv_[a-z0-9_]+|up)\b")
 def monitored(tmp_path_factory):
     """(the name server, the Prometheus scraping it); both ended by PID at the end."""
     workdir = tmp_path_factory.mktemp("monitored")
-    metrics_port = free_port()
+    metrics_port, port = free_port(), free_port()
     server = NamesrvProcess(workdir, {"prometheusListenPort": str(metrics_port), "scanNotActiveBrokerInterval": "500",
-                                      "routeReadWorkers": "1"})
+                                      "routeReadWorkers": "1", "addressServiceNamesrvAddr": "127.0.0.1:%d" % port},
+                            port=port)
     prometheus = PrometheusProcess(workdir, scrape_config(["127.0.0.1:%d" % metrics_port]))
     try:
         server.start()
