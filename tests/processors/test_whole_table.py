@@ -57,12 +57,29 @@ class Turns:
         self.due = []
 
     def callLater(self, delay, f, *args):
-        self.due.append((f, args))
+        call = Call(f, args)
+        self.due.append(call)
+        return call
 
     def turn(self):
         due, self.due = self.due, []
-        for f, args in due:
-            f(*args)
+        for call in due:
+            if call.active():
+                call.called = True
+                call.f(*call.args)
+
+
+class Call:
+    """What callLater returns, as much as the code here uses of a DelayedCall."""
+
+    def __init__(self, f, args):
+        self.f, self.args, self.called, self.cancelled = f, args, False, False
+
+    def active(self):
+        return not (self.called or self.cancelled)
+
+    def cancel(self):
+        self.cancelled = True
 
 
 def _frame_length(response):

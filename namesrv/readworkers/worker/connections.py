@@ -7,6 +7,8 @@ binds to it and closing either side closes the other, as if the client were conn
 to the main process itself.
 """
 
+from itertools import islice
+
 from twisted.internet import protocol
 from twisted.logger import Logger
 
@@ -16,6 +18,7 @@ from namesrv.protocol.framing import LENGTH, complete_frames
 from namesrv.protocol.remoting import RemotingProtocol
 from namesrv.readworkers.worker.handoff import HANDOFF_CODES, can_hand_off, hand_off
 from namesrv.readworkers.channel.unix import PEER, connect_unix, first_line
+from namesrv.readworkers.worker.turns import FIRST, Turns
 from namesrv.server.factory import NoHousekeeping, RemotingServerFactory
 
 
@@ -38,12 +41,53 @@ class WorkerDispatcher:
 
 
 class WorkerConnection(RemotingProtocol):
-    """A client connection on a read worker."""
+    """A client connection on a read worker; while others wait, it takes turns with them (turns.py)."""
 
     upstream = None
     current_frame = None
     handed_off = False
     awaiting = 0   # forwarded requests whose answer has not come back (a handover waits for them)
+    in_turns = False   # waiting in the factory's Turns, not reading its socket
+    _limit = None      # frames this handling may take (None: all it has)
+
+    # -- turns ----------------------------------------------------------------
+    def _handle_frames(self, frames):
+        if self._limit is not None:
+            frames = islice(frames, self._limit)
+        RemotingProtocol._handle_frames(self, frames)
+
+    def _frame(self, data):
+        turns = self.factory.turns
+        if data is not None and not self.in_turns:
+            self._limit = FIRST if turns.busy() else turns.quantum
+        try:
+            RemotingProtocol._frame(self, data)
+        finally:
+            self._limit = None
+        if not self.in_turns and not self.closing and not self.paused and self._frames_left():
+            self.in_turns = True
+            self.transport.pauseProducing()
+            turns.wait(self)
+
+    def take_turn(self, quantum):
+        """Handle up to ``quantum`` more frames; True while some are left (then it waits for another turn)."""
+        if not self.closing and not self.paused:
+            self._limit = quantum
+            try:
+                RemotingProtocol._frame(self, None)
+            finally:
+                self._limit = None
+            if not self.closing and not self.paused and self._frames_left():
+                return True
+        self.in_turns = False
+        if not self.closing and not self.paused:
+            self.transport.resumeProducing()
+        return False
+
+    def _frames_left(self):
+        """A whole frame read and not handled yet."""
+        buffer = self.reader.buffer
+        return len(buffer) >= 4 and 0 <= LENGTH.unpack_from(buffer, 0)[0] <= len(buffer) - 4
 
     def frame_received(self, frame):
         self.current_frame = frame
@@ -152,6 +196,7 @@ class WorkerConnectionFactory(RemotingServerFactory):
         self.handoff_path = handoff_path
         self.handoffs = 0
         self.answer_cache = replica.answer_cache
+        self.turns = Turns(reactor)
 
     @property
     def config(self):

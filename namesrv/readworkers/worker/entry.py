@@ -139,6 +139,7 @@ class ReadWorker(protocol.Protocol):
         if self.port is not None:
             close_listening(self.port)   # our descriptor only: the socket stays in the main process
             self.port = None
+        self.factory.turns.stop()   # frames waiting for their turn travel with their connection, unread
         for connection in list(self.factory.connections.values()):
             stop_reading(connection)
         self._drain_deadline = self.reactor.seconds() + DRAIN_GRACE

@@ -1,0 +1,99 @@
+"""A read worker's connections take turns (namesrv/readworkers/worker/turns.py): a client with one read is
+answered in the pass that reads it, however many reads other clients pipelined."""
+
+from twisted.internet.testing import StringTransport
+
+from namesrv.protocol.codec import decode_frame, encode_frame
+from namesrv.readworkers.worker import turns as turns_module
+from tests.brokers import route_request
+from tests.protocol.test_remoting import written_frames
+from tests.processors.test_whole_table import Turns as OneTurnAtATime
+from tests.readworkers.test_forwarding import worker
+
+
+class ReadingTransport(StringTransport):
+    """Records whether the connection reads its socket (pauseProducing / resumeProducing)."""
+
+    reading = True
+
+    def pauseProducing(self):
+        self.reading = False
+
+    def resumeProducing(self):
+        self.reading = True
+
+
+def _connect(factory):
+    proto = factory.buildProtocol(None)
+    transport = ReadingTransport(peerAddress=None)
+    proto.makeConnection(transport)
+    return proto, transport
+
+
+def _reads(topic, first_opaque, n):
+    return b"".join(encode_frame(route_request(topic, opaque=first_opaque + i)) for i in range(n))
+
+
+def _opaques(transport):
+    return [decode_frame(f[4:]).opaque for f in written_frames(transport)]
+
+
+def test_a_few_reads_are_answered_at_once_without_waiting(tmp_path):
+    harness, factory = worker(tmp_path)
+    proto, transport = _connect(factory)
+    proto.dataReceived(_reads("T1", 1, turns_module.QUANTUM))
+    assert _opaques(transport) == list(range(1, turns_module.QUANTUM + 1))
+    assert transport.reading and not factory.turns.busy()
+
+
+def test_a_deep_pipeline_takes_turns_and_a_single_read_goes_first(tmp_path):
+    harness, factory = worker(tmp_path)
+    factory.turns.budget = 0   # one connection's quantum per reactor turn
+    factory.turns.reactor = reactor = OneTurnAtATime()
+    deep = [_connect(factory) for _ in range(3)]
+    answered = []
+    for n, (proto, transport) in enumerate(deep):
+        proto.dataReceived(_reads("T1", 1000 * (n + 1), 32))
+        answered.append(_opaques(transport))
+        assert not transport.reading   # the rest waits its turn, and the socket is not read meanwhile
+    # the first handles a quantum; once it waits, the others handle one frame each
+    assert [len(a) for a in answered] == [turns_module.QUANTUM, turns_module.FIRST, turns_module.FIRST]
+    prober, probe = _connect(factory)
+    prober.dataReceived(_reads("T2", 1, 1))
+    assert _opaques(probe) == [1]   # answered in the pass that read it, before the 72 reads queued
+    prober.dataReceived(_reads("T2", 2, 3))
+    assert _opaques(probe) == [2]   # others wait: one frame now, the rest in turn
+    assert not probe.reading
+    turns = 0
+    while factory.turns.busy():
+        reactor.turn()
+        turns += 1
+    assert turns >= (3 * 32 - turns_module.QUANTUM - 2) // turns_module.QUANTUM
+    for n, (proto, transport) in enumerate(deep):
+        assert answered[n] + _opaques(transport) == list(range(1000 * (n + 1), 1000 * (n + 1) + 32))
+        assert transport.reading   # all handled, in order: reading again
+    assert _opaques(probe) == [3, 4] and probe.reading
+
+
+def test_a_closed_connection_leaves_its_turn(tmp_path):
+    harness, factory = worker(tmp_path)
+    proto, transport = _connect(factory)
+    proto.dataReceived(_reads("T1", 1, 20))
+    written_frames(transport)
+    proto.connectionLost(None)
+    factory.reactor.advance(0)
+    assert written_frames(transport) == [] and not factory.turns.busy()
+
+
+def test_a_paused_slow_reader_goes_on_when_resumed(tmp_path):
+    harness, factory = worker(tmp_path)
+    proto, transport = _connect(factory)
+    proto.dataReceived(_reads("T1", 1, 20))
+    assert len(_opaques(transport)) == turns_module.QUANTUM
+    proto.pauseProducing()       # its peer stopped reading the answers
+    factory.reactor.advance(0)
+    assert _opaques(transport) == [] and not factory.turns.busy()
+    proto.resumeProducing()
+    while factory.turns.busy():
+        factory.reactor.advance(0)
+    assert _opaques(transport) == list(range(turns_module.QUANTUM + 1, 21)) and transport.reading
