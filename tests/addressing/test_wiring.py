@@ -2,13 +2,11 @@
 
 import pytest
 import pytest_twisted
-import urllib.error
-import urllib.request
-
 from twisted.internet import reactor, task, threads
 
 from namesrv.config import NamesrvConfig
 from namesrv.service import make_service
+from tests.addressing.test_live import fetch
 from tests.config_for import service_config
 from tests.integration.server import free_port
 
@@ -73,29 +71,42 @@ def test_the_server_serves_its_list_on_the_prometheus_port_and_drops_a_silent_pe
     try:
         url = "http://127.0.0.1:%d/rocketmq/nsaddr" % http
         code, body = yield threads.deferToThread(fetch, url)
-        assert code == 200 and body == ("%s;127.0.0.1:%d\n" % (own, silent)).encode()
+        assert code == 200 and body == "%s;127.0.0.1:%d\n" % (own, silent)
         for _ in range(200):             # the probes run on the reactor: poll its answer, never a sleep's
             code, body = yield threads.deferToThread(fetch, url)
-            if body == (own + "\n").encode():
+            if body == own + "\n":
                 break
             yield task.deferLater(reactor, 0.05, lambda: None)
-        assert body == (own + "\n").encode()
+        assert body == own + "\n"
         _, metrics = yield threads.deferToThread(fetch, "http://127.0.0.1:%d/metrics" % http)
         assert ('rocketmq_namesrv_address_service_changes_total{change="removed",namesrv="127.0.0.1:%d"} 1.0'
-                % silent).encode() in metrics
-        assert ('rocketmq_namesrv_address_service_namesrv_served{namesrv="%s"} 1.0' % own).encode() in metrics
-        assert b'rocketmq_namesrv_address_service_probes_total{namesrv="%s",result="answered"} 0.0' % own.encode() \
+                % silent) in metrics
+        assert 'rocketmq_namesrv_address_service_namesrv_served{namesrv="%s"} 1.0' % own in metrics
+        assert 'rocketmq_namesrv_address_service_probes_total{namesrv="%s",result="answered"} 0.0' % own \
             not in metrics
-        assert b'rocketmq_namesrv_address_service_probes_total{namesrv="127.0.0.1:%d",result="answered"} 0.0' \
+        assert 'rocketmq_namesrv_address_service_probes_total{namesrv="127.0.0.1:%d",result="answered"} 0.0' \
             % silent in metrics
     finally:
         yield svc.stopService()
 
 
-def fetch(url):
-    """(status, body) of a GET (for a thread: urllib blocks)."""
-    try:
-        with urllib.request.urlopen(url, timeout=10) as answer:
-            return answer.status, answer.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+
+def test_the_list_and_subgroups_follow_a_change_once_out_of_the_black_list():
+    from twisted.logger import capturedLogs, formatEvent
+    from namesrv.addressing.wiring import address_service
+    from tests.addressing.test_web import Port, get
+    from tests.config_for import make_config
+    clock = task.Clock()
+    config = make_config(prometheusListenPort=5557, addressServiceNamesrvAddr="127.0.0.1:9876", configBlackList="")
+    port = Port()
+    address_service(config, port, clock, clock)
+    site = port.site()
+    config.update({"addressServiceNamesrvAddr": "127.0.0.1:9876;127.0.0.2:9876", "addressServiceSubgroups": "other"})
+    assert get(site, b"/rocketmq/other")[2] == b"127.0.0.1:9876;127.0.0.2:9876\n"
+    assert get(site, b"/rocketmq/nsaddr")[0] == 404
+    with capturedLogs() as events:
+        config.update({"addressServiceNamesrvAddr": "nohost"})
+        config.update({"addressServiceSubgroups": "a/b"})
+    said = [formatEvent(e) for e in events if "keeps what it served" in formatEvent(e)]
+    assert len(said) == 2 and "'nohost' is not host:port" in said[0]
+    assert get(site, b"/rocketmq/other")[2] == b"127.0.0.1:9876;127.0.0.2:9876\n"
