@@ -125,9 +125,9 @@ def topic_list_body(names, limit, broker_addr=None):
     floor = len(head) + len(tail) + max(0, 3 * count - 1)
     for start in range(0, count, SLICE):
         floor += sum(map(len, names[start:start + SLICE]))
-        if floor > limit:
-            raise TooLarge(count, floor, limit)
         yield
+    if floor > limit:   # counted to the end: the remark says how large the list is
+        raise TooLarge(count, floor, limit)
     ordered = yield from sorted_names(names)
     pieces, size = [head], len(head) + len(tail)
     for start in range(0, count, SLICE):
