@@ -30,6 +30,10 @@ def _connect(factory):
     return proto, transport
 
 
+#: a pipeline deeper than a turn's quantum
+DEEP = 3 * turns_module.QUANTUM + 5
+
+
 def _reads(topic, first_opaque, n):
     return b"".join(encode_frame(route_request(topic, opaque=first_opaque + i)) for i in range(n))
 
@@ -53,14 +57,14 @@ def test_a_deep_pipeline_takes_turns_and_a_single_read_goes_first(tmp_path):
     deep = [_connect(factory) for _ in range(3)]
     answered = []
     for n, (proto, transport) in enumerate(deep):
-        proto.dataReceived(_reads("T1", 1000 * (n + 1), 32))
+        proto.dataReceived(_reads("T1", 1000 * (n + 1), DEEP))
         answered.append(_opaques(transport))
         assert not transport.reading   # the rest waits its turn, and the socket is not read meanwhile
     # the first handles a quantum; once it waits, the others handle one frame each
     assert [len(a) for a in answered] == [turns_module.QUANTUM, turns_module.FIRST, turns_module.FIRST]
     prober, probe = _connect(factory)
     prober.dataReceived(_reads("T2", 1, 1))
-    assert _opaques(probe) == [1]   # answered in the pass that read it, before the 72 reads queued
+    assert _opaques(probe) == [1]   # answered in the pass that read it, before the reads queued
     prober.dataReceived(_reads("T2", 2, 3))
     assert _opaques(probe) == [2]   # others wait: one frame now, the rest in turn
     assert not probe.reading
@@ -68,9 +72,9 @@ def test_a_deep_pipeline_takes_turns_and_a_single_read_goes_first(tmp_path):
     while factory.turns.busy():
         reactor.turn()
         turns += 1
-    assert turns >= (3 * 32 - turns_module.QUANTUM - 2) // turns_module.QUANTUM
+    assert turns >= (3 * DEEP - turns_module.QUANTUM - 2) // turns_module.QUANTUM
     for n, (proto, transport) in enumerate(deep):
-        assert answered[n] + _opaques(transport) == list(range(1000 * (n + 1), 1000 * (n + 1) + 32))
+        assert answered[n] + _opaques(transport) == list(range(1000 * (n + 1), 1000 * (n + 1) + DEEP))
         assert transport.reading   # all handled, in order: reading again
     assert _opaques(probe) == [3, 4] and probe.reading
 
@@ -78,7 +82,7 @@ def test_a_deep_pipeline_takes_turns_and_a_single_read_goes_first(tmp_path):
 def test_a_closed_connection_leaves_its_turn(tmp_path):
     harness, factory = worker(tmp_path)
     proto, transport = _connect(factory)
-    proto.dataReceived(_reads("T1", 1, 20))
+    proto.dataReceived(_reads("T1", 1, DEEP))
     written_frames(transport)
     proto.connectionLost(None)
     factory.reactor.advance(0)
@@ -88,7 +92,7 @@ def test_a_closed_connection_leaves_its_turn(tmp_path):
 def test_a_paused_slow_reader_goes_on_when_resumed(tmp_path):
     harness, factory = worker(tmp_path)
     proto, transport = _connect(factory)
-    proto.dataReceived(_reads("T1", 1, 20))
+    proto.dataReceived(_reads("T1", 1, DEEP))
     assert len(_opaques(transport)) == turns_module.QUANTUM
     proto.pauseProducing()       # its peer stopped reading the answers
     factory.reactor.advance(0)
@@ -96,4 +100,4 @@ def test_a_paused_slow_reader_goes_on_when_resumed(tmp_path):
     proto.resumeProducing()
     while factory.turns.busy():
         factory.reactor.advance(0)
-    assert _opaques(transport) == list(range(turns_module.QUANTUM + 1, 21)) and transport.reading
+    assert _opaques(transport) == list(range(turns_module.QUANTUM + 1, DEEP + 1)) and transport.reading

@@ -20,8 +20,9 @@ from collections import deque
 
 #: frames a connection handles when read while others wait
 FIRST = 1
-#: frames a queued connection handles per turn (its answers go out in one write)
-QUANTUM = 8
+#: frames a queued connection handles per turn (its answers go out in one write): a client's usual
+#: pipeline (8 per turn cost 40 % of the reads/s at 255 × 32: four times the writes and the client's reads)
+QUANTUM = 32
 #: seconds of turns per reactor turn, before the sockets are read again
 BUDGET = 0.002
 
