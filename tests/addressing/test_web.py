@@ -184,3 +184,14 @@ def test_an_idle_connection_is_closed_after_a_minute_not_twelve_hours():
     assert not transport.disconnecting
     clock.advance(2)
     assert transport.disconnecting and IDLE_TIMEOUT == 60
+
+
+@pytest.mark.parametrize("raw", [b"GET /rocketmq/\xff\xfe HTTP/1.1\r\nHost: ns\r\n\r\n", b"\x00\x01\x02\r\n\r\n",
+                                 b"GET /rocketmq/nsaddr HTTP/9.9\r\n\r\n"])
+def test_a_request_twisted_web_cannot_parse_gets_400_and_a_close_and_the_next_one_is_answered(raw):
+    port, _, _ = serving()
+    site = port.site()
+    status, _, _, closed = exchange(site, raw)
+    assert status == 400 and closed
+    status, _, body, _ = get(site, b"/rocketmq/nsaddr")
+    assert (status, body) == (200, LISTED.encode() + b"\n")
