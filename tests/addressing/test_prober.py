@@ -1,4 +1,4 @@
-"""The prober on a task.Clock with a probe whose answers the test decides: what leaves the list, when, and what is said."""
+"""The prober on a task.Clock, with a probe whose answers the test decides: what leaves the list, when, what is said."""
 
 from twisted.internet import defer, task
 from twisted.internet.error import ConnectionRefusedError

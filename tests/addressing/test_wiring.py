@@ -10,11 +10,6 @@ from tests.addressing.test_live import fetch
 from tests.config_for import service_config
 from tests.integration.server import free_port
 
-KEYS = ("addressServiceNamesrvAddr", "addressServiceSubgroups", "addressServiceProbeIntervalMillis",
-        "addressServiceProbeTimeoutMillis", "addressServiceDownAfterMillis", "addressServiceUpAfterAnswers",
-        "addressServiceMaxRequestsPerSecond")
-
-
 def test_every_property_has_its_default_and_is_printed_by_p():
     text = NamesrvConfig().to_properties_text()
     for line in ("addressServiceNamesrvAddr=", "addressServiceSubgroups=nsaddr",
