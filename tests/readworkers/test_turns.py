@@ -101,3 +101,22 @@ def test_a_paused_slow_reader_goes_on_when_resumed(tmp_path):
     while factory.turns.busy():
         factory.reactor.advance(0)
     assert _opaques(transport) == list(range(turns_module.QUANTUM + 1, DEEP + 1)) and transport.reading
+
+
+def test_a_pass_over_its_budget_leaves_one_frame_per_connection_read_after(tmp_path):
+    harness, factory = worker(tmp_path)
+    now = [100.0]
+    factory.turns.timer = lambda: now[0]
+    factory.turns.reactor = reactor = OneTurnAtATime()
+    first, first_t = _connect(factory)
+    first.dataReceived(_reads("T1", 1, 10))
+    assert _opaques(first_t) == list(range(1, 11)) and not factory.turns.busy()
+    now[0] += 2 * turns_module.BUDGET   # this pass over the sockets has used its budget
+    late, late_t = _connect(factory)
+    late.dataReceived(_reads("T1", 100, 10))
+    assert _opaques(late_t) == [100] and not late_t.reading
+    reactor.turn()   # the next reactor turn: turns, and a new pass
+    assert _opaques(late_t) == list(range(101, 110)) and late_t.reading
+    fresh, fresh_t = _connect(factory)
+    fresh.dataReceived(_reads("T1", 200, 10))
+    assert _opaques(fresh_t) == list(range(200, 210))

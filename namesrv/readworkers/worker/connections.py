@@ -18,7 +18,7 @@ from namesrv.protocol.framing import LENGTH, complete_frames
 from namesrv.protocol.remoting import RemotingProtocol
 from namesrv.readworkers.worker.handoff import HANDOFF_CODES, can_hand_off, hand_off
 from namesrv.readworkers.channel.unix import PEER, connect_unix, first_line
-from namesrv.readworkers.worker.turns import FIRST, Turns
+from namesrv.readworkers.worker.turns import Turns
 from namesrv.server.factory import NoHousekeeping, RemotingServerFactory
 
 
@@ -59,7 +59,7 @@ class WorkerConnection(RemotingProtocol):
     def _frame(self, data):
         turns = self.factory.turns
         if data is not None and not self.in_turns:
-            self._limit = FIRST if turns.busy() else turns.quantum
+            self._limit = turns.allowance()
         try:
             RemotingProtocol._frame(self, data)
         finally:
