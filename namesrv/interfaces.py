@@ -136,6 +136,8 @@ class IReplicatedLog(Interface):
     is_leader = Attribute("True while this controller is the leader and has applied every earlier term's entries.")
     leader_id = Attribute("The id of the leader as last known, or None.")
     role_listeners = Attribute("Callbacks called with True/False when this controller starts/stops leading.")
+    # Optional: ``applies_at_once`` True when ``propose`` applies the events before it returns (only
+    # their durability is still to come): the controller then decides the next request at once.
 
     def start():
         """Restore what is persisted and join the others."""

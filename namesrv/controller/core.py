@@ -67,18 +67,31 @@ class Controller:
         """
         if not self.is_leader:
             return defer.succeed(not_leader())
-        return self._lock.run(self._run_locked, decide, write)
+        outcome = defer.Deferred()
+        self._lock.run(self._run_locked, decide, write, outcome)
+        return outcome
 
-    def _run_locked(self, decide, write):
-        if not self.is_leader:
-            return not_leader()
-        result = decide()
-        if not write or not result.events:
-            return result
-        d = self.replicated.propose(result.events)
-        d.addTimeout(COMMIT_TIMEOUT, self.reactor)
-        d.addCallbacks(lambda _: result, self._not_committed)
-        return d
+    def _run_locked(self, decide, write, outcome):
+        """Decide and propose under the lock. The lock is held until the events are applied here: with
+        Raft that is when they are committed; a log that applies at once (one controller, its file
+        written after) lets the next decision go on while the answer waits for the disk, since every
+        later write holds these events too."""
+        try:
+            if not self.is_leader:
+                outcome.callback(not_leader())
+                return None
+            result = decide()
+            if not write or not result.events:
+                outcome.callback(result)
+                return None
+            committed = self.replicated.propose(result.events)
+        except Exception:
+            outcome.errback()
+            return None
+        committed.addTimeout(COMMIT_TIMEOUT, self.reactor)
+        committed.addCallbacks(lambda _: result, self._not_committed)
+        committed.addBoth(lambda answer: outcome.callback(answer))
+        return None if getattr(self.replicated, "applies_at_once", False) else committed
 
     def _not_committed(self, failure):
         if failure.check(NotLeader):

@@ -27,6 +27,8 @@ class ControllerStateError(Exception):
 @implementer(IReplicatedLog)
 class LocalLog:
     log = Logger()
+    #: a proposal is applied before ``propose`` returns (only its write to disk is still to come)
+    applies_at_once = True
 
     def __init__(self, state, store_dir, self_id, address, group, reactor):
         self.state = state
