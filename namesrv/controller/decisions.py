@@ -45,7 +45,8 @@ class Liveness:
 
 
 def alter_sync_state_set(state, liveness, broker_name, master_id, master_epoch, new_set, new_set_epoch):
-    result = Result()
+    # Java's response header holds a primitive int: 0 in every refusal
+    result = Result(header={"newSyncStateSetEpoch": 0})
     group = state.group(broker_name)
     if group is None:
         return result.fail(ResponseCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED, "Broker metadata is not existed")
