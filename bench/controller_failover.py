@@ -31,16 +31,24 @@ TWISTD = os.path.join(os.path.dirname(sys.executable), "twistd")
 POLL = 0.005
 
 
+_handed_out = set()
+
+
 def free_port(low=20000, high=32000, neighbours=(0,)):
-    """A 127.0.0.1 port below 32768 (the brokers' limit) with ``port + n`` free for every n in ``neighbours``."""
+    """A 127.0.0.1 port below 32768 (the brokers' limit) with ``port + n`` free for every n in ``neighbours``,
+    none of them handed out before by this process (a port handed out may not be bound yet)."""
     for port in range(low + (os.getpid() * 13 + int(time.time() * 1000)) % 5000, high, 7):
+        wanted = {port + n for n in neighbours} | {port - 1, port + 1}
+        if wanted & _handed_out:
+            continue
         try:
             for n in neighbours:
                 with socket.socket() as s:
                     s.bind(("127.0.0.1", port + n))
-            return port
         except OSError:
             continue
+        _handed_out.update(wanted)
+        return port
     raise RuntimeError("no free port")
 
 

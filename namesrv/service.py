@@ -5,8 +5,8 @@ is patched in afterwards::
 
     event log -> KV store (loaded) -> route tables -> context -> processors (plugins)
       -> guards (policies, priority dispatcher) -> in-flight counter -> answer cache
-      -> remoting factory -> TLS -> metrics, status page -> address service -> read workers
-      -> the service
+      -> remoting factory -> TLS -> the controller (enableControllerInNamesrv, its own port)
+      -> metrics, status page -> address service -> read workers -> the service
 """
 
 import gc
