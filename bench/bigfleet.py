@@ -4,7 +4,7 @@
                               | --java PEER_DIR [--java-heap 4g]]
                              [--brokers 1000] [--topics 100000] [--brokers-per-topic 10]
                              [--cycle 30] [--rate 0] [--seconds 20] [--read-connections 3] [--depth 32]
-                             [--scenario steady|disconnect|takeover|wholetable]
+                             [--scenario steady|disconnect|takeover|wholetable|restart]
 
 The fleet (issue 21): B brokers in one cluster; broker b hosts ``topics × brokers-per-topic / B``
 topics, ``Fleet%06d`` of ``(b × step + j) mod topics`` with ``step = topics / B``, so each topic is
@@ -28,7 +28,9 @@ starts a new process with the same properties: failed reads, the worst read, bro
 ``wholetable`` (halfway, every whole-table question once, bench.wholetable: how long each took, its frame's
 size, and whether a RocketMQ client would refuse it; ours gets a status page to ask too). ``--java``
 starts a fresh Java NameServer of a peer built by ../shared/javapeers with the heap given
-(bench.javanamesrv) and measures it instead of ours.
+(bench.javanamesrv) and measures it instead of ours. ``restart`` (halfway, SIGTERM, which writes the
+route snapshot, then a new process on the same port and files: how long until it answers a route read
+from the snapshot; the window's reads end at the stop).
 Every phase is bounded in time; brokers use 127.x.y.z addresses that nobody connects to.
 """
 
@@ -109,7 +111,8 @@ class Run:
     def __init__(self, args, host, port, server=None, status_port=None):
         self.args, self.host, self.port, self.server = args, host, port, server
         self.status_port = status_port
-        self.layout = FleetLayout(args.brokers, args.topics, args.brokers_per_topic)
+        self.event_at = None   # wall-clock time of the scenario's event (the drop, the takeover, the restart)
+        self.layout = FleetLayout(args.brokers, args.topics, args.brokers_per_topic, args.topic_prefix)
         self.figures = {"brokers": args.brokers, "topics": args.topics, "brokers_per_topic": args.brokers_per_topic,
                         "entries": args.brokers * self.layout.per_broker, "cycle_s": args.cycle,
                         "offered_rate": args.rate or None, "read_connections": args.read_connections,
@@ -136,7 +139,8 @@ class Run:
                                   warmup=args.warmup, duration=args.seconds, rate=args.rate, stall_timeout=10.0)
             probe_spec = LoadSpec(connections=1, depth=1, processes=1, warmup=args.warmup, duration=args.seconds,
                                   rate=PROBE_RATE, seed=11, stall_timeout=10.0)
-            beating = args.warmup + (args.seconds / 2 if args.scenario == "disconnect" else args.seconds)
+            halfway = args.scenario in ("disconnect", "restart")
+            beating = args.warmup + (args.seconds / 2 if halfway else args.seconds)
             fleet.start_beating(args.cycle, beating, grace=10.0)
             reads = LoadRun(self.port, templates, reads_spec, self.host).start()
             probe = LoadRun(self.port, templates, probe_spec, self.host).start()
@@ -160,6 +164,7 @@ class Run:
         if args.scenario == "disconnect":
             beats = fleet.beat_result()          # the fleet beat until halfway
             busy_before = self.main_cpu()
+            self.event_at = time.time()
             fleet.drop()
             forgotten = wait_forgotten(self.host, self.port, args.seconds)
             return {"dropped_brokers_forgotten_s": forgotten,
@@ -167,8 +172,13 @@ class Run:
         time.sleep(args.warmup + args.seconds / 2)
         if args.scenario == "takeover":
             return self.take_over(fleet), None
+        if args.scenario == "restart":
+            beats = fleet.beat_result()          # the fleet beat until halfway
+            return self.restart(fleet), beats
         if args.scenario == "wholetable":
-            return {"wholetable": wholetable.ask_all(self.host, self.port, CLUSTER, self.status_port)}, None
+            self.event_at = time.time()
+            return {"wholetable": wholetable.ask_all(self.host, self.port, CLUSTER, self.status_port,
+                                                     self.layout.topic_name(1))}, None
         return {}, None
 
     def main_cpu(self):
@@ -182,6 +192,7 @@ class Run:
             raise SystemExit("--scenario takeover needs a server this benchmark starts")
         old = self.server
         started = time.monotonic()
+        self.event_at = time.time()
         new = TakingServer(old)
         new.start()
         try:
@@ -193,6 +204,35 @@ class Run:
         self.server = new
         return {"takeover_s": switched, "brokers_moved": cluster_brokers(self.host, self.port)}
 
+    def restart(self, fleet):
+        """SIGTERM (the route snapshot is written), then a new process on the same port and files: how
+        long the stop took, and how long until the new one answered a route read from the snapshot."""
+        if self.server is None:
+            raise SystemExit("--scenario restart needs a server this benchmark starts")
+        old, topic = self.server, self.layout.all_topics()[0]
+        started = time.monotonic()
+        self.event_at = time.time()
+        old.stop(timeout=120)
+        stopped = time.monotonic()
+        fleet.drop()   # the old process closed them
+        new = RestartedServer(old).spawn()
+        self.server = new
+        listening = answered = None
+        while time.monotonic() - stopped < 120 and answered is None:
+            try:
+                with BlockingRemotingClient(self.host, self.port, timeout=5.0) as client:
+                    listening = listening or time.monotonic()
+                    answer = client.call(make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
+                    if answer.code == ResponseCode.SUCCESS:
+                        answered = time.monotonic()
+            except OSError:
+                pass
+            if answered is None:
+                time.sleep(0.01)
+        return {"restart_stop_s": stopped - started,
+                "restart_listening_s": None if listening is None else listening - stopped,
+                "restart_route_answered_s": None if answered is None else answered - stopped}
+
     def record(self, reads, probe, beats, event):
         f = self.figures
         f.update({
@@ -202,6 +242,8 @@ class Run:
             "probe_p50_ms": probe.latency_ms(0.5), "probe_p99_ms": probe.latency_ms(0.99),
             "probe_max_ms": ms(probe.latencies[-1]) if probe.latencies else None,
             "probe_reads": probe.requests, "probe_errors": probe.errors,
+            "probe_max_after_event_s": None if probe.worst_at is None or self.event_at is None
+            else probe.worst_at - self.event_at,
             "registrations": beats["answered"], "registration_errors": beats["errors"],
             "registration_unanswered": beats["unanswered"],
             "registration_p50_ms": ms(percentile(beats["rtts"], 0.5)),
@@ -219,9 +261,11 @@ class Run:
             "route reads: %.0f/s%s (%d errors), p50 %.2f ms, p99 %.2f ms"
             % (f["reads_per_s"], " of %.0f offered" % f["offered_rate"] if f["offered_rate"] else "",
                f["read_errors"], f["read_p50_ms"] or 0, f["read_p99_ms"] or 0),
-            "prober: p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d reads, %d errors)"
-            % (f["probe_p50_ms"] or 0, f["probe_p99_ms"] or 0, f["probe_max_ms"] or 0, f["probe_reads"],
-               f["probe_errors"]),
+            "prober: p50 %.2f ms, p99 %.2f ms, max %.2f ms%s (%d reads, %d errors)"
+            % (f["probe_p50_ms"] or 0, f["probe_p99_ms"] or 0, f["probe_max_ms"] or 0,
+               "" if f.get("probe_max_after_event_s") is None else
+               " (answered %+.2f s from the %s)" % (f["probe_max_after_event_s"], f["scenario"]),
+               f["probe_reads"], f["probe_errors"]),
             "registrations: %d (%d errors, %d unanswered), p50 %.2f ms, p99 %.2f ms"
             % (f["registrations"], f["registration_errors"], f["registration_unanswered"],
                f["registration_p50_ms"] or 0, f["registration_p99_ms"] or 0),
@@ -237,6 +281,10 @@ class Run:
                          % (_fmt(f["dropped_brokers_forgotten_s"]), _fmt(f["main_cpu_s_after_drop"])))
         if "wholetable" in f:
             lines.append("whole-table answers, asked halfway, one after the other:\n" + wholetable.describe(f["wholetable"]))
+        if "restart_stop_s" in f:
+            lines.append("restart: stopped (snapshot written) in %s s; the new process answered a connection after %s s "
+                         "and a route read from its snapshot after %s s"
+                         % (_fmt(f["restart_stop_s"]), _fmt(f["restart_listening_s"]), _fmt(f["restart_route_answered_s"])))
         if "takeover_s" in f:
             lines.append("takeover: %.2f s, %d broker names listed by the new process"
                          % (f["takeover_s"], f["brokers_moved"]))
@@ -263,6 +311,17 @@ class TakingServer(NamesrvServer):
         return self.spawn()   # it listens on the socket it takes over: nothing to wait for here
 
 
+class RestartedServer(TakingServer):
+    """A new ``twistd namesrv`` on the stopped one's port, files and properties (its route snapshot)."""
+
+    def __init__(self, old):
+        TakingServer.__init__(self, old)
+        self.name, self.log_file = "namesrv-restarted", os.path.join(self.workdir, "namesrv-restarted.log")
+
+    def command(self):
+        return NamesrvServer.command(self)
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m bench.bigfleet", description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", help="HOST:PORT of a running name server (default: start ours)")
@@ -272,6 +331,9 @@ def parse_args(argv):
     parser.add_argument("--brokers", type=int, default=1000)
     parser.add_argument("--topics", type=int, default=100_000)
     parser.add_argument("--brokers-per-topic", type=int, default=10)
+    parser.add_argument("--topic-prefix", default="Fleet",
+                        help="topic names are this and 6 digits (a longer one makes the topic list pass 16 MiB "
+                             "sooner: 22 characters at a million topics is 25 MB)")
     parser.add_argument("--cycle", type=float, default=30.0, help="seconds for the whole fleet to beat once")
     parser.add_argument("--rate", type=float, default=0.0, help="route reads/s offered (0: as fast as served)")
     parser.add_argument("--seconds", type=float, default=20.0)
@@ -279,7 +341,7 @@ def parse_args(argv):
     parser.add_argument("--read-connections", type=int, default=3)
     parser.add_argument("--depth", type=int, default=32)
     parser.add_argument("--load-processes", type=int, default=1)
-    parser.add_argument("--scenario", choices=("steady", "disconnect", "takeover", "wholetable"), default="steady")
+    parser.add_argument("--scenario", choices=("steady", "disconnect", "takeover", "wholetable", "restart"), default="steady")
     parser.add_argument("--java", metavar="PEER_DIR",
                         help="measure a fresh Java NameServer of this peer (../shared/javapeers) instead of ours")
     parser.add_argument("--java-heap", default="4g", help="the Java NameServer's -Xms/-Xmx (default 4g)")
@@ -306,6 +368,9 @@ def main(argv=None):
     else:
         props = server_properties(args.server)
         props.update(item.split("=", 1) for item in args.property)
+        if args.scenario == "restart":   # the route snapshot, written at stop, restored at start
+            props.setdefault("routeSnapshotEnable", "true")
+            props.setdefault("routeSnapshotPath", "routes.snapshot")
         if args.scenario == "wholetable" and "statusListenPort" not in props:
             props["statusListenPort"] = str(free_port())
         server = NamesrvServer(props)

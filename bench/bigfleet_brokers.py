@@ -17,16 +17,16 @@ CLUSTER = "FleetCluster"
 class FleetLayout:
     """``brokers`` brokers over ``topics`` topics, each topic on ``brokers_per_topic`` of them."""
 
-    def __init__(self, brokers, topics, brokers_per_topic):
+    def __init__(self, brokers, topics, brokers_per_topic, topic_prefix="Fleet"):
         if brokers < 1 or topics < brokers or not 1 <= brokers_per_topic <= brokers:
             raise ValueError("need 1 <= brokers <= topics and 1 <= brokers per topic <= brokers")
         self.brokers, self.topics, self.brokers_per_topic = brokers, topics, brokers_per_topic
         self.step = topics // brokers
         self.per_broker = topics * brokers_per_topic // brokers
+        self.topic_prefix = topic_prefix
 
-    @staticmethod
-    def topic_name(index):
-        return "Fleet%06d" % index
+    def topic_name(self, index):
+        return "%s%06d" % (self.topic_prefix, index)
 
     def broker_topics(self, broker):
         return [self.topic_name((broker * self.step + j) % self.topics) for j in range(self.per_broker)]

@@ -59,6 +59,7 @@ class LoadResult:
     server_cpu: float = None
     answered: int = 0  # every answer, warm-up included
     stalled: bool = False
+    worst_at: float = None   # wall-clock time (time.time()) the slowest answer in the window arrived
 
     @property
     def rps(self):
@@ -105,6 +106,7 @@ def _worker(index, host, port, templates, spec, connections, rate, ready, go, re
     sequence = [rng.randrange(len(templates)) for _ in range(_SEQUENCE_MASK + 1)]
     state = {"k": 0, "opaque": OPAQUE_BASE + index * OPAQUES_PER_WORKER}
     latencies = array.array("d")
+    worst = [0.0, None]   # the slowest answer in the window, and when it arrived (wall clock)
     counts = {"requests": 0, "errors": 0, "unmatched": 0, "sent": 0, "answered": 0}
     selector = selectors.DefaultSelector()
     conns = []
@@ -219,7 +221,10 @@ def _worker(index, host, port, templates, spec, connections, rate, ready, go, re
                     answered += 1
                     if in_window:
                         counts["requests"] += 1
-                        latencies.append(now - sent_at)
+                        latency = now - sent_at
+                        latencies.append(latency)
+                        if latency > worst[0]:
+                            worst[0], worst[1] = latency, time.time()
                         if not buffer.startswith(_SUCCESS_PREFIX, pos + 8):
                             counts["errors"] += 1
                 pos = end
@@ -235,7 +240,7 @@ def _worker(index, host, port, templates, spec, connections, rate, ready, go, re
                  "unmatched": counts["unmatched"], "answered": counts["answered"],
                  "seconds": max(0.0, ended - window_start),
                  "latencies": latencies.tobytes(), "cpu": sum(os.times()[:2]) - cpu_started,
-                 "stalled": stalled})
+                 "stalled": stalled, "worst": worst[0], "worst_at": worst[1]})
 
 
 def run_load(port, templates, spec, server=None, host="127.0.0.1"):
@@ -318,4 +323,5 @@ def _combine(collected, server_cpu):
                       unmatched=sum(r["unmatched"] for r in collected), seconds=rps_seconds,
                       latencies=sorted(latencies), client_cpu=sum(r["cpu"] for r in collected) / max(seconds, 1e-9),
                       server_cpu=server_cpu, stalled=any(r["stalled"] for r in collected),
-                      answered=sum(r["answered"] for r in collected))
+                      answered=sum(r["answered"] for r in collected),
+                      worst_at=max(collected, key=lambda r: r.get("worst", 0.0)).get("worst_at") if collected else None)
