@@ -91,7 +91,9 @@ def make_replicated_log(config, state, reactor):
     group = config.controllerDLegerGroup
     if len(peers) == 1:
         from namesrv.controller.replication.local import LocalLog
-        return LocalLog(state, directory, self_id, peers[self_id], group, reactor)
+        log = LocalLog(state, directory, self_id, peers[self_id], group, reactor)
+        log.load()      # an unreadable state refuses to start here, before anything listens
+        return log
     from namesrv.controller.replication.raft import RaftLog
     return RaftLog(state, os.path.join(directory, self_id), self_id, peers, group, config.controllerRaftPortOffset,
                    reactor)

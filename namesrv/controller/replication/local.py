@@ -1,26 +1,38 @@
-"""One controller alone: events apply at once and the state is written atomically to a file.
+"""One controller alone: events apply at once and are journalled to a file before they are answered.
 
-No consensus is needed with one member, so none is paid for: a proposal applies on the reactor
-thread and its Deferred fires once the new state is on disk (``SerialFileWriter``: written in
-a thread, coalesced, atomic with a backup), so an answer never announces an id or an epoch that
-a crash right after could lose. At start the file is read back: a restart keeps ids and epochs.
+No consensus is needed with one member, so none is paid for. A proposal applies on the reactor
+thread; its events are appended, one JSON line each, to ``controller-events.jsonl`` and fsynced
+in a thread, and only then does its Deferred fire: an answer never announces an id or an epoch
+that a crash right after could lose. Appends coalesce: whatever was proposed while a write ran
+goes in the next one. Every ``COMPACT_EVERY`` events the whole state is written atomically to
+``controller-state.json`` (with a backup) and the journal starts again. At start the snapshot
+is read and the journal replayed after it (lines are numbered, so a replay after a crash between
+snapshot and truncation applies nothing twice; a torn last line is dropped). A restart keeps
+every id and epoch.
+
+Rewriting the whole state for every event would cost ~10 ms of the reactor and a 270 KB write per
+event at 1,000 groups (bench/results/controller.md); a journal line is ~200 bytes.
 """
 
 import json
 import os
+import threading
 
-from twisted.internet import defer
+from twisted.internet import defer, threads
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from namesrv.controller.replication import NotLeader
 from namesrv.interfaces import IReplicatedLog
-from namesrv.kvconfig.filewriter import SerialFileWriter
+from namesrv.storage.atomicfile import write_atomic
 
 STATE_FILE = "controller-state.json"
+JOURNAL_FILE = "controller-events.jsonl"
+COMPACT_EVERY = 5000
 
 
-class ControllerStateError(Exception):
+class ControllerStateError(ValueError):
     """The state file exists but cannot be read: refuse to start rather than hand out ids again."""
 
 
@@ -30,16 +42,23 @@ class LocalLog:
     #: a proposal is applied before ``propose`` returns (only its write to disk is still to come)
     applies_at_once = True
 
-    def __init__(self, state, store_dir, self_id, address, group, reactor):
+    def __init__(self, state, store_dir, self_id, address, group, reactor, compact_every=COMPACT_EVERY):
         self.state = state
         self.self_id = self_id
         self.group = group
         self.peers = {self_id: address}
-        self.path = os.path.join(store_dir, STATE_FILE)
+        self.reactor = reactor
+        self.snapshot_path = os.path.join(store_dir, STATE_FILE)
+        self.journal_path = os.path.join(store_dir, JOURNAL_FILE)
+        self.compact_every = compact_every
         self.role_listeners = []
-        self._writer = SerialFileWriter(self.path, self._encode, reactor=reactor, keep_backup=True,
-                                        what="controller state")
         self._running = False
+        self._lines = []            # journal lines not handed to a write yet
+        self._waiters = []          # their Deferreds
+        self._writing = None
+        self._journalled = 0        # lines in the journal file (after the last snapshot)
+        self._lock = threading.Lock()
+        self._loaded = False
 
     # -- IReplicatedLog -------------------------------------------------------------------------
     @property
@@ -51,42 +70,110 @@ class LocalLog:
         return self.self_id if self._running else None
 
     def start(self):
-        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        self.load()
+        os.makedirs(os.path.dirname(self.snapshot_path) or ".", exist_ok=True)
+        if not self._loaded:
+            self.load()
         self._running = True
         for listener in list(self.role_listeners):
             listener(True)
 
     def stop(self):
         self._running = False
-        self._writer.flush_sync()
+        lines, self._lines = self._lines, []
+        if lines:
+            self._write(lines, None)     # on this thread: shutdown
 
     def propose(self, events):
         if not self._running:
             return defer.fail(NotLeader("controller stopped"))
         for event in events:
             self.state.apply(event)
-        return self._writer.changed()
+            self._lines.append(json.dumps({"n": self.state.applied, "event": event}, sort_keys=True) + "\n")
+        d = defer.Deferred()
+        self._waiters.append(d)
+        if self._writing is None:
+            self._start_write()
+        return d
 
     def status(self):
         return {"mode": "single", "role": "leader" if self._running else "stopped", "term": 0,
                 "applied": self.state.applied, "peers": dict(self.peers), "leaderId": self.leader_id,
                 "connectedPeers": []}
 
-    # -- the file -------------------------------------------------------------------------------
+    # -- writing ----------------------------------------------------------------------------------
+    def _start_write(self):
+        lines, self._lines = self._lines, []
+        waiters, self._waiters = self._waiters, []
+        snapshot = None
+        if self._journalled + len(lines) >= self.compact_every:
+            # the state as it is now holds every line above: after the snapshot the journal starts again
+            snapshot = json.dumps(self.state.to_dict(), sort_keys=True).encode("utf-8")
+        self._writing = threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), self._write,
+                                                  lines, snapshot)
+        self._writing.addBoth(self._written, waiters, len(lines), snapshot is not None)
+
+    def _write(self, lines, snapshot):
+        with self._lock:
+            if lines:
+                with open(self.journal_path, "ab") as f:
+                    f.write("".join(lines).encode("utf-8"))
+                    f.flush()
+                    os.fsync(f.fileno())
+            if snapshot is not None:
+                write_atomic(self.snapshot_path, snapshot, keep_backup=True)
+                with open(self.journal_path, "wb") as f:
+                    os.fsync(f.fileno())
+
+    def _written(self, result, waiters, count, compacted):
+        self._writing = None
+        if isinstance(result, Failure):
+            self.log.error("controller: journal {path} not written: {err}", path=self.journal_path,
+                           err=result.value)
+            for d in waiters:
+                d.errback(result)
+        else:
+            self._journalled = 0 if compacted else self._journalled + count
+            for d in waiters:
+                d.callback(None)
+        if self._waiters:
+            self._start_write()
+
+    # -- reading ----------------------------------------------------------------------------------
     def load(self):
+        """Read the snapshot and replay the journal (once: the service reads it when built, so that an
+        unreadable file refuses to start with a message)."""
+        self._loaded = True
         try:
-            with open(self.path, "rb") as f:
-                data = json.loads(f.read().decode("utf-8"))
+            with open(self.snapshot_path, "rb") as f:
+                self.state.load_dict(json.loads(f.read().decode("utf-8")))
         except FileNotFoundError:
-            return False
+            pass
         except (OSError, ValueError) as e:
-            raise ControllerStateError("cannot read the controller state %s: %s" % (self.path, e))
-        self.state.load_dict(data)
-        self.log.info("controller: {n} broker groups restored from {path} ({applied} events)",
-                      n=len(self.state.groups), path=self.path, applied=self.state.applied)
+            raise ControllerStateError("cannot read the controller state %s: %s" % (self.snapshot_path, e))
+        replayed, good_bytes = 0, 0
+        try:
+            with open(self.journal_path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            data = b""
+        for raw in data.splitlines(keepends=True):
+            try:
+                if not raw.endswith(b"\n"):
+                    raise ValueError("torn line")
+                entry = json.loads(raw.decode("utf-8"))
+                number, event = int(entry["n"]), entry["event"]
+            except (ValueError, KeyError, TypeError):
+                self.log.warn("controller: journal {path} ends with a torn line after {n} events: dropped",
+                              path=self.journal_path, n=replayed)
+                with open(self.journal_path, "r+b") as f:
+                    f.truncate(good_bytes)
+                break
+            good_bytes += len(raw)
+            self._journalled += 1
+            if number > self.state.applied:
+                self.state.apply(event)
+                replayed += 1
+        if self.state.groups or replayed:
+            self.log.info("controller: {n} broker groups restored from {dir} ({replayed} journal events)",
+                          n=len(self.state.groups), dir=os.path.dirname(self.snapshot_path), replayed=replayed)
         return True
-
-    def _encode(self):
-        return json.dumps(self.state.to_dict(), sort_keys=True).encode("utf-8")
-
