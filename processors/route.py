@@ -48,9 +48,9 @@ SINGLE_TOPIC_REFUSED = ("register broker failed: broker %s id %s at %s is not re
 NOT_READY = ("name server not ready: route queries are answered %.0f s after start (needWaitForService, "
              "waitSecondsForService) so that brokers re-register first; retry shortly")
 LIST_DISABLED = "disable: topic lists are switched off on this name server (%s=false); set it to true to allow them"
-TOO_LARGE = ("disable: this answer (%s) would take %s bytes, more than the %d-byte frame (maxFrameLength, 16 MiB "
-             "as every RocketMQ client's frameMaxLength) that a client accepts, so it is not sent; ask for less "
-             "(a topic's route, one cluster's topics) or raise both limits")
+TOO_LARGE = ("disable: this answer (%s) would take %s, more than the %d-byte frame (maxFrameLength, 16 MiB "
+             "as every RocketMQ client's frameMaxLength) that a client accepts, so it is not sent; ask for a "
+             "topic's route instead, or raise both limits")
 #: bytes of a frame besides the body: the length fields (8) and room for the answer's header
 FRAME_OVERHEAD = 8 + 1024
 
@@ -298,7 +298,7 @@ class RouteProcessor:
     def _bounded(self, request, what, body):
         """SUCCESS with ``body``, or the TooLarge remark when its frame would pass ``maxFrameLength``."""
         if len(body) > self._body_limit():
-            return self._error(request, TOO_LARGE % (what, "{:,}".format(len(body)),
+            return self._error(request, TOO_LARGE % (what, "{:,} bytes".format(len(body)),
                                                     self.context.config.maxFrameLength))
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
@@ -337,8 +337,8 @@ class RouteProcessor:
         def refused(failure):
             failure.trap(topiclists.TooLarge)
             too_large = failure.value
-            size = "{:,}".format(too_large.size) if too_large.count is None else \
-                "at least {:,} ({:,} topics)".format(too_large.size, too_large.count)
+            size = "{:,} bytes".format(too_large.size) if too_large.count is None else \
+                "at least {:,} bytes ({:,} topics)".format(too_large.size, too_large.count)
             return self._error(request, TOO_LARGE % (what, size, self.context.config.maxFrameLength))
 
         try:
