@@ -25,7 +25,7 @@ FIRST = 1
 #: pipeline (8 per turn cost 40 % of the reads/s at 255 × 32: four times the writes and the client's reads)
 QUANTUM = 32
 #: seconds of turns per reactor turn, before the sockets are read again
-BUDGET = 0.002
+BUDGET = 0.001
 
 
 class Turns:
