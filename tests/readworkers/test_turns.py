@@ -59,7 +59,7 @@ def test_a_deep_pipeline_takes_turns_and_a_single_read_goes_first(tmp_path):
     for n, (proto, transport) in enumerate(deep):
         proto.dataReceived(_reads("T1", 1000 * (n + 1), DEEP))
         answered.append(_opaques(transport))
-        assert not transport.reading   # the rest waits its turn, and the socket is not read meanwhile
+        assert proto.in_turns and transport.reading   # the rest waits its turn
     # the first handles a quantum; once it waits, the others handle one frame each
     assert [len(a) for a in answered] == [turns_module.QUANTUM, turns_module.FIRST, turns_module.FIRST]
     prober, probe = _connect(factory)
@@ -67,7 +67,8 @@ def test_a_deep_pipeline_takes_turns_and_a_single_read_goes_first(tmp_path):
     assert _opaques(probe) == [1]   # answered in the pass that read it, before the reads queued
     prober.dataReceived(_reads("T2", 2, 3))
     assert _opaques(probe) == [2]   # others wait: one frame now, the rest in turn
-    assert not probe.reading
+    prober.dataReceived(_reads("T2", 5, 1))
+    assert _opaques(probe) == []    # read while waiting: behind what waits, in order
     turns = 0
     while factory.turns.busy():
         reactor.turn()
@@ -75,8 +76,8 @@ def test_a_deep_pipeline_takes_turns_and_a_single_read_goes_first(tmp_path):
     assert turns >= (3 * DEEP - turns_module.QUANTUM - 2) // turns_module.QUANTUM
     for n, (proto, transport) in enumerate(deep):
         assert answered[n] + _opaques(transport) == list(range(1000 * (n + 1), 1000 * (n + 1) + DEEP))
-        assert transport.reading   # all handled, in order: reading again
-    assert _opaques(probe) == [3, 4] and probe.reading
+        assert not proto.in_turns
+    assert _opaques(probe) == [3, 4, 5] and not prober.in_turns
 
 
 def test_a_closed_connection_leaves_its_turn(tmp_path):
@@ -100,7 +101,7 @@ def test_a_paused_slow_reader_goes_on_when_resumed(tmp_path):
     proto.resumeProducing()
     while factory.turns.busy():
         factory.reactor.advance(0)
-    assert _opaques(transport) == list(range(turns_module.QUANTUM + 1, DEEP + 1)) and transport.reading
+    assert _opaques(transport) == list(range(turns_module.QUANTUM + 1, DEEP + 1)) and not proto.in_turns
 
 
 def test_a_pass_over_its_budget_leaves_one_frame_per_connection_read_after(tmp_path):
@@ -114,9 +115,24 @@ def test_a_pass_over_its_budget_leaves_one_frame_per_connection_read_after(tmp_p
     now[0] += 2 * turns_module.BUDGET   # this pass over the sockets has used its budget
     late, late_t = _connect(factory)
     late.dataReceived(_reads("T1", 100, 10))
-    assert _opaques(late_t) == [100] and not late_t.reading
+    assert _opaques(late_t) == [100] and late.in_turns
     reactor.turn()   # the next reactor turn: turns, and a new pass
-    assert _opaques(late_t) == list(range(101, 110)) and late_t.reading
+    assert _opaques(late_t) == list(range(101, 110)) and not late.in_turns
     fresh, fresh_t = _connect(factory)
     fresh.dataReceived(_reads("T1", 200, 10))
     assert _opaques(fresh_t) == list(range(200, 210))
+
+
+def test_a_connection_waiting_for_its_turn_stops_reading_past_the_limit(tmp_path):
+    harness, factory = worker(tmp_path)
+    proto, transport = _connect(factory)
+    proto.dataReceived(_reads("T1", 1, DEEP))
+    assert proto.in_turns and transport.reading
+    frame = encode_frame(route_request("T1", opaque=5000))
+    while transport.reading:   # a client that writes and writes
+        proto.dataReceived(frame)
+    assert len(proto.reader.buffer) > turns_module.TURN_READ_LIMIT
+    while factory.turns.busy():
+        factory.reactor.advance(0)
+    assert transport.reading and not proto.in_turns   # its turn done: read again
+    assert _opaques(transport)[-1] == 5000

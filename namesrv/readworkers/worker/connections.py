@@ -18,7 +18,7 @@ from namesrv.protocol.framing import LENGTH, complete_frames
 from namesrv.protocol.remoting import RemotingProtocol
 from namesrv.readworkers.worker.handoff import HANDOFF_CODES, can_hand_off, hand_off
 from namesrv.readworkers.channel.unix import PEER, connect_unix, first_line
-from namesrv.readworkers.worker.turns import Turns
+from namesrv.readworkers.worker.turns import TURN_READ_LIMIT, Turns
 from namesrv.server.factory import NoHousekeeping, RemotingServerFactory
 
 
@@ -47,8 +47,23 @@ class WorkerConnection(RemotingProtocol):
     current_frame = None
     handed_off = False
     awaiting = 0   # forwarded requests whose answer has not come back (a handover waits for them)
-    in_turns = False   # waiting in the factory's Turns, not reading its socket
+    in_turns = False   # waiting in the factory's Turns: what it reads meanwhile waits behind
+    _turn_paused = False   # in turns with more than TURN_READ_LIMIT waiting: its socket is not read
     _limit = None      # frames this handling may take (None: all it has)
+
+    def dataReceived(self, data):
+        if self.in_turns and not self.closing:
+            # After what already waits, in order. A client pipelines a bounded number of reads before it
+            # reads answers, so reading on costs nothing; past TURN_READ_LIMIT bytes the socket is not
+            # read until the turn is done (a client that only writes cannot grow our memory).
+            if self.idle_timeout:
+                self.resetTimeout()
+            self.reader.buffer_more(data)
+            if not self._turn_paused and len(self.reader.buffer) > TURN_READ_LIMIT:
+                self._turn_paused = True
+                self.transport.pauseProducing()
+            return
+        RemotingProtocol.dataReceived(self, data)
 
     # -- turns ----------------------------------------------------------------
     def _handle_frames(self, frames):
@@ -66,7 +81,6 @@ class WorkerConnection(RemotingProtocol):
             self._limit = None
         if not self.in_turns and not self.closing and not self.paused and self._frames_left():
             self.in_turns = True
-            self.transport.pauseProducing()
             turns.wait(self)
 
     def take_turn(self, quantum):
@@ -80,8 +94,10 @@ class WorkerConnection(RemotingProtocol):
             if not self.closing and not self.paused and self._frames_left():
                 return True
         self.in_turns = False
-        if not self.closing and not self.paused:
-            self.transport.resumeProducing()
+        if self._turn_paused:
+            self._turn_paused = False
+            if not self.closing and not self.paused:
+                self.transport.resumeProducing()
         return False
 
     def _frames_left(self):

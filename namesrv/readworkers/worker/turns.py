@@ -7,12 +7,12 @@ socket became ready just after the pass began waited for all of it: the prober's
 its p99 71 ms (``bench.bigfleet --read-connections 255``).
 
 So a connection the reactor reads from handles ``QUANTUM`` frames of what it read while this pass over
-the sockets is within ``BUDGET`` and nobody waits, else ``FIRST``; it queues the rest and stops reading
-its socket. The queued connections take turns, ``QUANTUM`` frames each, round robin, for at most
-``BUDGET`` seconds per reactor turn, then the reactor reads its sockets again; a connection that has
-handled all it read reads its socket again. A client with one read waiting is answered in the pass that
-reads it, and a pass costs at most its budget plus one read per busy connection. When the worker keeps
-up, nothing waits and every connection handles what it read at once, as before.
+the sockets is within ``BUDGET`` and nobody waits, else ``FIRST``, and queues the rest; what it reads
+meanwhile waits behind (past ``TURN_READ_LIMIT`` bytes, its socket is not read until its turn is done).
+The queued connections take turns, ``QUANTUM`` frames each, round robin, for at most ``BUDGET`` seconds
+per reactor turn, then the reactor reads its sockets again. A client with one read waiting is answered
+in the pass that reads it, and a pass costs at most its budget plus one read per busy connection. When
+the worker keeps up, nothing waits and every connection handles what it read at once, as before.
 Java's Netty serves each channel's reads on its event loop in arrival order, with no such limit.
 """
 
@@ -24,6 +24,8 @@ FIRST = 1
 #: frames a queued connection handles per turn (its answers go out in one write): a client's usual
 #: pipeline (8 per turn cost 40 % of the reads/s at 255 × 32: four times the writes and the client's reads)
 QUANTUM = 32
+#: bytes a connection waiting for its turn may have read before its socket is no longer read
+TURN_READ_LIMIT = 1 << 16
 #: seconds of turns per reactor turn, before the sockets are read again
 BUDGET = 0.001
 
