@@ -60,24 +60,27 @@ def test_a_deep_pipeline_takes_turns_and_a_single_read_goes_first(tmp_path):
         proto.dataReceived(_reads("T1", 1000 * (n + 1), DEEP))
         answered.append(_opaques(transport))
         assert proto.in_turns and transport.reading   # the rest waits its turn
-    # the first handles a quantum; once it waits, the others handle one frame each
-    assert [len(a) for a in answered] == [turns_module.QUANTUM, turns_module.FIRST, turns_module.FIRST]
+    # the first handles a quantum; once it waits, the other pipelines wait whole
+    assert [len(a) for a in answered] == [turns_module.QUANTUM, 0, 0]
     prober, probe = _connect(factory)
     prober.dataReceived(_reads("T2", 1, 1))
     assert _opaques(probe) == [1]   # answered in the pass that read it, before the reads queued
-    prober.dataReceived(_reads("T2", 2, 3))
-    assert _opaques(probe) == [2]   # others wait: one frame now, the rest in turn
-    prober.dataReceived(_reads("T2", 5, 1))
+    prober.dataReceived(_reads("T2", 2, turns_module.FIRST))
+    assert _opaques(probe) == list(range(2, 2 + turns_module.FIRST))   # a read or two: at once too
+    first = 2 + turns_module.FIRST
+    prober.dataReceived(_reads("T2", first, turns_module.FIRST + 1))
+    assert _opaques(probe) == [] and prober.in_turns   # more: they wait their turn, whole
+    prober.dataReceived(_reads("T2", first + turns_module.FIRST + 1, 1))
     assert _opaques(probe) == []    # read while waiting: behind what waits, in order
     turns = 0
     while factory.turns.busy():
         reactor.turn()
         turns += 1
-    assert turns >= (3 * DEEP - turns_module.QUANTUM - 2) // turns_module.QUANTUM
+    assert turns >= (3 * DEEP - turns_module.QUANTUM) // turns_module.QUANTUM
     for n, (proto, transport) in enumerate(deep):
         assert answered[n] + _opaques(transport) == list(range(1000 * (n + 1), 1000 * (n + 1) + DEEP))
         assert not proto.in_turns
-    assert _opaques(probe) == [3, 4, 5] and not prober.in_turns
+    assert _opaques(probe) == list(range(first, first + turns_module.FIRST + 2)) and not prober.in_turns
 
 
 def test_a_closed_connection_leaves_its_turn(tmp_path):
@@ -115,9 +118,12 @@ def test_a_pass_over_its_budget_leaves_one_frame_per_connection_read_after(tmp_p
     now[0] += 2 * turns_module.BUDGET   # this pass over the sockets has used its budget
     late, late_t = _connect(factory)
     late.dataReceived(_reads("T1", 100, 10))
-    assert _opaques(late_t) == [100] and late.in_turns
+    assert _opaques(late_t) == [] and late.in_turns
+    single, single_t = _connect(factory)
+    single.dataReceived(_reads("T1", 300, 1))
+    assert _opaques(single_t) == [300]
     reactor.turn()   # the next reactor turn: turns, and a new pass
-    assert _opaques(late_t) == list(range(101, 110)) and not late.in_turns
+    assert _opaques(late_t) == list(range(100, 110)) and not late.in_turns
     fresh, fresh_t = _connect(factory)
     fresh.dataReceived(_reads("T1", 200, 10))
     assert _opaques(fresh_t) == list(range(200, 210))

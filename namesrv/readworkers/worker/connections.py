@@ -74,7 +74,17 @@ class WorkerConnection(RemotingProtocol):
     def _frame(self, data):
         turns = self.factory.turns
         if data is not None and not self.in_turns:
-            self._limit = turns.allowance()
+            allowance = turns.allowance()
+            if allowance < turns.quantum:
+                # Others wait, or this pass is over budget: a client with a read or two goes now, a
+                # deeper pipeline waits whole for its turn (cut in two, it would cost two writes).
+                pending = self.reader.buffer + data if self.reader.buffer else data
+                if complete_frames(pending)[1] > allowance:
+                    self.reader.buffer_more(data)
+                    self.in_turns = True
+                    turns.wait(self)
+                    return
+            self._limit = allowance
         try:
             RemotingProtocol._frame(self, data)
         finally:

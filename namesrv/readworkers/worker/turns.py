@@ -7,7 +7,8 @@ socket became ready just after the pass began waited for all of it: the prober's
 its p99 71 ms (``bench.bigfleet --read-connections 255``).
 
 So a connection the reactor reads from handles ``QUANTUM`` frames of what it read while this pass over
-the sockets is within ``BUDGET`` and nobody waits, else ``FIRST``, and queues the rest; what it reads
+the sockets is within ``BUDGET`` and nobody waits, and queues the rest; else, if it read at most
+``FIRST`` frames it handles them, and if more it queues them all (cut in two, a pipeline costs two writes); what it reads
 meanwhile waits behind (past ``TURN_READ_LIMIT`` bytes, its socket is not read until its turn is done).
 The queued connections take turns, ``QUANTUM`` frames each, round robin, for at most ``BUDGET`` seconds
 per reactor turn, then the reactor reads its sockets again. A client with one read waiting is answered
@@ -19,8 +20,8 @@ Java's Netty serves each channel's reads on its event loop in arrival order, wit
 import time
 from collections import deque
 
-#: frames a connection handles when read while others wait
-FIRST = 1
+#: frames a connection read while others wait may have to be handled at once (more wait their turn)
+FIRST = 2
 #: frames a queued connection handles per turn (its answers go out in one write): a client's usual
 #: pipeline (8 per turn cost 40 % of the reads/s at 255 × 32: four times the writes and the client's reads)
 QUANTUM = 32
