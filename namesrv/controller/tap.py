@@ -54,13 +54,16 @@ class Options(usage.Options):
 
 
 class StandaloneController(service.MultiService):
-    """The controller service plus the event log's start and stop."""
+    """The controller service, its Prometheus port (``prometheusListenPort``) and the event log's start and stop."""
 
-    def __init__(self, controller, events):
+    def __init__(self, controller, events, metrics=None):
         service.MultiService.__init__(self)
         self.controller = controller
         self.events = events
         controller.setServiceParent(self)
+        self.metrics = metrics
+        if metrics is not None:
+            metrics.setServiceParent(self)
 
     def startService(self):
         self.events.start()
@@ -89,4 +92,18 @@ def makeService(options):
         raise SystemExit(1)
     log.info("controller state in {path}", path=os.path.abspath(os.path.expanduser(
         config.controllerStorePath or "~")))
-    return StandaloneController(controller, events)
+    return StandaloneController(controller, events, _metrics_port(config, controller, events, reactor))
+
+
+def _metrics_port(config, controller, events, reactor):
+    """``/metrics`` with the controller's families and its requests, as the embedded one has them."""
+    if not config.prometheusListenPort:
+        return None
+    from namesrv.dispatch.classes import RequestClassifier
+    from namesrv.observe.metrics import MetricsHttpService, NamesrvMetrics
+    metrics = NamesrvMetrics(RequestClassifier.from_registry(controller.registry), factory=controller.factory,
+                             events=events)
+    metrics.controller = controller.controller
+    controller.registry.add_observer(metrics)
+    events.add_listener(metrics.event)
+    return MetricsHttpService(metrics, config.prometheusListenPort, config.bindAddress or "127.0.0.1", reactor)

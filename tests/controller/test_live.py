@@ -9,7 +9,7 @@ from namesrv.codec.fastjson import loads
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from tests.controller.test_raft import controller_ports
 from tests.controller.wire import WireBroker
-from tests.integration.server import TWISTD, NamesrvProcess
+from tests.integration.server import TWISTD, NamesrvProcess, free_port
 
 
 def controller_properties(tmp_path, port, peers=None, self_id="n0"):
@@ -70,8 +70,10 @@ def test_embedded_controller_fails_a_group_over_and_a_restart_keeps_ids_and_epoc
 def test_standalone_controller_serves_and_refuses_a_bad_configuration(tmp_path):
     (port,) = controller_ports(1)
     conf = tmp_path / "controller.properties"
+    metrics_port = free_port()
     conf.write_text("controllerDLegerGroup=alone\ncontrollerDLegerPeers=n0-127.0.0.1:%d\ncontrollerDLegerSelfId=n0\n"
-                    "controllerStorePath=%s\nlogDir=%s\n" % (port, tmp_path / "store", tmp_path / "logs"))
+                    "controllerStorePath=%s\nlogDir=%s\nprometheusListenPort=%d\n"
+                    % (port, tmp_path / "store", tmp_path / "logs", metrics_port))
     printed = subprocess.run([TWISTD, "--pidfile=", "controller", "-c", str(conf), "-p"], capture_output=True,
                              text=True, timeout=60)
     assert printed.returncode == 0 and "controllerDLegerGroup=alone\n" in printed.stdout
@@ -92,6 +94,12 @@ def test_standalone_controller_serves_and_refuses_a_bad_configuration(tmp_path):
         assert answer.ext == {"group": "alone", "controllerLeaderId": "n0", "controllerLeaderAddress":
                               "127.0.0.1:%d" % port, "isLeader": "true", "peers": "n0:127.0.0.1:%d;" % port}
         assert broker.start().code == ResponseCode.SUCCESS and broker.elect().code == ResponseCode.SUCCESS
+        from urllib.request import urlopen
+        scraped = urlopen("http://127.0.0.1:%d/metrics" % metrics_port, timeout=10).read().decode()
+        assert 'rocketmq_namesrv_controller_is_leader{controller_group="alone",controller_id="n0"} 1.0' in scraped
+        assert 'rocketmq_namesrv_controller_group_has_master{broker_name="broker-s",cluster="ClusterW"} 1.0' \
+            in scraped
+        assert 'name="CONTROLLER_ELECT_MASTER"' in scraped
     finally:
         if broker is not None:
             broker.close()
