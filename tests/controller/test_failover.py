@@ -1,7 +1,11 @@
 """A master's death: the leader elects from the in-sync set and tells the group, within the same turn."""
 
+from twisted.internet import defer
+
 from namesrv.codec.fastjson import loads
-from namesrv.protocol.codes import ResponseCode
+from namesrv.protocol.codes import RequestCode, ResponseCode
+from namesrv.protocol.command import make_request
+from tests.controller.fakes import FakeConnection
 from tests.controller.harness import ControllerHarness, FakeBroker
 
 
@@ -120,13 +124,9 @@ def test_the_periodic_scan_catches_a_master_missed_by_everything_else():
 
 def test_requests_are_decided_one_at_a_time():
     """A second request waits for the first one's events to be committed, then sees them."""
-    from twisted.internet import defer
     h = ControllerHarness()
-    a1, a2 = FakeBroker(h, port=30911), FakeBroker(h, port=30921)
+    a1 = FakeBroker(h, port=30911)
     hold = h.controller.replicated.hold = defer.Deferred()
-    from namesrv.protocol.codes import RequestCode
-    from namesrv.protocol.command import make_request
-    from tests.controller.fakes import FakeConnection
     first = h.registry.dispatch(make_request(RequestCode.CONTROLLER_APPLY_BROKER_ID, ext={
         "clusterName": "c", "brokerName": "broker-a", "appliedBrokerId": "1",
         "registerCheckCode": a1.address + ";1"}), FakeConnection())

@@ -13,12 +13,10 @@ import os
 import subprocess
 import time
 
-import pytest
 
-from namesrv.client import BlockingRemotingClient
+from bench.controller_failover import call, leader_port, routed_master
 from namesrv.codec.fastjson import loads
 from namesrv.protocol.codes import RequestCode
-from namesrv.protocol.command import make_request
 from tests.controller.test_raft import controller_ports
 from tests.integration.server import NamesrvProcess, free_port
 from tests.javapeers import JavaBroker, free_broker_port, mqadmin, peer, wait_for
@@ -47,30 +45,15 @@ def broker_properties(namesrv, controllers):
             "checkSyncStateSetPeriod": "2000", "syncControllerMetadataPeriod": "2000"}
 
 
-def routed_master(namesrv_port):
-    """The address routed as brokerId 0 of broker-a by the name server on ``namesrv_port``, or None."""
-    try:
-        with BlockingRemotingClient("127.0.0.1", namesrv_port, timeout=3) as client:
-            answer = client.call(make_request(RequestCode.GET_BROKER_CLUSTER_INFO))
-    except OSError:
-        return None
-    table = loads(answer.body).get("brokerAddrTable", {}) if answer.body else {}
-    addrs = table.get("broker-a", {}).get("brokerAddrs", {})
-    return addrs.get(0) or addrs.get("0")
-
-
 def replica_info(controller_port):
-    with BlockingRemotingClient("127.0.0.1", controller_port, timeout=3) as client:
-        answer = client.call(make_request(RequestCode.CONTROLLER_GET_REPLICA_INFO, ext={"brokerName": "broker-a"}))
-    return answer, (loads(answer.body) if answer.body else None)
+    """broker-a's replica info (1004) from ``controller_port``: (answer, SyncStateSet body), or (None, None)."""
+    answer = call(controller_port, RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": "broker-a"})
+    return answer, (loads(answer.body) if answer is not None and answer.body else None)
 
 
 def in_sync_count(controller_port):
-    try:
-        answer, body = replica_info(controller_port)
-    except OSError:
-        return 0
-    return len(body["syncStateSet"]) if answer.code == 0 and body else 0
+    answer, body = replica_info(controller_port)
+    return len(body["syncStateSet"]) if answer is not None and answer.code == 0 and body else 0
 
 
 def two_brokers(tmp_path, namesrv, controllers):
@@ -194,10 +177,8 @@ def test_three_name_servers_lose_the_controller_leader_and_the_broker_master_tog
         wait_for(lambda: routed_master(servers[0].port) is not None, 60, "a master routed")
 
         def leader_index():
-            with BlockingRemotingClient("127.0.0.1", ports[0], timeout=3) as client:
-                answer = client.call(make_request(RequestCode.CONTROLLER_GET_METADATA_INFO))
-            leader = answer.ext.get("controllerLeaderAddress")
-            return next((i for i, p in enumerate(ports) if leader == "127.0.0.1:%d" % p), None)
+            port = leader_port(ports)
+            return ports.index(port) if port in ports else None
         wait_for(lambda: leader_index() is not None and in_sync_count(ports[leader_index()]) == 2, 60,
                  "a controller leader and both brokers in sync")
         leader = leader_index()
@@ -235,19 +216,12 @@ def test_three_name_servers_lose_the_controller_leader_and_the_broker_master_tog
 def serving_epoch(controller_ports_):
     """broker-a's master epoch as the serving leader among ``controller_ports_`` answers it, or None."""
     for port in controller_ports_:
-        try:
-            answer, _ = replica_info(port)
-        except OSError:
-            continue
-        if answer.code == 0:
+        answer, _ = replica_info(port)
+        if answer is not None and answer.code == 0:
             return int(answer.ext["masterEpoch"])
     return None
 
 
 def _knows_leader(port):
-    try:
-        with BlockingRemotingClient("127.0.0.1", port, timeout=3) as client:
-            answer = client.call(make_request(RequestCode.CONTROLLER_GET_METADATA_INFO))
-    except OSError:
-        return False
-    return bool(answer.ext.get("controllerLeaderId"))
+    answer = call(port, RequestCode.CONTROLLER_GET_METADATA_INFO)
+    return answer is not None and bool(answer.ext.get("controllerLeaderId"))
