@@ -77,13 +77,19 @@ def test_installed_wheel_serves_routes_from_outside_the_checkout(installed, tmp_
     env["PATH"] = os.pathsep.join([str(installed / "bin"), env.get("PATH", "")])
     help_text = subprocess.run([str(installed / "bin" / "twistd"), "--help"], cwd=workdir, env=env,
                                capture_output=True, text=True, timeout=120).stdout
-    assert "namesrv" in help_text
+    assert "namesrv" in help_text and "controller" in help_text
 
     status_port = free_port()
+    # the controller among three (the others not running): pysyncobj's Raft is loaded from the venv
+    controller_port, *others = [free_port() for _ in range(3)]
     server = InstalledNamesrv(installed, workdir, env, {
         "routeReadWorkers": "1",
         "prometheusListenPort": str(free_port()),
         "statusListenPort": str(status_port),
+        "enableControllerInNamesrv": "true",
+        "controllerDLegerPeers": ";".join("n%d-127.0.0.1:%d" % item
+                                          for item in enumerate([controller_port, *others])),
+        "controllerDLegerSelfId": "n0", "controllerStorePath": str(workdir / "controller"),
         **tls_properties(workdir),
     })
     server.start(timeout=60)
@@ -98,6 +104,12 @@ def test_installed_wheel_serves_routes_from_outside_the_checkout(installed, tmp_
             assert json.loads(route.body)["brokerDatas"][0]["brokerName"] == "broker-w"
         with urllib.request.urlopen("http://127.0.0.1:%d/" % status_port, timeout=10) as page:
             assert b"broker-w" in page.read()        # the status page's package is in the wheel too
+        from namesrv.client import BlockingRemotingClient
+        from namesrv.protocol.codes import RequestCode
+        from namesrv.protocol.command import make_request
+        with BlockingRemotingClient("127.0.0.1", controller_port) as admin:
+            metadata = admin.call(make_request(RequestCode.CONTROLLER_GET_METADATA_INFO))
+        assert metadata.ext["isLeader"] == "false" and metadata.ext["peers"].startswith("n0:127.0.0.1:")
         log = server.log()
         assert "Traceback" not in log and "ModuleNotFoundError" not in log
     finally:
