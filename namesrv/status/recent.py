@@ -10,7 +10,10 @@ import collections
 import itertools
 
 SHOWN_EVENTS = frozenset(["broker_registered", "broker_expired", "broker_unregistered", "channel_closed",
-                          "bad_frame", "config_changed", "kv_changed", "server_started"])
+                          "bad_frame", "config_changed", "kv_changed", "server_started",
+                          # the controller's failovers (namesrv/controller/core.py)
+                          "controller_master_inactive", "controller_master_elected", "controller_master_unavailable",
+                          "controller_role_changed"])
 
 
 class RecentEvents:

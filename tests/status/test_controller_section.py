@@ -90,3 +90,13 @@ def test_the_embedded_controller_is_on_the_page_and_none_without_it(tmp_path):
     _, _, text = get(plain, "/")
     assert "s-controller" not in text
     assert "No controller runs here" in get(plain, "/fragment/controller")[2]
+
+
+def test_recent_events_show_the_controller_s_failovers():
+    from twisted.internet import task
+    from namesrv.status.recent import RecentEvents
+    recent = RecentEvents(task.Clock())
+    recent.event("controller_master_inactive", {"brokerName": "broker-a", "masterBrokerId": 1})
+    recent.event("controller_master_elected", {"brokerName": "broker-a", "masterBrokerId": 2, "masterEpoch": 2})
+    recent.event("broker_heartbeat_noise", {})
+    assert [entry[2] for entry in recent.latest()] == ["controller_master_elected", "controller_master_inactive"]
