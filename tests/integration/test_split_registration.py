@@ -3,7 +3,7 @@
 It sends its topic table in parts of 800 (``splitRegistrationSize``) every ``registerNameServerPeriod``
 (10 s here, the least it takes): every topic gets a route, no part wipes another, and the second round,
 which only repeats the first with new DataVersion counters, changes no route. Runs where the 5.3.3
-peer is built (``JAVAPEER5``, tests/integration/javapeers.py) and skips, saying why, elsewhere; the same
+peer is built (``JAVAPEER5``, tests/javapeers.py) and skips, saying why, elsewhere; the same
 frame shapes run everywhere in tests/processors/test_split_registration.py.
 """
 
@@ -14,7 +14,7 @@ import time
 
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
-from tests.integration.javapeers import JavaBroker, peer_dir
+from tests.javapeers import JavaBroker, peer
 
 TOPICS = 20000
 SPLIT_SIZE = 800
@@ -53,12 +53,13 @@ def _rounds(events, broker_name):
 
 
 def test_split_registration_of_a_real_5_3_3_broker(make_namesrv, tmp_path):
-    peer = peer_dir("JAVAPEER5", "java5peer")
+    peer("5.3.3")
     server = make_namesrv().start()
     store = tmp_path / "broker"
     _topics_file(str(store))
-    broker = JavaBroker(peer, "127.0.0.1:%d" % server.port, "split-a", store, "SplitCluster",
-                        ["enableSplitRegistration=true", "registerNameServerPeriod=10000"]).start()
+    broker = JavaBroker("5.3.3", store, "split-a", "SplitCluster", {
+        "namesrvAddr": "127.0.0.1:%d" % server.port, "enableSplitRegistration": "true",
+        "registerNameServerPeriod": "10000"}).start()
     try:
         deadline = time.monotonic() + 120
         rounds = []
@@ -67,9 +68,9 @@ def test_split_registration_of_a_real_5_3_3_broker(make_namesrv, tmp_path):
             # a third round has begun: the second is complete
             if len(rounds) >= 3:
                 break
-            assert broker.process.poll() is None, broker.output()[-3000:]
+            assert broker.process.poll() is None, broker.log()[-3000:]
             time.sleep(0.5)
-        assert len(rounds) >= 3, "rounds seen: %s\n%s" % ([len(r) for r in rounds], broker.output()[-3000:])
+        assert len(rounds) >= 3, "rounds seen: %s\n%s" % ([len(r) for r in rounds], broker.log()[-3000:])
         first, second = rounds[0], rounds[1]
         parts = TOPICS // SPLIT_SIZE + 1
         assert len(first) >= parts and len(second) == len(first)    # several requests per round
