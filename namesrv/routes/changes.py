@@ -34,6 +34,8 @@ class RouteChanges:
         self.trackers = []
         #: bumped at every notification (cheap "did anything change since" checks, e.g. the status page)
         self.generation = 0
+        #: bumped when a topic appears or disappears, or the tables are replaced (the status page's sorted names)
+        self.topic_set_generation = 0
         #: inside an operation: topic -> its broker names before the operation; else None
         self.touched = None
         self._created_alone = None   # set by a bulk first registration, read when its operation ends
@@ -55,6 +57,7 @@ class RouteChanges:
     # -- what the tables report ------------------------------------------------------------
     def topic_set_changed(self):
         """A topic appeared or disappeared."""
+        self.topic_set_generation += 1
         self.body_cache.topic_set_changed()
         self.changed()
 
@@ -83,6 +86,7 @@ class RouteChanges:
 
     def everything_changed(self):
         """The tables were replaced: every cached body goes, every tracker is marked full."""
+        self.topic_set_generation += 1
         self.body_cache.clear()
         for tracker in self.trackers:
             tracker.full = True

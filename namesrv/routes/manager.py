@@ -115,6 +115,11 @@ class RouteInfoManager:
     def change_generation(self):
         return self.changes.generation
 
+    @property
+    def topic_set_generation(self):
+        """Changes only when a topic appears or disappears (or the tables are replaced)."""
+        return self.changes.topic_set_generation
+
     def reset_caches(self):
         """Drop every cached answer body: the tables were replaced (a snapshot restore, a
         replica's new broker tables). Every follower hears that everything changed."""
