@@ -7,6 +7,9 @@ cached answer for a topic.
 """
 
 import heapq
+import time
+
+from twisted.internet.task import Cooperator
 
 from namesrv.codec import fastjson
 from namesrv.config import java_text
@@ -43,6 +46,30 @@ def page_of(names, query, page, per_page=PAGE_SIZE, already_sorted=False):
     else:
         shown = heapq.nsmallest(page * per_page, matches)[(page - 1) * per_page:]
     return shown, len(matches), page, pages
+
+
+#: above this many names a search runs a slice per reactor turn (one pass over a million names is ~0.1 s)
+SLICED_SEARCH_FROM = 100000
+SEARCH_SLICE = 20000
+
+
+def matching_names(names, query, reactor, budget=0.005, timer=time.perf_counter):
+    """A Deferred of the names (in their order) containing ``query``, ``SEARCH_SLICE`` names per step and
+    ``budget`` seconds of steps per reactor turn (Twisted's Cooperator), so that registrations and
+    heartbeats go on between them."""
+    matches = []
+
+    def scan():
+        for start in range(0, len(names), SEARCH_SLICE):
+            matches.extend(name for name in names[start:start + SEARCH_SLICE] if query in name)
+            yield None
+
+    def turn_budget():
+        ends = timer() + budget
+        return lambda: timer() >= ends
+    cooperator = Cooperator(terminationPredicateFactory=turn_budget,
+                            scheduler=lambda step: reactor.callLater(0, step), started=True)
+    return cooperator.cooperate(scan()).whenDone().addCallback(lambda _: matches)
 
 
 class SortedTopics:

@@ -84,8 +84,12 @@ class StatusPage:
     @defer.inlineCallbacks
     def topics(self, params, peer):
         query = params.get("t", "").strip()
-        names, total, page, pages = views.page_of(self.sorted_topics.names(), query, _int(params, "tp"),
-                                                  already_sorted=True)
+        names = self.sorted_topics.names()
+        search = query
+        if query and len(names) > views.SLICED_SEARCH_FROM:
+            names = yield views.matching_names(names, query, self.recent.clock)
+            search = ""                                   # already filtered
+        names, total, page, pages = views.page_of(names, search, _int(params, "tp"), already_sorted=True)
         answer = None
         if query:
             answer = yield defer.maybeDeferred(views.topic_route, self.registry, query, peer)

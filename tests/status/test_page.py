@@ -40,8 +40,9 @@ def make(tmp_path, **extra):
     return svc
 
 
-def get(svc, uri, authorization=None, method=b"GET"):
-    """(status, headers, text) of one request to the page's resource."""
+def get(svc, uri, authorization=None, method=b"GET", advance=None):
+    """(status, headers, text) of one request to the page's resource (``advance``: a task.Clock turned
+    until the answer is finished, for answers built over reactor turns)."""
     path, _, _ = uri.partition("?")
     request = DummyRequest([p.encode() for p in path.strip("/").split("/") if p])
     request.uri, request.path, request.method = uri.encode(), path.encode(), method
@@ -52,6 +53,10 @@ def get(svc, uri, authorization=None, method=b"GET"):
     if isinstance(result, bytes):
         request.write(result)
         request.finish()
+    for _ in range(1000 if advance is not None else 0):
+        if request.finished:
+            break
+        advance.advance(0)
     assert request.finished
     return request.responseCode or 200, request.responseHeaders, b"".join(request.written).decode()
 

@@ -36,3 +36,29 @@ def test_the_names_are_sorted_again_only_when_a_topic_comes_or_goes():
     clock.advance(3)
     routes.delete_topic("C")
     assert topics.names() == ["A", "B", "baseTopic"] and topics.sorts == 3
+
+
+def test_a_search_of_a_big_table_runs_a_slice_per_turn():
+    from namesrv.status import views
+    names = ["Topic-%07d" % i for i in range(3 * views.SEARCH_SLICE + 5)]
+    clock = Clock()
+    scheduled = []
+    call_later = clock.callLater
+    clock.callLater = lambda delay, f, *a: scheduled.append(f) or call_later(delay, f, *a)
+    found = []
+    views.matching_names(names, "-000001", clock, budget=0.0).addCallback(found.append)
+    assert found == []                             # nothing scanned in the asking turn
+    clock.advance(0)
+    assert found == [["Topic-%07d" % i for i in range(10, 20)]]
+    assert len(scheduled) >= 4                     # four slices, each in a reactor turn of its own
+
+
+def test_the_page_answers_a_sliced_search(tmp_path, monkeypatch):
+    from namesrv.status import views
+    from tests.status.test_page import Conn, get, make, register
+    monkeypatch.setattr(views, "SLICED_SEARCH_FROM", 10)
+    monkeypatch.setattr(views, "SEARCH_SLICE", 7)
+    svc = make(tmp_path)
+    register(svc, Conn(), "C1", "broker-a", "127.0.0.1:10911", 0, ["T%02d" % i for i in range(30)])
+    text = get(svc, "/?t=T1", advance=svc.wall)[2]
+    assert "10 topics match" in text and '<a href="?t=T19">T19</a>' in text and "T20" not in text
