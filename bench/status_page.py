@@ -4,7 +4,9 @@ Fills one in-process server (real processors, compressed registrations) with 1,0
 and 100,000 topics (default), then times each view of the page as the reactor would run it:
 the whole page, the broker table (first and a deep page), a broker filter, an exact topic
 (the route answer), a topic substring search, a deep topic page, a 10,000-key KV namespace
-and the events. Prints the median and the worst of ``--repeats`` runs in milliseconds.
+and the events. Prints the median and the worst of ``--repeats`` runs in milliseconds: of the
+longest reactor turn a view takes (what a registration can wait behind it; a search of a big
+table runs over several turns), and of the whole view.
 """
 
 import argparse
@@ -37,6 +39,7 @@ def build(brokers, per_broker, workdir):
     config.update({"listenPort": "0", "kvConfigPath": workdir + "/kv.json", "eventLogEnable": "false",
                    "routeSnapshotEnable": "false", "statusListenPort": "1"})
     svc = make_service(config, reactor=task.Clock(), clock=task.Clock())
+    svc.test_reactor = svc.reactor
     for i in range(brokers):
         topics = topic_names("Topic-%04d" % i, per_broker)
         request = register_request("broker-%04d" % i, "10.0.%d.%d:10911" % (i // 250, i % 250),
@@ -47,7 +50,8 @@ def build(brokers, per_broker, workdir):
     return svc, page.resource
 
 
-def render(resource, uri):
+def render(resource, uri, clock):
+    """(the longest reactor turn, the whole view, bytes): the clock is turned until the answer is finished."""
     path = uri.partition("?")[0]
     request = DummyRequest([p.encode() for p in path.strip("/").split("/") if p])
     request.uri, request.path = uri.encode(), path.encode()
@@ -56,9 +60,21 @@ def render(resource, uri):
     result = resource.render(request)
     if isinstance(result, bytes):
         request.write(result)
-    elapsed = time.perf_counter() - started
+        request.finish()
+    longest = time.perf_counter() - started
+    while not request.finished:
+        turn = time.perf_counter()
+        calls = [call for call in clock.getDelayedCalls() if call.getTime() <= clock.seconds()]
+        assert calls, (uri, "not finished and nothing to run")
+        for call in calls:       # one reactor turn: what is due now, not what it schedules
+            if call.active():
+                func, args, kw = call.func, call.args, call.kw
+                call.cancel()
+                func(*args, **kw)
+        longest = max(longest, time.perf_counter() - turn)
+    whole = time.perf_counter() - started
     assert request.responseCode in (None, 200), (uri, request.responseCode)
-    return elapsed, sum(len(chunk) for chunk in request.written)
+    return longest, whole, sum(len(chunk) for chunk in request.written)
 
 
 def main(argv=None):
@@ -80,11 +96,13 @@ def main(argv=None):
                  ("topics, page 2000 (last)", "/fragment/topics?tp=2000"),
                  ("KV 10,000 keys, page 1", "/fragment/kv?ns=ORDER_TOPIC_CONFIG"),
                  ("events", "/fragment/events"), ("configuration", "/fragment/config")]
-        print("%-28s %10s %10s %10s" % ("view", "median ms", "max ms", "bytes"))
+        print("%-28s %22s %22s %10s" % ("view", "longest turn: med/max", "whole view: med/max", "bytes"))
         for name, uri in views:
-            runs = [render(resource, uri) for _ in range(args.repeats)]
-            times = [elapsed * 1000 for elapsed, _ in runs]
-            print("%-28s %10.2f %10.2f %10d" % (name, statistics.median(times), max(times), runs[-1][1]))
+            runs = [render(resource, uri, svc.test_reactor) for _ in range(args.repeats)]
+            turns = [run[0] * 1000 for run in runs]
+            wholes = [run[1] * 1000 for run in runs]
+            print("%-28s %10.2f %10.2f  %10.2f %10.2f %10d" % (
+                name, statistics.median(turns), max(turns), statistics.median(wholes), max(wholes), runs[-1][2]))
 
 
 if __name__ == "__main__":
