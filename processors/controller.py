@@ -22,7 +22,8 @@ from namesrv.interfaces import IRequestProcessor
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import HeaderFieldError
 
-#: Java's ControllerConfig.configBlackList default plus the three it always adds
+#: Java's ControllerConfig black list (configBlackList, configStorePath, rocketmqHome) plus the controller's
+#: identity and store: changed at run time they would split the group or lose its state
 CONTROLLER_BLACK_LIST = frozenset(["configBlackList", "configStorePath", "rocketmqHome", "controllerStorePath",
                                    "controllerDLegerPeers", "controllerDLegerSelfId", "controllerDLegerGroup"])
 
@@ -97,7 +98,7 @@ class ControllerProcessor:
         broker_id = request.require_int("brokerId")
         designate = _require_bool(request, "designateElect")
         trigger = "admin" if designate else "broker"
-        d = self.controller.elect(name, broker_id, designate, cluster=request.get("clusterName"), trigger=trigger)
+        d = self.controller.elect(name, broker_id, designate, trigger=trigger)
         return d.addCallback(lambda result: self._answer(request, result))
 
     def register_broker(self, request, connection):
@@ -147,8 +148,7 @@ class ControllerProcessor:
         cluster = request.get("clusterName")
         name = request.require("brokerName")
         ids = request.get("brokerControllerIdsToClean")
-        clean_living = bool(request.get_bool("isCleanLivingBroker", False) or request.get_bool("cleanLivingBroker",
-                                                                                              False))
+        clean_living = request.get_bool("isCleanLivingBroker", False)
         return self._run(request, lambda: decisions.clean_broker_data(
             self.state, self.liveness, cluster, name, ids, clean_living))
 

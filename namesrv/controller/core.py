@@ -102,7 +102,7 @@ class Controller:
                       remark="the change was not committed by the controllers: %s" % failure.getErrorMessage())
 
     # -- elections ---------------------------------------------------------------------------------
-    def elect(self, broker_name, broker_id=None, designate=False, cluster=None, trigger="controller"):
+    def elect(self, broker_name, broker_id=None, designate=False, trigger="controller"):
         """Elect (CONTROLLER_ELECT_MASTER, or the controller's own after a death); a new master is told."""
         def decide():
             return decisions.elect_master(self.state, self.liveness, broker_name, broker_id, designate,
