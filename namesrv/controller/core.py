@@ -27,9 +27,8 @@ COMMIT_TIMEOUT = 5.0
 
 
 def not_leader():
-    result = Result(code=ResponseCode.CONTROLLER_NOT_LEADER, remark=NOT_LEADER_REMARK)
-    result.header = None
-    return result
+    """Java answers it with no header at all (``extFields`` absent)."""
+    return Result(code=ResponseCode.CONTROLLER_NOT_LEADER, remark=NOT_LEADER_REMARK, header=None)
 
 
 class Controller:

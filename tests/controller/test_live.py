@@ -90,6 +90,7 @@ def test_standalone_controller_serves_and_refuses_a_bad_configuration(tmp_path):
     broker = None
     try:
         broker = _connect_when_listening(port)
+        _bad_frames_are_closed(port)
         answer = broker.call(RequestCode.CONTROLLER_GET_METADATA_INFO)
         assert answer.ext == {"group": "alone", "controllerLeaderId": "n0", "controllerLeaderAddress":
                               "127.0.0.1:%d" % port, "isLeader": "true", "peers": "n0:127.0.0.1:%d;" % port}
@@ -120,3 +121,16 @@ def _connect_when_listening(port, attempts=600):
         except ConnectionRefusedError:
             time.sleep(0.05)
     raise AssertionError("the standalone controller did not listen on %d" % port)
+
+
+def _bad_frames_are_closed(port):
+    """A huge length, a garbage header and a truncated frame each close only their own connection."""
+    import socket
+    import struct
+    for data in (struct.pack(">I", 0x7FFFFFFF) + b"x" * 16, struct.pack(">II", 12, 8) + b"not json",
+                 struct.pack(">I", 100) + b"short"):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            raw.sendall(data)
+            if data.endswith(b"short"):
+                raw.shutdown(socket.SHUT_WR)      # the peer goes away mid-frame
+            assert raw.recv(4096) == b""          # closed, nothing answered
