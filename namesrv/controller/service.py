@@ -171,6 +171,8 @@ class ControllerService(service.MultiService):
         processors = [factory.build(self.context)
                       for factory in load_processor_factories(plugin_package, port=CONTROLLER_PORT)]
         self.registry = ProcessorRegistry(processors, events=events)
+        if config.aclEnable:
+            self._guard_admin_writes(config, reactor)
         self.factory = RemotingServerFactory(self.registry, config, ControllerHousekeeping(self.heartbeats), events,
                                              reactor)
         host, port = split_address(self.replicated.peers[self.replicated.self_id])
@@ -188,6 +190,17 @@ class ControllerService(service.MultiService):
         PeriodicCall("controller inactive-master scan", self.controller.scan_inactive_masters,
                      lambda: config.scanInactiveMasterInterval / 1000.0, config.scanInactiveMasterInterval / 1000.0,
                      reactor).setServiceParent(self)
+
+    def _guard_admin_writes(self, config, reactor):
+        """``aclEnable``: mqadmin's controller writes need an admin's signature, from the name server's aclFile."""
+        from namesrv.dispatch.classes import RequestClassifier
+        from namesrv.security.acl import AclPolicy, AclStore, ControllerAdminAclPolicy
+        from namesrv.security.filewatch import FileWatcher
+        from namesrv.security.wiring import resolve_acl_path, watch_interval
+        store = AclStore(resolve_acl_path(config))
+        store.load()
+        self.registry.add_policy(ControllerAdminAclPolicy(AclPolicy(store, RequestClassifier(), config)))
+        FileWatcher([store.path], store.reload, watch_interval(config), clock=reactor).setServiceParent(self)
 
     @property
     def listening_port(self):
