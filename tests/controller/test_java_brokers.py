@@ -1,7 +1,7 @@
 """Real Apache RocketMQ 5.3.3 brokers in controller mode, failing over through our controller.
 
 They run where the 5.3.3 peer is built ($JAVAPEER5, ../shared/javapeers) and skip, saying so,
-where it is not. A small producer and reader (java/Traffic.java, ours) are compiled against the
+where it is not. A small producer and reader (tools/faultlab/java/Traffic.java, ours) are compiled against the
 peer's jars at test time: messages are sent while the master is killed, and every one that was
 acknowledged must be readable afterwards (``allAckInSyncStateSet=true``).
 
@@ -22,6 +22,7 @@ from tests.integration.server import NamesrvProcess, free_port
 from tests.javapeers import JavaBroker, free_broker_port, mqadmin, peer, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
 CLUSTER = "ClusterJ"
 
 
@@ -29,8 +30,9 @@ def traffic_classes(tmp_path):
     home = peer("5.3.3")
     out = tmp_path / "traffic"
     out.mkdir()
-    subprocess.run(["javac", "-d", str(out), "-cp", os.path.join(home, "lib", "*"),
-                    os.path.join(HERE, "java", "Traffic.java")], check=True, capture_output=True, timeout=120)
+    source = os.path.join(REPO, "tools", "faultlab", "java", "Traffic.java")
+    subprocess.run(["javac", "-d", str(out), "-cp", os.path.join(home, "lib", "*"), source], check=True,
+                   capture_output=True, timeout=120)
     return "%s:%s" % (out, os.path.join(home, "lib", "*"))
 
 

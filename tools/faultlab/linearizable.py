@@ -13,8 +13,8 @@ pending determinate operation returned), applies it to the model, and backs up o
 (done set, model state) pairs already refuted are not tried again. Fine for the short histories
 of a fault run (tens to a few hundred operations per key: keys are checked one by one).
 
-Models: ``CasRegister`` (the controller's next broker id: GET_NEXT_BROKER_ID reads it,
-APPLY_BROKER_ID succeeds only with it, as Java's) and ``GrowOnlySet``.
+Models: ``BrokerIdTable`` (a group's ids in the controller, read and claimed through
+CONTROLLER_GET_NEXT_BROKER_ID and CONTROLLER_APPLY_BROKER_ID), ``CasRegister`` and ``GrowOnlySet``.
 """
 
 import math
@@ -37,6 +37,26 @@ class Op:
     @property
     def determinate(self):
         return self.ret != INDETERMINATE
+
+
+class BrokerIdTable:
+    """One broker group's ids in the controller: ``read`` (CONTROLLER_GET_NEXT_BROKER_ID) → the next id,
+    one more than the ids handed out; ``claim`` id (CONTROLLER_APPLY_BROKER_ID with a check code never
+    used before) → True when the id was free (the first claim must be id 1), False when refused."""
+
+    def init(self):
+        return frozenset()
+
+    def step(self, state, op):
+        if op.kind == "read":
+            return (op.result is None or op.result == len(state) + 1), state
+        if op.kind == "claim":
+            took = op.arg == 1 if not state else op.arg not in state
+            after = state | {op.arg} if took else state
+            if op.result is None:
+                return True, after
+            return op.result == took, after
+        raise ValueError("BrokerIdTable has no %r" % op.kind)
 
 
 class CasRegister:
