@@ -162,7 +162,7 @@ class ControllerService(service.MultiService):
         self.events = events
         clock = clock or MonotonicClock()
         self.state = ReplicaState()
-        self.heartbeats = BrokerHeartbeats(clock)
+        self.heartbeats = BrokerHeartbeats(clock, reactor)
         self.replicated = replicated if replicated is not None else make_replicated_log(config, self.state, reactor)
         self.notifier = notifier if notifier is not None else RoleChangeNotifier(reactor)
         self.controller = Controller(config, self.state, self.replicated, self.heartbeats, reactor, self.notifier,
@@ -219,6 +219,7 @@ class ControllerService(service.MultiService):
     def stopService(self):
         d = service.MultiService.stopService(self)
         self.controller.stop()
+        self.heartbeats.stop()
         self.factory.close_all()
         stopped = self.replicated.stop()
         if isinstance(stopped, defer.Deferred):
