@@ -43,9 +43,7 @@ class LeaderLease:
         """A stamp for a message going out now."""
         stamp = next(self._counter)
         self._stamps[stamp] = self.clock()
-        if len(self._stamps) > STAMPS_KEPT:
-            for old in sorted(self._stamps)[:len(self._stamps) - STAMPS_KEPT]:
-                del self._stamps[old]
+        self._stamps.pop(stamp - STAMPS_KEPT, None)      # stamps only grow: the oldest kept goes
         return stamp
 
     def echoed(self, peer, stamp):
