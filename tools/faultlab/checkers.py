@@ -150,14 +150,24 @@ def master_routed_after_heal(agent, healed_at, namesrvs, bound):
 
 
 def availability(agent, faults):
-    """The longest gap between two acknowledged sends, and per fault the seconds until the next one."""
+    """The longest gap between two acknowledged sends; per fault, the longest gap from the fault to the next
+    fault (``longest_gap``), the seconds from the fault to the next acknowledged send, and from the heal until
+    both brokers are in the in-sync set again (as the controller leader answers)."""
     oks = sorted(r["ret"] for r in agent if r["kind"] == "send" and r["ok"])
     gaps = [b - a for a, b in zip(oks, oks[1:])]
+    in_sync = sorted(r["t"] for r in agent if r["kind"] == "replica_info" and len(r.get("syncStateSet") or []) >= 2)
     per_fault = []
-    for fault in faults:
-        after = [t for t in oks if t >= fault["t"]]
-        per_fault.append({"fault": fault["action"], "seconds_to_next_ack": round(after[0] - fault["t"], 2)
-                          if after else None})
+    for i, fault in enumerate(faults):
+        end = faults[i + 1]["t"] if i + 1 < len(faults) else float("inf")
+        window = [t for t in oks if fault["t"] <= t < end]
+        before = [t for t in oks if t < fault["t"]]
+        points = before[-1:] + window
+        healed = fault.get("healed")
+        back = [t for t in in_sync if healed is not None and t >= healed]
+        per_fault.append({"fault": fault["action"],
+                          "seconds_to_next_ack": round(window[0] - fault["t"], 2) if window else None,
+                          "longest_gap": round(max((b - a for a, b in zip(points, points[1:])), default=0.0), 2),
+                          "in_sync_after_heal": round(back[0] - healed, 2) if back else None})
     return {"acknowledged": len(oks), "longest_gap": round(max(gaps), 2) if gaps else None, "faults": per_fault}
 
 

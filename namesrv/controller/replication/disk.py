@@ -19,6 +19,8 @@ import os
 from twisted.internet import defer, threads
 from twisted.logger import Logger
 
+from namesrv.storage.atomicfile import fsync_directory
+
 
 class _Ops:
     """Appends and whole-file replacements not yet handed to a sync, in order."""
@@ -132,7 +134,7 @@ class FileDisk(_Syncing):
     def _open(self):
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        fsync_directory(self.path)
+        fsync_directory(os.path.dirname(os.path.abspath(self.path)))
 
     def _replace(self, data, first_sync):
         for path in first_sync:          # e.g. the snapshot the new journal starts after
@@ -150,7 +152,7 @@ class FileDisk(_Syncing):
             os.close(self._fd)
             self._fd = None
         os.replace(tmp, self.path)
-        fsync_directory(self.path)
+        fsync_directory(os.path.dirname(os.path.abspath(self.path)))
         self._open()
 
     def close(self):
@@ -160,7 +162,10 @@ class FileDisk(_Syncing):
 
 
 def fsync_path(path):
-    """fsync a file (or a directory) if it exists; a missing one has nothing to make durable."""
+    """fsync a file and its directory entry, or a directory; a missing one has nothing to make durable."""
+    if os.path.isdir(path):
+        fsync_directory(path)
+        return
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -169,17 +174,7 @@ def fsync_path(path):
         os.fsync(fd)
     finally:
         os.close(fd)
-    if not os.path.isdir(path):
-        fsync_directory(path)
-
-
-def fsync_directory(path):
-    fsync_path_dir = os.path.dirname(os.path.abspath(path))
-    fd = os.open(fsync_path_dir, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
 class MemoryDisk(_Syncing):
