@@ -155,3 +155,19 @@ def test_a_silent_master_is_replaced_a_tenth_of_a_second_after_its_timeout_witho
     assert h.state.group("broker-a").master_id == 2
     assert 3.0 < elapsed - 0 <= 3.0 + EXPIRY_GRANULARITY + 0.5
     assert [sent[0] for sent in h.notifier.sent] == [a2.address]
+
+
+def test_with_is_process_read_event_a_read_commits_an_empty_entry_first():
+    from twisted.internet import defer as d
+    h, a1, a2 = group_in_sync(isProcessReadEvent="true")
+    log = h.controller.replicated
+    log.proposed.clear()
+    log.hold = d.Deferred()                          # the barrier's commit is slow
+    answered = []
+    h.controller.run(lambda: "read-result", write=False).addCallback(answered.append)
+    assert answered == [] and log.proposed == [[]]
+    log.hold.callback(None)
+    assert answered == ["read-result"]
+    log.leading = False                              # a deposed leader's read barrier fails: not leader
+    h.controller.run(lambda: "stale", write=False).addCallback(answered.append)
+    assert answered[-1].code == ResponseCode.CONTROLLER_NOT_LEADER

@@ -86,21 +86,21 @@ def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0),
             members = [Member(lab, h, i, peers, workdir, kind, peer_home, secret) for i, h in enumerate(member_hosts)]
             controllers, namesrvs = [m.controller for m in members], [m.namesrv for m in members]
             if fake:
-                brokers = [FakeBrokerProcess(lab, h, "broker-a", workdir, controllers, namesrvs) for h in ("b0", "b1")]
+                group = [FakeBrokerProcess(lab, h, "broker-a", workdir, controllers, namesrvs) for h in ("b0", "b1")]
             else:
-                brokers = [JavaBrokerProcess(lab, h, "broker-a", workdir, controllers, namesrvs, peer_home)
-                           for h in ("b0", "b1")]
+                group = [JavaBrokerProcess(lab, h, "broker-a", workdir, controllers, namesrvs, peer_home)
+                         for h in ("b0", "b1")]
                 classpath = compile_traffic(peer_home, workdir)
-            agent = AgentProcess(lab, "cl", workdir, members, brokers, seed, fake_brokers=fake)
-            processes += brokers + members
-            state = Run(lab, members, brokers, agent, "cl")
+            agent = AgentProcess(lab, "cl", workdir, members, group, seed, fake_brokers=fake)
+            processes += group + members
+            state = Run(lab, members, group, agent, "cl")
             if schedule in ("packet-loss", "mixed"):
                 state.proxies = _start_proxies(lab, members, workdir, seed)
             for member in members:
                 member.start()
             agent.start()
             wait_for(lambda: state.leader_host(), 90, "a controller leader")
-            for broker in brokers:
+            for broker in group:
                 broker.start()
             wait_for(lambda: _in_sync(state), 120, "a master with both brokers in sync")
             if not fake:
@@ -130,10 +130,10 @@ def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0),
                 with open(os.path.join(workdir, "agent.jsonl"), "a") as out:
                     out.write(json.dumps(read_back_java(lab, "cl", classpath, namesrvs)) + "\n")
             agent.stop()
-            for process in brokers + members:
+            for process in group + members:
                 process.kill()
             agent_records = state.records()
-            broker_events = {b.host: read_jsonl(b.events) for b in brokers}
+            broker_events = {b.host: read_jsonl(b.events) for b in group}
             checks = checkers.run_all(agent_records, broker_events, healed_at, namesrvs, bound, fake_brokers=fake)
             result = {"schedule": schedule, "seed": seed, "side": kind, "members": size, "brokers": brokers,
                       "faults": [f["action"] for f in faults],
