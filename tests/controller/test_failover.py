@@ -162,11 +162,11 @@ def test_with_is_process_read_event_a_read_commits_an_empty_entry_first():
     h, a1, a2 = group_in_sync(isProcessReadEvent="true")
     log = h.controller.replicated
     log.proposed.clear()
-    log.hold = d.Deferred()                          # the barrier's commit is slow
+    held = log.hold = d.Deferred()                   # the barrier's commit is slow
     answered = []
     h.controller.run(lambda: "read-result", write=False).addCallback(answered.append)
     assert answered == [] and log.proposed == [[]]
-    log.hold.callback(None)
+    held.callback(None)
     assert answered == ["read-result"]
     log.leading = False                              # a deposed leader's read barrier fails: not leader
     h.controller.run(lambda: "stale", write=False).addCallback(answered.append)
