@@ -50,9 +50,10 @@ def makeService(options):
     config = options.config
     takeover = bool(options["takeover"])
     try:
-        check_ports(namesrv_listens(config, takeover))
+        # files first: a second instance started from the same -c file hears of that, not of its ports
         claims = claim_state_files(namesrv_state_files(config, options["configFile"]), listen_address(config),
                                    takeover)
+        check_ports(namesrv_listens(config, takeover))
         service = make_service(config, takeover=takeover)
     except (StartupError, KVConfigError, ProcessorConflictError, ValueError) as e:
         refuse(PROGRAM, e)

@@ -79,8 +79,8 @@ def makeService(options):
 
     config = options.config
     try:
-        check_ports(controller_listens(config))
         claims = claim_state_files([controller_store(config)], listen_address(config))
+        check_ports(controller_listens(config))
         events = _make_event_log(config, reactor)
         events.server_id = "%s:%s" % (config.bindAddress, config.listenPort)
         controller = ControllerService(config, reactor, events)

@@ -34,11 +34,13 @@ def controller_listen(config):
 
 
 def namesrv_state_files(config, config_file=None):
-    """The files a name server writes that no other running instance may share."""
-    files = [StateFile("kvConfigPath", config.kvConfigPath),
-             StateFile("configStorePath", config.configStorePath,
+    """The files a name server writes that no other running instance may share. The -c file (its
+    configStorePath) comes first: a second server started from the same file hears of that, which
+    fixes the rest too."""
+    files = [StateFile("configStorePath", config.configStorePath,
                        change="give this server a -c file of its own (the -c file is its configStorePath)"
-                       if config_file else None)]
+                       if config_file else None),
+             StateFile("kvConfigPath", config.kvConfigPath)]
     if config.routeSnapshotEnable and config.routeSnapshotPath:
         files.append(StateFile("routeSnapshotPath", config.routeSnapshotPath))
     if config.enableControllerInNamesrv:
