@@ -296,3 +296,20 @@ def test_properties_text_without_extras_lists_the_properties_only(tmp_path):
     assert "myOwnKey=x" in config.to_properties_text().splitlines()
     lines = config.to_properties_text(extras=False).splitlines()
     assert "myOwnKey=x" not in lines and len(lines) == len(PROPERTIES)
+
+
+REFERENCE = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "properties.md")
+
+
+def test_the_property_reference_is_generated_from_the_table():
+    from namesrv.config.reference import SECTIONS, render
+    with open(REFERENCE) as f:
+        assert f.read() == render(), "regenerate: python -m namesrv.config.reference > docs/properties.md"
+    assert set(SECTIONS) <= {p.name for p in PROPERTIES}
+
+
+def test_the_property_reference_lists_every_property_once():
+    with open(REFERENCE) as f:
+        text = f.read()
+    for prop in PROPERTIES:
+        assert text.count("\n| `%s` |" % prop.name) == 1, prop.name

@@ -1,8 +1,9 @@
 """The status page in a real browser: headless Chromium against a real `twistd namesrv`.
 
 Brokers register over TCP while the page is open; the test reads what a person would see
-(rows, heartbeat ages, a topic's route, events), without reloading. It also writes the
-screenshot the README shows: ``STATUS_PAGE_SCREENSHOT=docs/status-page.png pytest tests/status/test_browser.py``.
+(rows, heartbeat ages, a topic's route, events), without reloading. The guide's screenshot
+(docs/status-and-admin.md) is the crash test's 1280 x 800 one: ``STATUS_PAGE_SCREENSHOT_DIR=/tmp/shots pytest
+tests/status/test_browser.py``, then ``cp /tmp/shots/status-1280x800.png docs/status-page.png``.
 """
 
 import json
