@@ -43,8 +43,8 @@ def makeService(options):
     from namesrv.optional import missing_part
     from namesrv.service import make_service
     from namesrv.startup import StartupError, refuse
-    from namesrv.startup.ownership import claim_state_files
-    from namesrv.startup.plan import listen_address, namesrv_listens, namesrv_state_files
+    from namesrv.startup.ownership import check_directory, claim_state_files
+    from namesrv.startup.plan import listen_address, log_directories, namesrv_listens, namesrv_state_files
     from namesrv.startup.ports import check_ports
 
     config = options.config
@@ -54,6 +54,8 @@ def makeService(options):
         claims = claim_state_files(namesrv_state_files(config, options["configFile"]), listen_address(config),
                                    takeover)
         check_ports(namesrv_listens(config, takeover))
+        for prop, directory in log_directories(config):
+            check_directory(prop, directory)
         service = make_service(config, takeover=takeover)
     except (StartupError, KVConfigError, ProcessorConflictError, ValueError) as e:
         refuse(PROGRAM, e)

@@ -94,6 +94,20 @@ def scenarios(live, home, busy):
                  {"f": other + "kvConfigPath={kv}\n", "kv": "{not json"}),
         Scenario("an address list without its port", ["namesrv", "-c", "{f}"], "prometheusListenPort",
                  {"f": other + "addressServiceNamesrvAddr=127.0.0.1:%d\n" % free_port()}),
+        Scenario("a KV file where nothing can be written", ["namesrv", "-c", "{f}"], "kvConfigPath",
+                 {"f": other + "kvConfigPath=/proc/no-such-dir/kvConfig.json\n"}),
+        Scenario("a route snapshot path that is a directory", ["namesrv", "-c", "{f}"], "routeSnapshotPath",
+                 {"f": other + "routeSnapshotPath=%s\n" % home}),
+        Scenario("a log directory that cannot be made", ["namesrv", "-c", "{f}"], "logDir",
+                 {"f": other + "logDir=/proc/no-such-dir\n"}),
+        Scenario("a missing ACL file", ["namesrv", "-c", "{f}"], "ACL file",
+                 {"f": other + "aclEnable=true\naclFile=%s\n" % os.path.join(home, "no-acl.yml")}),
+        Scenario("a misspelt request class", ["namesrv", "-c", "{f}"], "aclSignedClasses=adminWrit",
+                 {"f": other + "aclEnable=true\naclSignedClasses=adminWrit\naclFile=%s\n"
+                  % os.path.join(REPO, "conf", "plain_acl.yml")}),
+        Scenario("a missing TLS certificate", ["namesrv", "-c", "{f}"], "certificate",
+                 {"f": other + "tlsMode=enforcing\ntlsServerCertPath=%s\ntlsServerKeyPath=%s\n"
+                  % (os.path.join(home, "no.pem"), os.path.join(home, "no.key"))}),
         Scenario("twistd controller on a taken port", ["controller", "-c", "{f}"], "the controller's port",
                  {"f": "controllerDLegerGroup=g\ncontrollerDLegerSelfId=n0\ncontrollerDLegerPeers=n0-127.0.0.1:%d\n"
                   % ctrl}, program="controller"),

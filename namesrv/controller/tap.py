@@ -73,14 +73,16 @@ def makeService(options):
     from namesrv.controller.service import ControllerService
     from namesrv.service import _make_event_log
     from namesrv.startup import StartupError, refuse
-    from namesrv.startup.ownership import claim_state_files
-    from namesrv.startup.plan import controller_listens, controller_store, listen_address
+    from namesrv.startup.ownership import check_directory, claim_state_files
+    from namesrv.startup.plan import controller_listens, controller_store, listen_address, log_directories
     from namesrv.startup.ports import check_ports
 
     config = options.config
     try:
         claims = claim_state_files([controller_store(config)], listen_address(config))
         check_ports(controller_listens(config))
+        for prop, directory in log_directories(config):
+            check_directory(prop, directory)
         events = _make_event_log(config, reactor)
         events.server_id = "%s:%s" % (config.bindAddress, config.listenPort)
         controller = ControllerService(config, reactor, events)

@@ -41,10 +41,12 @@ class StateFile:
     """One file (or directory) of an instance: ``prop`` is its property, ``change`` what to do
     when another instance owns it."""
 
-    def __init__(self, prop, path, directory=False, change=None):
+    def __init__(self, prop, path, directory=False, change=None, required=True):
         self.prop = prop
         self.path = os.path.abspath(os.path.expanduser(path))
         self.directory = directory
+        #: the server must write it (a KV store, a snapshot); a -c file may sit where it may not write
+        self.required = required
         self.change = change or ("give this server its own %s, or leave it unset: its default follows listenPort"
                                  % prop)
 
@@ -100,9 +102,14 @@ def claim_state_files(files, listen, takeover=False, reactor=None):
     """
     held, pending = [], []
     for state in files:
+        if not state.directory and os.path.isdir(state.path):
+            raise StartupError("%s %s is a directory: give the file's own name" % (state.prop, state.path))
         try:
             fd = _try_lock(state, listen)
         except OSError as e:
+            if state.required:
+                raise StartupError("%s %s: cannot write beside it (%s: %s): choose a path this user can write"
+                                   % (state.prop, state.path, e.filename or state.lock_path, e.strerror or e))
             log.warn("{prop} {path}: not checked for another running instance: cannot make {lock} ({why})",
                      prop=state.prop, path=state.path, lock=state.lock_path, why=e.strerror or e)
             continue
@@ -118,6 +125,20 @@ def claim_state_files(files, listen, takeover=False, reactor=None):
     if held:
         (reactor or _global_reactor()).callWhenRunning(claims.rewrite)
     return claims
+
+
+def check_directory(prop, path):
+    """StartupError unless ``path`` (a directory the server writes into, e.g. the event log's) can be made
+    and written."""
+    path = os.path.abspath(os.path.expanduser(path))
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise StartupError("%s %s cannot be created (%s): choose a directory this user can write"
+                           % (prop, path, e.strerror or e))
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise StartupError("%s %s is not writable by this user: choose a directory this user can write"
+                           % (prop, path))
 
 
 def _global_reactor():

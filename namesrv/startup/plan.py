@@ -39,7 +39,7 @@ def namesrv_state_files(config, config_file=None):
     fixes the rest too."""
     files = [StateFile("configStorePath", config.configStorePath,
                        change="give this server a -c file of its own (the -c file is its configStorePath)"
-                       if config_file else None),
+                       if config_file else None, required=not config_file),
              StateFile("kvConfigPath", config.kvConfigPath)]
     if config.routeSnapshotEnable and config.routeSnapshotPath:
         files.append(StateFile("routeSnapshotPath", config.routeSnapshotPath))
@@ -59,3 +59,11 @@ def controller_store(config):
 def listen_address(config):
     """``host:port`` of the instance, as its files' owner record names it."""
     return "%s:%s" % (config.bindAddress, config.listenPort)
+
+
+def log_directories(config):
+    """``(property, directory)`` the server writes its event log into, when it writes one."""
+    import os
+    if not config.eventLogEnable:
+        return []
+    return [("eventLogPath" if config.eventLogPath else "logDir", os.path.dirname(config.event_log_path()))]

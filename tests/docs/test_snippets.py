@@ -59,10 +59,19 @@ def test_no_page_points_outside_the_repository_and_every_link_resolves():
             text = f.read()
         for outside in ("../shared", "/work/", "/tmp/peers"):
             assert outside not in text, (page, outside)
-        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+        for target, anchor in re.findall(r"\]\(([^)#\s]+)(?:#([^)]*))?\)", text):
             if not re.match(r"[a-z]+:", target):
                 path = os.path.normpath(os.path.join(REPO, os.path.dirname(page), target))
                 assert path.startswith(REPO) and os.path.exists(path), (page, target)
+                if anchor:
+                    with open(path, encoding="utf-8") as f:
+                        assert anchor in headings(f.read()), (page, target, anchor)
+
+
+def headings(markdown):
+    """The anchors a renderer gives the page's headings (GitHub's: lower case, punctuation dropped)."""
+    return {re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+            for title in re.findall(r"^#+ (.*)$", markdown, re.M)}
 
 
 def filled_properties(snippet, workdir):
@@ -137,3 +146,11 @@ def test_a_snippet_runs_as_written(snippet, results):
         return
     result = results[snippet.ident]
     assert result["ok"], "%s (%s): %s\n%s" % (snippet.ident, snippet.mode, result["why"], result["output"])
+
+
+def test_ci_runs_the_readmes_test_command_as_written():
+    (two_commands,) = [s for s in SNIPPETS if s.page == "README.md" and "make run" in s.text and "make test" in s.text]
+    command = [line.split("#")[0].strip() for line in two_commands.text.splitlines() if line.startswith("make test")]
+    with open(os.path.join(REPO, ".ci", "run")) as f:
+        ci_lines = [line.strip() for line in f if line.strip() and not line.lstrip().startswith("#")]
+    assert command == ["make test"] and "make test" in ci_lines

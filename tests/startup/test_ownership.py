@@ -119,6 +119,26 @@ def test_one_process_may_claim_its_own_files_again(tmp_path):
     forget(tmp_path)
 
 
+def test_a_file_the_server_must_write_where_it_cannot_refuses_and_a_directory_is_no_file(tmp_path):
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("a file where a directory should be")
+    with pytest.raises(StartupError, match="kvConfigPath %s: cannot write beside it" % (blocked / "kv.json")):
+        claim_state_files([StateFile("kvConfigPath", str(blocked / "kv.json"))], "127.0.0.1:9876",
+                          reactor=FakeReactor())
+    with pytest.raises(StartupError, match="routeSnapshotPath %s is a directory" % tmp_path):
+        claim_state_files([StateFile("routeSnapshotPath", str(tmp_path))], "127.0.0.1:9876", reactor=FakeReactor())
+
+
+def test_a_log_directory_must_be_writable(tmp_path):
+    from namesrv.startup.ownership import check_directory
+    check_directory("logDir", str(tmp_path / "logs" / "deeper"))
+    assert (tmp_path / "logs" / "deeper").is_dir()
+    blocked = tmp_path / "file"
+    blocked.write_text("x")
+    with pytest.raises(StartupError, match="logDir %s cannot be created" % (blocked / "logs")):
+        check_directory("logDir", str(blocked / "logs"))
+
+
 def test_a_file_whose_lock_cannot_be_made_is_not_checked(tmp_path):
     if os.geteuid() == 0:
         blocked = tmp_path / "not-a-dir"
@@ -128,5 +148,6 @@ def test_a_file_whose_lock_cannot_be_made_is_not_checked(tmp_path):
         locked = tmp_path / "ro"
         locked.mkdir(mode=0o500)
         path = locked / "kv.json"
-    claims = claim_state_files([StateFile("kvConfigPath", str(path))], "127.0.0.1:9876", reactor=FakeReactor())
-    assert claims.held == [] and claims.pending == []
+    claims = claim_state_files([StateFile("configStorePath", str(path), required=False)], "127.0.0.1:9876",
+                               reactor=FakeReactor())
+    assert claims.held == [] and claims.pending == []   # a -c file in a read-only /etc: logged, not refused
