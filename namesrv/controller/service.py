@@ -64,8 +64,13 @@ class ControllerHousekeeping:
 
 
 def store_dir(config):
-    path = config.controllerStorePath or os.path.join("~", config.controllerType + "Controller")
-    return os.path.expanduser(path)
+    """``controllerStorePath``, else Java's ``~/DLedgerController`` made per instance as the name server's
+    files are (``instance_path``: ``-<port>`` on a port other than 9876), so that two instances on one
+    host never share a controller's state."""
+    from namesrv.config import instance_path
+    if config.controllerStorePath:
+        return os.path.expanduser(config.controllerStorePath)
+    return os.path.expanduser(instance_path(os.path.join("~", config.controllerType + "Controller"), config.listenPort))
 
 
 def controller_peers(config):

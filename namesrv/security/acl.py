@@ -86,8 +86,8 @@ class _LiveSetting:
             try:
                 self._value = self.parse(text)
             except ValueError as e:
-                if self._value is None:
-                    raise
+                if self._value is None:   # at start: refused, naming the property
+                    raise ValueError("%s=%s: %s" % (self.name, text, e))
                 log.error("{name}={text!r} ignored, keeping the previous value: {error}",
                           name=self.name, text=text, error=str(e))
             self._text = text

@@ -104,7 +104,7 @@ class SortedTopics:
 
 class BrokerRow:
     __slots__ = ("cluster", "broker_name", "broker_id", "addr", "ha_addr", "version", "data_version",
-                 "topics", "age", "timeout", "state")
+                 "topics", "age", "timeout", "state", "why", "when")
 
     def __init__(self, **values):
         for name in self.__slots__:
@@ -115,8 +115,9 @@ def broker_rows(routes, versions, recent, query="", page=1, per_page=PAGE_SIZE, 
     """(rows of one page, matching members, page, pages): clusters -> groups -> members.
 
     ``state`` is ``alive``, ``near-expiry`` (less than a quarter of its timeout left),
-    ``expired`` (past its timeout, waiting for the next scan) or ``removed`` (the scan
-    expired it within the last 10 minutes: from the recent events).
+    ``expired`` (past its timeout, waiting for the next scan) or ``removed`` within the last
+    10 minutes (from the recent events), with ``why`` (``expired``: the scan removed it;
+    ``connection closed``: a broker killed, crashed or cut off) and ``when`` (wall time).
     """
     now = routes.clock.seconds()
     query = (query or "").strip().lower()
@@ -127,11 +128,11 @@ def broker_rows(routes, versions, recent, query="", page=1, per_page=PAGE_SIZE, 
             members.append((key, live))
     gone = []
     if now_wall is not None:
-        for (cluster, addr), (when, fields) in list(recent.expired.items()):
+        for (cluster, addr), (when, fields, why) in list(recent.gone.items()):
             if now_wall - when <= EXPIRED_SHOWN_SECONDS and (cluster, addr) not in routes.broker_live_table:
                 key = (cluster or "", fields.get("brokerName") or "", fields.get("brokerId", -1), addr)
                 if not query or any(query in str(part).lower() for part in key):
-                    gone.append((key, when, fields))
+                    gone.append((key, when, (fields, why)))
     total = len(members) + len(gone)
     pages = max(1, -(-total // per_page))
     page = min(max(1, page), pages)
@@ -150,11 +151,11 @@ def broker_rows(routes, versions, recent, query="", page=1, per_page=PAGE_SIZE, 
                                   data_version="%s @ %s" % (dv.counter, dv.timestamp) if dv is not None else "",
                                   topics=routes.broker_topic_count(name), age=age, timeout=timeout, state=state))
         else:
-            when, fields = removed
+            when, (fields, why) = removed
+            age = (fields["ageMs"] / 1000.0 + (now_wall - when)) if fields.get("ageMs") is not None else None
             rows.append(BrokerRow(cluster=cluster, broker_name=name, broker_id=broker_id, addr=addr, ha_addr="",
                                   version=version_name(versions.get(cluster, addr)), data_version="", topics=None,
-                                  age=(fields.get("ageMs") or 0) / 1000.0 + (now_wall - when), timeout=None,
-                                  state="removed"))
+                                  age=age, timeout=None, state="removed", why=why, when=when))
     return rows, total, page, pages
 
 

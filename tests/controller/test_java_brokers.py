@@ -1,6 +1,6 @@
 """Real Apache RocketMQ 5.3.3 brokers in controller mode, failing over through our controller.
 
-They run where the 5.3.3 peer is built ($JAVAPEER5, ../shared/javapeers) and skip, saying so,
+They run where an Apache RocketMQ 5.3.3 installation is ($JAVAPEER5: docs/development.md) and skip, saying so,
 where it is not. A small producer and reader (tools/faultlab/java/Traffic.java, ours) are compiled against the
 peer's jars at test time: messages are sent while the master is killed, and every one that was
 acknowledged must be readable afterwards (``allAckInSyncStateSet=true``).
