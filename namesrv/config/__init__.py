@@ -105,7 +105,7 @@ def _home(*parts):
 #: with ACL on, an admin must not be able to turn it off remotely.
 DEFAULT_BLACK_LIST = ("configBlackList;configStorePath;kvConfigPath;aclEnable;aclFile;aclSignedClasses;"
                       "brokerAllowedAddresses;tlsMode;prometheusListenPort;addressServiceNamesrvAddr;"
-                      "addressServiceSubgroups")
+                      "addressServiceSubgroups;controllerPeerSecretFile;controllerPeerAuthDisabled")
 
 #: Always refused by UPDATE_NAMESRV_CONFIG, whatever configBlackList says (Java hard-codes these).
 ALWAYS_BLACK_LISTED = frozenset(["configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"])
