@@ -90,6 +90,15 @@ def scenarios(live, home, busy):
                                "controllerDLegerSelfId=n1\n" % free_port()}),
         Scenario("jRaft", ["namesrv", "-c", "{f}"], "controllerType=jRaft",
                  {"f": other + "enableControllerInNamesrv=true\ncontrollerType=jRaft\n"}),
+        Scenario("three controllers and no secret", ["namesrv", "-c", "{f}"], "controllerPeerSecretFile",
+                 {"f": other + "enableControllerInNamesrv=true\ncontrollerDLegerSelfId=n0\n"
+                               "controllerDLegerPeers=n0-127.0.0.1:%d;n1-127.0.0.1:%d;n2-127.0.0.1:%d\n"
+                               % (free_port(), free_port(), free_port())}),
+        Scenario("a secret file that is too short", ["namesrv", "-c", "{f}"], "at least 16",
+                 {"f": other + "enableControllerInNamesrv=true\ncontrollerDLegerSelfId=n0\n"
+                               "controllerDLegerPeers=n0-127.0.0.1:%d;n1-127.0.0.1:%d\n"
+                               "controllerPeerSecretFile={secret}\n" % (free_port(), free_port()),
+                  "secret": "short"}),
         Scenario("a corrupt KV file", ["namesrv", "-c", "{f}"], "kv",
                  {"f": other + "kvConfigPath={kv}\n", "kv": "{not json"}),
         Scenario("an address list without its port", ["namesrv", "-c", "{f}"], "prometheusListenPort",
