@@ -76,7 +76,8 @@ class Member:
 
     def start(self):
         out = open(os.path.join(self.workdir, "stdout.log"), "ab")
-        env = dict(os.environ, ROCKETMQ_HOME=self.workdir)
+        # ours runs this checkout's code, as the lab's own processes do (not what was last installed)
+        env = dict(os.environ, ROCKETMQ_HOME=self.workdir, PYTHONPATH=REPO)
         self.process = self.lab.spawn(self.host, self.command(), stdout=out, stderr=subprocess.STDOUT, env=env,
                                       cwd=self.workdir)
         self.paused = False
