@@ -49,11 +49,15 @@ SNAPSHOT_FILE = "raft.snapshot"
 class RaftTiming:
     """Raft's timers: election timeout range, heartbeat period, and how long a leader without a majority stays."""
 
-    def __init__(self, min_timeout=0.4, max_timeout=1.4, heartbeat=0.1, leader_fallback=2.0):
+    def __init__(self, min_timeout=0.4, max_timeout=1.4, heartbeat=0.1, leader_fallback=2.0,
+                 compaction_entries=2000, compaction_seconds=60):
         self.min_timeout = min_timeout
         self.max_timeout = max_timeout
         self.heartbeat = heartbeat
         self.leader_fallback = leader_fallback
+        #: a snapshot replaces the log once it holds this many entries, or this long after the last one
+        self.compaction_entries = compaction_entries
+        self.compaction_seconds = compaction_seconds
 
 
 class RaftStartError(ValueError):
@@ -112,6 +116,7 @@ class RaftLog:
         self._serving = False
         self._seen = (None, None)
         self.broken = None
+        self.snapshots_loaded = 0
 
     # -- life -----------------------------------------------------------------------------------
     def start(self):
@@ -133,8 +138,9 @@ class RaftLog:
             fullDumpFile=self.snapshot_path, serializer=self._write_snapshot, deserializer=self._read_snapshot,
             raftMinTimeout=self.timing.min_timeout, raftMaxTimeout=self.timing.max_timeout,
             appendEntriesPeriod=self.timing.heartbeat, leaderFallbackTimeout=self.timing.leader_fallback,
-            appendEntriesUseBatch=False, appendEntriesBatchSizeBytes=1 << 20, logCompactionMinEntries=2000,
-            logCompactionMinTime=60, commandsWaitLeader=False)
+            appendEntriesUseBatch=False, appendEntriesBatchSizeBytes=1 << 20,
+            logCompactionMinEntries=self.timing.compaction_entries, logCompactionMinTime=self.timing.compaction_seconds,
+            commandsWaitLeader=False)
         self._consumer = _EventConsumer(self.state)
         hooks.prepare_journal(self.journal_path, journal)
         try:
@@ -260,6 +266,7 @@ class RaftLog:
         try:
             state, last, prev, members = snapshot.decode(snapshot.read(path))
             self.state.load_dict(state)
+            self.snapshots_loaded += 1
         except Exception as e:
             self.log.critical("controller: Raft snapshot {path} not loaded: {err}", path=path, err=e)
             raise
