@@ -13,6 +13,7 @@ the longest time without an acknowledged message, and the seconds from a fault t
 
 import argparse
 import json
+import signal
 import os
 import statistics
 import sys
@@ -23,6 +24,10 @@ from tools.faultlab.schedules import SCHEDULES
 
 SAFETY = ("one master per epoch", "epochs never go back", "linearizable", "no acknowledged message lost",
           "routes name real masters")
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt("SIGTERM")
 
 
 def seeds(text):
@@ -49,6 +54,8 @@ def main(argv=None):
     reason = available()
     if reason:
         parser.error(reason)
+    # SIGTERM ends the run through its cleanup (namespaces, processes), as Ctrl-C does
+    signal.signal(signal.SIGTERM, _interrupted)
     if (args.side != "ours" or args.brokers == "java") and not (
             args.peer and os.path.isfile(os.path.join(args.peer, "lib", "rocketmq-5.3.3.jar"))):
         parser.error("--peer (or $JAVAPEER5): an Apache RocketMQ 5.3.3 installation (its lib/ holds "
