@@ -200,7 +200,7 @@ def build_minimal_service(reactor, config):
     routes = RouteInfoManager(events=events)
     context = NamesrvContext(config=config, routes=routes, kv=NoKV(), reactor=reactor, events=events)
     registry = ProcessorRegistry([RouteProcessor(context)], events=events)
-    guards = RequestGuards(config, registry, reactor)
+    guards = RequestGuards(config, registry, reactor, context.scheduler)
     factory = RemotingServerFactory(guards.dispatcher, config, BrokerHousekeeping(routes, events), events, reactor)
     return types.SimpleNamespace(config=config, reactor=reactor, routes=routes, events=events, registry=registry,
                                  security=guards, factory=factory)

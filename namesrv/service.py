@@ -18,6 +18,7 @@ from twisted.logger import Logger
 
 from namesrv.clock import MonotonicClock
 from namesrv.context import NamesrvContext, NullEventLog
+from namesrv.dispatch.scheduler import TurnScheduler
 from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.handover.inflight import InFlightDispatcher
 from namesrv.observe.health import Readiness
@@ -224,9 +225,10 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
                               body_cache_max_bytes=config.routeBodyCacheMaxBytes)
     config.add_listener(lambda *ignored: routes.body_cache.set_max_bytes(config.routeBodyCacheMaxBytes))
     context = NamesrvContext(config=config, routes=routes, kv=kv, reactor=reactor, events=events,
-                             server_id="%s:%s" % (config.bindAddress, config.listenPort))
+                             server_id="%s:%s" % (config.bindAddress, config.listenPort),
+                             scheduler=TurnScheduler.for_config(config, reactor))
     registry = ProcessorRegistry.from_plugins(context, plugin_package)
-    guards = RequestGuards(config, registry, reactor)
+    guards = RequestGuards(config, registry, reactor, context.scheduler)
     inflight = InFlightDispatcher(guards.dispatcher)   # a takeover waits for the answers it counts
     answer_cache = _make_answer_cache(config, registry, routes, kv)
     housekeeping = BrokerHousekeeping(routes, events, reactor)
@@ -291,6 +293,7 @@ def _make_read_workers(config, routes, kv, registry, factory, guards, tls, metri
     from namesrv.readworkers.worker.guards import worker_arguments
     return ReadWorkerPool(count, routes=routes, kv=kv, config=config, registry=registry, factory=factory,
                           holds=guards.dispatcher.holds, started=context.started, reactor=reactor,
+                          scheduler=context.scheduler,
                           tls_factory=tls.factory if tls is not None else None,
                           metrics=metrics.metrics if metrics is not None else None,
                           worker_arguments=worker_arguments(config))

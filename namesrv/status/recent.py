@@ -17,8 +17,10 @@ SHOWN_EVENTS = frozenset(["broker_registered", "broker_expired", "broker_unregis
 
 
 class RecentEvents:
-    def __init__(self, clock, size=500, expired_size=200):
-        self.clock = clock
+    """``wall``: the IReactorTime events are stamped with (a time a person reads)."""
+
+    def __init__(self, wall, size=500, expired_size=200):
+        self.wall = wall
         self.events = collections.deque(maxlen=size)
         self.expired = collections.OrderedDict()   # (cluster, brokerAddr) -> (time, fields)
         self.expired_size = expired_size
@@ -29,7 +31,7 @@ class RecentEvents:
         """A listener for ``IEventLog.add_listener``: ``(event, fields)`` as emitted."""
         if event not in SHOWN_EVENTS:
             return
-        now = self.clock.seconds()
+        now = self.wall.seconds()
         self.last_seq = next(self._seq)
         self.events.append((self.last_seq, now, event, dict(fields)))
         key = (fields.get("cluster"), fields.get("brokerAddr"))

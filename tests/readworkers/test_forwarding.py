@@ -10,6 +10,7 @@ from namesrv.protocol.command import make_request
 from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
 from namesrv.readworkers.worker.connections import Upstream, WorkerConnectionFactory
 from tests.brokers import register_request, route_request
+from tests.fakes import run_turns
 from tests.protocol.test_remoting import written_frames
 from tests.readworkers.test_replica import Harness
 
@@ -121,8 +122,7 @@ def test_forwarded_connection_takes_the_clients_address_from_the_preface(tmp_pat
     proto.dataReceived(data[:10])
     proto.dataReceived(data[10:])
     assert proto.peer == "127.0.0.9:4242"
-    for _ in range(5):
-        harness.service.reactor.advance(0)   # the isolation scheduler runs broker work in turns
+    run_turns(harness.service.reactor)   # the isolation dispatcher runs broker work in the scheduler's turns
     assert decode_frame(written_frames(transport)[0][4:]).code == ResponseCode.SUCCESS
     # the broker is bound to this connection: closing it runs the usual housekeeping
     proto.connectionLost(None)

@@ -1,14 +1,33 @@
 """A read worker's connections take turns (namesrv/readworkers/worker/turns.py): a client with one read is
 answered in the pass that reads it, however many reads other clients pipelined."""
 
+from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.readworkers.worker import turns as turns_module
 from tests.brokers import route_request
 from tests.protocol.test_remoting import written_frames
-from tests.processors.test_whole_table import Turns as OneTurnAtATime
 from tests.readworkers.test_forwarding import worker
+
+
+class OneTurnAtATime:
+    """A reactor's callLater whose calls run one turn at a time."""
+
+    def __init__(self):
+        self.due = []
+
+    def callLater(self, delay, f, *args):
+        call = task.DelayedCall(0, f, args, {}, lambda c: None, lambda c: None)
+        self.due.append(call)
+        return call
+
+    def turn(self):
+        due, self.due = self.due, []
+        for call in due:
+            if call.active():
+                call.called = 1
+                call.func(*call.args)
 
 
 class ReadingTransport(StringTransport):

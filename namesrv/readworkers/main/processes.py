@@ -37,7 +37,7 @@ class ReadWorkerPool:
     may be None) take the connections and refusals the workers count.
     """
 
-    def __init__(self, count, routes, kv, config, registry, factory, holds, started, reactor,
+    def __init__(self, count, routes, kv, config, registry, factory, holds, started, reactor, scheduler,
                  tls_factory=None, metrics=None, worker_arguments=()):
         self.count = count
         self.config = config
@@ -67,7 +67,7 @@ class ReadWorkerPool:
         self.divert = None             # while draining: divert(descriptor, peer, unread) instead of adopting
         self.on_listening = None       # called when a worker starts accepting
         self.on_uncovered = None       # called when no worker accepts any more (one died)
-        self.publisher = Publisher(routes, kv, config, registry, holds, started, reactor,
+        self.publisher = Publisher(routes, kv, config, registry, holds, started, reactor, scheduler,
                                    workers=lambda: self.workers.values(),
                                    active=lambda: self.running and not self.draining)
 
