@@ -181,7 +181,7 @@ def test_the_worker_reloads_a_changed_acl_file(tmp_path):
 class RecordingConnection(WorkerConnection):
     def hand_off(self):
         self.factory.handed.append(self)
-        self.closing = True
+        self.moved()
 
 
 class HandoffFactory(Factory):
