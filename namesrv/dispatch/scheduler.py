@@ -35,9 +35,10 @@ CONTROL = 1
 BULK = 2
 PRIORITIES = (READS, CONTROL, BULK)
 
-#: how much later the next turn is called: as Twisted's Cooperator does, a hair later, so that on a
-#: real reactor it runs in the next iteration (after the sockets were read) and on a ``task.Clock``
-#: each ``advance(NEXT_TURN)`` is one turn
+#: how much later the next turn is called: a hair later, as Twisted's Cooperator does. On a real
+#: reactor that is the next iteration, after the sockets were read (the reactor does not sleep for
+#: it: at today's epoch the hair is below a float's resolution, the call is due at once); on a
+#: ``task.Clock`` near 0, each ``advance(NEXT_TURN)`` runs exactly one turn
 NEXT_TURN = 1e-8
 
 

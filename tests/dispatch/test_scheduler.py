@@ -189,3 +189,76 @@ def test_the_budget_follows_its_property():
     assert scheduler.budget() == 0.003
     config.update({"schedulerTurnBudgetMillis": "1"})
     assert scheduler.budget() == 0.001
+
+
+def test_every_sliced_job_of_a_main_process_shares_its_one_scheduler(tmp_path, monkeypatch):
+    """Queued registrations, a whole-table answer, a status-page search and a replica publication at
+    once, in a service as make_service builds it: all are jobs of the context's scheduler, and (each
+    step charged a cost on the scheduler's timer) no turn is longer than the budget plus one step."""
+    from namesrv.protocol.codes import RequestCode, ResponseCode
+    from namesrv.protocol.command import make_request
+    from namesrv.readworkers.channel.generation import SharedGeneration
+    from namesrv.routes import topiclists
+    from namesrv.service import make_service
+    from namesrv.status import views
+    from tests.brokers import register_request
+    from tests.config_for import service_config
+    from tests.fakes import FakeConnection
+    from tests.readworkers.pools import pool_for
+    from tests.readworkers.test_settle import RecordingWorker
+    from tests.test_answer_cache import Reactor
+
+    monkeypatch.setattr(topiclists, "SLICE", 50)
+    monkeypatch.setattr(views, "SEARCH_SLICE", 50)
+    service = make_service(service_config(tmp_path), clock=task.Clock(), reactor=Reactor())
+    scheduler, clock = service.context.scheduler, service.reactor
+    costs = {"the isolation dispatcher": 3 * U, "whole-table answer": 5 * U, "status-page search": 11 * U,
+             "replica publication": 2 * U}
+    scheduler.timer = timer = StepTimer()
+    scheduler.budget = lambda: BUDGET
+    started = []
+    cooperate = scheduler.cooperate
+
+    def charged(job, priority, name="job"):
+        started.append((name, priority))
+
+        def steps():
+            for step in job:
+                timer.spend(costs[name])
+                yield step
+        return cooperate(steps(), priority, name)
+    monkeypatch.setattr(scheduler, "cooperate", charged)
+
+    topics = ["Topic-%04d" % i for i in range(400)]
+    assert service.registry.dispatch(register_request("C", "b0", "10.0.0.1:10911", topics=topics),
+                                     FakeConnection()).code == ResponseCode.SUCCESS
+    pool = pool_for(service)
+    pool.running = True
+    pool.publisher.start(SharedGeneration(str(tmp_path / "generation"), writable=True))
+    worker = pool.workers[0] = RecordingWorker(applied=None)
+    worker.needs_full = True
+    pool.publisher._publish()                                    # a full copy: 400 topics in parts
+    registrations = [service.security.dispatcher.dispatch(
+        register_request("C", "b%d" % i, "10.0.0.%d:10911" % i, topics=topics[:20]), FakeConnection())
+        for i in range(1, 30)]
+    topic_list = service.registry.dispatch(make_request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}),
+                                           FakeConnection())
+    found = []
+    views.matching_names(sorted(topics), "-01", scheduler).addCallback(found.append)
+
+    took = []
+    for _ in range(10000):
+        if not scheduler.busy():
+            break
+        began = timer()
+        one_turn(clock)
+        took.append(timer() - began)
+    assert {name: priority for name, priority in started} == {
+        "the isolation dispatcher": CONTROL, "replica publication": CONTROL,
+        "whole-table answer": BULK, "status-page search": BULK}
+    assert all(r.called and r.result.code == ResponseCode.SUCCESS for r in registrations)
+    assert topic_list.called and topic_list.result.code == ResponseCode.SUCCESS
+    assert found == [["Topic-%04d" % i for i in range(100, 200)]]
+    assert worker.messages[-1]["kind"] == "replica"
+    assert max(took) <= BUDGET + max(costs.values()) and scheduler.longest_turn == max(took)
+    assert len(took) > 20   # the work was spread over turns, not done in one
