@@ -234,7 +234,7 @@ def main(argv=None):
     parser.add_argument("--minimal", action="store_true", help="serve with the route processor alone")
     parser.add_argument("--baseline", type=float, default=2.0, help="seconds of reads before the storm")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a server property (e.g. isolationTurnBudgetMillis=2); repeatable")
+                        help="a server property (e.g. schedulerTurnBudgetMillis=2); repeatable")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:

@@ -71,8 +71,8 @@ class NamesrvService(service.MultiService):
         self.listen_factory = tls.factory if tls is not None else factory
         from namesrv.handover.coordinator import Handover, ServerParts
         parts = ServerParts(reactor=reactor, config=config, routes=routes, kv=kv, factory=factory,
-                            housekeeping=housekeeping, read_workers=read_workers, port=lambda: self.port,
-                            running=lambda: self.running)
+                            housekeeping=housekeeping, read_workers=read_workers, port_now=lambda: self.port,
+                            running_now=lambda: self.running)
         self.handover = Handover(parts, inflight, takeover=takeover)
 
         guards.setServiceParent(self)

@@ -161,10 +161,7 @@ class ServingJob:
     queue is empty) unless it runs already; the queue's owner calls it whenever it adds work."""
 
     def __init__(self, scheduler, steps, priority, name):
-        self.scheduler = scheduler
-        self.steps = steps
-        self.priority = priority
-        self.name = name
+        self._start = lambda: scheduler.cooperate(steps(), priority, name)
         self._task = None
 
     @property
@@ -173,7 +170,7 @@ class ServingJob:
 
     def wake(self):
         if self._task is None:
-            self._task = task = self.scheduler.cooperate(self.steps(), self.priority, self.name)
+            self._task = task = self._start()
             task.whenDone().addBoth(self._ended, task)
 
     def _ended(self, ignored, task):

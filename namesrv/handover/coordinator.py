@@ -5,6 +5,8 @@ import gc
 import os
 import socket
 import time
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from twisted.internet import defer
 from twisted.logger import Logger
@@ -55,37 +57,37 @@ class NothingToTakeOver(Exception):
     """No process of this instance answers on its control socket."""
 
 
+@dataclass
 class ServerParts:
     """What a takeover reads and drives of one server, by name (not the whole service).
 
-    ``port()`` and ``running()`` are asked when needed: the remoting port exists only while the
-    service listens.
+    ``port_now()`` and ``running_now()`` are asked when needed: the remoting port exists only while
+    the service listens.
     """
 
-    def __init__(self, *, reactor, config, routes, kv, factory, housekeeping, read_workers, port, running):
-        self.reactor = reactor
-        self.config = config
-        self.routes = routes
-        self.kv = kv
-        self.factory = factory
-        self.housekeeping = housekeeping
-        self.read_workers = read_workers
-        self._port = port
-        self._running = running
+    reactor: Any
+    config: Any
+    routes: Any
+    kv: Any
+    factory: Any
+    housekeeping: Any
+    read_workers: Any
+    port_now: Callable[[], Any]
+    running_now: Callable[[], bool]
 
     @property
     def port(self):
         """The remoting port (a RemotingPort) while listening, else None."""
-        return self._port()
+        return self.port_now()
 
     @property
     def listen_socket(self):
-        port = self._port()
+        port = self.port_now()
         return port.socket if port is not None else None
 
     @property
     def running(self):
-        return self._running()
+        return self.running_now()
 
 
 class Handover:
