@@ -37,8 +37,9 @@ class ConnectionState(enum.Enum):
     MOVED = "moved to another process"
 
 
-#: the states in which nothing more is handled
-_DONE = frozenset((ConnectionState.CLOSING, ConnectionState.MOVED))
+# per frame, compared with ``is`` (a set of enum members would hash each through Python code)
+_READING, _PAUSED = ConnectionState.READING, ConnectionState.PAUSED
+_CLOSING, _MOVED = ConnectionState.CLOSING, ConnectionState.MOVED
 #: one line per bad frame, up to 20 per 10 s across all connections (each still counted by on_bad_frame)
 BAD_FRAME_WARNINGS = RateLimitedWarning(Logger("namesrv.protocol.remoting.RemotingProtocol"))
 
@@ -93,12 +94,13 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
     @property
     def closing(self):
         """Nothing more is handled here: closed (or closing), or moved to another process."""
-        return self.state in _DONE
+        state = self.state
+        return state is _CLOSING or state is _MOVED
 
     @property
     def paused(self):
         """Its peer does not read its answers: nothing is handled until they drain."""
-        return self.state is ConnectionState.PAUSED
+        return self.state is _PAUSED
 
     def _close(self):
         if self.state is not ConnectionState.MOVED:
@@ -197,7 +199,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             return
         if self.idle_timeout:
             self.resetTimeout()
-        if self.state is ConnectionState.READING:
+        if self.state is _READING:
             self.handle_frames(data)
         else:
             self.reader.buffer_more(data)   # paused, or waiting for its turn: behind what waits
@@ -234,6 +236,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             cache = None      # one check for the whole read: every frame in it had arrived by now
         cached = []
         handled = False
+        state = self.state   # paused, closed or moved by a frame: stop there
         for frame in frames:
             handled = True
             answer = cache.answer(frame, self.peer) if cache is not None else None
@@ -244,7 +247,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
                     self._write_cached(cached)
                     cached = []
                 self.frame_received(frame)
-            if self.paused or self.closing:
+            if self.state is not state:
                 break
         if cached:
             self._write_cached(cached)

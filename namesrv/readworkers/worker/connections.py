@@ -19,7 +19,11 @@ from namesrv.readworkers.channel.unix import PEER, connect_unix, first_line
 from namesrv.readworkers.worker.turns import TURN_READ_LIMIT, Turns
 from namesrv.server.factory import NoHousekeeping, RemotingServerFactory
 
-_WAITING = frozenset((ConnectionState.WAITING, ConnectionState.WAITING_UNREAD))
+_READING, _WAITING, _WAITING_UNREAD = ConnectionState.READING, ConnectionState.WAITING, ConnectionState.WAITING_UNREAD
+
+
+def _waiting(state):
+    return state is _WAITING or state is _WAITING_UNREAD
 
 
 class WorkerDispatcher:
@@ -56,13 +60,13 @@ class WorkerConnection(RemotingProtocol):
     awaiting = 0
 
     def dataReceived(self, data):
-        if self.state is not ConnectionState.READING:
+        if self.state is not _READING:
             # After what already waits, in order. A client pipelines a bounded number of reads before it
             # reads answers, so reading on costs nothing; past TURN_READ_LIMIT bytes the socket is not
             # read until the turn is done (a client that only writes cannot grow our memory).
             RemotingProtocol.dataReceived(self, data)
-            if self.state is ConnectionState.WAITING and self.reader.buffered() > TURN_READ_LIMIT:
-                self.state = ConnectionState.WAITING_UNREAD
+            if self.state is _WAITING and self.reader.buffered() > TURN_READ_LIMIT:
+                self.state = _WAITING_UNREAD
                 self.transport.pauseProducing()
             return
         if self.idle_timeout:
@@ -85,30 +89,30 @@ class WorkerConnection(RemotingProtocol):
             self._wait()
             return
         self.handle_frames(data, allowance)
-        if self.state is ConnectionState.READING and self.frames_waiting(up_to=1):
+        if self.state is _READING and self.frames_waiting(up_to=1):
             self._wait()
 
     def _wait(self):
-        self.state = ConnectionState.WAITING
+        self.state = _WAITING
         self.factory.turns.wait(self)
 
     def take_turn(self, quantum):
         """Handle up to ``quantum`` more frames; True while some are left (then it waits for another turn)."""
-        if self.state not in _WAITING:
+        if not _waiting(self.state):
             return False   # paused, closed or handed off since it queued
         self.handle_frames(None, quantum)
-        if self.state not in _WAITING:
+        if not _waiting(self.state):
             return False
         if self.frames_waiting(up_to=1):
             return True
-        unread, self.state = self.state is ConnectionState.WAITING_UNREAD, ConnectionState.READING
+        unread, self.state = self.state is _WAITING_UNREAD, _READING
         if unread:
             self.transport.resumeProducing()
         return False
 
     def pauseProducing(self):
         """Its peer does not read its answers: it leaves its turns until they drain (then reads again)."""
-        if self.state in _WAITING:
+        if _waiting(self.state):
             self.factory.turns.leave(self)
         RemotingProtocol.pauseProducing(self)
 
