@@ -110,3 +110,14 @@ def test_the_controller_state_and_decisions_touch_no_socket_and_no_clock():
         if bad:
             offenders[name] = bad
     assert offenders == {}
+
+
+def test_no_connection_class_overrides_a_private_method_of_the_protocol():
+    """Subclasses use RemotingProtocol's public framing calls (handle_frames, frames_waiting,
+    handle_buffered); its private methods stay its own."""
+    from namesrv.protocol.remoting import RemotingProtocol
+    from namesrv.readworkers.main.forwarded import ForwardedConnection
+    from namesrv.readworkers.worker.connections import WorkerConnection
+    private = {name for name in vars(RemotingProtocol) if name.startswith("_") and not name.endswith("__")}
+    assert {cls.__name__: sorted(private & set(vars(cls))) for cls in (WorkerConnection, ForwardedConnection)} == \
+        {"WorkerConnection": [], "ForwardedConnection": []}
