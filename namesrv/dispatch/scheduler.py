@@ -141,7 +141,9 @@ class TurnScheduler:
         return _NextTurn(self, level)
 
     def _cancel(self, level):
+        """A Cooperator has nothing left to run (its jobs ended or wait): it is owed no turn."""
         self._ticks.pop(level, None)
+        self._passed_over[level] = 0
         if not self._ticks and self._call is not None and self._call.active():
             self._call.cancel()
             self._call = None
