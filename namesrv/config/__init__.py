@@ -207,7 +207,7 @@ PROPERTIES = [
     Int("adminReadMaxInFlight", 1000, "admin reads in flight before SYSTEM_BUSY"),
     Int("adminWriteMaxInFlight", 1000, "admin writes in flight before SYSTEM_BUSY"),
     Bool("isolationSchedulerEnable", True, "answer route reads first; run other classes in bounded turns"),
-    Int("isolationTurnBudgetMillis", 5, "longest scheduler turn before the reactor gets control back"),
+    Int("schedulerTurnBudgetMillis", 1, "ms of sliced work per reactor turn (queued broker and admin requests, a read worker's queued reads, whole-table answers, status searches, replica publication), before the sockets are read again; was isolationTurnBudgetMillis"),
     Str("tlsMode", "disabled", "disabled, permissive (TLS and plain on one port) or enforcing"),
     Str("tlsServerCertPath", "", "PEM certificate chain (watched for changes)"),
     Str("tlsServerKeyPath", "", "PEM private key (watched for changes)"),

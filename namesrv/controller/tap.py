@@ -71,7 +71,7 @@ def makeService(options):
     from twisted.internet import reactor
 
     from namesrv.controller.service import ControllerService
-    from namesrv.service import _make_event_log
+    from namesrv.observe.eventlog import event_log_for
     from namesrv.startup import StartupError, refuse
     from namesrv.startup.ownership import check_directory, claim_state_files
     from namesrv.startup.plan import controller_listens, controller_store, listen_address, log_directories
@@ -83,8 +83,7 @@ def makeService(options):
         check_ports(controller_listens(config))
         for prop, directory in log_directories(config):
             check_directory(prop, directory)
-        events = _make_event_log(config, reactor)
-        events.server_id = "%s:%s" % (config.bindAddress, config.listenPort)
+        events = event_log_for(config, reactor)
         controller = ControllerService(config, reactor, events)
     except (StartupError, ValueError) as e:
         refuse(PROGRAM, e)
@@ -99,10 +98,11 @@ def _metrics_port(config, controller, events, reactor):
     if not config.prometheusListenPort:
         return None
     from namesrv.dispatch.classes import RequestClassifier
+    from namesrv.observe.controller_metrics import ControllerCollector
     from namesrv.observe.metrics import MetricsHttpService, NamesrvMetrics
     metrics = NamesrvMetrics(RequestClassifier.from_registry(controller.registry), factory=controller.factory,
                              events=events)
-    metrics.controller = controller.controller
+    metrics.add_collector(ControllerCollector(controller.controller))
     controller.registry.add_observer(metrics)
     events.add_listener(metrics.event)
     return MetricsHttpService(metrics, config.prometheusListenPort, config.bindAddress or "127.0.0.1", reactor)

@@ -5,6 +5,8 @@ import gc
 import os
 import socket
 import time
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from twisted.internet import defer
 from twisted.logger import Logger
@@ -55,18 +57,51 @@ class NothingToTakeOver(Exception):
     """No process of this instance answers on its control socket."""
 
 
-class Handover:
-    """Created by the service; ``inflight`` (the InFlightDispatcher in front of the connections)
-    counts the deferred answers a takeover waits for."""
+@dataclass
+class ServerParts:
+    """What a takeover reads and drives of one server, by name (not the whole service).
 
-    def __init__(self, service, inflight, takeover=False):
-        self.service = service
-        self.reactor = service.reactor
+    ``port_now()`` and ``running_now()`` are asked when needed: the remoting port exists only while
+    the service listens.
+    """
+
+    reactor: Any
+    config: Any
+    routes: Any
+    kv: Any
+    factory: Any
+    housekeeping: Any
+    read_workers: Any
+    port_now: Callable[[], Any]
+    running_now: Callable[[], bool]
+
+    @property
+    def port(self):
+        """The remoting port (a RemotingPort) while listening, else None."""
+        return self.port_now()
+
+    @property
+    def listen_socket(self):
+        port = self.port_now()
+        return port.socket if port is not None else None
+
+    @property
+    def running(self):
+        return self.running_now()
+
+
+class Handover:
+    """Created by the service with its ServerParts; ``inflight`` (the InFlightDispatcher in front of the
+    connections) counts the deferred answers a takeover waits for."""
+
+    def __init__(self, server, inflight, takeover=False):
+        self.server = server
+        self.reactor = server.reactor
         self.takeover = takeover
         self._path = False   # computed at first use (control_path)
         self._identity = None
         self.inflight = inflight
-        self.drain = ServerDrain(service, self.inflight)
+        self.drain = ServerDrain(server, self.inflight)
         self.busy = False
         self.handed_over = False
         self.control_port = None
@@ -77,7 +112,7 @@ class Handover:
     @property
     def path(self):
         if self._path is False:
-            self._path = control_path(self.service.config)
+            self._path = control_path(self.server.config)
             if len(os.fsencode(self._path)) > MAX_SOCKET_PATH:
                 log.warn("takeover control socket {path} is too long for a UNIX socket: this process cannot be "
                          "taken over (use a shorter kvConfigPath)", path=self._path)
@@ -87,7 +122,7 @@ class Handover:
     @property
     def identity(self):
         if self._identity is None:
-            self._identity = InstanceIdentity.for_config(self.service.config)
+            self._identity = InstanceIdentity.for_config(self.server.config)
         return self._identity
 
     # -- the new process ---------------------------------------------------------------------
@@ -117,7 +152,7 @@ class Handover:
                 return failure
             log.warn("takeover: the old process {pid} died before handing over; starting normally", pid=pid)
             self.client = None   # nothing will move here: serving() starts as a fresh start does
-            config = self.service.config
+            config = self.server.config
             return peers.bindable_within(self.reactor, config.bindAddress, config.listenPort, PORT_FREE_WAIT)
         return peers.gone_within(self.reactor, pid).addCallback(decide)
 
@@ -131,27 +166,27 @@ class Handover:
         """Version 2: the first copy, restored while the old process still serves."""
         from namesrv.routes.snapshot import restore_snapshot
         began = time.monotonic()
-        restore_snapshot(self.service.routes, routes)
+        restore_snapshot(self.server.routes, routes)
         gc.freeze()   # a million new long-lived objects: no full collection may scan them while clients wait
         log.info("takeover: first copy of the tables restored in {ms:.0f} ms ({n} topics)",
-                 ms=(time.monotonic() - began) * 1000, n=len(self.service.routes.topic_queue_table))
+                 ms=(time.monotonic() - began) * 1000, n=len(self.server.routes.topic_queue_table))
 
     def _adopt_state(self, state):
         from namesrv.routes.snapshot import apply_snapshot_delta, restore_snapshot
         if state.delta is not None:
             began = time.monotonic()
-            apply_snapshot_delta(self.service.routes, state.delta)   # what changed since the first copy
+            apply_snapshot_delta(self.server.routes, state.delta)   # what changed since the first copy
             log.info("takeover: changes since the first copy applied in {ms:.0f} ms",
                      ms=(time.monotonic() - began) * 1000)
         else:
-            restore_snapshot(self.service.routes, state.routes)   # the old process's tables, brokers as restored
-        self.service.routes.unchanged.adopt(state.registrations)
-        self.service.kv.load()                                # flushed by the old process before it answered
-        log.info("takeover: tables taken over ({n} topics)", n=len(self.service.routes.topic_queue_table))
+            restore_snapshot(self.server.routes, state.routes)   # the old process's tables, brokers as restored
+        self.server.routes.unchanged.adopt(state.registrations)
+        self.server.kv.load()                                # flushed by the old process before it answered
+        log.info("takeover: tables taken over ({n} topics)", n=len(self.server.routes.topic_queue_table))
         return state.listening
 
     def _adopt(self, descriptor, peer, unread):
-        adopt_connection(self.reactor, self.service.factory, descriptor, peer, unread)
+        adopt_connection(self.reactor, self.server.factory, descriptor, peer, unread)
 
     def serving(self):
         """The service listens: tell the old process (which then sends its connections), or open our
@@ -173,7 +208,7 @@ class Handover:
         log.info("takeover complete: {m} connections moved here, {c} closed by the old process", m=moved, c=closed)
 
     def _listen_control(self):
-        if self.path is None or self.control_port is not None or not self.service.running:
+        if self.path is None or self.control_port is not None or not self.server.running:
             return
         if os.path.exists(self.path):
             if answers(self.path):
@@ -194,10 +229,10 @@ class Handover:
         from now on is tracked, for ``changes()``."""
         from namesrv.routes.snapshot import encode_snapshot
         self.busy = True
-        self.service.housekeeping.flush()
-        self._tracker = self.service.routes.track_topic_changes(ChangedTopics())
+        self.server.housekeeping.flush()
+        self._tracker = self.server.routes.track_topic_changes(ChangedTopics())
         began = time.monotonic()
-        data = encode_snapshot(self.service.routes, self.identity.as_record())
+        data = encode_snapshot(self.server.routes, self.identity.as_record())
         log.info("takeover: first copy of the tables encoded in {ms:.0f} ms ({kib} KiB), still serving",
                  ms=(time.monotonic() - began) * 1000, kib=len(data) // 1024)
         self._drain_began = None
@@ -208,7 +243,7 @@ class Handover:
         ``precopy()`` ({"delta": bytes}, or {"routes": a whole snapshot} if the tables were replaced
         meanwhile), and the registrations an unchanged re-registration may skip ({"registrations": rows})."""
         fields = dict([self._tables_since_precopy()])
-        fields["registrations"] = self.service.routes.unchanged.export()
+        fields["registrations"] = self.server.routes.unchanged.export()
         return fields
 
     def _tables_since_precopy(self):
@@ -217,9 +252,9 @@ class Handover:
         if tracker is None or tracker.full:
             return "routes", self.tables()
         began = time.monotonic()
-        self.service.kv.flush_sync()
-        self.service.housekeeping.flush()   # brokers whose connections closed are not handed on
-        data = encode_snapshot_delta(self.service.routes, tracker)
+        self.server.kv.flush_sync()
+        self.server.housekeeping.flush()   # brokers whose connections closed are not handed on
+        data = encode_snapshot_delta(self.server.routes, tracker)
         log.info("takeover: drained in {drain:.0f} ms; {n} topics changed since the first copy, sent in {ms:.0f} ms",
                  drain=(began - (self._drain_began or began)) * 1000, n=len(tracker),
                  ms=(time.monotonic() - began) * 1000)
@@ -235,7 +270,7 @@ class Handover:
         """The tracker of the changes since the first copy (None if none), no longer fed."""
         tracker, self._tracker = self._tracker, None
         if tracker is not None:
-            self.service.routes.untrack_topic_changes(tracker)
+            self.server.routes.untrack_topic_changes(tracker)
         return tracker
 
     def begin(self):
@@ -248,13 +283,13 @@ class Handover:
         return self.drain.settled()
 
     def listen_fd(self):
-        return self.service.listen_socket.fileno()
+        return self.server.listen_socket.fileno()
 
     def tables(self):
         from namesrv.routes.snapshot import encode_snapshot
-        self.service.kv.flush_sync()
-        self.service.housekeeping.flush()   # brokers whose connections closed are not handed on
-        return encode_snapshot(self.service.routes, self.identity.as_record())
+        self.server.kv.flush_sync()
+        self.server.housekeeping.flush()   # brokers whose connections closed are not handed on
+        return encode_snapshot(self.server.routes, self.identity.as_record())
 
     def detach_clients(self):
         return self.drain.detach_clients()

@@ -1,6 +1,7 @@
 """The embedded controller's metrics (RIP-44), built from ``Controller.status()`` at a scrape.
 
-``NamesrvMetrics.refresh`` reads the status on the reactor thread (the controller's state and
+``ControllerCollector`` is the controller's collector (``NamesrvMetrics.add_collector``, added where
+the controller is built): the status is read on the reactor thread (the controller's state and
 heartbeat table are only changed there); these families are then built from that copy in the
 thread that renders the text, as the route-table gauges are.
 
@@ -56,3 +57,16 @@ def controller_families(status):
     yield alive
     yield GaugeMetricFamily(PREFIX + "groups_without_master", "Broker groups with no live master.",
                             value=sum(1 - group_has_master(group) for group in groups))
+
+
+class ControllerCollector:
+    """The families of one Controller, for ``NamesrvMetrics.add_collector``."""
+
+    def __init__(self, controller):
+        self.controller = controller
+
+    def read(self):
+        return self.controller.status()
+
+    def families(self, status):
+        return controller_families(status)

@@ -20,8 +20,10 @@ SHOWN_EVENTS = frozenset(["broker_registered", "broker_expired", "broker_unregis
 
 
 class RecentEvents:
-    def __init__(self, clock, size=500, expired_size=200):
-        self.clock = clock
+    """``wall``: the IReactorTime events are stamped with (a time a person reads)."""
+
+    def __init__(self, wall, size=500, expired_size=200):
+        self.wall = wall
         self.events = collections.deque(maxlen=size)
         #: members removed lately: (cluster, brokerAddr) -> (time, fields, why), why "expired" or "connection closed"
         self.gone = collections.OrderedDict()
@@ -33,7 +35,7 @@ class RecentEvents:
         """A listener for ``IEventLog.add_listener``: ``(event, fields)`` as emitted."""
         if event not in SHOWN_EVENTS or (event == "channel_closed" and not fields.get("brokerAddr")):
             return
-        now = self.clock.seconds()
+        now = self.wall.seconds()
         self.last_seq = next(self._seq)
         self.events.append((self.last_seq, now, event, dict(fields)))
         key = (fields.get("cluster"), fields.get("brokerAddr"))

@@ -2,6 +2,7 @@
 live brokers, read from a controller whose brokers start, die and get a new master (task.Clock)."""
 
 from namesrv.dispatch.classes import RequestClassifier
+from namesrv.observe.controller_metrics import ControllerCollector
 from namesrv.observe.metrics import NamesrvMetrics
 from namesrv.protocol.codes import ResponseCode
 from namesrv.service import make_service
@@ -23,7 +24,7 @@ def group_of_two():
     second.start()
     assert first.alter_sync_state_set({1, 2}, 1, master_epoch=1).code == ResponseCode.SUCCESS
     metrics = NamesrvMetrics(RequestClassifier())
-    metrics.controller = h.controller
+    metrics.add_collector(ControllerCollector(h.controller))
     return h, first, second, metrics
 
 
@@ -70,7 +71,8 @@ def test_make_service_gives_the_metrics_port_its_embedded_controller(tmp_path):
                             controllerStorePath=str(tmp_path / "controller"))
     svc = make_service(config)
     metrics = svc.getServiceNamed("prometheus").metrics
-    assert metrics.controller is svc.controller.controller
+    assert [c.controller for c in metrics.collectors if isinstance(c, ControllerCollector)] == \
+        [svc.controller.controller]
     svc.controller.replicated.start()
     try:
         assert sample(metrics, "is_leader", controller_group="g", controller_id="n0") == 1

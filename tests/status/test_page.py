@@ -16,7 +16,7 @@ from namesrv.protocol.command import make_request
 from namesrv.service import make_service
 from namesrv.status import views
 from tests.brokers import register_request, route_request
-from tests.fakes import FakeConnection as Conn
+from tests.fakes import FakeConnection as Conn, one_turn
 
 ACL = """
 accounts:
@@ -56,7 +56,7 @@ def get(svc, uri, authorization=None, method=b"GET", advance=None):
     for _ in range(1000 if advance is not None else 0):
         if request.finished:
             break
-        advance.advance(0)
+        one_turn(advance)
     assert request.finished
     return request.responseCode or 200, request.responseHeaders, b"".join(request.written).decode()
 
@@ -262,7 +262,9 @@ def test_sorted_topics_follow_changes_at_most_every_two_seconds(tmp_path):
     register(svc, Conn("127.0.0.1:2"), "C1", "b2", "127.0.0.1:10921", 0, ["T0", "T3"])
     assert listed_topics(get(svc, "/")[2]) == ["T1", "T2"]       # sorted 0 s ago: the list may lag...
     assert "Route of <code>T3</code>" in get(svc, "/?t=T3")[2]    # ...but an exact search does not
-    svc.wall.advance(2)
+    svc.wall.advance(2)                                           # the wall clock does not count...
+    assert listed_topics(get(svc, "/")[2]) == ["T1", "T2"]
+    svc.clock.advance(2)                                          # ...the monotonic one does
     assert listed_topics(get(svc, "/")[2]) == ["T0", "T1", "T2", "T3"]
     assert views.page_of(["a", "b", "c"], "", 2, per_page=2, already_sorted=True) == (["c"], 3, 2, 2)
 
