@@ -4,7 +4,6 @@ credentials and pass with an admin's (``conf/tools.yml`` under ROCKETMQ_HOME, as
 Runs where an Apache RocketMQ 5.3.3 installation is given in JAVAPEER5; skips, saying so, elsewhere.
 """
 
-import os
 import subprocess
 
 from tests.controller.test_java_controller_answers import wait_listening

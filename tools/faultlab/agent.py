@@ -24,20 +24,9 @@ from namesrv.client import BlockingRemotingClient
 from namesrv.codec.fastjson import loads as json_loads
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
+from tools.faultlab.records import JsonLines
 
 TIMEOUT = 1.0
-
-
-class Record:
-    def __init__(self, path):
-        self.file = open(path, "a", buffering=1)
-        self.lock = threading.Lock()
-
-    def __call__(self, kind, **fields):
-        fields["kind"] = kind
-        fields.setdefault("t", time.monotonic())
-        with self.lock:
-            self.file.write(json.dumps(fields, sort_keys=True) + "\n")
 
 
 def call(address, code, ext=None, body=None, timeout=TIMEOUT):
@@ -54,7 +43,7 @@ class Agent:
         self.controllers = [a for a in args.controllers.split(",") if a]
         self.namesrvs = [a for a in args.namesrv.split(",") if a]
         self.brokers = [a for a in args.brokers.split(",") if a]
-        self.record = Record(args.out)
+        self.record = JsonLines(args.out, "kind")
         self.rng = random.Random(args.seed)
         self.stopping = threading.Event()
         self.leader = None

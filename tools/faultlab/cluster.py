@@ -157,21 +157,6 @@ class AgentProcess:
                 self.process.kill()
 
 
-def read_jsonl(path):
-    records = []
-    try:
-        with open(path) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    try:
-                        records.append(__import__("json").loads(line))
-                    except ValueError:
-                        pass
-    except FileNotFoundError:
-        pass
-    return records
-
-
 def wait_for(predicate, within, what, every=0.2):
     deadline = time.monotonic() + within
     while True:

@@ -30,7 +30,6 @@ import json
 import os
 import random
 import socket
-import struct
 import threading
 import time
 import zlib
@@ -40,23 +39,14 @@ from namesrv.codec.fastjson import loads as json_loads
 from namesrv.protocol.codec import decode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
+from namesrv.protocol.framing import FrameReader
+from tools.faultlab.records import JsonLines
 
 #: two topics: a 5.x name server takes a one-topic registration from a broker it does not know for an
 #: incremental update and refuses it
 TOPICS = ("LabTopic", "LabTopicB")
 CATCH_UP_SECONDS = 3.0
 ACK_TIMEOUT = 3.0
-
-
-class Events:
-    def __init__(self, path):
-        self.file = open(path, "a", buffering=1)
-        self.lock = threading.Lock()
-
-    def __call__(self, event, **fields):
-        fields.update(t=time.monotonic(), event=event)
-        with self.lock:
-            self.file.write(json.dumps(fields, sort_keys=True) + "\n")
 
 
 class MessageLog:
@@ -145,7 +135,7 @@ class FakeBroker:
         self.address = args.addr
         self.controllers = [a for a in args.controllers.split(",") if a]
         self.namesrvs = [a for a in args.namesrv.split(",") if a]
-        self.events = Events(args.events)
+        self.events = JsonLines(args.events, "event")
         self.data = args.data
         self.log = MessageLog(args.data)
         self.lock = threading.Condition()
@@ -312,7 +302,7 @@ class FakeBroker:
 
     # -- NOTIFY_BROKER_ROLE_CHANGED on the broker's own port ------------------------------------------------
     def notify_server(self, conn):
-        data = b""
+        reader = FrameReader()
         with conn:
             conn.settimeout(10)
             try:
@@ -320,16 +310,16 @@ class FakeBroker:
                     chunk = conn.recv(65536)
                     if not chunk:
                         break
-                    data += chunk
-                    while len(data) >= 4:
-                        (length,) = struct.unpack(">I", data[:4])
-                        if len(data) < 4 + length:
-                            break
-                        frame, data = decode_frame(data[4:4 + length]), data[4 + length:]
+                    data = reader.feed(chunk)
+                    if data is None:
+                        continue
+                    for raw in reader.frames(data):
+                        frame = decode_frame(raw)
                         if frame.code == RequestCode.NOTIFY_BROKER_ROLE_CHANGED:
                             self.events("notified", broker=self.name, brokerId=self.broker_id, ext=frame.ext)
                             self.learn(frame.ext or {}, frame.body, "notify")
-            except OSError:
+                    reader.keep_rest()
+            except (OSError, ValueError):
                 pass
 
     # -- the name servers ---------------------------------------------------------------------------------

@@ -18,8 +18,9 @@ import time
 
 from tools.faultlab import checkers
 from tools.faultlab.cluster import (REPO, AgentProcess, FakeBrokerProcess, JavaBrokerProcess, Member, TrafficProcess,
-                                    compile_traffic, read_back_java, read_jsonl, wait_for)
+                                    compile_traffic, read_back_java, wait_for)
 from tools.faultlab.netns import Lab
+from tools.faultlab.records import read_jsonl
 from tools.faultlab.schedules import SCHEDULES
 
 
