@@ -30,7 +30,8 @@ def target(tmp_path_factory):
     checker.record_expected()
     yield server, checker
     control.close()
-    assert server.stop() in (0, -signal.SIGTERM)  # twistd re-raises the signal after a clean stop
+    # twistd re-raises the signal after a clean stop
+    assert server.stop() in (0, -signal.SIGTERM), server.hang_report
     log = checks.server_log(server)
     assert "Traceback" not in log and "Unhandled" not in log
 

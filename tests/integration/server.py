@@ -50,6 +50,8 @@ class NamesrvProcess:
     def env(self):
         env = dict(os.environ)
         env["PYTHONPATH"] = self.pythonpath
+        # A stop that hangs is ended by SIGABRT, which then prints every thread's stack (hang_report)
+        env["PYTHONFAULTHANDLER"] = "1"
         return env
 
     def start(self, timeout=30.0):
@@ -84,16 +86,37 @@ class NamesrvProcess:
     def client(self):
         return BlockingRemotingClient("127.0.0.1", self.port)
 
-    def stop(self, sig=signal.SIGTERM, timeout=20.0):
+    def stop(self, sig=signal.SIGTERM, timeout=60.0):
+        """Signal, wait (a slow disk may hold the last fsyncs); a process still there after ``timeout``
+        is aborted (its threads' stacks and the log's tail are kept in ``hang_report`` for the test's
+        message), then killed."""
         if self.process is None or self.process.poll() is not None:
             return self.process.returncode if self.process else None
         self.process.send_signal(sig)
         try:
             self.process.wait(timeout)
         except subprocess.TimeoutExpired:
+            self.hang_report = self._abort_and_report()
+        return self.process.returncode
+
+    hang_report = ""
+
+    def _abort_and_report(self):
+        children = subprocess.run(["ps", "--ppid", str(self.process.pid), "-o", "pid,stat,etime,args"],
+                                  capture_output=True, text=True).stdout
+        self.process.send_signal(signal.SIGABRT)
+        try:
+            self.process.wait(5.0)
+        except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        return self.process.returncode
+        stacks = b""
+        if self.process.stdout is not None:   # never blocks: a child may still hold the pipe
+            os.set_blocking(self.process.stdout.fileno(), False)
+            stacks = self.process.stdout.read() or b""
+        stacks = stacks.decode(errors="replace")
+        return "did not stop; its children:\n%s\nits stacks:\n%s\nits log's tail:\n%s" % (
+            children, stacks[-6000:], self.log()[-4000:])
 
     def log(self):
         try:
