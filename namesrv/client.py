@@ -14,7 +14,10 @@ from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.internet.protocol import Factory
 from twisted.protocols.basic import Int32StringReceiver
 
+from namesrv.codec.fastjson import loads
 from namesrv.protocol.codec import decode_frame, encode_frame
+from namesrv.protocol.codes import RequestCode
+from namesrv.protocol.command import make_request
 
 _opaques = itertools.count(1)
 
@@ -60,6 +63,40 @@ class BlockingRemotingClient:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def ask(port, code, ext=None, host="127.0.0.1", timeout=2.0):
+    """One request on a connection of its own: the answer, or None where the server is not there
+    (yet, or any more): what a script polls while a server starts, fails over or restarts."""
+    try:
+        with BlockingRemotingClient(host, port, timeout=timeout) as client:
+            return client.call(make_request(code, ext=ext))
+    except OSError:
+        return None
+
+
+def answers(port, code=RequestCode.GET_BROKER_CLUSTER_INFO, host="127.0.0.1", timeout=2.0):
+    """Whether the server on ``port`` answers ``code`` with success."""
+    answer = ask(port, code, host=host, timeout=timeout)
+    return answer is not None and answer.code == 0
+
+
+def routed_master(namesrv_port, broker_name="broker-a"):
+    """The address a name server routes as ``broker_name``'s master (brokerId 0), or None."""
+    answer = ask(namesrv_port, RequestCode.GET_BROKER_CLUSTER_INFO)
+    if answer is None or answer.code != 0 or not answer.body:
+        return None
+    addrs = loads(answer.body).get("brokerAddrTable", {}).get(broker_name, {}).get("brokerAddrs", {})
+    return addrs.get(0) or addrs.get("0")
+
+
+def leader_port(controller_ports):
+    """The port of the controller that the first answering controller names as its leader, or None."""
+    for port in controller_ports:
+        answer = ask(port, RequestCode.CONTROLLER_GET_METADATA_INFO)
+        if answer is not None and answer.ext and answer.ext.get("controllerLeaderAddress"):
+            return int(answer.ext["controllerLeaderAddress"].rpartition(":")[2])
+    return None
 
 
 class RemotingClientProtocol(Int32StringReceiver):

@@ -121,3 +121,29 @@ def test_no_connection_class_overrides_a_private_method_of_the_protocol():
     private = {name for name in vars(RemotingProtocol) if name.startswith("_") and not name.endswith("__")}
     assert {cls.__name__: sorted(private & set(vars(cls))) for cls in (WorkerConnection, ForwardedConnection)} == \
         {"WorkerConnection": [], "ForwardedConnection": []}
+
+
+def imported_names(path):
+    """Every module an import names, and for ``from a import b`` also ``a.b`` (b may be a module)."""
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module
+            yield from ("%s.%s" % (node.module, alias.name) for alias in node.names)
+
+
+def _test_files():
+    return sorted(path for path in (ROOT / "tests").rglob("*.py") if "__pycache__" not in path.parts)
+
+
+def test_nothing_under_tests_imports_the_benchmarks():
+    """Benchmarks use the tests' helpers at most, never the other way round: what both need lives in
+    namesrv/client.py or tools/ (bench/tests/ holds the benchmarks' own tests)."""
+    offenders = {}
+    for path in _test_files():
+        bad = [name for name in imported_modules(path) if name.split(".")[0] == "bench"]
+        if bad:
+            offenders[str(path.relative_to(ROOT))] = bad
+    assert offenders == {}

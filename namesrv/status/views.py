@@ -1,7 +1,7 @@
 """What each part of the page shows, as plain rows: computed per request, one page at a time.
 
 Nothing here renders HTML; ``html.py`` does. Costs with 1,000 brokers and 100,000 topics
-(bench/status_page.py): one pass over the live table for the broker page, one substring
+(bench/scenarios/status_page.py): one pass over the live table for the broker page, one substring
 pass over topic names plus a bounded heap for a topic page, the route processor's own
 cached answer for a topic.
 """
