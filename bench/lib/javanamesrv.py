@@ -7,13 +7,11 @@ copied. ``python -m bench bigfleet --java DIR [--java-heap 4g]`` measures one in
 """
 
 import os
-import subprocess
 import time
 
 from bench.lib.servers import _Subprocess
-from namesrv.client import BlockingRemotingClient
+from namesrv.client import ask
 from namesrv.protocol.codes import RequestCode
-from namesrv.protocol.command import make_request
 
 NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"   # the same class in 4.9.8 and 5.3.3
 
@@ -44,22 +42,15 @@ class JavaNamesrv(_Subprocess):
                 "-Duser.home=" + self.workdir, "-Drocketmq.home.dir=" + self.workdir,
                 "-cp", os.path.join(self.peer_dir, "lib", "*"), NAMESRV_MAIN, "-c", self.properties]
 
-    def spawn(self):
-        env = dict(os.environ, ROCKETMQ_HOME=self.workdir)
-        with open(self.log_file, "ab") as log:
-            self.process = subprocess.Popen(self.command(), cwd=self.workdir, env=env, stdout=log,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        return self
+    def env(self):
+        return dict(os.environ, ROCKETMQ_HOME=self.workdir)
 
     def start(self, timeout=60.0):
         _Subprocess.start(self, timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            try:
-                with BlockingRemotingClient("127.0.0.1", self.port, timeout=5) as client:
-                    client.call(make_request(RequestCode.GET_BROKER_CLUSTER_INFO))
+            if ask(self.port, RequestCode.GET_BROKER_CLUSTER_INFO, timeout=5) is not None:
                 return self
-            except OSError:
-                time.sleep(0.2)
+            time.sleep(0.2)
         self.stop()
         raise RuntimeError("the Java NameServer did not answer within %ss:\n%s" % (timeout, self.log()))

@@ -16,6 +16,8 @@ import sys
 import tempfile
 import time
 
+from tools import processes
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -83,12 +85,13 @@ class _Subprocess:
     def command(self):
         raise NotImplementedError
 
+    def env(self):
+        return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
+
     def spawn(self):
         """Start the process (the log appended to ``log_file``), without waiting for its port."""
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH")) if p)
         with open(self.log_file, "ab") as log:
-            self.process = subprocess.Popen(self.command(), cwd=self.workdir, env=env, stdout=log,
+            self.process = subprocess.Popen(self.command(), cwd=self.workdir, env=self.env(), stdout=log,
                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         return self
 
@@ -123,13 +126,7 @@ class _Subprocess:
         self.process.send_signal(sig)
 
     def stop(self, timeout=20.0):
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        processes.stop(self.process, timeout=timeout)
 
     def cleanup(self):
         self.stop()
@@ -137,11 +134,7 @@ class _Subprocess:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def log(self):
-        try:
-            with open(self.log_file, errors="replace") as f:
-                return f.read()[-4000:]
-        except OSError:
-            return ""
+        return processes.read_log(self.log_file, tail=4000)
 
     def __enter__(self):
         return self.start()

@@ -16,51 +16,27 @@ import argparse
 import os
 import subprocess
 import sys
-import threading
 import time
 
 from bench.lib.brokers import register_body, register_request
 from bench.lib.servers import REPO, NamesrvServer
-from bench.lib.wire import route_request
-from namesrv.client import BlockingRemotingClient
+from namesrv.client import BlockingRemotingClient, RouteReadLoop
 from namesrv.protocol.codes import ResponseCode
 
 TOPIC = "RestartBenchTopic"
 HARD_LIMIT = 60.0
 
 
-class Reader(threading.Thread):
+class Reader(RouteReadLoop):
     """Records (start, seconds, outcome) for every request until stopped."""
 
     def __init__(self, port, fresh):
-        threading.Thread.__init__(self, daemon=True)
-        self.port = port
-        self.fresh = fresh
-        self.stop_event = threading.Event()
-        self.samples = []
+        RouteReadLoop.__init__(self, port, TOPIC, fresh, max_seconds=HARD_LIMIT)
 
-    def run(self):
-        client = None
-        deadline = time.monotonic() + HARD_LIMIT
-        while not self.stop_event.is_set() and time.monotonic() < deadline:
-            began = time.monotonic()
-            try:
-                if client is None:
-                    client = BlockingRemotingClient("127.0.0.1", self.port, timeout=10.0)
-                code = client.call(route_request(TOPIC)).code
-                outcome = ("ok" if code == ResponseCode.SUCCESS
-                           else "not_exist" if code == ResponseCode.TOPIC_NOT_EXIST else "failed")
-            except OSError:
-                outcome = "failed"
-                if client is not None:
-                    client.close()
-                client = None
-            self.samples.append((began, time.monotonic() - began, outcome))
-            if self.fresh and client is not None:
-                client.close()
-                client = None
-        if client is not None:
-            client.close()
+    def record(self, began, seconds, code, error):
+        outcome = ("ok" if code == ResponseCode.SUCCESS
+                   else "not_exist" if code == ResponseCode.TOPIC_NOT_EXIST else "failed")
+        self.samples.append((began, seconds, outcome))
 
 
 class TakeoverServer(NamesrvServer):

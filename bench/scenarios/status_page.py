@@ -22,17 +22,7 @@ from bench.lib.brokers import compressed_body, register_request, topic_names
 from namesrv.config import NamesrvConfig
 from namesrv.dispatch.scheduler import NEXT_TURN
 from namesrv.service import make_service
-
-
-class _Connection:
-    connection_id = 0
-    closing = False
-
-    def __init__(self, peer):
-        self.peer = peer
-
-    def close(self):
-        pass
+from namesrv.status.views import PageConnection
 
 
 def build(brokers, per_broker, workdir):
@@ -45,7 +35,7 @@ def build(brokers, per_broker, workdir):
         topics = topic_names("Topic-%04d" % i, per_broker)
         request = register_request("broker-%04d" % i, "10.0.%d.%d:10911" % (i // 250, i % 250),
                                    compressed_body(topics), True, cluster="Cluster-%d" % (i % 10))
-        assert svc.registry.dispatch(request, _Connection("10.0.0.1:%d" % (20000 + i))).code == 0
+        assert svc.registry.dispatch(request, PageConnection("10.0.0.1:%d" % (20000 + i))).code == 0
     svc.kv.table["ORDER_TOPIC_CONFIG"] = {"Topic-%04d-%06d" % (i % brokers, i): "broker:8" for i in range(10000)}
     page = svc.getServiceNamed("status-page")
     return svc, page.resource

@@ -21,19 +21,11 @@ from namesrv.config import NamesrvConfig
 from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, Version
 from namesrv.protocol.command import make_request
+from namesrv.status.views import PageConnection
 
 
 class _Sink(StringTransport):
     def write(self, data):
-        pass
-
-
-class _Connection:
-    connection_id = 0
-    closing = False
-    peer = "127.0.0.1:40000"
-
-    def close(self):
         pass
 
 
@@ -51,7 +43,8 @@ def _replica(workdir):
     topics = ["T%04d" % i for i in range(500)]
     for b in range(4):
         answer = service.registry.dispatch(register_request("b%d" % b, "10.0.0.%d:10911" % b,
-                                                            register_body(topics, False), False), _Connection())
+                                                            register_body(topics, False), False),
+                                           PageConnection("127.0.0.1:40000"))
         assert answer.code == 0
     shared = SharedGeneration(os.path.join(workdir, "generation"), writable=True)
     shared.bump()

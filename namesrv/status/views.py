@@ -152,7 +152,7 @@ def broker_rows(routes, versions, recent, query="", page=1, per_page=PAGE_SIZE, 
     return rows, total, page, pages
 
 
-class _PageConnection:
+class PageConnection:
     """Stands for the browser where a processor expects a remoting connection."""
 
     connection_id = 0
@@ -173,7 +173,7 @@ def topic_route(registry, topic, peer="status-page"):
     """
     processor = registry.processor_for(RequestCode.GET_ROUTEINFO_BY_TOPIC)
     request = make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, version=Version.V4_9_8)
-    return processor.process_request(request, _PageConnection(peer))
+    return processor.process_request(request, PageConnection(peer))
 
 
 def decode_route(answer):
