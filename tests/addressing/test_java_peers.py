@@ -18,9 +18,10 @@ import pytest
 from namesrv.client import answers
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
-from tests.addressing.test_live import fetch, served_until
+from tests.addressing.http import fetch, served_until
 from tests.integration.server import NamesrvProcess, free_port
 from tests.javapeers import JavaBroker, mqadmin, peer, wait_for
+
 
 VERSIONS = ["4.9.8", "5.3.3"]
 
