@@ -81,7 +81,8 @@ class Figure:
     section: str = ""
 
     def as_record(self, commit, timestamp, run_id):
-        return {"bench": self.section or self.name.split(".")[0], "name": self.name, "value": self.value, "unit": self.unit, "params": self.params,
+        return {"bench": self.name.split(".")[0], "name": self.name, "value": self.value, "unit": self.unit,
+                "params": self.params,
                 "commit": commit, "timestamp": timestamp, "run": run_id}
 
 
