@@ -82,8 +82,7 @@ class Figure:
 
     def as_record(self, commit, timestamp, run_id):
         return {"bench": self.name.split(".")[0], "name": self.name, "value": self.value, "unit": self.unit,
-                "params": self.params,
-                "commit": commit, "timestamp": timestamp, "run": run_id}
+                "params": self.params, "commit": commit, "timestamp": timestamp, "run": run_id}
 
 
 class Collector:
