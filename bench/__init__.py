@@ -1,17 +1,17 @@
-"""Benchmarks of the NameServer (issue 7): ``python -m bench [--quick] [--out DIR]``.
+"""Benchmarks of the NameServer: ``python -m bench --list``, ``python -m bench NAME [ARGS]``, and
+``python -m bench [--quick] [--only NAMES]`` for the suite (``make bench``).
 
-Every benchmark starts the servers it measures as subprocesses on free 127.0.0.1
-ports, drives them from separate processes and stops them again; figures are appended
-to ``<out>/results.jsonl`` and summarised in ``<out>/latest.md``.
+Every benchmark starts the servers it measures as subprocesses on free 127.0.0.1 ports, drives them
+from separate processes and stops them again; figures go to one file, ``bench/results/results.jsonl``,
+each line with a ``bench`` field (the suite also rewrites ``latest.md``).
 
-Modules, one job each:
+- ``bench.lib``: what the benchmarks share: ``wire`` (pre-encoded frames, the frame scanner),
+  ``brokers``, ``fleet_brokers``, ``bigfleet_brokers``, ``heartbeats`` (fake brokers and their fleets),
+  ``servers``, ``serverprocs``, ``javanamesrv``, ``baseline``, ``profiled_twistd`` (the servers and
+  their processes), ``loadgen``, ``wholetable``, ``scales``, ``results``, ``runner`` (the suite) and
+  ``cli`` (the command line);
+- ``bench.scenarios``: one module a benchmark;
+- ``bench.tests``: the benchmarks' own tests (tests/ never imports bench).
 
-- ``wire``: pre-encoded request frames with patchable opaques, and the frame scanner;
-- ``brokers``: REGISTER_BROKER bodies in the Java formats and fake broker connections;
-- ``servers``: the namesrv and baseline server subprocesses, /proc readings;
-- ``baseline``: the minimal Twisted server that is the framework's ceiling;
-- ``loadgen``: the pipelining GET_ROUTEINFO_BY_TOPIC load generator (multiprocessing);
-- ``heartbeats``: a fleet of fake brokers re-registering on a short period, in its own process;
-- ``route``, ``registration``, ``mixed``, ``memory``, ``profiling``: the benchmarks;
-- ``results``: figures, results.jsonl, latest.md; ``runner``: the command line.
+The host-noise probes are ``tools.guestidle`` and ``tools.hoststeal``.
 """

@@ -1,5 +1,5 @@
 import sys
 
-from bench.runner import main
+from bench.lib.cli import main
 
 sys.exit(main())

@@ -200,7 +200,7 @@ class NamesrvService(service.MultiService):
     def _scan_not_active_brokers(self):
         self.housekeeping.scan_not_active_brokers()
         # Route tables are long-lived: moving them out of the collector's reach keeps full
-        # collections (measured up to 0.44 s at 1M entries) off the reactor thread.
+        # collections (bench/results/design-figures.md#frozen-tables) off the reactor thread.
         gc.freeze()
 
     def _save_snapshot(self):

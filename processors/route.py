@@ -174,7 +174,7 @@ class RouteProcessor:
         if topics >= FREEZE_AFTER_TOPICS:
             # The tables just grew by tens of thousands of long-lived objects: move everything
             # alive out of the collector's reach now, or the next full collections scan it all
-            # (measured: every other 10,000-topic registration paid 30-40 ms of collection).
+            # (bench/results/design-figures.md#frozen-tables).
             gc.freeze()
         if not result.stale:
             self.unchanged.remember(cluster, broker_addr, broker_name, fingerprint, topics, data_version)

@@ -279,7 +279,7 @@ def report_tables(spark, inputs, output, progress_display=None, chart_workers=No
 def jvm_cpu_seconds(spark):
     """CPU seconds the driver's JVM has used (with a local master: all the work), or None if unknown.
 
-    A figure that a busy, shared machine disturbs much less than the wall time (``bench.spark_bench``).
+    A figure that a busy, shared machine disturbs much less than the wall time (``bench.scenarios.spark_bench``).
     """
     try:
         cpu = spark._jvm.java.lang.ProcessHandle.current().info().totalCpuDuration()

@@ -6,11 +6,16 @@ loudly instead of letting tests pass against something the server would never se
 """
 
 import itertools
+import struct
 
+from twisted.internet import task
+from twisted.trial.unittest import SynchronousTestCase
+from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from namesrv.observe.eventlog import NullEventLog
 from namesrv.interfaces import IRemotingConnection
+from namesrv.observe.eventlog import NullEventLog
+
 
 _connection_ids = itertools.count(1)
 
@@ -110,3 +115,68 @@ def run_turns(clock, limit=100000):
             return
         clock.advance(NEXT_TURN)
     raise AssertionError("still turning after %d turns" % limit)
+
+
+class SyncPool:
+    def callInThreadWithCallback(self, on_result, f, *args, **kwargs):
+        try:
+            result, ok = f(*args, **kwargs), True
+        except Exception:
+            result, ok = Failure(), False
+        on_result(ok, result)
+
+
+class CallableClock(task.Clock):
+    """A task.Clock that is also the ``time.time``-like callable some classes take (``clock()``); ``now``
+    reads and sets its time (``clock.now += 2.5``)."""
+
+    def __init__(self, now=0.0):
+        task.Clock.__init__(self)
+        self.rightNow = now
+
+    def __call__(self):
+        return self.seconds()
+
+    @property
+    def now(self):
+        return self.rightNow
+
+    @now.setter
+    def now(self, value):
+        self.rightNow = value
+
+
+class Reactor(task.Clock):
+    """A Clock whose threads run at once (the KV file is written synchronously)."""
+
+    def getThreadPool(self):
+        return SyncPool()
+
+    def callFromThread(self, f, *args, **kwargs):
+        f(*args, **kwargs)
+
+
+def written_frames(transport):
+    """Every whole frame written to ``transport`` (length field included), which is then cleared."""
+    data = transport.value()
+    transport.clear()
+    out = []
+    while data:
+        (length,) = struct.unpack(">i", data[:4])
+        out.append(data[:4 + length])
+        data = data[4 + length:]
+    return out
+
+
+_trial = SynchronousTestCase()
+
+
+def result_of(d):
+    """The result of a Deferred that has already fired: trial's ``successResultOf`` (a failure or a
+    Deferred still waiting fails the test, with the failure's traceback)."""
+    return _trial.successResultOf(d)
+
+
+def failure_of(d, *expected):
+    """The Failure of a Deferred that has already failed: trial's ``failureResultOf``."""
+    return _trial.failureResultOf(d, *expected)

@@ -16,6 +16,11 @@ import time
 
 import pytest
 
+from namesrv.client import BlockingRemotingClient
+from namesrv.protocol.codes import RequestCode as C
+from namesrv.protocol.command import make_request
+
+
 #: env variable of each peer, and a jar that proves it is built
 PEERS = {"4.9.8": ("JAVAPEER", "rocketmq-4.9.8.jar"), "5.3.3": ("JAVAPEER5", "rocketmq-5.3.3.jar")}
 
@@ -147,3 +152,18 @@ def wait_for(predicate, within, what, every=0.5):
         if time.monotonic() > deadline:
             pytest.fail("%s: not within %ss" % (what, within))
         time.sleep(every)
+
+
+def wait_listening(port, process, what):
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "%s exited" % what
+        try:
+            with BlockingRemotingClient("127.0.0.1", port, timeout=2) as client:
+                answer = client.call(make_request(C.CONTROLLER_GET_METADATA_INFO))
+            if answer.ext and answer.ext.get("isLeader") == "true":
+                return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError("%s did not lead within 120 s" % what)

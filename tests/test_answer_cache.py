@@ -8,38 +8,13 @@ import json
 import struct
 
 import pytest
-from twisted.internet import task
-from twisted.internet.testing import StringTransport
-from twisted.python.failure import Failure
 
-from namesrv.protocol.codec import decode_frame, encode_frame
+from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, SerializeType
 from namesrv.protocol.command import make_request
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
-from namesrv.service import make_service
-from tests.brokers import register_request, route_request
-from tests.config_for import service_config
-from tests.protocol.test_remoting import written_frames
-from tests.fakes import run_turns
-
-
-class SyncPool:
-    def callInThreadWithCallback(self, on_result, f, *args, **kwargs):
-        try:
-            result, ok = f(*args, **kwargs), True
-        except Exception:
-            result, ok = Failure(), False
-        on_result(ok, result)
-
-
-class Reactor(task.Clock):
-    """A Clock whose threads run at once (the KV file is written synchronously)."""
-
-    def getThreadPool(self):
-        return SyncPool()
-
-    def callFromThread(self, f, *args, **kwargs):
-        f(*args, **kwargs)
+from tests.answercache import _raw, answers, ask, connect, register, route, server  # noqa: F401 (fixtures)
+from tests.brokers import register_request
 
 
 class Recorder:
@@ -48,48 +23,6 @@ class Recorder:
 
     def record_request(self, code, response_code, micros, peer):
         self.requests.append((code, response_code, peer))
-
-
-@pytest.fixture
-def server(tmp_path):
-    made = []
-
-    def make(**props):
-        svc = make_service(service_config(tmp_path, **props), clock=task.Clock(), reactor=Reactor())
-        made.append(svc)
-        return svc
-
-    yield make
-    for svc in made:
-        svc.kv.flush_sync()
-
-
-def connect(svc):
-    proto = svc.factory.buildProtocol(None)
-    transport = StringTransport()
-    proto.makeConnection(transport)
-    return proto, transport
-
-
-def answers(transport):
-    return [(frame, decode_frame(frame[4:])) for frame in written_frames(transport)]
-
-
-def ask(proto, transport, *requests):
-    proto.dataReceived(b"".join(encode_frame(r) for r in requests))
-    run_turns(proto._reactor)     # broker-control requests run in the scheduler's turns
-    return answers(transport)
-
-
-def register(proto, transport, topics=("T1", "T2"), broker="b1", addr="127.0.0.1:10911", counter=1, **kw):
-    ((_, answer),) = ask(proto, transport, register_request("C", broker, addr, topics=list(topics),
-                                                            counter=counter, **kw))
-    assert answer.code == ResponseCode.SUCCESS
-    return answer
-
-
-def route(topic, opaque, **kwargs):
-    return route_request(topic, opaque=opaque, **kwargs)
 
 
 def test_a_repeated_route_read_is_replayed_byte_for_byte(server):
@@ -213,13 +146,6 @@ def test_observers_see_cached_answers(server):
     reads = [r for r in recorder.requests if r[0] == RequestCode.GET_ROUTEINFO_BY_TOPIC]
     assert len(reads) == 3 and svc.answer_cache.hits == 2
     assert {r[1] for r in reads} == {ResponseCode.SUCCESS}
-
-
-def _raw(header, opaque_text):
-    """A JSON route request with its header written by hand (``opaque_text`` as the opaque literal)."""
-    text = header % opaque_text
-    data = text.encode()
-    return struct.pack(">ii", 4 + len(data), len(data)) + data
 
 
 HEADER = '{"code":105,"extFields":{"topic":"T1"},"flag":0,"language":"JAVA","opaque":%s,"version":399}'

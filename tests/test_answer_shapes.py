@@ -6,8 +6,9 @@ import random
 from namesrv.protocol.codes import RequestCode, ResponseCode, SerializeType
 from namesrv.protocol.command import make_request
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
+from tests.answercache import _raw, answers, ask, connect, register, route, server  # noqa: F401 (fixture)
 from tests.brokers import register_request
-from tests.test_answer_cache import _raw, answers, ask, connect, register, route, server  # noqa: F401 (fixture)
+
 
 TOPICS = ["T%d" % i for i in range(1, 10)]
 

@@ -5,17 +5,21 @@ takes a private name from another package."""
 import ast
 import pathlib
 
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FORBIDDEN = ("processors", "bench", "tests", "tools")
 
 
-def imported_modules(path):
+def imported_modules(path, with_names=False):
+    """Every module an import names; ``with_names``: for ``from a import b`` also ``a.b`` (b may be a module)."""
     tree = ast.parse(path.read_text(), str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             yield node.module
+            if with_names:
+                yield from ("%s.%s" % (node.module, alias.name) for alias in node.names)
 
 
 def test_namesrv_imports_nothing_above_it():
@@ -35,7 +39,7 @@ def test_read_workers_build_the_replicable_processors_named_by_the_main_process(
     from namesrv.service import make_service
     from tests.config_for import service_config
     from tests.readworkers.pools import pool_for
-    from tests.test_answer_cache import Reactor
+    from tests.fakes import Reactor
 
     service = make_service(service_config(tmp_path), clock=task.Clock(), reactor=Reactor())
     pool = pool_for(service)
@@ -121,3 +125,30 @@ def test_no_connection_class_overrides_a_private_method_of_the_protocol():
     private = {name for name in vars(RemotingProtocol) if name.startswith("_") and not name.endswith("__")}
     assert {cls.__name__: sorted(private & set(vars(cls))) for cls in (WorkerConnection, ForwardedConnection)} == \
         {"WorkerConnection": [], "ForwardedConnection": []}
+
+
+def _test_files():
+    return sorted(path for path in (ROOT / "tests").rglob("*.py") if "__pycache__" not in path.parts)
+
+
+def test_no_test_module_imports_another_test_module():
+    """Fixtures and helpers that tests share live in conftest.py files or helper modules of tests/
+    (fakes.py, config_for.py...), never in a test_*.py that another test module reaches into."""
+    offenders = {}
+    for path in _test_files():
+        bad = [name for name in imported_modules(path, with_names=True)
+               if name.startswith("tests.") and any(part.startswith("test_") for part in name.split("."))]
+        if bad:
+            offenders[str(path.relative_to(ROOT))] = bad
+    assert offenders == {}
+
+
+def test_nothing_under_tests_imports_the_benchmarks():
+    """Benchmarks use the tests' helpers at most, never the other way round: what both need lives in
+    namesrv/client.py or tools/ (bench/tests/ holds the benchmarks' own tests)."""
+    offenders = {}
+    for path in _test_files():
+        bad = [name for name in imported_modules(path) if name.split(".")[0] == "bench"]
+        if bad:
+            offenders[str(path.relative_to(ROOT))] = bad
+    assert offenders == {}

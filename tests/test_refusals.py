@@ -2,23 +2,18 @@
 
 from twisted.logger import Logger, formatEvent
 
-from namesrv.protocol.codes import RequestCode, ResponseCode
-from namesrv.protocol.command import make_request
 from namesrv.dispatch.refusals import RefusalLog
 from namesrv.dispatch.registry import ProcessorRegistry
+from namesrv.protocol.codes import RequestCode, ResponseCode
+from namesrv.protocol.command import make_request
 from tests.brokers import register_request
-from tests.processors.test_route_processor import world  # noqa: F401 (a fixture)
+from tests.fakes import FakeConnection as Connection
+from tests.processors.world import world  # noqa: F401 (a fixture)
 
 
 def capture():
     events = []
     return Logger(observer=events.append), events
-
-
-class Connection:
-    def __init__(self, peer):
-        self.peer = peer
-        self.closing = False
 
 
 def test_each_kind_of_refusal_is_logged_once_per_peer_host(world):

@@ -302,7 +302,7 @@ class NamesrvConfig:
         object.__setattr__(self, "_listeners", [])
         object.__setattr__(self, "_explicit", set())   # per-instance paths someone set
         # Every property is also a plain instance attribute: handlers read several per request,
-        # and a __getattr__ hook would cost ~1.5 µs each (bench/results/latest.md).
+        # and a __getattr__ hook would cost each of them (bench/results/design-figures.md#config-attributes).
         self.__dict__.update(values)
         self._derive_instance_paths()
 

@@ -32,7 +32,7 @@ DRAIN_GRACE = 10.0
 READY_TIMEOUT = 60.0
 #: descriptors per sendmsg when connections move (the receiver's ancillary buffer holds 1,000). The new
 #: process adopts one batch per reactor turn, and a client it adopted first waits for the batch of brokers
-#: adopted in the same turn as its first read: 200 took about 46 ms there (a 1,000-broker takeover)
+#: adopted in the same turn as its first read (bench/results/design-figures.md#takeover-batches)
 FDS_PER_SEND = 50
 #: how long the move of every connection may block the old process, which serves nothing by then
 SEND_TIMEOUT = 30.0

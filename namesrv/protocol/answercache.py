@@ -2,9 +2,9 @@
 
 A client polls GET_ROUTEINFO_BY_TOPIC for each of its topics every 30 s, with a header
 that differs from the previous poll only in its ``opaque``. Decoding that header,
-dispatching it and encoding the same answer again costs ~40 µs of Python per request;
-looking the frame up here costs ~2 µs, which is what lets route reads run close to the
-framework's ceiling (``python -m bench``).
+dispatching it and encoding the same answer again costs many times what looking the frame
+up here costs, which is what lets route reads run close to the framework's ceiling
+(bench/results/design-figures.md#answer-cache, ``python -m bench``).
 
 Correctness rests on three rules:
 

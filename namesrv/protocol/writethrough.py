@@ -4,8 +4,8 @@ Twisted's ``transport.write`` only buffers: it asks the reactor to watch the soc
 writing (one ``epoll_ctl``), sends on the next reactor turn (one more ``epoll_wait`` wake-up)
 and stops watching (another ``epoll_ctl``). For a name server whose every answer is a few KB
 written right after the request was read, that is three system calls and a reactor turn per
-read on top of the ``send`` itself: a fifth of a read worker's time at 80,000 reads/s
-(py-spy, ``python -m bench.bigfleet``). Netty, under the Java server, writes on flush.
+read on top of the ``send`` itself, a large share of a read worker's time under load
+(bench/results/design-figures.md#write-through). Netty, under the Java server, writes on flush.
 
 So when the transport is a plain TCP connection with nothing buffered, the bytes are sent
 here; whatever the kernel does not take (a full socket buffer), or any error, goes to

@@ -1,8 +1,9 @@
 """REGISTER_BROKER JSON bodies decoded straight into typed records (msgspec), for the common case.
 
 A 10,000-topic body is 1.5 MB: ``json.loads`` builds 80,000 dicts, strings and ints, and
-the lenient reader then walks them again (about 27 ms). msgspec parses the bytes directly
-into one record per topic with Java's defaults for missing fields (about a fifth of that).
+the lenient reader then walks them again. msgspec parses the bytes directly into one record
+per topic with Java's defaults for missing fields, in a fraction of the time
+(bench/results/design-figures.md#registration-decoding).
 
 The schema is strict on purpose: whatever it does not take exactly as a Java broker writes
 it (numbers or booleans given as strings, floats, explicit nulls, fastjson's unquoted keys,

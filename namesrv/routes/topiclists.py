@@ -13,8 +13,8 @@ many reactor turns (registrations and forwarded reads go on in between), and it 
 ``TooLarge`` as soon as the body can no longer fit in ``limit`` bytes: first from a lower bound
 that costs one pass of ``len`` (a name takes at least its length plus two quotes and a comma), so
 a million topics are refused in tens of milliseconds without being sorted, then exactly while
-encoding. The names are taken from the tables at the start (a C-level copy of the keys: 13 ms at
-a million topics), so a topic added or removed while the list is built is in it or not, as with a
+encoding. The names are taken from the tables at the start (a C-level copy of the keys,
+bench/results/design-figures.md#topic-lists), so a topic added or removed while the list is built is in it or not, as with a
 read just before or after; a cluster's list visits its brokers' topic sets one after the other.
 
 ``drain(gen)`` runs one to the end at once: the synchronous queries use it (tests, small tables).

@@ -1,7 +1,7 @@
 """What each part of the page shows, as plain rows: computed per request, one page at a time.
 
 Nothing here renders HTML; ``html.py`` does. Costs with 1,000 brokers and 100,000 topics
-(bench/status_page.py): one pass over the live table for the broker page, one substring
+(bench/scenarios/status_page.py): one pass over the live table for the broker page, one substring
 pass over topic names plus a bounded heap for a topic page, the route processor's own
 cached answer for a topic.
 """
@@ -152,7 +152,7 @@ def broker_rows(routes, versions, recent, query="", page=1, per_page=PAGE_SIZE, 
     return rows, total, page, pages
 
 
-class _PageConnection:
+class PageConnection:
     """Stands for the browser where a processor expects a remoting connection."""
 
     connection_id = 0
@@ -173,7 +173,7 @@ def topic_route(registry, topic, peer="status-page"):
     """
     processor = registry.processor_for(RequestCode.GET_ROUTEINFO_BY_TOPIC)
     request = make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, version=Version.V4_9_8)
-    return processor.process_request(request, _PageConnection(peer))
+    return processor.process_request(request, PageConnection(peer))
 
 
 def decode_route(answer):

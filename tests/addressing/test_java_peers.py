@@ -15,11 +15,13 @@ import time
 
 import pytest
 
+from namesrv.client import answers
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
-from tests.addressing.test_live import fetch, served_until
+from tests.addressing.http import fetch, served_until
 from tests.integration.server import NamesrvProcess, free_port
 from tests.javapeers import JavaBroker, mqadmin, peer, wait_for
+
 
 VERSIONS = ["4.9.8", "5.3.3"]
 
@@ -120,9 +122,4 @@ def test_a_java_namesrv_in_the_list_is_probed_and_leaves_when_killed(version, tm
 
 
 def _config_answered(port):
-    from namesrv.client import BlockingRemotingClient
-    try:
-        with BlockingRemotingClient("127.0.0.1", port, timeout=5) as client:
-            return client.call(make_request(RequestCode.GET_NAMESRV_CONFIG)).code == 0
-    except OSError:
-        return False
+    return answers(port, RequestCode.GET_NAMESRV_CONFIG, timeout=5)

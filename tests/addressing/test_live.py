@@ -3,33 +3,15 @@ and started again. What a Java client fetching the list would see, over HTTP."""
 
 import signal
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
+from tests.addressing.http import fetch, served_until
 from tests.integration.server import NamesrvProcess, free_port
+
 
 FAST = {"addressServiceProbeIntervalMillis": "200", "addressServiceDownAfterMillis": "1000",
         "addressServiceProbeTimeoutMillis": "500"}
-
-
-def fetch(url):
-    try:
-        with urllib.request.urlopen(url, timeout=10) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
-def served_until(url, wanted, within=30.0):
-    """The list ``url`` serves, asked until it is ``wanted`` (or ``within`` seconds passed: then the last one)."""
-    deadline = time.monotonic() + within
-    while True:
-        body = fetch(url)[1].strip()
-        if body == wanted or time.monotonic() > deadline:
-            return body
-        time.sleep(0.1)
 
 
 @pytest.fixture

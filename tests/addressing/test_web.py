@@ -1,33 +1,20 @@
 """``/rocketmq/{subgroup}`` byte by byte through twisted.web (a Site on a StringTransport): what a Java
 client, curl and a hostile peer get."""
 
-import types
+from prometheus_client import generate_latest
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
 from twisted.internet import task
 from twisted.internet.testing import StringTransport
 from twisted.web import resource
 
 from namesrv.addressing.wiring import PATH, address_service
 from namesrv.observe.httpport import QuietSite
+from tests.addressing.http import Port, exchange, get
 from tests.config_for import make_config
 
+
 LISTED = "127.0.0.1:9876;127.0.0.1:9877"
-
-
-class Port:
-    """What the wiring needs of the Prometheus port: its registry and its children."""
-
-    def __init__(self):
-        self.metrics = types.SimpleNamespace(registry=CollectorRegistry())
-        self.children = {}
-
-    def site(self):
-        root = resource.Resource()
-        for name, child in self.children.items():
-            root.putChild(name, child)
-        return QuietSite(root)
 
 
 def serving(**overrides):
@@ -38,38 +25,6 @@ def serving(**overrides):
     port = Port()
     service = address_service(make_config(**values), port, clock, clock)
     return port, service, clock
-
-
-def exchange(site, raw):
-    """Send ``raw`` on a new connection; (status, headers, body, closed) of the first answer."""
-    channel = site.buildProtocol(None)
-    transport = StringTransport()
-    channel.makeConnection(transport)
-    channel.dataReceived(raw)
-    out = transport.value()
-    head, _, body = out.partition(b"\r\n\r\n")
-    lines = head.split(b"\r\n")
-    status = int(lines[0].split()[1])
-    headers = {name.lower(): value for name, _, value in (line.partition(b": ") for line in lines[1:])}
-    if headers.get(b"transfer-encoding") == b"chunked":
-        body = dechunk(body)
-    channel.connectionLost(None)
-    return status, headers, body, transport.disconnecting
-
-
-def dechunk(data):
-    out = b""
-    while data:
-        size, _, rest = data.partition(b"\r\n")
-        n = int(size, 16)
-        if n == 0:
-            break
-        out, data = out + rest[:n], rest[n + 2:]
-    return out
-
-
-def get(site, target, method=b"GET"):
-    return exchange(site, method + b" " + target + b" HTTP/1.1\r\nHost: ns\r\n\r\n")
 
 
 def java_reads(body):

@@ -6,9 +6,10 @@ from twisted.internet import reactor, task, threads
 
 from namesrv.config import NamesrvConfig
 from namesrv.service import make_service
-from tests.addressing.test_live import fetch
+from tests.addressing.http import fetch
 from tests.config_for import service_config
 from tests.integration.server import free_port
+
 
 def test_every_property_has_its_default_and_is_printed_by_p():
     text = NamesrvConfig().to_properties_text()
@@ -85,11 +86,10 @@ def test_the_server_serves_its_list_on_the_prometheus_port_and_drops_a_silent_pe
         yield svc.stopService()
 
 
-
 def test_the_list_and_subgroups_follow_a_change_once_out_of_the_black_list():
     from twisted.logger import capturedLogs, formatEvent
     from namesrv.addressing.wiring import address_service
-    from tests.addressing.test_web import Port, get
+    from tests.addressing.http import Port, get
     from tests.config_for import make_config
     clock = task.Clock()
     config = make_config(prometheusListenPort=5557, addressServiceNamesrvAddr="127.0.0.1:9876", configBlackList="")

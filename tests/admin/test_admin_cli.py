@@ -1,6 +1,5 @@
 """namesrv-admin against real `twistd namesrv` processes on 127.0.0.1, as an operator runs it."""
 
-import io
 import json
 import os
 import socket
@@ -10,10 +9,11 @@ import threading
 
 import pytest
 
-from namesrv.admin.cli import main
 from namesrv.protocol.codes import ResponseCode
+from tests.admin.cli import admin
 from tests.brokers import register_request, route_request, topic_config
 from tests.integration.server import REPO, NamesrvProcess, free_port
+
 
 ACL = """
 accounts:
@@ -37,13 +37,6 @@ def server(tmp_path_factory):
     for client in brokers:
         client.close()
     proc.stop()
-
-
-def admin(*argv, environ=None):
-    """(exit status, stdout, stderr) of one namesrv-admin run in this process."""
-    out, err = io.StringIO(), io.StringIO()
-    status = main(list(argv), stdout=out, stderr=err, environ=environ or {})
-    return status, out.getvalue(), err.getvalue()
 
 
 def addr(proc):

@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
-from tests.admin.test_admin_cli import admin
-from tests.admin.test_controller_commands import fleet   # noqa: F401 (the fixture)
+from tests.admin.cli import admin
+from tests.admin.controllers import fleet  # noqa: F401 (the fixture)
 from tests.javapeers import peer
 
 

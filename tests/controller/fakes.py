@@ -1,7 +1,6 @@
 """Stand-ins for the controller's edges: a replicated log that applies at once, a notifier that
-records, a connection, and a controller built from them on a task.Clock."""
-
-import itertools
+records, and a controller built from them on a task.Clock (its connections and event log are
+tests.fakes')."""
 
 from twisted.internet import defer, task
 from zope.interface import implementer
@@ -12,9 +11,7 @@ from namesrv.controller.heartbeats import BrokerHeartbeats
 from namesrv.controller.replication import NotLeader
 from namesrv.controller.state import ReplicaState
 from namesrv.interfaces import IReplicatedLog
-from namesrv.observe.eventlog import NullEventLog
-
-_ids = itertools.count(1)
+from tests.fakes import RecordingEventLog
 
 
 @implementer(IReplicatedLog)
@@ -78,26 +75,6 @@ class RecordingNotifier:
         return defer.succeed(True)
 
 
-class RecordingEvents(NullEventLog):
-    def __init__(self):
-        super().__init__()
-        self.emitted = []
-
-    def emit(self, event, **fields):
-        self.emitted.append((event, fields))
-
-
-class FakeConnection:
-    def __init__(self, peer="127.0.0.1:40000"):
-        self.peer = peer
-        self.connection_id = next(_ids)
-        self.closing = False
-        self.closed = False
-
-    def close(self):
-        self.closed = self.closing = True
-
-
 def make_controller(clock=None, leading=True, **properties):
     clock = clock or task.Clock()
     config = NamesrvConfig()
@@ -107,16 +84,6 @@ def make_controller(clock=None, leading=True, **properties):
     log = MemoryLog(state, leading=leading)
     heartbeats = BrokerHeartbeats(clock)
     notifier = RecordingNotifier()
-    events = RecordingEvents()
+    events = RecordingEventLog()
     controller = Controller(config, state, log, heartbeats, clock, notifier, events)
     return controller, clock
-
-
-def result_of(d):
-    """The result of an already-fired Deferred (the MemoryLog never waits)."""
-    results = []
-    d.addBoth(results.append)
-    assert results, "the Deferred has not fired"
-    if isinstance(results[0], Exception) or hasattr(results[0], "raiseException"):
-        results[0].raiseException()
-    return results[0]

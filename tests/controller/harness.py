@@ -8,7 +8,8 @@ from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
 from processors.controller import ControllerProcessor
-from tests.controller.fakes import FakeConnection, make_controller, result_of
+from tests.controller.fakes import make_controller
+from tests.fakes import FakeConnection, result_of
 
 
 class ControllerHarness:

@@ -7,7 +7,7 @@ from namesrv.dispatch.classes import RequestClassifier
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.security.acl import AclPolicy, AclStore, ControllerAdminAclPolicy
 from namesrv.security.signature import sign_request_ext
-from tests.controller.fakes import FakeConnection
+from tests.fakes import FakeConnection
 from tests.controller.harness import ControllerHarness, FakeBroker
 
 ACL = """accounts:

@@ -5,7 +5,7 @@ from twisted.internet import defer
 from namesrv.codec.fastjson import loads
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
-from tests.controller.fakes import FakeConnection
+from tests.fakes import FakeConnection
 from tests.controller.harness import ControllerHarness, FakeBroker
 
 

@@ -5,7 +5,7 @@ where it is not. A small producer and reader (tools/faultlab/java/Traffic.java, 
 peer's jars at test time: messages are sent while the master is killed, and every one that was
 acknowledged must be readable afterwards (``allAckInSyncStateSet=true``).
 
-Times are printed (the benchmark bench/controller_failover.py measures them side by side with
+Times are printed (the benchmark bench/scenarios/controller_failover.py measures them side by side with
 Java's controller); the assertions are about outcomes, with generous deadlines.
 """
 
@@ -14,7 +14,7 @@ import subprocess
 import time
 
 
-from bench.controller_failover import call, leader_port, routed_master
+from namesrv.client import ask, leader_port, routed_master
 from namesrv.codec.fastjson import loads
 from namesrv.protocol.codes import RequestCode
 from tests.controller.wire import controller_ports, secret_file
@@ -49,7 +49,7 @@ def broker_properties(namesrv, controllers):
 
 def replica_info(controller_port):
     """broker-a's replica info (1004) from ``controller_port``: (answer, SyncStateSet body), or (None, None)."""
-    answer = call(controller_port, RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": "broker-a"})
+    answer = ask(controller_port, RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": "broker-a"})
     return answer, (loads(answer.body) if answer is not None and answer.body else None)
 
 
@@ -226,5 +226,5 @@ def serving_epoch(controller_ports_):
 
 
 def _knows_leader(port):
-    answer = call(port, RequestCode.CONTROLLER_GET_METADATA_INFO)
+    answer = ask(port, RequestCode.CONTROLLER_GET_METADATA_INFO)
     return answer is not None and bool(answer.ext.get("controllerLeaderId"))

@@ -11,7 +11,6 @@ equal, the controller's own address in the metadata aside. Runs where the 5.3.3 
 import json
 import os
 import subprocess
-import time
 
 from namesrv.client import BlockingRemotingClient
 from namesrv.codec.fastjson import loads
@@ -19,7 +18,8 @@ from namesrv.protocol.codes import RequestCode as C
 from namesrv.protocol.command import make_request
 from tests.controller.wire import controller_ports
 from tests.integration.server import TWISTD
-from tests.javapeers import peer
+from tests.javapeers import peer, wait_listening
+
 
 A1, A2, B1 = "127.0.0.1:30911", "127.0.0.1:30921", "127.0.0.1:31911"
 
@@ -121,21 +121,6 @@ def _body(body):
         return loads(body)
     except ValueError:
         return body
-
-
-def wait_listening(port, process, what):
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "%s exited" % what
-        try:
-            with BlockingRemotingClient("127.0.0.1", port, timeout=2) as client:
-                answer = client.call(make_request(C.CONTROLLER_GET_METADATA_INFO))
-            if answer.ext and answer.ext.get("isLeader") == "true":
-                return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise AssertionError("%s did not lead within 120 s" % what)
 
 
 def test_java_s_controller_and_ours_answer_the_same_sequence_alike(tmp_path):

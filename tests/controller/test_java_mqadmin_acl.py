@@ -6,10 +6,10 @@ Runs where an Apache RocketMQ 5.3.3 installation is given in JAVAPEER5; skips, s
 
 import subprocess
 
-from tests.controller.test_java_controller_answers import wait_listening
 from tests.controller.wire import controller_ports
 from tests.integration.server import TWISTD
-from tests.javapeers import mqadmin, peer
+from tests.javapeers import wait_listening, mqadmin, peer
+
 
 ACL = """accounts:
   - accessKey: opsAdmin

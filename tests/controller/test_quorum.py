@@ -3,18 +3,11 @@
 import random
 
 from namesrv.controller.replication.quorum import DRIFT, STAMPS_KEPT, LeaderLease, PreVote
-
-
-class Clock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
+from tests.fakes import CallableClock
 
 
 def test_a_lease_needs_a_majority_and_ends_before_anyone_could_vote_again():
-    clock = Clock()
+    clock = CallableClock(100.0)
     lease = LeaderLease(clock, members=3, min_timeout=0.4)
     assert not lease.valid()                       # no echo yet: not sure of anything
     stamp = lease.stamp()
@@ -28,7 +21,7 @@ def test_a_lease_needs_a_majority_and_ends_before_anyone_could_vote_again():
 
 
 def test_five_members_need_two_echoes_and_the_older_one_bounds_the_lease():
-    clock = Clock()
+    clock = CallableClock(100.0)
     lease = LeaderLease(clock, members=5, min_timeout=1.0)
     early = lease.stamp()
     clock.now += 0.5
@@ -42,7 +35,7 @@ def test_five_members_need_two_echoes_and_the_older_one_bounds_the_lease():
 
 
 def test_old_stamps_are_forgotten_and_an_unknown_echo_counts_for_nothing():
-    clock = Clock()
+    clock = CallableClock(100.0)
     lease = LeaderLease(clock, members=3, min_timeout=0.4)
     first = lease.stamp()
     for _ in range(STAMPS_KEPT + 10):
@@ -72,7 +65,7 @@ class Member:
 
 
 def _prevote(member, sent=None):
-    return PreVote(member, ["n1", "n2"], Clock(), random.Random(1), 0.4, 1.4,
+    return PreVote(member, ["n1", "n2"], CallableClock(100.0), random.Random(1), 0.4, 1.4,
                    lambda peer, body: (sent if sent is not None else []).append((peer, body)))
 
 

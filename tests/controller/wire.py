@@ -5,7 +5,7 @@ import socket
 import struct
 import threading
 
-from namesrv.client import BlockingRemotingClient
+from namesrv.client import BlockingRemotingClient, recv_until_closed
 from namesrv.protocol.codec import decode_frame
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
@@ -58,15 +58,7 @@ class NotificationPort:
                 continue
             with conn:
                 conn.settimeout(5)
-                data = b""
-                try:
-                    while True:
-                        chunk = conn.recv(65536)
-                        if not chunk:
-                            break
-                        data += chunk
-                except OSError:
-                    pass
+                data = recv_until_closed(conn)
             while len(data) >= 4:
                 (length,) = struct.unpack(">I", data[:4])
                 self.received.append(decode_frame(data[4:4 + length]))

@@ -11,6 +11,7 @@ from twisted.logger import globalLogPublisher
 from namesrv.dispatch.scheduler import BULK, CONTROL, READS, TurnScheduler
 from tests.fakes import StepTimer, one_turn, run_turns, turn_scheduler
 
+
 #: times in units of 2**-13 s (about 0.12 ms): sums of them are exact, so "within the budget" is too
 U = 2 ** -13
 BUDGET = 8 * U
@@ -205,8 +206,8 @@ def test_every_sliced_job_of_a_main_process_shares_its_one_scheduler(tmp_path, m
     from tests.config_for import service_config
     from tests.fakes import FakeConnection
     from tests.readworkers.pools import pool_for
-    from tests.readworkers.test_settle import RecordingWorker
-    from tests.test_answer_cache import Reactor
+    from tests.readworkers.harness import RecordingWorker
+    from tests.fakes import Reactor
 
     monkeypatch.setattr(topiclists, "SLICE", 50)
     monkeypatch.setattr(views, "SEARCH_SLICE", 50)

@@ -1,14 +1,7 @@
 import json
 
 from namesrv.observe.eventlog import EventLog, histogram_bucket
-
-
-class Clock:
-    def __init__(self, now=1700000000.0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
+from tests.fakes import CallableClock
 
 
 def read_lines(path):
@@ -17,7 +10,7 @@ def read_lines(path):
 
 
 def test_events_are_json_lines_with_ts_event_and_server(tmp_path):
-    clock = Clock()
+    clock = CallableClock(1700000000.0)
     log = EventLog(str(tmp_path / "logs" / "namesrv-events.log"), "127.0.0.1:9876", clock=clock)
     log.start()
     log.emit("broker_registered", cluster="C", brokerName="b", brokerId=0, brokerAddr="127.0.0.1:10911")
@@ -30,7 +23,7 @@ def test_events_are_json_lines_with_ts_event_and_server(tmp_path):
 
 
 def test_requests_are_aggregated_per_second(tmp_path):
-    clock = Clock()
+    clock = CallableClock(1700000000.0)
     log = EventLog(str(tmp_path / "e.log"), "s:1", clock=clock)
     log.start()
     for i in range(1000):
@@ -50,7 +43,7 @@ def test_requests_are_aggregated_per_second(tmp_path):
 
 def test_rotation_by_size_keeps_a_bounded_number_of_files(tmp_path):
     path = tmp_path / "e.log"
-    log = EventLog(str(path), "s:1", max_bytes=2000, backups=2, clock=Clock())
+    log = EventLog(str(path), "s:1", max_bytes=2000, backups=2, clock=CallableClock(1700000000.0))
     log.start()
     for i in range(300):
         log.emit("bad_frame", peer="127.0.0.1:%d" % i, reason="x" * 20)
@@ -61,7 +54,7 @@ def test_rotation_by_size_keeps_a_bounded_number_of_files(tmp_path):
 
 
 def test_full_queue_drops_instead_of_blocking(tmp_path):
-    log = EventLog(str(tmp_path / "e.log"), "s:1", queue_size=5, clock=Clock())
+    log = EventLog(str(tmp_path / "e.log"), "s:1", queue_size=5, clock=CallableClock(1700000000.0))
     for i in range(10):  # writer not started: nothing drains the queue
         log.emit("bad_frame", peer="p", reason="r")
     assert log.dropped == 5
@@ -74,7 +67,7 @@ def test_histogram_buckets_are_powers_of_two():
 # -- added: day rotation, lazy flush, robustness --------------------------------------------
 
 def test_a_new_day_rotates_the_file(tmp_path):
-    clock = Clock(1700000000.0)
+    clock = CallableClock(1700000000.0)
     path = tmp_path / "e.log"
     log = EventLog(str(path), "s:1", clock=clock)
     log.start()
@@ -93,7 +86,7 @@ def test_a_file_left_from_an_earlier_day_is_rotated_first(tmp_path):
     path = tmp_path / "e.log"
     path.write_text('{"ts":1,"event":"old","server":"s:1"}\n')
     os.utime(path, (1600000000, 1600000000))
-    log = EventLog(str(path), "s:1", clock=Clock(1700000000.0))
+    log = EventLog(str(path), "s:1", clock=CallableClock(1700000000.0))
     log.start()
     log.emit("kv_changed", op="put", namespace="n", key="k")
     log.stop()
@@ -102,7 +95,7 @@ def test_a_file_left_from_an_earlier_day_is_rotated_first(tmp_path):
 
 
 def test_flush_aggregates_waits_for_the_second_to_end(tmp_path):
-    clock = Clock(1700000000.2)
+    clock = CallableClock(1700000000.2)
     log = EventLog(str(tmp_path / "e.log"), "s:1", clock=clock)
     log.record_request(105, 0, 7, "p")
     log.flush_aggregates()
@@ -119,7 +112,7 @@ def test_flush_aggregates_waits_for_the_second_to_end(tmp_path):
 
 
 def test_an_event_in_a_later_second_flushes_the_aggregate_before_itself(tmp_path):
-    clock = Clock()
+    clock = CallableClock(1700000000.0)
     log = EventLog(str(tmp_path / "e.log"), "s:1", clock=clock)
     log.start()
     log.record_request(99999, 1, 3, "p")
@@ -133,7 +126,7 @@ def test_an_event_in_a_later_second_flushes_the_aggregate_before_itself(tmp_path
 
 
 def test_histograms_of_the_same_second_merge_into_percentiles(tmp_path):
-    clock = Clock()
+    clock = CallableClock(1700000000.0)
     log = EventLog(str(tmp_path / "e.log"), "s:1", clock=clock)
     log.start()
     for micros in [1, 2, 3, 4, 5, 900, 1025]:
@@ -145,7 +138,7 @@ def test_histograms_of_the_same_second_merge_into_percentiles(tmp_path):
 
 
 def test_emit_never_raises_and_counts_what_it_cannot_encode(tmp_path):
-    log = EventLog(str(tmp_path / "e.log"), "s:1", clock=Clock())
+    log = EventLog(str(tmp_path / "e.log"), "s:1", clock=CallableClock(1700000000.0))
     cyclic = []
     cyclic.append(cyclic)
     log.emit("config_changed", key="k", old=cyclic, new=1)
@@ -160,7 +153,7 @@ def test_emit_never_raises_and_counts_what_it_cannot_encode(tmp_path):
 
 def test_listeners_see_every_event_and_their_failures_are_contained(tmp_path):
     seen = []
-    log = EventLog(str(tmp_path / "e.log"), "s:1", clock=Clock())
+    log = EventLog(str(tmp_path / "e.log"), "s:1", clock=CallableClock(1700000000.0))
     log.add_listener(lambda event, fields: 1 / 0)
     log.add_listener(lambda event, fields: seen.append((event, fields)))
     log.emit("broker_expired", brokerAddr="a", ageMs=1)
@@ -170,7 +163,7 @@ def test_listeners_see_every_event_and_their_failures_are_contained(tmp_path):
 def test_a_write_error_is_counted_and_the_writer_survives(tmp_path):
     target = tmp_path / "dir-not-file"
     target.mkdir()                           # open("dir", "ab") fails: IsADirectoryError
-    log = EventLog(str(target), "s:1", clock=Clock())
+    log = EventLog(str(target), "s:1", clock=CallableClock(1700000000.0))
     log.start()
     log.emit("bad_frame", peer="p", reason="r")
     log.stop()
@@ -183,7 +176,7 @@ def test_a_write_error_is_counted_and_the_writer_survives(tmp_path):
 
 
 def test_stop_is_bounded_and_idempotent(tmp_path):
-    log = EventLog(str(tmp_path / "e.log"), "s:1", clock=Clock(), queue_size=2)
+    log = EventLog(str(tmp_path / "e.log"), "s:1", clock=CallableClock(1700000000.0), queue_size=2)
     log.stop()                               # never started
     log.start()
     for _ in range(50):

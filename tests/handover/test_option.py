@@ -6,6 +6,7 @@ import pytest_twisted
 
 from namesrv import tap
 from namesrv.handover.coordinator import control_path
+from tests.fakes import result_of
 
 
 def options(tmp_path, *extra):
@@ -29,9 +30,7 @@ def test_the_control_socket_sits_beside_the_instance_id_file(tmp_path):
 
 def test_with_nothing_running_a_takeover_starts_normally(tmp_path):
     service = tap.makeService(options(tmp_path, "--takeover"))
-    result = []
-    service.handover.take_over().addBoth(result.append)
-    assert result == [None]
+    assert result_of(service.handover.take_over()) is None
     assert not os.path.exists(service.handover.path)
 
 

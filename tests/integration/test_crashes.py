@@ -4,7 +4,6 @@ once), and kill -9 of either process during a takeover (the survivor serves)."""
 
 import os
 import signal
-import subprocess
 import time
 
 from namesrv.client import BlockingRemotingClient
@@ -13,7 +12,8 @@ from namesrv.protocol.command import make_request
 from namesrv.readworkers.channel.scratch import process_start
 from tests.brokers import register_request, route_request
 from tests.integration.server import NamesrvProcess
-from tests.integration.test_handover import start_takeover
+from tests.integration.takeover import start_takeover
+
 
 WORKERS = {"routeReadWorkers": "2"}
 

@@ -4,16 +4,17 @@ new process, and the old one exits by itself."""
 
 import os
 import subprocess
-import threading
 import time
 
 import pytest
 
-from namesrv.client import BlockingRemotingClient
+from namesrv.client import BlockingRemotingClient, RouteReadLoop
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from tests.brokers import register_request, route_request
 from tests.integration.server import NamesrvProcess
+from tests.integration.takeover import start_takeover
+
 
 TOPIC = "HandoverTopic"
 #: each reader stops after this many requests or seconds, whichever comes first
@@ -21,56 +22,23 @@ MAX_REQUESTS = 20000
 MAX_SECONDS = 60.0
 
 
-class RouteReader(threading.Thread):
+class RouteReader(RouteReadLoop):
     """Reads TOPIC's route in a loop; ``fresh``: a new connection per request (exercises the
     accept queue), else one connection kept open (as a Java client does)."""
 
     def __init__(self, port, fresh=False):
-        threading.Thread.__init__(self, daemon=True)
-        self.port = port
-        self.fresh = fresh
-        self.stop_event = threading.Event()
+        RouteReadLoop.__init__(self, port, TOPIC, fresh, max_seconds=MAX_SECONDS, max_requests=MAX_REQUESTS)
         self.sent = self.failed = self.not_exist = 0
         self.slowest = 0.0
-        self.errors = []
 
-    def run(self):
-        client = None
-        deadline = time.monotonic() + MAX_SECONDS
-        while not self.stop_event.is_set() and self.sent < MAX_REQUESTS and time.monotonic() < deadline:
-            self.sent += 1
-            began = time.monotonic()
-            try:
-                if client is None:
-                    client = BlockingRemotingClient("127.0.0.1", self.port, timeout=10.0)
-                answer = client.call(route_request(TOPIC))
-                if answer.code == ResponseCode.TOPIC_NOT_EXIST:
-                    self.not_exist += 1
-                elif answer.code != ResponseCode.SUCCESS:
-                    self.failed += 1
-                    self.errors.append("code %s %s" % (answer.code, answer.remark))
-            except (OSError, ConnectionError) as e:
-                self.failed += 1
-                self.errors.append(repr(e))
-                if client is not None:
-                    client.close()
-                client = None
-            self.slowest = max(self.slowest, time.monotonic() - began)
-            if self.fresh and client is not None:
-                client.close()
-                client = None
-        if client is not None:
-            client.close()
-
-
-def start_takeover(old):
-    """A second twistd with the same -c file and --takeover."""
-    new = NamesrvProcess.__new__(NamesrvProcess)
-    new.__dict__.update(old.__dict__)
-    new.log_file = os.path.join(old.workdir, "twistd-new.log")
-    new.process = subprocess.Popen(new.command("--takeover"), cwd=new.workdir, env=new.env(),
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    return new
+    def record(self, began, seconds, code, error):
+        self.sent += 1
+        self.slowest = max(self.slowest, seconds)
+        if code == ResponseCode.TOPIC_NOT_EXIST:
+            self.not_exist += 1
+        elif code != ResponseCode.SUCCESS:
+            self.failed += 1
+            self.errors.append(error)
 
 
 def wait_for(predicate, timeout, what):
@@ -124,7 +92,6 @@ def test_takeover_drops_no_request_and_keeps_the_broker(tmp_path, workers):
         assert reader.sent > 50
         assert (reader.failed, reader.not_exist) == (0, 0), (reader.fresh, reader.errors[:5])
     assert "handed over: exiting" in old.log()
-
 
 
 def test_a_takeover_by_another_listen_address_is_refused_and_the_old_process_keeps_serving(tmp_path):

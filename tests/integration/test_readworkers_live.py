@@ -14,15 +14,7 @@ from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from tests.brokers import register_request, route_request
-
-WORKERS = {"routeReadWorkers": "1", "routeReadWorkersExclusive": "true"}
-
-
-def answered_by_workers(server):
-    server.stop(signal.SIGTERM)
-    match = re.search(r"(\d+) requests answered by workers", server.log())
-    assert match, server.log()[-3000:]
-    return int(match.group(1))
+from tests.integration.workers import WORKERS, answered_by_workers, reads_reach_the_workers, wait_for_log
 
 
 def test_reads_see_every_acknowledged_write_at_once(make_namesrv):
@@ -92,28 +84,16 @@ def test_kv_and_config_changes_reach_the_workers_answers(make_namesrv):
         assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
 
 
-def wait_for_log(server, text, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while text not in server.log():
-        assert time.monotonic() < deadline, server.log()[-3000:]
-        time.sleep(0.05)
-
-
 def test_main_and_worker_share_the_port(make_namesrv):
     server = make_namesrv({"routeReadWorkers": "1"}).start()
     wait_for_log(server, "read worker 0 listening")   # the main process listens first
     clients = [server.client() for _ in range(24)]
-    try:
-        assert clients[0].call(register_request("DefaultCluster", "broker-d", "127.0.0.1:10914",
-                                                topics=["Shared", "Other"])).code == ResponseCode.SUCCESS
-        for client in clients:
-            for _ in range(5):
-                assert client.call(route_request("Shared")).code == ResponseCode.SUCCESS
-    finally:
-        for client in clients:
-            client.close()
+    def register(client):
+        answer = client.call(register_request("DefaultCluster", "broker-d", "127.0.0.1:10914", topics=["Shared", "Other"]))
+        assert answer.code == ResponseCode.SUCCESS
+
     # 24 connections on the one socket both processes accept from: the worker takes some
-    assert answered_by_workers(server) > 0
+    reads_reach_the_workers(server, clients, register)
 
 
 def test_a_brokers_connection_moves_to_the_main_process_with_what_followed(make_namesrv):

@@ -3,6 +3,7 @@
 import pytest
 
 from namesrv.kvconfig.filewriter import SerialFileWriter
+from tests.fakes import Reactor
 
 
 class HeldThreadPool:
@@ -25,15 +26,15 @@ class HeldThreadPool:
             on_result(True, result)
 
 
-class FakeReactor:
+class FakeReactor(Reactor):
+    """The shared fake reactor (a task.Clock), its thread pool holding work until the test lets it run."""
+
     def __init__(self):
+        Reactor.__init__(self)
         self.pool = HeldThreadPool()
 
     def getThreadPool(self):
         return self.pool
-
-    def callFromThread(self, f, *args, **kwargs):
-        f(*args, **kwargs)
 
 
 @pytest.fixture

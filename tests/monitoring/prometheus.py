@@ -17,6 +17,8 @@ import urllib.request
 import yaml
 
 from tests.integration.server import REPO, free_port
+from tools import processes
+
 
 CONF = os.path.join(REPO, "conf", "prometheus")
 SCRAPE_CONFIG = os.path.join(CONF, "prometheus.yml")
@@ -77,21 +79,10 @@ class PrometheusProcess:
         raise RuntimeError("prometheus not ready within %ss:\n%s" % (timeout, self.log()))
 
     def stop(self, timeout=20.0):
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        processes.stop(self.process, timeout=timeout)
 
     def log(self):
-        try:
-            with open(self.log_file, errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+        return processes.read_log(self.log_file)
 
     # -- HTTP API --------------------------------------------------------------------------
     def api(self, path, **params):
@@ -118,14 +109,7 @@ class PrometheusProcess:
 
     def wait_for(self, what, check, timeout=30.0):
         """Poll ``check()`` until it returns something true; fail naming ``what`` after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            result = check()
-            if result:
-                return result
-            if time.monotonic() >= deadline:
-                raise AssertionError("Prometheus never saw %s within %ss" % (what, timeout))
-            time.sleep(0.25)
+        return processes.wait_for(check, timeout, "Prometheus never saw %s" % what, every=0.25, error=AssertionError)
 
 
 class PrometheusError(Exception):

@@ -16,8 +16,9 @@ import pytest
 from namesrv.client import BlockingRemotingClient
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
-from tests.integration.server import REPO, free_port
-from tests.packaging.test_wheel import IGNORED
+from tests.integration.server import free_port
+from tests.packaging.checkout import copy_checkout
+
 
 MAKE = shutil.which("make")
 pytestmark = pytest.mark.skipif(MAKE is None, reason="make is not installed")
@@ -38,9 +39,7 @@ def venv_megabytes(path):
 
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory):
-    base = tmp_path_factory.mktemp("make-run")
-    tree = base / "checkout"
-    shutil.copytree(REPO, tree, ignore=IGNORED)
+    base, tree = copy_checkout(tmp_path_factory, "make-run", "checkout")
     home = base / "home"
     home.mkdir()
     return tree, home

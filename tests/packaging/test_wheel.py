@@ -8,7 +8,6 @@ from a directory outside the checkout, with the options that load the most modul
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -21,11 +20,11 @@ from namesrv.protocol.codes import ResponseCode
 from tests.brokers import register_request, route_request
 from tests.controller.wire import secret_file
 from tests.integration.server import REPO, NamesrvProcess, free_port
+from tests.packaging.checkout import copy_checkout
+
 
 PACKAGES = ("namesrv", "processors", "spark")
 PLUGINS = os.path.join("twisted", "plugins")
-IGNORED = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", "*.pyc", ".hypothesis",
-                                 "spark-warehouse", "bench", "tests", "docs")
 
 
 def source_modules():
@@ -41,9 +40,7 @@ def source_modules():
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     """The wheel as `pip install .` would build it, from a copy (the checkout stays clean)."""
-    work = tmp_path_factory.mktemp("wheel")
-    tree = work / "src"
-    shutil.copytree(REPO, tree, ignore=IGNORED)
+    work, tree = copy_checkout(tmp_path_factory, "wheel", "src")
     out = work / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
                     "-w", str(out), str(tree)], check=True, timeout=300)

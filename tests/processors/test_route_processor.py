@@ -1,57 +1,23 @@
 """RouteProcessor: every request code as requests.md describes it, and the captured Java answers."""
 
 import json
-from types import SimpleNamespace
 
 import pytest
-from twisted.internet.task import Clock
 from zope.interface.verify import verifyObject
 
 from namesrv.codec import fastjson
-from namesrv.context import NamesrvContext
 from namesrv.interfaces import IRequestProcessor
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, SerializeType
-from namesrv.protocol.command import HeaderFieldError, make_request
-from namesrv.routes import RouteInfoManager
+from namesrv.protocol.command import HeaderFieldError
 from processors.route import RouteProcessor
 from tests.brokers import compressed_body, crc32, plain_body, register_request, route_request, topic_config
-from tests.config_for import make_config
-from tests.fakes import FakeConnection, RecordingEventLog, topic_changes
+from tests.fakes import FakeConnection, topic_changes
+from tests.processors.world import req, world  # noqa: F401 (fixtures)
 from tests.vectors import vector
 
+
 C = RequestCode
-
-
-class FakeKV:
-    def __init__(self):
-        self.table = {}
-
-    def get(self, namespace, key):
-        return self.table.get(namespace, {}).get(key)
-
-    def kv_table_body(self, namespace):
-        if namespace not in self.table:
-            return None
-        return fastjson.dumps_plain({"table": self.table[namespace]}).encode()
-
-
-@pytest.fixture
-def world():
-    clock = Clock()
-    clock.advance(1000)
-    events = RecordingEventLog()
-    routes = RouteInfoManager(clock=clock, events=events)
-    context = NamesrvContext(config=make_config(), routes=routes, kv=FakeKV(), reactor=clock, events=events)
-    world = SimpleNamespace(clock=clock, events=events, routes=routes, context=context,
-                            processor=RouteProcessor(context), conn=FakeConnection())
-    world.call = lambda request, conn=None: world.processor.process_request(request, conn or world.conn)
-    yield world
-    routes.check_invariants()
-
-
-def req(code, ext=None, body=None, **kw):
-    return make_request(code, ext, body=body, **kw)
 
 
 BROKER_EXT = {"brokerName": "broker", "brokerAddr": "10.10.1.1", "clusterName": "cluster", "brokerId": "2333"}

@@ -15,8 +15,9 @@ import pytest
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from namesrv.routes.bodies import decode
-from tests.processors.test_route_processor import world  # noqa: F401  (fixture)
 from tests.fakes import FakeConnection, topic_changes
+from tests.processors.world import world  # noqa: F401  (fixture)
+
 
 V5_3_3 = 479
 SPLIT_SIZE = 800

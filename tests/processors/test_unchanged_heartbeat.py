@@ -11,7 +11,8 @@ from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.routes.bodies import decode
 from tests.brokers import register_request, route_request
 from tests.fakes import FakeConnection
-from tests.processors.test_route_processor import req, world  # noqa: F401 (fixture)
+from tests.processors.world import req, world  # noqa: F401 (fixture)
+
 
 C = RequestCode
 TOPICS = ["A", "B", "C"]
@@ -101,7 +102,7 @@ def _tables(routes):
 @pytest.mark.parametrize("seed", range(6))
 def test_random_histories_end_as_without_the_shortcut(seed, monkeypatch):
     """The same random history on two servers, one never taking the shortcut: same answers, same tables."""
-    from tests.processors.test_route_processor import world as make_world
+    from tests.processors.world import world as make_world
     fast, slow = next(make_world.__wrapped__()), next(make_world.__wrapped__())
     monkeypatch.setattr(slow.routes, "refresh_unchanged_registration", lambda *a, **k: None)
     rng = random.Random(seed)
@@ -187,7 +188,8 @@ def test_a_takeover_carries_the_shortcut_to_the_new_process(world, no_decode):
     from namesrv.routes import RouteInfoManager
     from namesrv.routes.snapshot import encode_snapshot, restore_snapshot
     from processors.route import RouteProcessor
-    from tests.processors.test_route_processor import FakeKV, make_config
+    from tests.config_for import make_config
+    from tests.processors.world import FakeKV
     world.call(master())
     world.call(slave())
     world.call(master(opaque=3))        # the slave joined its group since: applied again, valid from now on

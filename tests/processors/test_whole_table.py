@@ -17,7 +17,8 @@ from processors.route import FRAME_OVERHEAD, RouteProcessor
 from tests.brokers import register_request, route_request
 from tests.config_for import make_config
 from tests.fakes import FakeConnection, RecordingEventLog, one_turn
-from tests.processors.test_route_processor import FakeKV
+from tests.processors.world import FakeKV
+
 
 C = RequestCode
 #: each list with a topicSysFlag that puts every topic in it (1: unit, 2: has unit subscription)

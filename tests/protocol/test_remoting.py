@@ -8,7 +8,8 @@ from twisted.internet.testing import StringTransport
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import SerializeType
 from namesrv.protocol.command import make_request
-from namesrv.protocol.remoting import ConnectionState, RemotingProtocol
+from namesrv.protocol.remoting import ConnectionState, RemotingProtocol, FrameLimits
+from tests.fakes import written_frames
 
 
 class EchoDispatcher:
@@ -37,18 +38,6 @@ def connect(**kwargs):
     transport = StringTransport(peerAddress=None)
     proto.makeConnection(transport)
     return proto, transport, dispatcher, events
-
-
-def written_frames(transport):
-    """Every whole frame written to ``transport`` (length field included), which is then cleared."""
-    data = transport.value()
-    transport.clear()
-    out = []
-    while data:
-        (length,) = struct.unpack(">i", data[:4])
-        out.append(data[:4 + length])
-        data = data[4 + length:]
-    return out
 
 
 def answers(transport):
@@ -204,9 +193,6 @@ def test_large_frame_in_small_pieces():
         proto.dataReceived(raw[i:i + 4096])
     assert dispatcher.seen[0].body == request.body
     assert answers(transport)[0].opaque == 11
-
-
-from namesrv.protocol.remoting import FrameLimits
 
 
 def test_header_over_max_header_length_closes():

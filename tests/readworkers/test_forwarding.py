@@ -1,7 +1,6 @@
 """A worker's client connections (local answer or forward) and the main side of a forwarded one."""
 
 import pytest
-from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
 from namesrv.protocol.codec import decode_frame, encode_frame
@@ -9,45 +8,10 @@ from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from namesrv.protocol.remoting import ConnectionState
 from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
-from namesrv.readworkers.worker.connections import Upstream, WorkerConnectionFactory
+from namesrv.readworkers.worker.connections import Upstream
 from tests.brokers import register_request, route_request
-from tests.fakes import run_turns
-from tests.protocol.test_remoting import written_frames
-from tests.readworkers.test_replica import Harness
-from tests.fakes import run_turns
-
-
-class FakeUpstream:
-    def __init__(self, downstream):
-        self.downstream = downstream
-        self.frames = []
-        self.closed = False
-
-    def send(self, frame):
-        self.frames.append(frame)
-
-    def close(self):
-        self.closed = True
-
-
-class Factory(WorkerConnectionFactory):
-    def open_upstream(self, connection):
-        self.upstream = FakeUpstream(connection)
-        return self.upstream
-
-
-def connect(factory):
-    proto = factory.buildProtocol(None)
-    transport = StringTransport(peerAddress=None)
-    proto.makeConnection(transport)
-    return proto, transport
-
-
-def worker(tmp_path):
-    harness = Harness(tmp_path)
-    harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2"]))
-    harness.publish()
-    return harness, Factory(harness.replica, str(tmp_path / "none.sock"), task.Clock())
+from tests.fakes import run_turns, written_frames
+from tests.readworkers.harness import Harness, connect, worker
 
 
 def test_fresh_reads_are_answered_locally_and_the_rest_forwarded(tmp_path):

@@ -9,33 +9,31 @@ from twisted.internet.interfaces import ISSLTransport
 from twisted.internet.testing import StringTransport
 from zope.interface import alsoProvides
 
-from namesrv.server import tlsmode
 from namesrv.config import NamesrvConfig
+from namesrv.dispatch.classes import RequestClassifier
 from namesrv.observe.metrics import NamesrvMetrics
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
-from namesrv.readworkers.main.publisher import TopicTracker
 from namesrv.readworkers.channel.feed import MessageReader, counts_message
-from namesrv.readworkers.worker.connections import WorkerConnection
 from namesrv.readworkers.channel.generation import SharedGeneration
-from namesrv.readworkers.worker.guards import WorkerGuards, worker_arguments
 from namesrv.readworkers.main.processes import ReadWorkerPool
-from processors.route import RouteProcessor
-from namesrv.readworkers.worker.replica import Replica
+from namesrv.readworkers.main.publisher import TopicTracker
+from namesrv.readworkers.worker.connections import WorkerConnection
 from namesrv.readworkers.worker.entry import parse_args
-from namesrv.dispatch.classes import RequestClassifier
+from namesrv.readworkers.worker.guards import WorkerGuards, worker_arguments
+from namesrv.readworkers.worker.replica import Replica
 from namesrv.security.signature import sign_request_ext
+from namesrv.server import tlsmode
 from namesrv.service import make_service
+from processors.route import RouteProcessor
 from tests.brokers import register_request, route_request
-from tests.protocol.test_remoting import written_frames
-from tests.readworkers.pools import pool_for
-from tests.readworkers.test_forwarding import Factory, connect
-from tests.fakes import FakeConnection, turn_scheduler
-from tests.readworkers.test_replica import Harness
-from tests.security.certs import write_pair
-from tests.test_answer_cache import Reactor
 from tests.config_for import service_config as make_config
+from tests.fakes import written_frames, FakeConnection, turn_scheduler, Reactor
+from tests.readworkers.harness import Factory, connect, Harness
+from tests.readworkers.pools import pool_for
+from tests.security.certs import write_pair
+
 
 ACL = """
 accounts:

@@ -5,65 +5,18 @@ MessageReader, as they would down a worker's stdin.
 """
 
 import pytest
-from twisted.internet import task
 
-from namesrv.protocol.codec import encode_frame
-from namesrv.protocol.codes import RequestCode, ResponseCode, Version
+from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
-from namesrv.readworkers.main.publisher import TopicTracker
 from namesrv.readworkers.channel.feed import FeedError, MessageReader, down_reader, pack, publication, topics_message
 from namesrv.readworkers.channel.generation import SharedGeneration
-from processors.route import RouteProcessor
 from namesrv.readworkers.worker.replica import Replica
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.routes.snapshot import encode_snapshot, restore_snapshot
-from namesrv.service import make_service
+from processors.route import RouteProcessor
 from tests.brokers import register_request, route_request
-from tests.config_for import service_config
-from tests.fakes import FakeConnection, run_turns
-from tests.test_answer_cache import Reactor
-
-
-class Harness:
-    """The main service, a shared counter and one replica fed by explicit ``publish()`` calls."""
-
-    def __init__(self, tmp_path):
-        self.service = make_service(service_config(tmp_path), clock=task.Clock(), reactor=Reactor())
-        self.shared = SharedGeneration(str(tmp_path / "generation"), writable=True)
-        self.tracker = self.service.routes.track_topic_changes(TopicTracker())
-        self.service.routes.add_change_listener(self.changed)
-        self.service.kv.change_listeners.append(self.changed)
-        self.service.config.add_listener(self.changed)
-        self.replica = Replica(SharedGeneration(str(tmp_path / "generation")), Reactor())
-        self.sizes = []
-        self.publish()
-
-    def changed(self, *ignored):
-        self.shared.bump()
-
-    def publish(self, part_topics=2):
-        full, topics = self.tracker.take()
-        started = self.service.context.started
-        data = b"".join(publication(self.shared.value, self.service.routes, self.service.kv, self.service.config,
-                                    started, RouteProcessor.replicable_codes, None if full else topics, part_topics=part_topics))
-        self.sizes.append((full, len(topics)))
-        reader = down_reader()
-        messages = reader.feed(data[:7]) + reader.feed(data[7:])   # any cut of the stream
-        assert messages[-1]["kind"] == "replica"
-        for message in messages:
-            assert self.replica.apply(message)
-
-    def main(self, request):
-        return self.service.registry.dispatch(request, FakeConnection("127.0.0.1:40000"))
-
-    def assert_same_answers(self, topics):
-        assert self.replica.fresh()
-        requests = [route_request(t, opaque=i + 1) for i, t in enumerate(topics)]
-        requests += [route_request(t, version=Version.V5_0_0, opaque=100 + i) for i, t in enumerate(topics)]
-        requests.append(make_request(RequestCode.GET_BROKER_CLUSTER_INFO, opaque=999))
-        for request in requests:
-            ours = encode_frame(self.replica.registry.dispatch(request, FakeConnection("127.0.0.1:40000")))
-            assert ours == encode_frame(self.main(request)), request
+from tests.fakes import FakeConnection, run_turns, Reactor
+from tests.readworkers.harness import Harness
 
 
 @pytest.fixture

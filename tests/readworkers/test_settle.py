@@ -2,13 +2,12 @@
 
 from twisted.internet import task
 
-from namesrv.readworkers.channel.feed import down_reader
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.service import make_service
-from tests.fakes import FakeConnection, run_turns, turn_scheduler
 from tests.brokers import register_request, route_request
-from tests.test_answer_cache import Reactor
 from tests.config_for import service_config as make_config
+from tests.fakes import FakeConnection, run_turns, turn_scheduler, Reactor
+from tests.readworkers.harness import FakeWorker, RecordingWorker
 from tests.readworkers.pools import pool_for
 
 
@@ -44,13 +43,6 @@ def test_a_change_nobody_was_answered_about_leaves_the_counter_until_settled(tmp
     assert publisher.generation.read() == before and publisher._stale()
     publisher.settle()
     assert publisher.generation.read() == before + 1 and not publisher._unsettled
-
-
-class FakeWorker:
-    ended = False
-
-    def __init__(self, applied=None):
-        self.applied_generation = applied
 
 
 def big_registration(topics=8000):
@@ -120,17 +112,6 @@ def test_the_dispatcher_holds_only_the_class_of_a_held_request():
     gate.callback(None)
     run_turns(clock)
     assert ran == [RequestCode.GET_KVLIST_BY_NAMESPACE, RequestCode.REGISTER_BROKER] and registered.called
-
-
-class RecordingWorker(FakeWorker):
-    needs_full = False
-
-    def __init__(self, applied=None):
-        FakeWorker.__init__(self, applied)
-        self.messages = []
-
-    def send(self, message):
-        self.messages.append(down_reader().feed(message)[0])
 
 
 def test_changes_nobody_was_told_of_go_out_quietly_and_an_answer_meanwhile_settles_them(tmp_path):

@@ -9,9 +9,8 @@ from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.remoting import ConnectionState
 from namesrv.readworkers.worker import turns as turns_module
 from tests.brokers import route_request
-from tests.fakes import StepTimer, one_turn, run_turns
-from tests.protocol.test_remoting import written_frames
-from tests.readworkers.test_forwarding import worker
+from tests.fakes import StepTimer, one_turn, run_turns, written_frames
+from tests.readworkers.harness import worker
 
 
 class ReadingTransport(StringTransport):

@@ -6,17 +6,15 @@ import argparse
 from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
-from namesrv.protocol.codes import RequestCode
 from namesrv.readworkers.channel.feed import publication
 from namesrv.readworkers.channel.generation import SharedGeneration
-from processors.route import RouteProcessor
-from namesrv.readworkers.worker.replica import Replica
 from namesrv.readworkers.worker.entry import ReadWorker
+from namesrv.readworkers.worker.replica import Replica
 from namesrv.service import make_service
-from tests.fakes import FakeConnection, one_turn, run_turns
+from processors.route import RouteProcessor
 from tests.brokers import register_request
-from tests.test_answer_cache import Reactor
 from tests.config_for import service_config as make_config
+from tests.fakes import FakeConnection, one_turn, run_turns, Reactor
 
 
 def test_a_burst_of_parts_is_applied_a_step_per_turn_and_listening_follows_the_first_whole_copy(tmp_path):

@@ -11,7 +11,7 @@ import socket
 import struct
 import time
 
-from namesrv.client import BlockingRemotingClient
+from namesrv.client import BlockingRemotingClient, recv_until_closed
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from tests.brokers import register_request, route_request
@@ -77,15 +77,7 @@ def _replayed_member_frames(port, secret):
     with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
         s.sendall(captured + struct.pack(">I", 4) + b"\0" * 36)
         s.settimeout(3)
-        data = b""
-        try:
-            while True:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                data += chunk
-        except OSError:
-            pass
+        recv_until_closed(s)
     return True
 
 

@@ -10,6 +10,7 @@ import struct
 import time
 import zlib
 
+from namesrv.client import recv_exactly
 from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, SerializeType
 from namesrv.protocol.command import make_request
@@ -37,15 +38,6 @@ def assert_answered(sock, frame):
     sock.sendall(frame)
     (length,) = struct.unpack(">i", recv_exactly(sock, 4))
     assert recv_exactly(sock, length)
-
-
-def recv_exactly(sock, n):
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        assert chunk, "the server closed the connection"
-        data += chunk
-    return data
 
 
 def test_frame_over_max_frame_length_is_refused_without_waiting_for_its_body(start_server):

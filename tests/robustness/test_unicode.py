@@ -10,6 +10,7 @@ import json
 import socket
 import struct
 
+from namesrv.client import recv_exactly
 from namesrv.protocol.codec import decode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
@@ -23,17 +24,8 @@ def call_raw(sock, header, body=b""):
     """Send a hand-written JSON header (so it can hold escapes our encoder would never write)."""
     h = json.dumps(header).encode()  # ensure_ascii: "\ud800" travels as the escape \\ud800
     sock.sendall(struct.pack(">ii", 4 + len(h) + len(body), len(h)) + h + body)
-    (length,) = struct.unpack(">i", _recv(sock, 4))
-    return decode_frame(_recv(sock, length))
-
-
-def _recv(sock, n):
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        assert chunk, "the server closed the connection"
-        data += chunk
-    return data
+    (length,) = struct.unpack(">i", recv_exactly(sock, 4))
+    return decode_frame(recv_exactly(sock, length))
 
 
 def test_lone_surrogate_in_a_kv_value_does_not_break_later_kv_writes(start_server):

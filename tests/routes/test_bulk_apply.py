@@ -86,15 +86,22 @@ def per_topic_only():
         patch.undo()
 
 
-@settings(max_examples=150, deadline=None)
-@given(operations=st.lists(ops, min_size=1, max_size=25))
-def test_bulk_paths_change_nothing_observable(operations):
+def replay_both(operations):
+    """Apply each operation to two fresh tables, bulk paths on one and per-topic only on the other; after
+    each, yield both results, both tables and both event logs."""
     fast_events, slow_events = Events(), Events()
     fast, slow = new_routes(Clock(), fast_events), new_routes(Clock(), slow_events)
     for op in operations:
         fast_result = apply(fast, op)
         with per_topic_only():
             slow_result = apply(slow, op)
+        yield fast_result, slow_result, fast, slow, fast_events, slow_events
+
+
+@settings(max_examples=150, deadline=None)
+@given(operations=st.lists(ops, min_size=1, max_size=25))
+def test_bulk_paths_change_nothing_observable(operations):
+    for fast_result, slow_result, fast, slow, fast_events, slow_events in replay_both(operations):
         assert repr(fast_result) == repr(slow_result)
         assert fast_events.emitted == slow_events.emitted
         assert state(fast) == state(slow)
@@ -116,12 +123,8 @@ def test_a_second_broker_of_the_same_topics_matches_the_per_topic_path():
             ("register", "b", "h:2", 0, TOPICS[:120], 6, 1, None, CONNS[1], False),
             ("close", CONNS[0]),
             ("register", "a", "h:1", 0, TOPICS[:100], 4, 2, None, CONNS[0], True)]
-    fast_events, slow_events = Events(), Events()
-    fast, slow = new_routes(Clock(), fast_events), new_routes(Clock(), slow_events)
-    for op in ops_:
-        apply(fast, op)
-        with per_topic_only():
-            apply(slow, op)
+    for _, _, fast, slow, fast_events, slow_events in replay_both(ops_):
+        pass
     assert fast_events.emitted == slow_events.emitted
     assert state(fast) == state(slow)
     changes = fast_events.named("topic_route_changed")
@@ -133,12 +136,7 @@ def test_an_unchanged_data_version_still_adds_the_topics_the_broker_lacks():
             ("register", "b", "h:2", 0, TOPICS[:100], 6, 1, None, CONNS[1], False),
             ("register", "b", "h:2", 0, TOPICS[:120], 6, 1, None, CONNS[1], False),   # same DataVersion
             ("register", "b", "h:2", 0, TOPICS[:120], 4, 2, None, CONNS[1], False)]   # new perm everywhere
-    fast_events, slow_events = Events(), Events()
-    fast, slow = new_routes(Clock(), fast_events), new_routes(Clock(), slow_events)
-    for op in ops_:
-        apply(fast, op)
-        with per_topic_only():
-            apply(slow, op)
+    for _, _, fast, slow, fast_events, slow_events in replay_both(ops_):
         assert state(fast) == state(slow)
     assert fast_events.emitted == slow_events.emitted
     assert all(fast.topic_queue_table[t]["b"].perm == 4 for t in TOPICS[:120])

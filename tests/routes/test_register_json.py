@@ -11,14 +11,14 @@ import time
 from unittest import mock
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from namesrv.protocol.codec import decode_frame
 from namesrv.routes import register_json
 from namesrv.routes.bodies import decode
 from namesrv.routes.bodies.decode import BodyDecodeError
 from tests.vectors import vector, vector_names
+
 
 NOW = 1_700_000_000.0
 
@@ -287,21 +287,10 @@ def test_captured_java_registrations_take_the_typed_path():
 # -- end to end through the route processor: the same answers, byte for byte ---------------------
 
 def _processor():
-    from twisted.internet.task import Clock
+    from tests.processors.world import route_world
 
-    from namesrv.context import NamesrvContext
-    from namesrv.routes import RouteInfoManager
-    from processors.route import RouteProcessor
-    from tests.config_for import make_config
-    from tests.fakes import FakeConnection, RecordingEventLog
-    from tests.processors.test_route_processor import FakeKV
-
-    clock = Clock()
-    clock.advance(1000)
-    events = RecordingEventLog()
-    routes = RouteInfoManager(clock=clock, events=events)
-    context = NamesrvContext(config=make_config(), routes=routes, kv=FakeKV(), reactor=clock, events=events)
-    return RouteProcessor(context, timer=lambda: 0.0), FakeConnection(), events
+    world = route_world(timer=lambda: 0.0)
+    return world.processor, world.conn, world.events
 
 
 def test_typed_and_lenient_registrations_answer_the_same_bytes():

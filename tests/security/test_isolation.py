@@ -10,8 +10,8 @@ from namesrv.protocol.command import make_request
 from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.dispatch.classes import RequestClassifier
 from tests.config_for import make_config
-from namesrv.dispatch.scheduler import NEXT_TURN, TurnScheduler
-from tests.fakes import FakeConnection, RecordingEventLog, StepTimer
+from namesrv.dispatch.scheduler import TurnScheduler
+from tests.fakes import FakeConnection, RecordingEventLog, StepTimer, one_turn
 from tests.security.fakes import Echo
 
 REGISTER = RequestCode.REGISTER_BROKER
@@ -109,21 +109,16 @@ class Costly(Echo):
 
 
 def scheduled(cost, **values):
-    """A dispatcher whose requests each spend ``cost[code]`` seconds of the scheduler's timer; ``clock.advance()``
+    """A dispatcher whose requests each spend ``cost[code]`` seconds of the scheduler's timer; ``one_turn(clock)``
     is one reactor turn."""
     timer = StepTimer()
-    clock = OneTurnClock()
+    clock = task.Clock()
     processor = Costly(timer, cost)
     registry, policy, listener, cfg = limited(processor, **values)
     scheduler = TurnScheduler.for_config(cfg, clock, timer=timer)
     dispatcher = PriorityDispatcher(registry, RequestClassifier(), policy, cfg, scheduler, timer=timer,
                                     listeners=[listener])
     return dispatcher, processor, clock, policy, listener, timer
-
-
-class OneTurnClock(task.Clock):
-    def advance(self, amount=NEXT_TURN):
-        task.Clock.advance(self, amount)
 
 
 def test_route_reads_are_answered_at_once_while_registrations_wait_for_turns():
@@ -133,11 +128,11 @@ def test_route_reads_are_answered_at_once_while_registrations_wait_for_turns():
     assert policy.waiting["broker_control"] == 10
     route = dispatcher.dispatch(make_request(ROUTE, {"topic": "t"}), FakeConnection())
     assert route.code == ResponseCode.SUCCESS and processor.seen == [ROUTE]
-    clock.advance()  # one turn: 4 ms + 4 ms passes the 5 ms budget
+    one_turn(clock)  # one turn: 4 ms + 4 ms passes the 5 ms budget
     assert processor.seen.count(REGISTER) == 2 and dispatcher.pending() == 8
     assert dispatcher.dispatch(make_request(ROUTE, {"topic": "t"}), FakeConnection()).code == ResponseCode.SUCCESS
     while dispatcher.pending():
-        clock.advance()
+        one_turn(clock)
     assert [a.result.opaque for a in answers] == list(range(10))  # FIFO within a class
     assert policy.waiting["broker_control"] == 0 and policy.in_flight["broker_control"] == 0
     assert len(listener.waits) == 10 and listener.waits[-1][1] > listener.waits[0][1]
@@ -151,7 +146,7 @@ def test_classes_take_turns():
         dispatcher.dispatch(make_request(CLUSTER_INFO, {}), FakeConnection())
     dispatcher.dispatch(make_request(PUT, {}), FakeConnection())
     while dispatcher.pending():
-        clock.advance()
+        one_turn(clock)
     assert processor.seen == [REGISTER, CLUSTER_INFO, PUT, REGISTER, CLUSTER_INFO, REGISTER, CLUSTER_INFO]
 
 
@@ -161,7 +156,7 @@ def test_queue_limit_answers_busy_at_once():
     busy = dispatcher.dispatch(make_request(REGISTER, {}, opaque=99), FakeConnection())
     assert busy.code == ResponseCode.SYSTEM_BUSY and busy.opaque == 99
     assert listener.rejections == [("broker_control", "overload")]
-    clock.advance()
+    one_turn(clock)
     assert all(d.called for d in queued)
     assert isinstance(dispatcher.dispatch(make_request(REGISTER, {}), FakeConnection()), defer.Deferred)
 
@@ -169,7 +164,7 @@ def test_queue_limit_answers_busy_at_once():
 def test_oneway_and_unknown_codes():
     dispatcher, processor, clock, _, _, _ = scheduled({})
     assert dispatcher.dispatch(make_request(RequestCode.BROKER_HEARTBEAT, {}, oneway=True), FakeConnection()) is None
-    clock.advance()
+    one_turn(clock)
     assert processor.seen == [RequestCode.BROKER_HEARTBEAT]
     unknown = dispatcher.dispatch(make_request(7777, {}), FakeConnection())
     assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
@@ -181,7 +176,7 @@ def test_registration_from_a_connection_closed_while_queued_is_dropped():
     register = dispatcher.dispatch(make_request(REGISTER, {}), conn)
     unregister = dispatcher.dispatch(make_request(RequestCode.UNREGISTER_BROKER, {}), conn)
     conn.closing = True
-    clock.advance()
+    one_turn(clock)
     assert processor.seen == [RequestCode.UNREGISTER_BROKER]
     assert register.result is None and unregister.result.code == ResponseCode.SUCCESS
     assert dispatcher.dropped == 1 and policy.waiting["broker_control"] == 0

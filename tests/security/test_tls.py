@@ -2,21 +2,19 @@
 
 import pytest
 import pytest_twisted
-from cryptography.hazmat.primitives import serialization
 from twisted.internet import defer, protocol, reactor, ssl, task
 from twisted.internet.endpoints import SSL4ClientEndpoint, TCP4ClientEndpoint, connectProtocol
 from twisted.internet.testing import StringTransport
 from twisted.protocols.tls import TLSMemoryBIOFactory
 
-from namesrv.server import tlsmode
 from namesrv.client import RemotingClientProtocol
 from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from namesrv.security.certs import ServerTlsMaterial, TlsConfigError
+from namesrv.server import tlsmode
 from tests.security import fakes
-from tests.security.certs import write_pair
-
+from tests.security.certs import write_pair, client_options
 
 
 @pytest.fixture(scope="module")
@@ -143,12 +141,6 @@ def test_encrypted_key_needs_its_password(tmp_path):
     password_file.write_text("pass-word\n")
     material = ServerTlsMaterial(cert_path=cert, key_path=key, key_password_path=str(password_file))
     assert material.load() is not None and str(password_file) in material.watched_paths
-
-
-# -- integration: real sockets on 127.0.0.1 ---------------------------------------
-def client_options(leaf):
-    trust = ssl.Certificate.loadPEM(leaf.public_bytes(serialization.Encoding.PEM))
-    return ssl.optionsForClientTLS("localhost", trustRoot=trust)
 
 
 @pytest_twisted.inlineCallbacks

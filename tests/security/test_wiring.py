@@ -19,8 +19,8 @@ from namesrv.security.wiring import resolve_acl_path
 from namesrv.server.tlsmode import TlsSniffingFactory
 from tests.config_for import make_config
 from tests.security import fakes
-from tests.security.certs import write_pair
-from tests.security.test_tls import client_options
+from tests.security.certs import write_pair, client_options
+
 
 ACL = """
 accounts:

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import pytest
+from twisted.internet.testing import MemoryReactorClock
 
 from namesrv.startup import StartupError
 from namesrv.startup.ownership import StateFile, _HELD, claim_state_files, read_owner
@@ -20,16 +21,6 @@ HOLDER = textwrap.dedent("""
     print("held", flush=True)
     time.sleep(60)
 """)
-
-
-class FakeReactor:
-    """Enough of a reactor for claims made outside a running one."""
-
-    def __init__(self):
-        self.when_running = []
-
-    def callWhenRunning(self, f, *args, **kwargs):
-        self.when_running.append((f, args, kwargs))
 
 
 @pytest.fixture
@@ -62,7 +53,7 @@ def test_a_file_another_running_server_holds_refuses_naming_file_and_owner(tmp_p
     kv = tmp_path / "kvConfig.json"
     owner = holder("kvConfigPath", kv, listen="127.0.0.1:9876")
     with pytest.raises(StartupError) as caught:
-        claim_state_files([StateFile("kvConfigPath", str(kv))], "127.0.0.1:9886", reactor=FakeReactor())
+        claim_state_files([StateFile("kvConfigPath", str(kv))], "127.0.0.1:9886", reactor=MemoryReactorClock())
     message = str(caught.value)
     assert message.startswith("kvConfigPath %s belongs to the running server on 127.0.0.1:9876 (pid %d, since "
                               % (kv, owner.pid))
@@ -77,7 +68,7 @@ def test_a_dead_owner_leaves_nothing_to_clean_up(tmp_path, holder):
     owner.send_signal(signal.SIGKILL)
     owner.wait()
     claims = claim_state_files([StateFile("routeSnapshotPath", str(snapshot))], "127.0.0.1:9886",
-                               reactor=FakeReactor())
+                               reactor=MemoryReactorClock())
     assert [state.prop for state in claims.held] == ["routeSnapshotPath"]
     assert read_owner(str(snapshot) + ".lock")["listen"] == "127.0.0.1:9886"
     forget(tmp_path)
@@ -89,13 +80,13 @@ def test_the_controller_store_is_claimed_as_a_directory(tmp_path, holder):
     assert (store / "owner.lock").exists()
     with pytest.raises(StartupError, match="controllerStorePath %s belongs to the running server" % store):
         claim_state_files([StateFile("controllerStorePath", str(store), directory=True)], "127.0.0.1:9886",
-                          reactor=FakeReactor())
+                          reactor=MemoryReactorClock())
 
 
 def test_a_takeover_by_the_same_instance_waits_for_the_old_process_then_claims(tmp_path, holder):
     kv = tmp_path / "kvConfig.json"
     old = holder("kvConfigPath", kv, listen="127.0.0.1:9876")
-    reactor = FakeReactor()
+    reactor = MemoryReactorClock()
     with pytest.raises(StartupError):   # another instance (another address) may not take over
         claim_state_files([StateFile("kvConfigPath", str(kv))], "127.0.0.1:9886", takeover=True, reactor=reactor)
     claims = claim_state_files([StateFile("kvConfigPath", str(kv))], "127.0.0.1:9876", takeover=True,
@@ -113,8 +104,8 @@ def test_a_takeover_by_the_same_instance_waits_for_the_old_process_then_claims(t
 
 def test_one_process_may_claim_its_own_files_again(tmp_path):
     files = [StateFile("kvConfigPath", str(tmp_path / "kv.json"))]
-    first = claim_state_files(files, "127.0.0.1:9876", reactor=FakeReactor())
-    again = claim_state_files(files, "127.0.0.1:9876", reactor=FakeReactor())
+    first = claim_state_files(files, "127.0.0.1:9876", reactor=MemoryReactorClock())
+    again = claim_state_files(files, "127.0.0.1:9876", reactor=MemoryReactorClock())
     assert len(first.held) == len(again.held) == 1
     forget(tmp_path)
 
@@ -124,9 +115,9 @@ def test_a_file_the_server_must_write_where_it_cannot_refuses_and_a_directory_is
     blocked.write_text("a file where a directory should be")
     with pytest.raises(StartupError, match="kvConfigPath %s: cannot write beside it" % (blocked / "kv.json")):
         claim_state_files([StateFile("kvConfigPath", str(blocked / "kv.json"))], "127.0.0.1:9876",
-                          reactor=FakeReactor())
+                          reactor=MemoryReactorClock())
     with pytest.raises(StartupError, match="routeSnapshotPath %s is a directory" % tmp_path):
-        claim_state_files([StateFile("routeSnapshotPath", str(tmp_path))], "127.0.0.1:9876", reactor=FakeReactor())
+        claim_state_files([StateFile("routeSnapshotPath", str(tmp_path))], "127.0.0.1:9876", reactor=MemoryReactorClock())
 
 
 def test_a_log_directory_must_be_writable(tmp_path):
@@ -149,5 +140,5 @@ def test_a_file_whose_lock_cannot_be_made_is_not_checked(tmp_path):
         locked.mkdir(mode=0o500)
         path = locked / "kv.json"
     claims = claim_state_files([StateFile("configStorePath", str(path), required=False)], "127.0.0.1:9876",
-                               reactor=FakeReactor())
+                               reactor=MemoryReactorClock())
     assert claims.held == [] and claims.pending == []   # a -c file in a read-only /etc: logged, not refused

@@ -15,6 +15,11 @@ import tempfile
 import time
 import urllib.request
 
+import pytest
+
+from tests.integration.server import free_port
+
+
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1400,1050"]
@@ -162,3 +167,16 @@ class Browser:
                 self.process.kill()
                 self.process.wait()
             shutil.rmtree(self.profile, ignore_errors=True)
+
+
+CHROMIUM = find_chromium()
+
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian package `chromium`)")
+
+
+@pytest.fixture
+def browser():
+    chromium = Browser(CHROMIUM, free_port())
+    yield chromium
+    chromium.close()

@@ -17,10 +17,7 @@ from namesrv.protocol.codes import RequestCode, ResponseCode, Version
 from namesrv.protocol.command import make_request
 from tests.brokers import register_request
 from tests.integration.server import NamesrvProcess, free_port
-from tests.status.chromium import Browser, find_chromium
-
-CHROMIUM = find_chromium()
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian package `chromium`)")
+from tests.status.chromium import browser, pytestmark  # noqa: F401 (the Chromium fixture; skip without it)
 
 
 def row(browser, addr):
@@ -44,13 +41,6 @@ def server(tmp_path):
     proc.start()
     yield proc
     proc.stop()
-
-
-@pytest.fixture
-def browser():
-    chromium = Browser(CHROMIUM, free_port())
-    yield chromium
-    chromium.close()
 
 
 def register(client, *args, **kwargs):

@@ -11,7 +11,7 @@ import pytest
 
 from tests.controllerbrokers import ControllerBroker, embedded_controller
 from tests.integration.server import NamesrvProcess, free_port
-from tests.status.test_browser import browser, pytestmark   # noqa: F401 (the Chromium fixture, skip without it)
+from tests.status.chromium import browser, pytestmark  # noqa: F401 (the Chromium fixture, skip without it)
 
 
 def group_cells(browser, name):

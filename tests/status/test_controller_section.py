@@ -6,7 +6,7 @@ import re
 
 from tests.controller.harness import ControllerHarness, FakeBroker
 from tests.integration.server import free_port
-from tests.status.test_page import get, make
+from tests.status.pages import get, make
 
 
 def cells(text, group):

@@ -54,7 +54,8 @@ def test_a_search_of_a_big_table_runs_a_slice_per_turn():
 
 def test_the_page_answers_a_sliced_search(tmp_path, monkeypatch):
     from namesrv.status import views
-    from tests.status.test_page import Conn, get, make, register
+    from tests.status.pages import get, make, register
+    from tests.fakes import FakeConnection as Conn
     monkeypatch.setattr(views, "SLICED_SEARCH_FROM", 10)
     monkeypatch.setattr(views, "SEARCH_SLICE", 7)
     svc = make(tmp_path)

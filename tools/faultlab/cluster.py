@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+from tools import processes
+
 #: the checkout: the lab's own processes run its modules (python -m tools.faultlab....)
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NAMESRV_PORT = 9876
@@ -149,23 +151,10 @@ class AgentProcess:
         return self
 
     def stop(self, timeout=30):
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        processes.stop(self.process, timeout=timeout)
 
 
-def wait_for(predicate, within, what, every=0.2):
-    deadline = time.monotonic() + within
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError("%s: not within %s s" % (what, within))
-        time.sleep(every)
+wait_for = processes.wait_for
 
 
 class JavaBrokerProcess:

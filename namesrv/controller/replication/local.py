@@ -10,8 +10,8 @@ is read and the journal replayed after it (lines are numbered, so a replay after
 snapshot and truncation applies nothing twice; a torn last line is dropped). A restart keeps
 every id and epoch.
 
-Rewriting the whole state for every event would cost ~10 ms of the reactor and a 270 KB write per
-event at 1,000 groups (bench/results/controller.md); a journal line is ~200 bytes.
+Rewriting the whole state for every event would cost the reactor far more, and write far more, than
+one journal line (bench/results/design-figures.md#controller-journal, bench/results/controller.md).
 """
 
 import json

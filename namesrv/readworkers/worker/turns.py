@@ -29,7 +29,7 @@ log = Logger()
 #: frames a connection read while others wait may have to be handled at once (more wait their turn)
 FIRST = 2
 #: frames a queued connection handles per turn (its answers go out in one write): a client's usual
-#: pipeline (8 per turn cost 40 % of the reads/s at 255 × 32: four times the writes and the client's reads)
+#: pipeline; fewer per turn mean more writes for the same reads (bench/results/design-figures.md#read-worker-turns)
 QUANTUM = 32
 #: bytes a connection waiting for its turn may have read before its socket is no longer read
 TURN_READ_LIMIT = 1 << 16

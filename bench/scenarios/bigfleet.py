@@ -1,0 +1,404 @@
+"""A real fleet's size, not a time-compressed one: B brokers × their own topics, any name server.
+
+    python -m bench.bigfleet [--target HOST:PORT | --server default|one|workers=N[,shared]
+                              | --java PEER_DIR [--java-heap 4g]]
+                             [--brokers 1000] [--topics 100000] [--brokers-per-topic 10]
+                             [--cycle 30] [--rate 0] [--seconds 20] [--read-connections 3] [--depth 32]
+                             [--scenario steady|disconnect|takeover|wholetable|restart]
+
+The fleet (issue 21): B brokers in one cluster; broker b hosts ``topics × brokers-per-topic / B``
+topics, ``Fleet%06d`` of ``(b × step + j) mod topics`` with ``step = topics / B``, so each topic is
+on ``brokers-per-topic`` brokers. Each broker keeps its own connection and re-registers its full
+plain REGISTER_BROKER body (unchanged data version, as a 4.9 broker does every 30 s), spread so
+the whole fleet beats once per ``--cycle``. Route reads: ``--read-connections`` connections
+pipelining ``--depth`` GET_ROUTEINFO_BY_TOPIC of random topics each (as fast as answered, or
+``--rate`` reads/s offered). A prober on its own connection reads one random route at a time,
+2 ms apart, and records latency.
+
+Printed: reads/s, the prober's p50/p99/max, the registrations' p50/p99 and the RSS of every
+process of the server (found by its listening port, so a Java NameServer given by ``--target``
+is measured the same way), and the share of the CPUs' time the hypervisor stole meanwhile
+(``bench.hoststeal``: on a shared virtual machine it is most of the prober's tail), with the guest
+kernel's halt polling it ran under (``bench.guestidle``).
+
+Scenarios: ``steady`` (the above); ``disconnect`` (halfway, every broker's connection closes at
+once, as when a switch reboots: the prober's worst read around it, and how long until the server
+answers GET_BROKER_CLUSTER_INFO without them); ``takeover`` (halfway, ``twistd namesrv --takeover``
+starts a new process with the same properties: failed reads, the worst read, brokers moved);
+``wholetable`` (halfway, every whole-table question once, bench.wholetable: how long each took, its frame's
+size, and whether a RocketMQ client would refuse it; ours gets a status page to ask too). ``--java``
+starts a fresh Java NameServer of a peer built by ../shared/javapeers with the heap given
+(bench.javanamesrv) and measures it instead of ours. ``restart`` (halfway, SIGTERM, which writes the
+route snapshot, then a new process on the same port and files: how long until it answers a route read
+from the snapshot; the window's reads end at the stop).
+Every phase is bounded in time; brokers use 127.x.y.z addresses that nobody connects to.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import time
+
+from tools import guestidle
+from bench.lib import wholetable
+from bench.lib.bigfleet_brokers import CLUSTER, FleetLayout, LayoutFleet
+from tools.hoststeal import StealWindow
+from bench.lib.javanamesrv import JavaNamesrv
+from bench.lib.loadgen import LoadRun, LoadSpec
+from bench.lib.servers import NamesrvServer, free_port
+from bench.lib.serverprocs import listening_pids, server_rss_kib
+from bench.lib.wire import percentile, route_templates
+from namesrv.client import BlockingRemotingClient
+from namesrv.protocol.codes import RequestCode, ResponseCode
+from namesrv.protocol.command import make_request
+
+PROBE_RATE = 500.0        # one read every 2 ms
+SETTINGS = {
+    "default": {},
+    "one": {"routeReadWorkers": "0"},
+}
+
+
+def server_properties(setting):
+    """``default``, ``one`` (one process) or ``workers=N`` / ``workers=N,shared``."""
+    if setting in SETTINGS:
+        return dict(SETTINGS[setting])
+    if setting.startswith("workers="):
+        count, _, mode = setting[len("workers="):].partition(",")
+        props = {"routeReadWorkers": str(int(count))}
+        if mode:
+            if mode != "shared":
+                raise ValueError("workers=N or workers=N,shared")
+            props["routeReadWorkersExclusive"] = "false"
+        return props
+    raise ValueError("unknown server setting %r" % setting)
+
+
+def ms(seconds):
+    return None if seconds is None else seconds * 1000.0
+
+
+def cluster_brokers(host, port):
+    """How many broker names GET_BROKER_CLUSTER_INFO lists right now."""
+    client = BlockingRemotingClient(host, port, timeout=10.0)
+    try:
+        answer = client.call(make_request(RequestCode.GET_BROKER_CLUSTER_INFO, {}))
+    finally:
+        client.close()
+    if answer.code != ResponseCode.SUCCESS or not answer.body:
+        return 0
+    return answer.body.count(b'"brokerName"')
+
+
+def wait_forgotten(host, port, limit):
+    """Seconds until the cluster info lists no broker (None past ``limit``)."""
+    started = time.monotonic()
+    while time.monotonic() - started < limit:
+        if cluster_brokers(host, port) == 0:
+            return time.monotonic() - started
+        time.sleep(0.05)
+    return None
+
+
+def rss_mib(pids):
+    return server_rss_kib(pids) / 1024.0
+
+
+class Run:
+    """One measured run against ``host:port`` (``server``: our subprocess, or None for a target)."""
+
+    def __init__(self, args, host, port, server=None, status_port=None):
+        self.args, self.host, self.port, self.server = args, host, port, server
+        self.status_port = status_port
+        self.event_at = None   # wall-clock time of the scenario's event (the drop, the takeover, the restart)
+        self.layout = FleetLayout(args.brokers, args.topics, args.brokers_per_topic, args.topic_prefix)
+        self.figures = {"brokers": args.brokers, "topics": args.topics, "brokers_per_topic": args.brokers_per_topic,
+                        "entries": args.brokers * self.layout.per_broker, "cycle_s": args.cycle,
+                        "offered_rate": args.rate or None, "read_connections": args.read_connections,
+                        "depth": args.depth, "scenario": args.scenario}
+
+    def log(self, text):
+        print(text, flush=True)
+
+    def server_pids(self):
+        return listening_pids(self.port) or ([self.server.pid] if self.server else [])
+
+    def measure(self):
+        args = self.args
+        with LayoutFleet(self.port, self.layout, host=self.host) as fleet:
+            self.log("registering %d brokers × %d topics (%d topics, %d entries) ..."
+                     % (args.brokers, self.layout.per_broker, args.topics, self.figures["entries"]))
+            self.figures["register_all_s"] = fleet.resize(args.brokers)
+            fleet.prime()
+            self.figures["rss_idle_mib"] = rss_mib(self.server_pids())
+            self.log("registered in %.1f s; RSS %.0f MiB" % (self.figures["register_all_s"],
+                                                             self.figures["rss_idle_mib"]))
+            templates = route_templates(self.layout.all_topics())
+            reads_spec = LoadSpec(connections=args.read_connections, depth=args.depth, processes=args.load_processes,
+                                  warmup=args.warmup, duration=args.seconds, rate=args.rate, stall_timeout=10.0)
+            probe_spec = LoadSpec(connections=1, depth=1, processes=1, warmup=args.warmup, duration=args.seconds,
+                                  rate=PROBE_RATE, seed=11, stall_timeout=10.0)
+            halfway = args.scenario in ("disconnect", "restart")
+            beating = args.warmup + (args.seconds / 2 if halfway else args.seconds)
+            fleet.start_beating(args.cycle, beating, grace=10.0)
+            reads = LoadRun(self.port, templates, reads_spec, self.host).start()
+            probe = LoadRun(self.port, templates, probe_spec, self.host).start()
+            steal = StealWindow(time.monotonic).start()
+            event, beats = self.scenario_event(fleet)
+            rss_peak = rss_mib(self.server_pids())
+            reads_result, probe_result = reads.result(), probe.result()
+            steal.stop()
+            self.figures["host_steal_share"] = steal.share
+            idle = guestidle.read()
+            self.figures.update(guest_idle_driver=idle["driver"], guest_halt_poll_ns=idle["halt_poll_ns"],
+                                guest_halt_poll_shrink=idle["shrink"])
+            beats = beats or fleet.beat_result()
+            self.figures["rss_mib"] = max(rss_peak, rss_mib(self.server_pids()))
+        self.record(reads_result, probe_result, beats, event)
+        return self.figures
+
+    def scenario_event(self, fleet):
+        """Halfway through the window: drop every broker, or take the server over (or nothing)."""
+        args = self.args
+        if args.scenario == "disconnect":
+            beats = fleet.beat_result()          # the fleet beat until halfway
+            busy_before = self.main_cpu()
+            self.event_at = time.time()
+            fleet.drop()
+            forgotten = wait_forgotten(self.host, self.port, args.seconds)
+            return {"dropped_brokers_forgotten_s": forgotten,
+                    "main_cpu_s_after_drop": None if busy_before is None else self.main_cpu() - busy_before}, beats
+        time.sleep(args.warmup + args.seconds / 2)
+        if args.scenario == "takeover":
+            return self.take_over(fleet), None
+        if args.scenario == "restart":
+            beats = fleet.beat_result()          # the fleet beat until halfway
+            return self.restart(fleet), beats
+        if args.scenario == "wholetable":
+            self.event_at = time.time()
+            return {"wholetable": wholetable.ask_all(self.host, self.port, CLUSTER, self.status_port,
+                                                     self.layout.topic_name(1))}, None
+        return {}, None
+
+    def main_cpu(self):
+        if self.server is None:
+            return None
+        from bench.lib.servers import cpu_seconds
+        return cpu_seconds(self.server.pid, children=False)
+
+    def take_over(self, fleet):
+        if self.server is None:
+            raise SystemExit("--scenario takeover needs a server this benchmark starts")
+        old = self.server
+        started = time.monotonic()
+        self.event_at = time.time()
+        new = TakingServer(old)
+        new.start()
+        try:
+            old.process.wait(60)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError("the old process did not exit within 60 s of --takeover:\n--- old\n%s\n--- new\n%s"
+                               % (old.log(), new.log()))
+        switched = time.monotonic() - started
+        self.server = new
+        return {"takeover_s": switched, "brokers_moved": cluster_brokers(self.host, self.port)}
+
+    def restart(self, fleet):
+        """SIGTERM (the route snapshot is written), then a new process on the same port and files: how
+        long the stop took, and how long until the new one answered a route read from the snapshot."""
+        if self.server is None:
+            raise SystemExit("--scenario restart needs a server this benchmark starts")
+        old, topic = self.server, self.layout.all_topics()[0]
+        started = time.monotonic()
+        self.event_at = time.time()
+        old.stop(timeout=120)
+        stopped = time.monotonic()
+        fleet.drop()   # the old process closed them
+        new = RestartedServer(old).spawn()
+        self.server = new
+        listening = answered = None
+        while time.monotonic() - stopped < 120 and answered is None:
+            try:
+                with BlockingRemotingClient(self.host, self.port, timeout=5.0) as client:
+                    listening = listening or time.monotonic()
+                    answer = client.call(make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
+                    if answer.code == ResponseCode.SUCCESS:
+                        answered = time.monotonic()
+            except OSError:
+                pass
+            if answered is None:
+                time.sleep(0.01)
+        return {"restart_stop_s": stopped - started,
+                "restart_listening_s": None if listening is None else listening - stopped,
+                "restart_route_answered_s": None if answered is None else answered - stopped}
+
+    def record(self, reads, probe, beats, event):
+        f = self.figures
+        f.update({
+            "reads_per_s": reads.rps, "reads": reads.requests, "read_errors": reads.errors,
+            "read_p50_ms": reads.latency_ms(0.5), "read_p99_ms": reads.latency_ms(0.99),
+            "read_stalled": reads.stalled,
+            "probe_p50_ms": probe.latency_ms(0.5), "probe_p99_ms": probe.latency_ms(0.99),
+            "probe_max_ms": ms(probe.latencies[-1]) if probe.latencies else None,
+            "probe_reads": probe.requests, "probe_errors": probe.errors,
+            "probe_max_after_event_s": None if probe.worst_at is None or self.event_at is None
+            else probe.worst_at - self.event_at,
+            "registrations": beats["answered"], "registration_errors": beats["errors"],
+            "registration_unanswered": beats["unanswered"],
+            "registration_p50_ms": ms(percentile(beats["rtts"], 0.5)),
+            "registration_p99_ms": ms(percentile(beats["rtts"], 0.99)),
+            "client_cpu": reads.client_cpu,
+        })
+        f.update(event)
+        f["bytes_per_entry"] = f["rss_mib"] * 1048576.0 / max(1, f["entries"])
+
+    def report(self):
+        f = self.figures
+        lines = [
+            "fleet: %(brokers)d brokers, %(topics)d topics × %(brokers_per_topic)d brokers (%(entries)d entries), "
+            "cycle %(cycle_s)s s, scenario %(scenario)s" % f,
+            "route reads: %.0f/s%s (%d errors), p50 %.2f ms, p99 %.2f ms"
+            % (f["reads_per_s"], " of %.0f offered" % f["offered_rate"] if f["offered_rate"] else "",
+               f["read_errors"], f["read_p50_ms"] or 0, f["read_p99_ms"] or 0),
+            "prober: p50 %.2f ms, p99 %.2f ms, max %.2f ms%s (%d reads, %d errors)"
+            % (f["probe_p50_ms"] or 0, f["probe_p99_ms"] or 0, f["probe_max_ms"] or 0,
+               "" if f.get("probe_max_after_event_s") is None else
+               " (answered %+.2f s from the %s)" % (f["probe_max_after_event_s"], f["scenario"]),
+               f["probe_reads"], f["probe_errors"]),
+            "registrations: %d (%d errors, %d unanswered), p50 %.2f ms, p99 %.2f ms"
+            % (f["registrations"], f["registration_errors"], f["registration_unanswered"],
+               f["registration_p50_ms"] or 0, f["registration_p99_ms"] or 0),
+            "RSS of all server processes: %.0f MiB (%.0f B/entry); idle after registering %.0f MiB"
+            % (f["rss_mib"], f["bytes_per_entry"], f["rss_idle_mib"]),
+            "host: the hypervisor took %s of the CPUs' time during the reads (steal)"
+            % ("n/a" if f.get("host_steal_share") is None else "%.1f%%" % (100.0 * f["host_steal_share"])),
+            guestidle.describe({"driver": f.get("guest_idle_driver"), "halt_poll_ns": f.get("guest_halt_poll_ns"),
+                                "shrink": f.get("guest_halt_poll_shrink")}),
+        ]
+        if "dropped_brokers_forgotten_s" in f:
+            lines.append("mass disconnect: brokers forgotten after %s s, main process CPU %s s"
+                         % (_fmt(f["dropped_brokers_forgotten_s"]), _fmt(f["main_cpu_s_after_drop"])))
+        if "wholetable" in f:
+            lines.append("whole-table answers, asked halfway, one after the other:\n" + wholetable.describe(f["wholetable"]))
+        if "restart_stop_s" in f:
+            lines.append("restart: stopped (snapshot written) in %s s; the new process answered a connection after %s s "
+                         "and a route read from its snapshot after %s s"
+                         % (_fmt(f["restart_stop_s"]), _fmt(f["restart_listening_s"]), _fmt(f["restart_route_answered_s"])))
+        if "takeover_s" in f:
+            lines.append("takeover: %.2f s, %d broker names listed by the new process"
+                         % (f["takeover_s"], f["brokers_moved"]))
+        return "\n".join(lines)
+
+
+def _fmt(value):
+    return "n/a" if value is None else "%.3f" % value
+
+
+class TakingServer(NamesrvServer):
+    """A second ``twistd namesrv`` with the running one's properties file and ``--takeover``."""
+
+    def __init__(self, old):
+        self.name, self.own_workdir, self.workdir = "namesrv-takeover", False, old.workdir
+        self.port, self.config_file, self.profile_file = old.port, old.config_file, old.profile_file + ".new"
+        self.log_file = os.path.join(self.workdir, "namesrv-takeover.log")
+        self.process = None
+
+    def command(self):
+        return NamesrvServer.command(self) + ["--takeover"]
+
+    def start(self, timeout=60.0):
+        return self.spawn()   # it listens on the socket it takes over: nothing to wait for here
+
+
+class RestartedServer(TakingServer):
+    """A new ``twistd namesrv`` on the stopped one's port, files and properties (its route snapshot)."""
+
+    def __init__(self, old):
+        TakingServer.__init__(self, old)
+        self.name, self.log_file = "namesrv-restarted", os.path.join(self.workdir, "namesrv-restarted.log")
+
+    def command(self):
+        return NamesrvServer.command(self)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m bench.bigfleet", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", help="HOST:PORT of a running name server (default: start ours)")
+    parser.add_argument("--server", default="default", help="default, one, workers=N or workers=N,shared")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra server property (ours only), repeatable")
+    parser.add_argument("--brokers", type=int, default=1000)
+    parser.add_argument("--topics", type=int, default=100_000)
+    parser.add_argument("--brokers-per-topic", type=int, default=10)
+    parser.add_argument("--topic-prefix", default="Fleet",
+                        help="topic names are this and 6 digits (a longer one makes the topic list pass 16 MiB "
+                             "sooner: 22 characters at a million topics is 25 MB)")
+    parser.add_argument("--cycle", type=float, default=30.0, help="seconds for the whole fleet to beat once")
+    parser.add_argument("--rate", type=float, default=0.0, help="route reads/s offered (0: as fast as served)")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--read-connections", type=int, default=3)
+    parser.add_argument("--depth", type=int, default=32)
+    parser.add_argument("--load-processes", type=int, default=1)
+    parser.add_argument("--scenario", choices=("steady", "disconnect", "takeover", "wholetable", "restart"), default="steady")
+    parser.add_argument("--java", metavar="PEER_DIR",
+                        help="measure a fresh Java NameServer of this peer (../shared/javapeers) instead of ours")
+    parser.add_argument("--java-heap", default="4g", help="the Java NameServer's -Xms/-Xmx (default 4g)")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON line too")
+    parser.add_argument("--keep-logs", metavar="DIR", help="copy the servers' logs here before cleaning up")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.target:
+        host, _, port = args.target.rpartition(":")
+        run = Run(args, host or "127.0.0.1", int(port))
+        run.measure()
+    elif args.java:
+        java = JavaNamesrv(args.java, args.java_heap)
+        try:
+            java.start(timeout=120)
+            run = Run(args, "127.0.0.1", java.port)
+            run.measure()
+        finally:
+            java.cleanup()
+        run.figures["server"] = "java %s -Xmx%s" % (os.path.basename(args.java.rstrip("/")), args.java_heap)
+    else:
+        props = server_properties(args.server)
+        props.update(item.split("=", 1) for item in args.property)
+        if args.scenario == "restart":   # the route snapshot, written at stop, restored at start
+            props.setdefault("routeSnapshotEnable", "true")
+            props.setdefault("routeSnapshotPath", "routes.snapshot")
+        if args.scenario == "wholetable" and "statusListenPort" not in props:
+            props["statusListenPort"] = str(free_port())
+        server = NamesrvServer(props)
+        try:
+            server.start(timeout=60)
+            if props.get("routeReadWorkers", "auto") != "0":
+                server.wait_for_log("read worker 0 listening", timeout=60)
+            status = int(props["statusListenPort"]) if props.get("statusListenPort") else None
+            run = Run(args, "127.0.0.1", server.port, server, status)
+            try:
+                run.measure()
+            finally:
+                if run.server is not server:
+                    run.server.stop()
+        finally:
+            server.stop()
+            if args.keep_logs:
+                os.makedirs(args.keep_logs, exist_ok=True)
+                for name in os.listdir(server.workdir):
+                    if name.endswith(".log"):
+                        shutil.copy(os.path.join(server.workdir, name), args.keep_logs)
+            server.cleanup()
+        run.figures["server"] = args.server
+    print(run.report())
+    if args.json:
+        print(json.dumps(run.figures, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

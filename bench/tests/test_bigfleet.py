@@ -1,0 +1,62 @@
+"""bench.bigfleet at a tiny size, each scenario once: it runs, finds the server's processes and prints
+well-formed figures (never what they say), against a server it starts and against one given by --target."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tools import guestidle
+from bench.lib.bigfleet_brokers import FleetLayout
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_the_layout_puts_every_topic_on_its_number_of_brokers():
+    layout = FleetLayout(brokers=10, topics=1000, brokers_per_topic=3)
+    assert layout.per_broker == 300 and layout.step == 100
+    hosts = {}
+    for broker in range(10):
+        for topic in layout.broker_topics(broker):
+            hosts.setdefault(topic, set()).add(broker)
+    assert len(hosts) == 1000 and {len(b) for b in hosts.values()} == {3}
+    assert layout.broker_topics(1)[0] == "Fleet000100" and layout.broker_addr(258).startswith("127.")
+    with pytest.raises(ValueError):
+        FleetLayout(brokers=10, topics=5, brokers_per_topic=1)
+
+
+def run(*args):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
+    done = subprocess.run([sys.executable, "-m", "bench.scenarios.bigfleet", "--brokers", "6", "--topics", "60",
+                           "--brokers-per-topic", "2", "--cycle", "1", "--seconds", "2", "--warmup", "0.5",
+                           "--json", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("scenario", ["steady", "disconnect", "takeover"])
+def test_each_scenario_prints_its_figures(scenario):
+    figures = run("--scenario", scenario, "--server", "one" if scenario == "steady" else "default")
+    assert figures["entries"] == 120 and figures["reads"] > 0
+    assert figures["read_errors"] == 0 or scenario == "disconnect"     # the routes are gone after it
+    assert figures["probe_reads"] > 0 and figures["probe_p99_ms"] > 0 and figures["rss_mib"] > 10
+    assert figures["registrations"] > 0 and figures["registration_errors"] == 0
+    assert figures["host_steal_share"] is None or 0.0 <= figures["host_steal_share"] <= 1.0
+    assert figures["guest_halt_poll_ns"] == guestidle.read()["halt_poll_ns"]
+    if scenario == "disconnect":
+        assert figures["dropped_brokers_forgotten_s"] is not None
+    if scenario == "takeover":
+        assert figures["brokers_moved"] == 6
+
+
+def test_a_server_given_by_address_is_measured_with_its_processes(tmp_path):
+    from tests.integration.server import NamesrvProcess
+    server = NamesrvProcess(tmp_path, {"routeReadWorkers": "1"})
+    server.start()
+    try:
+        figures = run("--target", "127.0.0.1:%d" % server.port)
+    finally:
+        server.stop()
+    assert figures["reads"] > 0 and figures["rss_mib"] > 10 and "server" not in figures
