@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from twisted.logger import Logger
 
-from namesrv.config.keys import JAVA_ONLY_KEYS, inline_comment, suggestion
+from namesrv.config.keys import JAVA_ONLY_KEYS, RENAMED, inline_comment, suggestion
 from namesrv.config.properties import PropertiesError, format_properties, load_properties_file
 
 log = Logger()
@@ -431,6 +431,9 @@ class NamesrvConfig:
         for key in keys:
             if key in JAVA_ONLY_KEYS:
                 notes.append("%s: %s is read by the Java NameServer only: kept, unused here" % (source, key))
+                continue
+            if key in RENAMED:
+                refusals.append("%s: %s is now called %s: use that name" % (source, key, RENAMED[key]))
                 continue
             meant = suggestion(key, _BY_NAME)
             if meant is not None:

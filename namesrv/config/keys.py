@@ -29,6 +29,12 @@ JAVA_ONLY_KEYS = frozenset("""
     metricsGrpcExporterTarget metricsInDelta metricsLabel metricsPromExporterHost metricsPromExporterPort
 """.split())
 
+#: properties of ours that changed their name: an old file's key is refused naming the new one
+#: (the operator meant to set something that no longer reads that key)
+RENAMED = {
+    "isolationTurnBudgetMillis": "schedulerTurnBudgetMillis",
+}
+
 #: how alike (difflib's ratio) a key must be to a known one to count as its misspelling
 CLOSE_ENOUGH = 0.85
 

@@ -290,6 +290,14 @@ def test_unknown_keys_are_kept_quietly_and_explained(tmp_path):
                      "unused"]
 
 
+def test_a_renamed_property_is_refused_naming_its_new_name():
+    """An old file's isolationTurnBudgetMillis would otherwise be kept and silently unused."""
+    refusals, notes = NamesrvConfig().unknown_keys(["isolationTurnBudgetMillis"], "old.properties")
+    assert refusals == ["old.properties: isolationTurnBudgetMillis is now called schedulerTurnBudgetMillis: "
+                        "use that name"]
+    assert notes == []
+
+
 def test_properties_text_without_extras_lists_the_properties_only(tmp_path):
     config = NamesrvConfig()
     config.update({"myOwnKey": "x"})
