@@ -36,7 +36,7 @@ class _Dial(protocol.ClientFactory):
         self.mesh._dial_failed(self.peer, reason)
 
     def clientConnectionLost(self, connector, reason):
-        pass
+        self.mesh._dial_ended(self.peer, connector)
 
 
 class MemberMesh:
@@ -117,6 +117,15 @@ class MemberMesh:
     def _dial_failed(self, peer, reason):
         self._dialing.pop(peer, None)
         self._redial_later(peer)
+
+    def _dial_ended(self, peer, connector):
+        """A dialled connection closed. One that never became the peer's link (closed during the
+        handshake, or accepted by a proxy in the path that then could not reach the peer, which was
+        not listening yet) has no ``link_down`` to dial again: dial here, or the pair never links."""
+        if self._dialing.get(peer) is connector:
+            del self._dialing[peer]
+            if peer not in self.links:
+                self._redial_later(peer)
 
     # -- the links' life (MemberLink's handler) ----------------------------------------------------------
     def link_up(self, link):
