@@ -12,12 +12,11 @@ cache built from it and tells the followers. Two kinds of followers:
   topic whose QueueData or static-topic mapping changes is added; a reset of all tables
   sets ``full`` instead.
 
-An operation (``operation()``) also collects the topics whose broker-name set it changes,
-and reports them as ``topic_route_changed`` events when it ends.
+An operation (``operation()``) also collects the topics whose broker-name set it changes
+(the tables' moves, ``moved``), and reports them as ``topic_route_changed`` events when it ends.
 """
 
 from contextlib import contextmanager
-from itertools import filterfalse
 
 from namesrv.observe.eventlog import NullEventLog
 from namesrv.routes import bulk
@@ -36,9 +35,8 @@ class RouteChanges:
         self.generation = 0
         #: bumped when a topic appears or disappears, or the tables are replaced (the status page's sorted names)
         self.topic_set_generation = 0
-        #: inside an operation: topic -> its broker names before the operation; else None
-        self.touched = None
-        self._created_alone = None   # set by a bulk first registration, read when its operation ends
+        #: inside an operation: the tables' moves so far, [(topics, map before, map after, batch)]; else None
+        self.moves = None
         self._depth = 0        # > 0 inside an operation: notify once, when it ends
         self._pending = False
 
@@ -111,60 +109,55 @@ class RouteChanges:
         for callback in self.listeners:
             callback()
 
+    @property
+    def in_operation(self):
+        return self.moves is not None
+
     @contextmanager
     def operation(self, tables):
         """One operation on ``tables``: collects the topics whose broker-name set it changes and reports them.
 
         Topics that went from the same brokers to the same brokers share one
-        ``topic_route_changed`` event (``topics``: the list; a lone topic keeps the ``topic``
+        ``topic_route_changed`` event (``topics``: the sorted list; a lone topic keeps the ``topic``
         field): a broker's first registration of 10,000 topics is one event, not 10,000.
         """
-        outer = self.touched is not None
+        outer = self.moves is not None
         if not outer:
-            self.touched = {}
+            self.moves = []
         self.begin()
         try:
             yield
         finally:
             if not outer:
-                touched, self.touched = self.touched, None
+                moves, self.moves = self.moves, None
                 self.end()
-                self._report(touched, tables.topic_queue_table)
+                self._report(moves, tables.topic_queue_table)
             else:
                 self.end()
 
-    def touch(self, topic, qmap):
-        """``topic`` (whose QueueData are ``qmap``, or None) is about to change its broker set."""
-        if topic not in self.touched:
-            self.touched[topic] = tuple(qmap) if qmap else ()
+    def moved(self, topics, before, after, batch):
+        """The tables gave ``topics`` the map ``after`` (None: they went), from ``before`` (None: they were
+        not there); ``batch`` numbers the tables' batches of moves (each topic once in a batch)."""
+        if self.moves is not None and self.route_events_wanted():
+            self.moves.append((list(topics), before, after, batch))
 
-    def touch_many(self, topics, table):
-        """``touch`` for each of ``topics``, whose QueueData are in ``table``. Those touched already are
-        skipped in a pass in C; given a set (a broker's topics), with the hashes the set keeps: a mass
-        disconnect checks each topic ten times, and reading a million strings for their hashes was
-        most of its cost."""
-        touched = self.touched
-        fresh = topics.difference(touched) if isinstance(topics, set) else filterfalse(touched.__contains__, topics)
-        for topic in fresh:
-            qmap = table.get(topic)
-            touched[topic] = tuple(qmap) if qmap else ()
+    def route_events_wanted(self):
+        """An event log that drops topic_route_changed (``NullEventLog``) spares us grouping them."""
+        return not getattr(self.events, "drops_route_changes", False)
 
-    def created_alone(self, broker_name, topics, created):
-        """The operation's first change created ``topics``, each with one QueueData of ``broker_name``
-        (``created``, the new per-topic maps): its end can name the change without a scan."""
-        self.touched = dict.fromkeys(topics, ())
-        self._created_alone = (broker_name, topics, created)
-
-    def _report(self, touched, table):
-        created, self._created_alone = self._created_alone, None
-        groups = None if created is None else bulk.created_alone_change(created, touched, table)
-        if groups is None:
-            groups = bulk.uniform_change(touched, table)
-        if groups is None:
+    def _report(self, moves, table):
+        if not moves:
+            return
+        if len({batch for _, _, _, batch in moves}) == 1:
+            groups = bulk.moved_changes([(topics, before, after) for topics, before, after, _ in moves])
+        else:   # several batches may have moved a topic twice: its first map against its map now
+            touched = {}
+            for topics, before, _, _ in reversed(moves):
+                touched.update(dict.fromkeys(topics, before if before is not None else ()))
             groups = bulk.route_changes(touched, table)
         emit = self.events.emit
         for (before, after), topics in groups.items():
             if len(topics) == 1:
                 emit("topic_route_changed", topic=topics[0], before=list(before), after=list(after))
             else:
-                emit("topic_route_changed", topics=topics, before=list(before), after=list(after))
+                emit("topic_route_changed", topics=sorted(topics), before=list(before), after=list(after))

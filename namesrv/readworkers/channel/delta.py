@@ -21,7 +21,8 @@ def encode_topics(routes, topics):
     """The current QueueData of ``topics`` by shape (rows.topic_shapes; None for a topic that is gone)
     and their mappings."""
     mappings = routes.topic_queue_mapping_info_table
-    return {"shapes": rows.topic_shapes(routes, topics), "mappings": {topic: mappings.get(topic) for topic in topics}}
+    return {"shapes": rows.topic_shapes(routes, topics, grouped=True),
+            "mappings": {topic: mappings.get(topic) for topic in topics}}
 
 
 def encode_brokers(routes):
