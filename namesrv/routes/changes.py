@@ -9,8 +9,9 @@ cache built from it and tells the followers. Two kinds of followers:
   workers' publisher): called once per operation, when it ends, however many tables it
   touched;
 - topic trackers (a set with a ``full`` flag, e.g. readworkers.main.publisher.TopicTracker): every
-  topic whose QueueData or static-topic mapping changes is added; a reset of all tables
-  sets ``full`` instead.
+  topic whose QueueData or static-topic mapping changes is added (and, to a tracker with a
+  ``brokers`` set, every broker name whose BrokerData or cluster membership changes); a reset
+  of all tables sets ``full`` instead.
 
 An operation (``operation()``) also collects the topics whose broker-name set it changes
 (the tables' moves, ``moved``), and reports them as ``topic_route_changed`` events when it ends.
@@ -67,8 +68,16 @@ class RouteChanges:
         self.changed()
 
     def brokers_changed(self, broker_name=None):
-        """The BrokerData or cluster membership of ``broker_name`` (None: of any broker) changed."""
+        """The BrokerData or cluster membership of ``broker_name`` (None: of any broker) changed. A tracker
+        with a ``brokers`` set (the read workers' publisher) collects the names; None marks it ``full``."""
         self.body_cache.brokers_changed(broker_name)
+        for tracker in self.trackers:
+            brokers = getattr(tracker, "brokers", None)
+            if brokers is not None:
+                if broker_name is None:
+                    tracker.full = True
+                else:
+                    brokers.add(broker_name)
         self.changed()
 
     def broker_routes_changed(self, topics):

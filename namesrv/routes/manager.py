@@ -243,9 +243,9 @@ class RouteInfoManager:
         """Set the QueueData (and mappings) of the topics given as rows; see ``RouteTables.apply_topic_rows``."""
         self.tables.apply_topic_rows(topics, mappings)
 
-    def update_broker_rows(self, brokers, clusters, filters):
+    def update_broker_rows(self, brokers, clusters, filters, gone=None):
         """Bring the broker-level tables to these rows; see ``RouteTables.update_broker_rows``."""
-        self.tables.update_broker_rows(brokers, clusters, filters)
+        self.tables.update_broker_rows(brokers, clusters, filters, gone)
 
     def apply_topic_shapes(self, shapes, mappings=None):
         """The same, with the topics given by shape (``rows.topic_shapes``)."""

@@ -21,11 +21,12 @@ def topic_rows(routes):
     return {topic: queue_data_rows(queue_map) for topic, queue_map in routes.topic_queue_table.items()}
 
 
-def broker_rows(routes):
-    """BrokerData: [[brokerName, cluster, zoneName, enableActingMaster, [[brokerId, addr], ...]], ...]."""
+def broker_rows(routes, broker_datas=None):
+    """BrokerData (``broker_datas``, or every one): [[brokerName, cluster, zoneName, enableActingMaster,
+    [[brokerId, addr], ...]], ...]."""
     return [[bd.broker_name, bd.cluster, bd.zone_name, bd.enable_acting_master,
              [[broker_id, addr] for broker_id, addr in bd.broker_addrs.items()]]
-            for bd in routes.broker_addr_table.values()]
+            for bd in (routes.broker_addr_table.values() if broker_datas is None else broker_datas)]
 
 
 def cluster_rows(routes):

@@ -120,20 +120,26 @@ class RouteTables:
         self.epoch += 1
         self.changes.everything_changed()
 
-    def update_broker_rows(self, brokers, clusters, filters):
+    def update_broker_rows(self, brokers, clusters, filters, gone=None):
         """Bring the broker-level tables to these rows (a replica's publication, after its topics),
         telling the change tracker only what differs: the kept bodies of every topic whose brokers
         did not change stay (``replace_from_rows`` would drop them all, and a read worker would
-        join 100,000 routes again after any change)."""
+        join 100,000 routes again after any change). With ``gone`` (a list, maybe empty), ``brokers``
+        are only the rows of the brokers that changed, ``gone`` the names of those removed; the other
+        BrokerData stay as they are."""
         changes, old_table = self.changes, self.broker_addr_table
-        table, changed = {}, []
+        table, changed = ({}, []) if gone is None else (dict(old_table), list(gone))
         for name, cluster, zone, acting, addrs in brokers:
             broker_data = BrokerData(cluster, name, {broker_id: addr for broker_id, addr in addrs}, zone, bool(acting))
             old = old_table.get(name)
             table[name] = old if old == broker_data else broker_data
             if old != broker_data:
                 changed.append(name)
-        changed.extend(name for name in old_table if name not in table)
+        if gone is None:
+            changed.extend(name for name in old_table if name not in table)
+        else:
+            for name in gone:
+                table.pop(name, None)
         clusters = {cluster: set(names) for cluster, names in clusters.items()}
         members = {(cluster, name) for cluster, names in clusters.items() for name in names}
         members ^= {(cluster, name) for cluster, names in self.cluster_addr_table.items() for name in names}

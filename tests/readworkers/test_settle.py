@@ -2,6 +2,7 @@
 
 from twisted.internet import task
 
+from namesrv.readworkers.channel.delta import PART_TOPICS
 from namesrv.readworkers.channel.feed import down_reader
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.service import make_service
@@ -138,8 +139,8 @@ def test_changes_nobody_was_told_of_go_out_quietly_and_an_answer_meanwhile_settl
     publisher = pool.publisher
     publisher.reactor = clock = task.Clock()
     connection = FakeConnection("127.0.0.1:40002")
-    service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=["T%d" % i for i in range(1200)]),
-                              connection)
+    topics = ["T%d" % i for i in range(2 * PART_TOPICS + 200)]   # a publication of three parts
+    service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=topics), connection)
     worker = pool.workers[0] = RecordingWorker(applied=publisher.generation.value)
     publisher.tracker.take()
     before = publisher.generation.read()
@@ -168,3 +169,34 @@ def test_a_full_copy_is_never_quiet(tmp_path):
     clock.advance(1)
     assert publisher.generation.read() == before + 1
     assert worker.messages[0]["reset"] and not worker.messages[0]["quiet"]
+
+
+def test_a_small_publication_is_one_message_sent_with_the_answer_that_settles_it(tmp_path):
+    service, pool = wired_pool(tmp_path)
+    publisher = pool.publisher
+    publisher.reactor = task.Clock()
+    worker = pool.workers[0] = RecordingWorker(applied=publisher.generation.value)
+    publisher.tracker.take()
+    publisher.tracker.take_brokers()
+    before = publisher.generation.read()
+    service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=["T1", "T2"]),
+                              FakeConnection("127.0.0.1:40002"))
+    # no reactor turn yet: the workers have the change as soon as it is acknowledged, before anything else runs
+    assert publisher.generation.read() == before + 1
+    assert [m["kind"] for m in worker.messages] == ["replica"]
+    message = worker.messages[0]
+    assert message["generation"] == before + 1
+    assert sorted(t for group in message["topics"]["shapes"]["groups"] for t in group) == ["T1", "T2"]
+    assert [row[0] for row in message["brokers"]] == ["b"] and message["goneBrokers"] == []   # only what changed
+
+
+def test_a_publication_of_several_parts_keeps_its_pace(tmp_path):
+    service, pool = wired_pool(tmp_path)
+    publisher = pool.publisher
+    publisher.reactor = clock = task.Clock()
+    worker = pool.workers[0] = RecordingWorker(applied=publisher.generation.value)
+    publisher.tracker.take()
+    service.registry.dispatch(big_registration(PART_TOPICS + 10), FakeConnection("127.0.0.1:40002"))
+    assert worker.messages == []          # paced as before: from a reactor turn later, a part per turn
+    clock.advance(1)
+    assert [m["kind"] for m in worker.messages] == ["topics", "topics", "replica"]

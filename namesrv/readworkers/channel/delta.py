@@ -13,21 +13,30 @@ part per message.
 
 from namesrv.routes import rows
 
-#: topics per part: ~1 ms to encode, decode or apply
-PART_TOPICS = 500
+#: topics per part: ~1.5 ms to encode, decode or apply (the tables' moves are per map, in C); a registration
+#: of a few thousand topics is one message
+PART_TOPICS = 5000
 
 
 def encode_topics(routes, topics):
-    """The current QueueData of ``topics`` by shape (rows.topic_shapes; None for a topic that is gone)
-    and their mappings."""
+    """The current QueueData of ``topics`` by shape (rows.topic_shapes, grouped; "gone" for topics that are
+    gone) and the static-topic mappings those topics have (a topic of the part not named has none)."""
     mappings = routes.topic_queue_mapping_info_table
     return {"shapes": rows.topic_shapes(routes, topics, grouped=True),
-            "mappings": {topic: mappings.get(topic) for topic in topics}}
+            "mappings": {topic: mappings[topic] for topic in topics if topic in mappings} if mappings else {},
+            "partTopics": True}
 
 
-def encode_brokers(routes):
-    """The broker-level tables, whole."""
-    return rows.broker_level_rows(routes)
+def encode_brokers(routes, names=None):
+    """The broker-level tables: every broker's row (``names`` None), or the rows of the broker names given
+    (those gone listed in "goneBrokers"), with the cluster and filter-server tables whole (one row per
+    cluster and per filtered address: small)."""
+    if names is None:
+        return rows.broker_level_rows(routes)
+    table = routes.broker_addr_table
+    present = [table[name] for name in names if name in table]
+    return {"brokers": rows.broker_rows(routes, present), "goneBrokers": [name for name in names if name not in table],
+            "clusters": rows.cluster_rows(routes), "filters": rows.filter_rows(routes)}
 
 
 def apply_topics(routes, part, reset=False):
@@ -36,13 +45,20 @@ def apply_topics(routes, part, reset=False):
     The data comes from our own main process over a private pipe, so it is trusted as
     to shape; a malformed part raises (KeyError, TypeError, ValueError).
     """
+    mappings = part["mappings"]
     if reset:
-        mappings = {topic: info for topic, info in part["mappings"].items() if info is not None}
-        routes.replace_from_rows(shapes=part["shapes"], mappings=mappings)
-    else:
-        routes.apply_topic_shapes(part["shapes"], part["mappings"])
+        routes.replace_from_rows(shapes=part["shapes"], mappings={t: i for t, i in mappings.items() if i is not None})
+        return
+    if part.get("partTopics"):   # the part's topics without a mapping have none
+        table = routes.topic_queue_mapping_info_table
+        if table:
+            shapes = part["shapes"]
+            topics = shapes["gone"] + [t for group in shapes["groups"] for t in group] if "groups" in shapes \
+                else list(shapes["topics"])
+            mappings = dict(dict.fromkeys([t for t in topics if t in table and t not in mappings]), **mappings)
+    routes.apply_topic_shapes(part["shapes"], mappings)
 
 
 def apply_brokers(routes, tables):
     """Bring the broker-level tables to the main process's (the bodies of unchanged brokers' topics stay)."""
-    routes.update_broker_rows(tables["brokers"], tables["clusters"], tables["filters"])
+    routes.update_broker_rows(tables["brokers"], tables["clusters"], tables["filters"], tables.get("goneBrokers"))

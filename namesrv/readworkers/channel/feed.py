@@ -61,32 +61,46 @@ class MessageReader(LengthPrefixedReader):
         LengthPrefixedReader.__init__(self, loads)
 
 
+def topics_part(routes, topics, reset=False, quiet=False):
+    """One part, unencoded: the current state of ``topics`` (``reset``: the first part of a full copy;
+    ``quiet``: of changes nobody was told of yet, which a worker may apply while it goes on answering)."""
+    return dict(encode_topics(routes, topics), kind="topics", reset=reset, quiet=quiet)
+
+
 def topics_message(routes, topics, reset=False, quiet=False):
-    """One part: the current state of ``topics`` (``reset``: the first part of a full copy; ``quiet``:
-    of changes nobody was told of yet, which a worker may apply while it goes on answering)."""
-    return pack_down(dict(encode_topics(routes, topics), kind="topics", reset=reset, quiet=quiet))
+    """``topics_part``, encoded."""
+    return pack_down(topics_part(routes, topics, reset, quiet))
 
 
-def replica_message(generation, routes, kv, config, started, local_codes, full):
+def replica_message(generation, routes, kv, config, started, local_codes, full, brokers=None, part=None):
     """The end of a publication: after it a worker may answer ``local_codes`` while the shared
-    counter still reads ``generation`` (the value when the publication began)."""
-    return pack_down(dict(encode_brokers(routes), kind="replica", generation=generation, full=full,
+    counter still reads ``generation`` (the value when the publication began). ``brokers``: the broker
+    names changed since the previous publication (None: every broker's row); ``part``: the publication's
+    only topics part (``topics_part``), carried in the same message (one message, one turn to apply: the
+    replica is fresh again sooner)."""
+    return pack_down(dict(encode_brokers(routes, brokers), kind="replica", generation=generation, full=full,
+                     topics=part,
                      orderTopicConfig=kv.namespace(ORDER_TOPIC_CONFIG),
                      config={name: java_text(config.get(name)) for name in config.names()},
                      started=started, localCodes=sorted(local_codes)))
 
 
 def publication(generation, routes, kv, config, started, local_codes, topics=None, part_topics=PART_TOPICS,
-                quiet=False):
+                quiet=False, brokers=None):
     """The messages of one publication, one at a time: parts of ``topics`` (None: every topic,
-    a full copy, never ``quiet``), then the final replica message. Encoded lazily, so a caller
-    may send one per reactor turn."""
+    a full copy, never ``quiet``), then the final replica message with the rows of ``brokers``
+    (None: every broker's; a full copy has them all). Encoded lazily, so a caller may send one per
+    reactor turn."""
     full = topics is None
-    names = list(routes.topic_queue_table) if full else sorted(topics)
+    names = list(routes.topic_queue_table) if full else list(topics)
+    if not full and len(names) <= part_topics:
+        yield replica_message(generation, routes, kv, config, started, local_codes, False, brokers,
+                              topics_part(routes, names, quiet=quiet) if names else None)
+        return
     for start in range(0, max(len(names), 1 if full else 0), part_topics):
         yield topics_message(routes, names[start:start + part_topics], reset=full and start == 0,
                              quiet=quiet and not full)
-    yield replica_message(generation, routes, kv, config, started, local_codes, full)
+    yield replica_message(generation, routes, kv, config, started, local_codes, full, None if full else brokers)
 
 
 def resync_message():

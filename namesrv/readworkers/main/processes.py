@@ -15,6 +15,7 @@ from twisted.logger import Logger
 import namesrv
 from namesrv.dispatch.registry import record_requests
 from namesrv.readworkers.channel.feed import FeedError, MessageReader, pack_down
+from namesrv.readworkers.channel import pipes
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.readworkers.channel.scratch import make_directory
 from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
@@ -258,7 +259,7 @@ class WorkerProcess(protocol.ProcessProtocol):
 
     def send(self, message):
         if not self.ended and self.transport is not None:
-            self.transport.write(message)
+            pipes.write_now(self.transport, message)   # now, not on the next reactor turn
 
     def childDataReceived(self, fd, data):
         if fd == 1:

@@ -13,6 +13,7 @@ from twisted.logger import Logger
 
 from namesrv.interfaces import IReplicableProcessor
 from namesrv.protocol.codes import RequestCode
+from namesrv.readworkers.channel.delta import PART_TOPICS
 from namesrv.readworkers.channel.feed import publication
 
 log = Logger()
@@ -30,18 +31,25 @@ MAX_HOLD = 1.0
 
 
 class TopicTracker(set):
-    """Topics changed since the last ``take()``; ``full`` when every topic must be sent."""
+    """Topics changed since the last ``take()``, and the broker names whose BrokerData or cluster membership
+    changed (``brokers``); ``full`` when every topic and broker must be sent."""
 
     def __init__(self):
         set.__init__(self)
         self.full = True
+        self.brokers = set()
 
     def take(self):
-        """(full, topics) since the previous take, and start over."""
+        """(full, topics) since the previous take, and start over (``take_brokers`` next)."""
         full, topics = self.full, set(self)
         self.full = False
         self.clear()
         return full, topics
+
+    def take_brokers(self):
+        """The broker names changed since the previous take."""
+        brokers, self.brokers = self.brokers, set()
+        return brokers
 
 
 def replicable_processors(registry):
@@ -185,21 +193,33 @@ class Publisher:
         if self._unsettled or self._quiet:
             self._unsettled = self._quiet = False
             self.generation.bump()
+            if self._messages is None and self._publish_call is not None and self._one_message():
+                # the workers get the change right behind its acknowledgement, before this process runs
+                # anything else (the next registration): they are stale for the time they take to apply it
+                self._publish_call.cancel()
+                self._publish()
 
     def _schedule_publish(self):
         if self._messages is not None:
             return   # the running publication's end looks again
         if self._publish_call is None or not self._publish_call.active():
-            delay = max(0.0, self._next_publish - self.reactor.seconds())
+            delay = 0.0 if self._one_message() else max(0.0, self._next_publish - self.reactor.seconds())
             self._publish_call = self.reactor.callLater(delay, self._publish)
+
+    def _one_message(self):
+        """The next publication is one message (a registration's changes, feed.publication): it goes out at
+        once, unpaced (about a ms of work), so the workers are fresh again before the next registration runs
+        and go on answering reads instead of forwarding them to this busy process."""
+        return not self.tracker.full and len(self.tracker) <= PART_TOPICS \
+            and not any(worker.needs_full for worker in self.workers())
 
     def local_codes(self):
         return local_codes(self.registry)
 
-    def publication(self, topics=None, quiet=False):
-        """The messages of one publication (feed.publication): ``topics`` changed, or all (None)."""
+    def publication(self, topics=None, quiet=False, brokers=None):
+        """The messages of one publication (feed.publication): ``topics`` and ``brokers`` changed, or all (None)."""
         return publication(self.generation.value, self.routes, self.kv, self.config, self.started,
-                           self.local_codes(), topics, quiet=quiet)
+                           self.local_codes(), topics, quiet=quiet, brokers=brokers)
 
     def _publish(self):
         """Start a publication; its messages go out one per reactor turn (reads forwarded to us
@@ -208,6 +228,7 @@ class Publisher:
         if not self.active() or self._messages is not None:
             return
         full, topics = self.tracker.take()
+        brokers = self.tracker.take_brokers()
         workers = list(self.workers())
         if any(worker.needs_full for worker in workers):
             full = True
@@ -224,7 +245,7 @@ class Publisher:
         else:
             self.settle()
         self._published_generation = self.generation.value
-        self._messages = self.publication(None if full else topics, quiet)
+        self._messages = self.publication(None if full else topics, quiet, None if full else brokers)
         self._publish_work = 0.0
         self._send_next()
 
@@ -259,7 +280,7 @@ class Publisher:
         self.publishes += 1
         spent = self._publish_work
         self._next_publish = self.reactor.seconds() + max(MIN_PUBLISH_INTERVAL, spent / PUBLISH_DUTY - spent)
-        if self.tracker or self.tracker.full or self._stale():
+        if self.tracker or self.tracker.full or self.tracker.brokers or self._stale():
             self._schedule_publish()
 
     def _stale(self):

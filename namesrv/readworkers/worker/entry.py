@@ -30,8 +30,10 @@ from zope.interface import implementer
 
 from namesrv.readworkers.channel.feed import FeedError, counts_message, down_reader, pack, resync_message
 from namesrv.readworkers.channel.generation import SharedGeneration
+from namesrv.readworkers.channel.pipes import enlarge, read_in_large_chunks
 from namesrv.readworkers.channel.scratch import remove_if_abandoned
 from namesrv.readworkers.worker.connections import WorkerConnectionFactory
+from namesrv.readworkers.worker.freshness import WaitForFresh
 from namesrv.readworkers.worker.guards import WorkerGuards, add_arguments
 from namesrv.readworkers.worker.handoff import hand_off_idle, movable, quiet, stop_reading
 from namesrv.readworkers.worker.lifeline import Lifeline
@@ -66,6 +68,8 @@ class ReadWorker(protocol.Protocol):
         self.guards = guards
         self.reader = down_reader()
         self.factory = WorkerConnectionFactory(replica, options.upstream, reactor, options.handoff)
+        # a read on a stale replica waits a moment for the publication on its way (freshness.py)
+        self.factory.dispatcher = self.fresh_reads = WaitForFresh(self.factory.dispatcher, replica, reactor)
         self.port = None
         self._pending = collections.deque()
         self._apply_call = None
@@ -142,6 +146,7 @@ class ReadWorker(protocol.Protocol):
         self.factory.turns.stop()   # frames waiting for their turn travel with their connection, unread
         for connection in list(self.factory.connections.values()):
             stop_reading(connection)
+        self.fresh_reads.flush()    # reads waiting for a fresh replica: answered or forwarded (awaited) now
         self._drain_deadline = self.reactor.seconds() + DRAIN_GRACE
         self._drain = task.LoopingCall(self._sweep)
         self._drain.clock = self.reactor
@@ -279,7 +284,10 @@ def main(argv=None):
     # SIGTERM (the parent-death signal, or an operator) stops the reactor: close every connection
     # and the port first, and say whether the main process is gone.
     reactor.addSystemEventTrigger("before", "shutdown", _before_shutdown, worker, lifeline)
-    stdio.StandardIO(worker, reactor=reactor)
+    feed = stdio.StandardIO(worker, reactor=reactor)
+    # a publication in one write and one read (channel/pipes.py)
+    enlarge(0)
+    read_in_large_chunks(feed._reader)
     reactor.run()
     if lifeline.orphaned is not None:
         _remove_private_directory(options)

@@ -98,6 +98,8 @@ class Replica:
         self.registry = ProcessorRegistry([factories[name].build(self.context) for name in processor_names],
                                           events=self.counts)
         self.answer_cache = FreshAnswerCache(self.registry, self)
+        #: called after each message applied (the replica may be fresh again: freshness.py)
+        self.applied_listeners = []
 
     @property
     def config(self):
@@ -114,12 +116,17 @@ class Replica:
             if message["kind"] == "topics":
                 self._apply_part(message)
                 return True
+            if message.get("topics") is not None:   # a small publication in one message: its part first
+                self._apply_part(message["topics"])
             return self._finish(message)
         except Exception:
             self.complete = False
             self.generation = None
             self.loading = False
             raise
+        finally:
+            for listener in self.applied_listeners:
+                listener()
 
     def _apply_part(self, message):
         # A quiet part carries changes the shared counter was not bumped for (nobody has been told of
