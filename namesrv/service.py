@@ -112,14 +112,23 @@ class NamesrvService(service.MultiService):
         config = self.config
         return RemotingEndpoint(
             self.reactor, config.listenPort, config.bindAddress, config.serverSocketBacklog or 50,
-            # exclusive read workers accept on the socket; this process only holds it
+            # exclusive read workers accept on the socket; this process only holds it (see startService)
             hold=self.read_workers is not None and config.routeReadWorkersExclusive,
             inherit=self.handover.take_over if self.handover.takeover else None)
 
     # -- lifecycle -------------------------------------------------------------
     def startService(self):
         if self.snapshots is not None:
-            self.snapshots.restore()
+            self.snapshots.restore()   # sliced (version 3): the broker-level tables now, the topics while serving
+            if self.read_workers is not None and self.snapshots.baseline is not None:
+                self.read_workers.baseline, self.snapshots.baseline = self.snapshots.baseline, None
+            self.snapshots.release_baseline()
+            self.snapshots.continue_restore()
+            if self.routes.broker_addr_table or self.routes.topic_queue_table:
+                # Tables to serve already: accept here until a read worker listens (its first replica takes
+                # a moment), so a restarted server answers as soon as it listens. A fresh one has nothing to
+                # serve yet: its workers take every connection from the first.
+                self.remoting.endpoint.hold = False
         gc.freeze()
         self.events.start()
         service.MultiService.startService(self)   # the guards first, the remoting port last
@@ -136,10 +145,9 @@ class NamesrvService(service.MultiService):
         moving = self.handover.serving()
         if self.workers is None:
             return
-        # Exclusive after a takeover: this process accepts only until a worker does, so
-        # that no connection waits in the queue while the new workers start.
-        # While no worker listens after one died, this process accepts (a client would
-        # otherwise wait in the queue until the replacement has its replica).
+        # Exclusive: this process accepts only until a worker does (at start, after a takeover), so that
+        # no connection waits in the queue while the workers start; and again while no worker listens
+        # after one died (a client would otherwise wait until the replacement has its replica).
         exclusive = self.config.routeReadWorkersExclusive
 
         def start_workers(result=None):
