@@ -67,6 +67,10 @@ class NamesrvService(service.MultiService):
         self.readiness = readiness if readiness is not None else Readiness()
         self.listen_factory = tls.factory if tls is not None else factory
         from namesrv.handover.coordinator import Handover
+        from namesrv.storage.restoring import one_step_per_turn
+        #: runs sliced jobs (a takeover's first copy) a step per reactor turn
+        self.cooperate = one_step_per_turn(reactor)
+        self._routes_restored = False
         self.handover = Handover(self, inflight, takeover=takeover)
 
         guards.setServiceParent(self)
@@ -118,20 +122,29 @@ class NamesrvService(service.MultiService):
 
     # -- lifecycle -------------------------------------------------------------
     def startService(self):
-        if self.snapshots is not None:
-            self.snapshots.restore()   # sliced (version 3): the broker-level tables now, the topics while serving
-            if self.read_workers is not None and self.snapshots.baseline is not None:
-                self.read_workers.baseline, self.snapshots.baseline = self.snapshots.baseline, None
-            self.snapshots.release_baseline()
-            self.snapshots.continue_restore()
-            if self.routes.broker_addr_table or self.routes.topic_queue_table:
-                # Tables to serve already: accept here until a read worker listens (its first replica takes
-                # a moment), so a restarted server answers as soon as it listens. A fresh one has nothing to
-                # serve yet: its workers take every connection from the first.
-                self.remoting.endpoint.hold = False
+        if not self.handover.will_take_over():   # else the tables come from the process taken over
+            self.restore_routes()
         gc.freeze()
         self.events.start()
         service.MultiService.startService(self)   # the guards first, the remoting port last
+
+    def restore_routes(self):
+        """The route snapshot file, once: sliced (version 3), the broker-level tables now and the topics while
+        serving (storage/restoring.py), the file kept open for the first read workers (they restore it too)."""
+        if self.snapshots is None or self._routes_restored:
+            return
+        self._routes_restored = True
+        self.snapshots.restore()
+        if self.read_workers is not None and self.snapshots.baseline is not None:
+            self.read_workers.baseline, self.snapshots.baseline = self.snapshots.baseline, None
+        self.snapshots.release_baseline()
+        self.snapshots.continue_restore()
+        if self.routes.broker_addr_table or self.routes.topic_queue_table:
+            # Tables to serve already: accept here until a read worker listens (its first replica takes a
+            # moment), so a restarted server answers as soon as it listens. A fresh one has nothing to serve
+            # yet: its workers take every connection from the first.
+            self.remoting.endpoint.hold = False
+        gc.freeze()
 
     def _serving(self, port):
         """The port listens (a new socket, or a takeover's): start the workers, say so."""

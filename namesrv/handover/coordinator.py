@@ -6,7 +6,7 @@ import os
 import socket
 import time
 
-from twisted.internet import defer
+from twisted.internet import defer, threads
 from twisted.logger import Logger
 
 from namesrv.handover import peers
@@ -73,6 +73,8 @@ class Handover:
         self.client = None
         self._tracker = None
         self._drain_began = None
+        self._baseline = None       # new side, version 3: the first copy's file, for the read workers
+        self._writing = None        # old side, version 3: the first copy being written (a Deferred)
 
     @property
     def path(self):
@@ -91,13 +93,18 @@ class Handover:
         return self._identity
 
     # -- the new process ---------------------------------------------------------------------
+    def will_take_over(self):
+        """A takeover was asked for and a process of this instance may be there to take over from: its tables
+        will be ours (the route snapshot file is not restored, unless the takeover finds nothing)."""
+        return bool(self.takeover and self.path is not None and os.path.exists(self.path))
+
     def take_over(self):
         """A Deferred firing with the old process's listening socket once its tables are ours
         (None when no process of this instance runs: start as usual). Fails with TakeoverRefused."""
         if self.path is None or not os.path.exists(self.path):
             log.info("takeover: no running process of this instance ({path}); starting normally", path=self.path)
             return defer.succeed(None)
-        self.client = TakeoverClient(self.identity, self._adopt, self._precopied)
+        self.client = TakeoverClient(self.identity, self._adopt, self._precopied, self._precopied_file)
         connect_unix(self.reactor, self.path, self.client, self._connect_failed)
         return self.client.state.addCallbacks(self._adopt_state, self._nothing_running)
 
@@ -105,6 +112,7 @@ class Handover:
         if failure.check(OldProcessLeft):
             return self._old_process_left(failure)
         failure.trap(NothingToTakeOver)
+        self.service.restore_routes()   # a normal start: our own snapshot file
         return None
 
     def _old_process_left(self, failure):
@@ -117,6 +125,7 @@ class Handover:
                 return failure
             log.warn("takeover: the old process {pid} died before handing over; starting normally", pid=pid)
             self.client = None   # nothing will move here: serving() starts as a fresh start does
+            self.service.restore_routes()
             config = self.service.config
             return peers.bindable_within(self.reactor, config.bindAddress, config.listenPort, PORT_FREE_WAIT)
         return peers.gone_within(self.reactor, pid).addCallback(decide)
@@ -136,15 +145,39 @@ class Handover:
         log.info("takeover: first copy of the tables restored in {ms:.0f} ms ({n} topics)",
                  ms=(time.monotonic() - began) * 1000, n=len(self.service.routes.topic_queue_table))
 
+    def _precopied_file(self, descriptor):
+        """Version 3: the first copy is a snapshot file (its descriptor), restored while the old process still
+        serves; kept open for this process's read workers, which restore it too."""
+        from namesrv.routes.snapshot import restore_snapshot
+        from namesrv.storage.snapshotfile import read_whole
+        began = time.monotonic()
+        baseline = os.fdopen(descriptor, "rb")
+        try:
+            restore_snapshot(self.service.routes, read_whole(baseline.fileno()))
+        except BaseException:
+            baseline.close()
+            raise
+        self._baseline = baseline
+        gc.freeze()
+        log.info("takeover: first copy of the tables restored from its file in {ms:.0f} ms ({n} topics)",
+                 ms=(time.monotonic() - began) * 1000, n=len(self.service.routes.topic_queue_table))
+
     def _adopt_state(self, state):
         from namesrv.routes.snapshot import apply_snapshot_delta, restore_snapshot
+        baseline, self._baseline = self._baseline, None
         if state.delta is not None:
             began = time.monotonic()
-            apply_snapshot_delta(self.service.routes, state.delta)   # what changed since the first copy
+            changed = apply_snapshot_delta(self.service.routes, state.delta)   # what changed since the first copy
             log.info("takeover: changes since the first copy applied in {ms:.0f} ms",
                      ms=(time.monotonic() - began) * 1000)
+            pool = self.service.read_workers
+            if baseline is not None and pool is not None:
+                # the new workers restore the first copy's file and get what changed since
+                pool.baseline, pool.since_baseline, baseline = baseline, changed, None
         else:
             restore_snapshot(self.service.routes, state.routes)   # the old process's tables, brokers as restored
+        if baseline is not None:
+            baseline.close()
         self.service.routes.unchanged.adopt(state.registrations)
         self.service.kv.load()                                # flushed by the old process before it answered
         log.info("takeover: tables taken over ({n} topics)", n=len(self.service.routes.topic_queue_table))
@@ -194,6 +227,7 @@ class Handover:
         from now on is tracked, for ``changes()``."""
         from namesrv.routes.snapshot import encode_snapshot
         self.busy = True
+        self.service.routes.finish_restore()
         self.service.housekeeping.flush()
         self._tracker = self.service.routes.track_topic_changes(ChangedTopics())
         began = time.monotonic()
@@ -202,6 +236,42 @@ class Handover:
                  ms=(time.monotonic() - began) * 1000, kib=len(data) // 1024)
         self._drain_began = None
         return data
+
+    def precopy_file(self):
+        """Version 3: the tables as a snapshot file, written a chunk per reactor turn while everything is still
+        served (the old process never stops for it); a Deferred firing with an open descriptor of it (its
+        name is gone by then). Every topic that changes from the moment it stands for is tracked, for
+        ``changes()``."""
+        from namesrv.routes.slicedsnapshot import write_steps
+        from namesrv.storage.atomicfile import write_atomic
+        self.busy = True
+        routes = self.service.routes
+        routes.finish_restore()   # a snapshot of our own still being restored: the copy is of whole tables
+        self.service.housekeeping.flush()
+        path = control_path(self.service.config) + ".snapshot"
+        began = time.monotonic()
+        pieces = []
+
+        def write():
+            pieces[:] = yield from write_steps(routes, self.identity.as_record())
+            if self._writing is not None:   # the moment the file stands for: track from here, in this turn
+                self._tracker = routes.track_topic_changes(ChangedTopics())
+
+        writing = self._writing = self.service.cooperate(write()).whenDone()
+
+        def written(ignored):
+            log.info("takeover: first copy of the tables written in {ms:.0f} ms ({kib} KiB), still serving",
+                     ms=(time.monotonic() - began) * 1000, kib=sum(map(len, pieces)) // 1024)
+            descriptor = os.open(path, os.O_RDONLY)
+            os.unlink(path)
+            return descriptor
+
+        def saved(ignored):
+            return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), write_atomic, path, pieces)
+
+        writing.addCallback(saved)
+        writing.addCallback(written)
+        return writing
 
     def changes(self):
         """The fields of the last copy, once drained (nothing changes any more): what changed since
@@ -228,6 +298,7 @@ class Handover:
     def abandon(self, why):
         """The new process left before it restored the first copy: nothing was stopped, just stop tracking."""
         log.warn("takeover abandoned ({why})", why=why)
+        self._writing = None   # a first copy still being written starts no tracker
         self._stop_tracking()
         self.busy = False
 
@@ -252,6 +323,7 @@ class Handover:
 
     def tables(self):
         from namesrv.routes.snapshot import encode_snapshot
+        self.service.routes.finish_restore()
         self.service.kv.flush_sync()
         self.service.housekeeping.flush()   # brokers whose connections closed are not handed on
         return encode_snapshot(self.service.routes, self.identity.as_record())

@@ -84,6 +84,10 @@ class RouteInfoManager:
         if self.restoring is not None:
             self.restoring.finish_now()
 
+    def finish_restore(self):
+        """Whole tables from now on (a snapshot still being restored is restored at once)."""
+        self._restored()
+
     @property
     def events(self):
         """Where ``topic_route_changed`` events go (the change tracker's event log)."""

@@ -238,7 +238,8 @@ def encode_snapshot_delta(routes, topics):
 
 
 def apply_snapshot_delta(routes, data):
-    """Bring ``routes`` (restored from the first copy) up to the tables ``data`` describes.
+    """Bring ``routes`` (restored from the first copy) up to the tables ``data`` describes; returns the topics
+    it named (those whose QueueData or mappings changed since the first copy).
 
     The peer is our own old process, but the bytes are checked like a snapshot's all the same;
     a bad delta raises SnapshotError before anything is changed."""
@@ -269,3 +270,4 @@ def apply_snapshot_delta(routes, data):
         check_invariants(routes.tables, per_topic=False)
     except AssertionError as e:
         raise SnapshotError("the route delta does not fit the first copy: %s" % e)
+    return set(topic_rows)

@@ -13,6 +13,8 @@ are still read, at once. The file a restore read stays open (``baseline``) for t
 with it: they restore the same bytes themselves instead of receiving a copy.
 """
 
+import os
+
 from twisted.internet import threads
 from twisted.logger import Logger
 
@@ -148,3 +150,16 @@ class RouteSnapshotFile:
             write_atomic(self.path, pieces)
         except OSError as e:
             self.log.warn("route snapshot {path} not written: {err}", path=self.path, err=e)
+
+
+def read_whole(fd):
+    """Every byte of the file open as ``fd``, read with pread (its offset may be shared with another process)."""
+    size = os.fstat(fd).st_size
+    data = bytearray(size)
+    view, offset = memoryview(data), 0
+    while offset < size:
+        read = os.preadv(fd, [view[offset:]], offset)
+        if not read:
+            raise OSError("the file ended early")
+        offset += read
+    return bytes(data)

@@ -69,8 +69,10 @@ class ReadWorkerPool:
         self.on_listening = None       # called when a worker starts accepting
         self.on_uncovered = None       # called when no worker accepts any more (one died)
         #: the route snapshot file this process restored (an open file), for the workers it starts first: each
-        #: restores it itself instead of receiving a full copy (its first publication has what changed since)
+        #: restores it itself instead of receiving a full copy (its first publication has what changed since:
+        #: ``since_baseline``, the topics a takeover's last copy changed)
         self.baseline = None
+        self.since_baseline = None
         self.publisher = Publisher(routes, kv, config, registry, holds, started, reactor,
                                    workers=lambda: self.workers.values(),
                                    active=lambda: self.running and not self.draining)
@@ -92,7 +94,8 @@ class ReadWorkerPool:
         self.handoff_factory = HandoffFactory(self._adopt)
         self.handoff_port = self.reactor.listenUNIX(self.handoff_path, self.handoff_factory, mode=0o600,
                                                     backlog=1024)
-        self.publisher.start(self.generation)
+        self.publisher.start(self.generation, self.since_baseline if self.baseline is not None else None)
+        self.since_baseline = None
         for index in range(self.count):
             self._spawn(index, self.baseline)
         self.release_baseline()   # the workers started have it (later ones get a full copy)

@@ -38,6 +38,7 @@ class TopicTracker(set):
         set.__init__(self)
         self.full = True
         self.brokers = set()
+        self.brokers_full = False   # every broker's row next (the broker tables were replaced)
 
     def take(self):
         """(full, topics) since the previous take, and start over (``take_brokers`` next)."""
@@ -47,8 +48,11 @@ class TopicTracker(set):
         return full, topics
 
     def take_brokers(self):
-        """The broker names changed since the previous take."""
+        """The broker names changed since the previous take (None: every broker's row)."""
         brokers, self.brokers = self.brokers, set()
+        if self.brokers_full:
+            self.brokers_full = False
+            return None
         return brokers
 
 
@@ -106,11 +110,16 @@ class Publisher:
         self._quiet = False            # the running publication carries changes the counter was not bumped for
         self._fresh_waiters = []       # (Deferred, timeout call) of large registrations held
 
-    def start(self, generation):
-        """Follow every change a read could see, bumping ``generation`` as they are answered."""
+    def start(self, generation, since_baseline=None):
+        """Follow every change a read could see, bumping ``generation`` as they are answered.
+        ``since_baseline``: the topics that changed since the snapshot file the first workers restore
+        (pool.baseline) was taken; their first publication carries them, and every broker's row."""
         self.generation = generation
         self.tracker = self.routes.track_topic_changes(TopicTracker())
-        self.tracker.take()   # each worker's first message is a full copy anyway
+        self.tracker.take()   # each worker's first message is a full copy, or has what changed since its file
+        if since_baseline:
+            self.tracker.update(since_baseline)
+            self.tracker.brokers_full = True
         self.routes.add_change_listener(self.changed)
         self.kv.change_listeners.append(self.changed)
         self.config.add_listener(self.changed)
@@ -280,7 +289,7 @@ class Publisher:
         self.publishes += 1
         spent = self._publish_work
         self._next_publish = self.reactor.seconds() + max(MIN_PUBLISH_INTERVAL, spent / PUBLISH_DUTY - spent)
-        if self.tracker or self.tracker.full or self.tracker.brokers or self._stale():
+        if self.tracker or self.tracker.full or self.tracker.brokers or self.tracker.brokers_full or self._stale():
             self._schedule_publish()
 
     def _stale(self):
