@@ -127,7 +127,17 @@ def _restore_sliced(routes, data, emit_events):
 
 
 def _replace(routes, fresh, emit_events):
-    before = {topic: tuple(queue_map) for topic, queue_map in routes.topic_queue_table.items()}
+    emit_events = emit_events and routes.changes.route_events_wanted()
+    if emit_events and not routes.topic_queue_table:   # nothing before (a start, a takeover): an event per map
+        routes.replace_tables(fresh)
+        for qmap in routes.tables.queue_maps:
+            names = sorted(qmap.topics)
+            if len(names) == 1:
+                routes.events.emit("topic_route_changed", topic=names[0], before=[], after=sorted(qmap))
+            elif names:
+                routes.events.emit("topic_route_changed", topics=names, before=[], after=sorted(qmap))
+        return
+    before = {topic: tuple(queue_map) for topic, queue_map in routes.topic_queue_table.items()} if emit_events else {}
     routes.replace_tables(fresh)
     if emit_events:
         table = routes.topic_queue_table

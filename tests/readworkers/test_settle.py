@@ -200,3 +200,26 @@ def test_a_publication_of_several_parts_keeps_its_pace(tmp_path):
     assert worker.messages == []          # paced as before: from a reactor turn later, a part per turn
     clock.advance(1)
     assert [m["kind"] for m in worker.messages] == ["topics", "topics", "replica"]
+
+
+def test_workers_restoring_the_snapshot_file_get_only_what_changed_since_with_every_broker_row(tmp_path):
+    from namesrv.readworkers.main.processes import WorkerProcess
+    service, pool = (lambda s: (s, pool_for(s)))(
+        make_service(make_config(tmp_path), clock=task.Clock(), reactor=Reactor()))
+    connection = FakeConnection("127.0.0.1:40002")
+    service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=["A", "B", "C"]), connection)
+    pool.running = True
+    pool.publisher.start(SharedGeneration(str(tmp_path / "generation"), writable=True), since_baseline={"B"})
+    pool.publisher.reactor = clock = task.Clock()
+    worker = RecordingWorker(applied=None)
+    pool.workers[0] = worker
+    restoring = WorkerProcess(pool, 0)
+    restoring.from_snapshot = True
+    restoring.transport = None
+    restoring.connectionMade()
+    assert not restoring.needs_full                      # it restores the file: no full copy down the pipe
+    clock.advance(1)
+    (message,) = worker.messages
+    assert message["kind"] == "replica" and not message["full"]
+    assert sorted(t for g in message["topics"]["shapes"]["groups"] for t in g) == ["B"]
+    assert "goneBrokers" not in message and [row[0] for row in message["brokers"]] == ["b"]   # every row
