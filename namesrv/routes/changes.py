@@ -145,10 +145,15 @@ class RouteChanges:
                 self.end()
 
     def moved(self, topics, before, after, batch):
-        """The tables gave ``topics`` the map ``after`` (None: they went), from ``before`` (None: they were
-        not there); ``batch`` numbers the tables' batches of moves (each topic once in a batch)."""
+        """The tables are giving ``topics`` the map ``after`` (None: they go), from ``before`` (None: they were
+        not there); ``batch`` numbers the tables' batches of moves (each topic once in a batch). Told before
+        the move (``topics`` may be a set the move hands on). A tracker with a ``moved`` method hears it too."""
         if self.moves is not None and self.route_events_wanted():
             self.moves.append((list(topics), before, after, batch))
+        for tracker in self.trackers:
+            heard = getattr(tracker, "moved", None)
+            if heard is not None:
+                heard(topics, after)
 
     def route_events_wanted(self):
         """An event log that drops topic_route_changed (``NullEventLog``) spares us grouping them."""

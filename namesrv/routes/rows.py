@@ -90,6 +90,19 @@ def topic_shapes(routes, topics=None, grouped=False):
         else:
             index = {id(qmap): i for i, qmap in enumerate(qmaps)}
             by_topic = {"topics": dict(zip(topics, map(index.get, ids)))}
+    return dict(shape_rows(qmaps), **by_topic)
+
+
+def moved_shapes(moves):
+    """``topic_shapes(..., grouped=True)`` from moves ((topics, their map now, None if gone), each topic once):
+    a group per move, no look at each topic."""
+    gone = [name for names, qmap in moves if qmap is None for name in names]
+    moves = [(names, qmap) for names, qmap in moves if qmap is not None]
+    return dict(shape_rows([qmap for _, qmap in moves]), groups=[names for names, _ in moves], gone=gone)
+
+
+def shape_rows(qmaps):
+    """{"queueDatas": each QueueData of ``qmaps`` once, "shapes": a list of row indexes per map}."""
     row_of, queue_rows, shapes = {}, [], []
     for qmap in qmaps:
         indexes = []
@@ -100,4 +113,4 @@ def topic_shapes(routes, topics=None, grouped=False):
                 queue_rows.append(queue_data_row(queue_data))
             indexes.append(row)
         shapes.append(indexes)
-    return {"queueDatas": queue_rows, "shapes": shapes, **by_topic}
+    return {"queueDatas": queue_rows, "shapes": shapes}

@@ -125,10 +125,9 @@ def write_steps(routes, owner=None, chunk_topics=CHUNK_TOPICS, changed=None):
         for start in range(0, len(patch), 64):
             part = patch[start:start + 64]
             chunks.append(_chunk(part, sum(len(names) for _, names in part)))
-        queue_rows, shapes = _shape_rows(maps)
         header = {"format": "rocketmq-namesrv-routes", "version": VERSION, "owner": owner,
                   "live": rows.live_rows(routes), "mappings": routes.topic_queue_mapping_info_table,
-                  "queueDatas": queue_rows, "shapes": shapes, "patchFrom": patch_from,
+                  "patchFrom": patch_from, **rows.shape_rows(maps),
                   "chunks": [[len(data), crc, topics] for data, crc, topics in chunks],
                   **rows.broker_level_rows(routes)}
         data = _pack(header)
@@ -141,21 +140,6 @@ def write_steps(routes, owner=None, chunk_topics=CHUNK_TOPICS, changed=None):
 def _chunk(groups, count):
     data = _pack(groups)
     return data, zlib.crc32(data), count
-
-
-def _shape_rows(maps):
-    """(QueueData rows, one list of row indexes per map) of ``maps``, each QueueData once."""
-    row_of, queue_rows, shapes = {}, [], []
-    for qmap in maps:
-        indexes = []
-        for queue_data in qmap.values():
-            row = row_of.get(id(queue_data))
-            if row is None:
-                row = row_of[id(queue_data)] = len(queue_rows)
-                queue_rows.append(rows.queue_data_row(queue_data))
-            indexes.append(row)
-        shapes.append(indexes)
-    return queue_rows, shapes
 
 
 def write_all(routes, owner=None):

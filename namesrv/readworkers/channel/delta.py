@@ -18,11 +18,13 @@ from namesrv.routes import rows
 PART_TOPICS = 5000
 
 
-def encode_topics(routes, topics):
+def encode_topics(routes, topics, moves=None):
     """The current QueueData of ``topics`` by shape (rows.topic_shapes, grouped; "gone" for topics that are
-    gone) and the static-topic mappings those topics have (a topic of the part not named has none)."""
+    gone) and the static-topic mappings those topics have (a topic of the part not named has none).
+    ``moves``: (topics, map) naming each of ``topics`` once with its map now (rows.moved_shapes)."""
     mappings = routes.topic_queue_mapping_info_table
-    return {"shapes": rows.topic_shapes(routes, topics, grouped=True),
+    shapes = rows.moved_shapes(moves) if moves is not None else rows.topic_shapes(routes, topics, grouped=True)
+    return {"shapes": shapes,
             "mappings": {topic: mappings[topic] for topic in topics if topic in mappings} if mappings else {},
             "partTopics": True}
 

@@ -61,10 +61,11 @@ class MessageReader(LengthPrefixedReader):
         LengthPrefixedReader.__init__(self, loads)
 
 
-def topics_part(routes, topics, reset=False, quiet=False):
+def topics_part(routes, topics, reset=False, quiet=False, moves=None):
     """One part, unencoded: the current state of ``topics`` (``reset``: the first part of a full copy;
-    ``quiet``: of changes nobody was told of yet, which a worker may apply while it goes on answering)."""
-    return dict(encode_topics(routes, topics), kind="topics", reset=reset, quiet=quiet)
+    ``quiet``: of changes nobody was told of yet, which a worker may apply while it goes on answering;
+    ``moves``: (topics, map) naming each of ``topics`` once, their maps now)."""
+    return dict(encode_topics(routes, topics, moves), kind="topics", reset=reset, quiet=quiet)
 
 
 def topics_message(routes, topics, reset=False, quiet=False):
@@ -86,16 +87,17 @@ def replica_message(generation, routes, kv, config, started, local_codes, full, 
 
 
 def publication(generation, routes, kv, config, started, local_codes, topics=None, part_topics=PART_TOPICS,
-                quiet=False, brokers=None):
+                quiet=False, brokers=None, moves=None):
     """The messages of one publication, one at a time: parts of ``topics`` (None: every topic,
     a full copy, never ``quiet``), then the final replica message with the rows of ``brokers``
     (None: every broker's; a full copy has them all). Encoded lazily, so a caller may send one per
-    reactor turn."""
+    reactor turn. ``moves`` (Publisher: the tracker's moves naming each topic once) spares a small
+    publication the look at each topic's map.""" 
     full = topics is None
     names = list(routes.topic_queue_table) if full else list(topics)
     if not full and len(names) <= part_topics:
         yield replica_message(generation, routes, kv, config, started, local_codes, False, brokers,
-                              topics_part(routes, names, quiet=quiet) if names else None)
+                              topics_part(routes, names, quiet=quiet, moves=moves) if names else None)
         return
     for start in range(0, max(len(names), 1 if full else 0), part_topics):
         yield topics_message(routes, names[start:start + part_topics], reset=full and start == 0,

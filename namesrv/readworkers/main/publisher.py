@@ -39,13 +39,26 @@ class TopicTracker(set):
         self.full = True
         self.brokers = set()
         self.brokers_full = False   # every broker's row next (the broker tables were replaced)
+        self.moves = []             # (topics, their map now) of each move since the last take (routes.changes)
+
+    def moved(self, topics, qmap):
+        if len(self.moves) < 64:   # a publication's worth; past it, the topics are looked up again
+            self.moves.append((list(topics), qmap))
 
     def take(self):
-        """(full, topics) since the previous take, and start over (``take_brokers`` next)."""
+        """(full, topics) since the previous take, and start over (``take_moves``, ``take_brokers`` next)."""
         full, topics = self.full, set(self)
         self.full = False
         self.clear()
         return full, topics
+
+    def take_moves(self, topics):
+        """The moves since the previous take if they name each of ``topics`` (the last take's) once and nothing
+        else changed them (a mapping, say): then their maps are the topics' maps now; else None."""
+        moves, self.moves = self.moves, []
+        if not moves or sum(len(names) for names, _ in moves) != len(topics):
+            return None
+        return moves
 
     def take_brokers(self):
         """The broker names changed since the previous take (None: every broker's row)."""
@@ -225,10 +238,11 @@ class Publisher:
     def local_codes(self):
         return local_codes(self.registry)
 
-    def publication(self, topics=None, quiet=False, brokers=None):
-        """The messages of one publication (feed.publication): ``topics`` and ``brokers`` changed, or all (None)."""
+    def publication(self, topics=None, quiet=False, brokers=None, moves=None):
+        """The messages of one publication (feed.publication): ``topics`` and ``brokers`` changed, or all (None);
+        ``moves``: the tracker's moves naming those topics (their maps, without a look at each topic)."""
         return publication(self.generation.value, self.routes, self.kv, self.config, self.started,
-                           self.local_codes(), topics, quiet=quiet, brokers=brokers)
+                           self.local_codes(), topics, quiet=quiet, brokers=brokers, moves=moves)
 
     def _publish(self):
         """Start a publication; its messages go out one per reactor turn (reads forwarded to us
@@ -237,6 +251,7 @@ class Publisher:
         if not self.active() or self._messages is not None:
             return
         full, topics = self.tracker.take()
+        moves = self.tracker.take_moves(topics)
         brokers = self.tracker.take_brokers()
         workers = list(self.workers())
         if any(worker.needs_full for worker in workers):
@@ -254,7 +269,8 @@ class Publisher:
         else:
             self.settle()
         self._published_generation = self.generation.value
-        self._messages = self.publication(None if full else topics, quiet, None if full else brokers)
+        self._messages = self.publication(None if full else topics, quiet, None if full else brokers,
+                                          None if full else moves)
         self._publish_work = 0.0
         self._send_next()
 
