@@ -38,6 +38,7 @@ class Harness:
         self.sizes = []
         self.by_moves = 0   # publications built from the tracker's moves
         self.publish()
+        self.by_moves = 0
 
     def changed(self, *ignored):
         self.shared.bump()
@@ -48,7 +49,7 @@ class Harness:
         full, topics = self.tracker.take()
         moves = self.tracker.take_moves(topics) if incremental else None
         brokers = self.tracker.take_brokers() if incremental else None
-        self.by_moves += moves is not None and not full
+        self.by_moves = getattr(self, "by_moves", 0) + (moves is not None and not full)
         started = self.service.context.started
         data = b"".join(publication(self.shared.value, self.service.routes, self.service.kv, self.service.config,
                                     started, RouteProcessor.replicable_codes, None if full else topics,
