@@ -45,6 +45,26 @@ def answers(path):
         probe.close()
 
 
+def anonymous_file(pieces):
+    """A descriptor of a file holding ``pieces`` that no directory names (memfd, else an unlinked temporary file):
+    a takeover's first copy needs no name and no fsync, and goes with the process that holds it."""
+    memfd = getattr(os, "memfd_create", None)
+    if memfd is not None:
+        fd = memfd("namesrv-takeover-routes", os.MFD_CLOEXEC)
+    else:
+        import tempfile
+        fd = os.dup(tempfile.TemporaryFile().fileno())
+    try:
+        for piece in pieces:
+            view = memoryview(piece)
+            while view:
+                view = view[os.write(fd, view):]
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class ChangedTopics(set):
     """Topics whose QueueData or mapping changed since the precopy; ``full`` if the tables were replaced."""
 
@@ -243,12 +263,10 @@ class Handover:
         name is gone by then). Every topic that changes from the moment it stands for is tracked, for
         ``changes()``."""
         from namesrv.routes.slicedsnapshot import write_steps
-        from namesrv.storage.atomicfile import write_atomic
         self.busy = True
         routes = self.service.routes
         routes.finish_restore()   # a snapshot of our own still being restored: the copy is of whole tables
         self.service.housekeeping.flush()
-        path = control_path(self.service.config) + ".snapshot"
         began = time.monotonic()
         pieces = []
 
@@ -259,15 +277,13 @@ class Handover:
 
         writing = self._writing = self.service.cooperate(write()).whenDone()
 
-        def written(ignored):
+        def written(descriptor):
             log.info("takeover: first copy of the tables written in {ms:.0f} ms ({kib} KiB), still serving",
                      ms=(time.monotonic() - began) * 1000, kib=sum(map(len, pieces)) // 1024)
-            descriptor = os.open(path, os.O_RDONLY)
-            os.unlink(path)
             return descriptor
 
         def saved(ignored):
-            return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), write_atomic, path, pieces)
+            return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), anonymous_file, pieces)
 
         writing.addCallback(saved)
         writing.addCallback(written)

@@ -53,17 +53,17 @@ class RouteSnapshotFile:
         keep = False
         try:
             data = f.read()
-            writer = snapshot_owner(data)
+            snapshot = open_sliced(data) if is_sliced(data) else None   # checked whole, once
+            writer = snapshot.owner if snapshot is not None else snapshot_owner(data)
             if self.owner is not None and not self.owner.owns(writer):
                 self.log.warn("route snapshot {path} ignored: written by {writer}, not by this one ({me}); "
                               "starting empty", path=self.path, writer=self.owner.describe(writer),
                               me=self.owner.describe(self.owner.as_record()))
                 return False
-            if not is_sliced(data):
+            if snapshot is None:
                 restore_snapshot(self.routes, data)
                 self.log.info("routes restored from {path}", path=self.path)
                 return True
-            snapshot = open_sliced(data)
             steps = restore_steps(self.routes, snapshot, self.routes.clock.seconds())
             next(steps)   # the broker-level tables, before the port listens
             from namesrv.storage.restoring import SnapshotRestore
