@@ -192,8 +192,10 @@ class Handover:
                      ms=(time.monotonic() - began) * 1000)
             pool = self.service.read_workers
             if baseline is not None and pool is not None:
-                # the new workers restore the first copy's file and get what changed since
-                pool.baseline, pool.since_baseline, baseline = baseline, changed, None
+                # the new workers restore the first copy's file and get what changed since: the last copy's
+                # topics, and whatever changes until they start (after the connections have moved here)
+                since = self.service.routes.track_topic_changes(ChangedTopics(changed))
+                pool.baseline, pool.since_baseline, baseline = baseline, since, None
         else:
             restore_snapshot(self.service.routes, state.routes)   # the old process's tables, brokers as restored
         if baseline is not None:

@@ -50,8 +50,8 @@ class RouteChanges:
         return tracker
 
     def untrack(self, tracker):
-        if tracker in self.trackers:
-            self.trackers.remove(tracker)
+        """Stop feeding ``tracker`` (this one: trackers are sets, and two with the same topics are equal)."""
+        self.trackers = [t for t in self.trackers if t is not tracker]
 
     # -- what the tables report ------------------------------------------------------------
     def topic_set_changed(self):

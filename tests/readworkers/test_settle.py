@@ -209,7 +209,11 @@ def test_workers_restoring_the_snapshot_file_get_only_what_changed_since_with_ev
     connection = FakeConnection("127.0.0.1:40002")
     service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=["A", "B", "C"]), connection)
     pool.running = True
-    pool.publisher.start(SharedGeneration(str(tmp_path / "generation"), writable=True), since_baseline={"B"})
+    from namesrv.handover.coordinator import ChangedTopics
+    since = service.routes.track_topic_changes(ChangedTopics(["B"]))   # followed until the workers start
+    service.routes.delete_topic("C")
+    pool.publisher.start(SharedGeneration(str(tmp_path / "generation"), writable=True), since_baseline=since)
+    assert all(tracker is not since for tracker in service.routes.changes.trackers)
     pool.publisher.reactor = clock = task.Clock()
     worker = RecordingWorker(applied=None)
     pool.workers[0] = worker
@@ -221,5 +225,6 @@ def test_workers_restoring_the_snapshot_file_get_only_what_changed_since_with_ev
     clock.advance(1)
     (message,) = worker.messages
     assert message["kind"] == "replica" and not message["full"]
-    assert sorted(t for g in message["topics"]["shapes"]["groups"] for t in g) == ["B"]
+    part = message["topics"]["shapes"]
+    assert sorted(t for g in part["groups"] for t in g) == ["B"] and part["gone"] == ["C"]
     assert "goneBrokers" not in message and [row[0] for row in message["brokers"]] == ["b"]   # every row

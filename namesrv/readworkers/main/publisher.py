@@ -126,12 +126,15 @@ class Publisher:
     def start(self, generation, since_baseline=None):
         """Follow every change a read could see, bumping ``generation`` as they are answered.
         ``since_baseline``: the topics that changed since the snapshot file the first workers restore
-        (pool.baseline) was taken; their first publication carries them, and every broker's row."""
+        (pool.baseline) was taken (a tracker of the tables' changes, followed until now; ``full`` if the
+        tables were replaced since); their first publication carries them, and every broker's row."""
         self.generation = generation
         self.tracker = self.routes.track_topic_changes(TopicTracker())
         self.tracker.take()   # each worker's first message is a full copy, or has what changed since its file
-        if since_baseline:
+        if since_baseline is not None:
+            self.routes.untrack_topic_changes(since_baseline)
             self.tracker.update(since_baseline)
+            self.tracker.full = bool(getattr(since_baseline, "full", False))
             self.tracker.brokers_full = True
         self.routes.add_change_listener(self.changed)
         self.kv.change_listeners.append(self.changed)
