@@ -228,3 +228,19 @@ def test_workers_restoring_the_snapshot_file_get_only_what_changed_since_with_ev
     part = message["topics"]["shapes"]
     assert sorted(t for g in part["groups"] for t in g) == ["B"] and part["gone"] == ["C"]
     assert "goneBrokers" not in message and [row[0] for row in message["brokers"]] == ["b"]   # every row
+
+
+def test_the_trackers_moves_are_used_only_when_they_name_each_changed_topic_once():
+    from namesrv.readworkers.main.publisher import TopicTracker
+    tracker = TopicTracker()
+    tracker.take()
+    tracker.moved({"A", "B"}, "map1")
+    tracker.update({"A", "B"})
+    _, topics = tracker.take()
+    moves = tracker.take_moves(topics)
+    assert [(sorted(names), qmap) for names, qmap in moves] == [(["A", "B"], "map1")]
+    tracker.moved({"A"}, "map1")
+    tracker.moved({"A"}, "map2")     # A moved twice, and B changed without a move (a mapping)
+    tracker.update({"A", "B"})
+    _, topics = tracker.take()
+    assert tracker.take_moves(topics) is None

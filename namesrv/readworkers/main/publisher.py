@@ -53,12 +53,16 @@ class TopicTracker(set):
         return full, topics
 
     def take_moves(self, topics):
-        """The moves since the previous take if they name each of ``topics`` (the last take's) once and nothing
-        else changed them (a mapping, say): then their maps are the topics' maps now; else None."""
+        """The moves since the previous take if they name each of ``topics`` (the last take's) exactly once:
+        then nothing else changed them (a mapping, a second move) and their maps are the topics' maps now;
+        else None (the topics are looked up)."""
         moves, self.moves = self.moves, []
         if not moves or sum(len(names) for names, _ in moves) != len(topics):
             return None
-        return moves
+        named = set()
+        for names, _ in moves:
+            named.update(names)
+        return moves if len(named) == len(topics) else None   # no topic twice (so every one of them once)
 
     def take_brokers(self):
         """The broker names changed since the previous take (None: every broker's row)."""
