@@ -164,15 +164,16 @@ class RouteProcessor:
         zone_name = request.get(ZONE_NAME)
 
         body = request.body
-        if body_crc32 != 0 and decode.crc32(body) != body_crc32:
-            return self._error(request, CRC_MISMATCH % (decode.crc32(body), body_crc32))
         delete_topics = bool(self.context.config.deleteTopicWithBrokerRegistration)
         fingerprint = self._fingerprint(request, delete_topics)
+        # The same header (bodyCrc32 too) and body as a registration applied before: its CRC was right then.
         refreshed = self.unchanged.refresh(cluster, broker_addr, fingerprint, connection, heartbeat_timeout)
         if refreshed is not None:
             result, last = refreshed
             return self._registered(request, result, cluster, broker_name, broker_id, broker_addr,
                                     last.topics, last.data_version, body, compressed, started)
+        if body_crc32 != 0 and decode.crc32(body) != body_crc32:
+            return self._error(request, CRC_MISMATCH % (decode.crc32(body), body_crc32))
         try:
             decoded = decode.decode_register_broker_body(
                 body, compressed, request.version,
