@@ -209,7 +209,7 @@ class Publisher:
         self._unsettled = True
         self._schedule_publish()
 
-    def settle(self):
+    def settle(self, publish=True):
         """Bump the shared counter if anything changed since the last bump: from then on workers
         forward every read until their replica catches up.
 
@@ -217,16 +217,35 @@ class Publisher:
         So a change is settled before its acknowledgement leaves (read-after-write holds), but
         not while the change's own work goes on: the grouping and logging of a 100,000-topic
         registration's route changes runs while the workers still answer from the replica
-        (as they may: nobody has been told of the change yet).
+        (as they may: nobody has been told of the change yet). A change that fits one message goes to
+        the workers right here (``_publish_now``), unless a publication is running or carries it
+        (``publish`` False).
         """
         if self._unsettled or self._quiet:
             self._unsettled = self._quiet = False
             self.generation.bump()
-            if self._messages is None and self._publish_call is not None and self._one_message():
+            if publish and self._messages is None and self.active() and self._one_message():
                 # the workers get the change right behind its acknowledgement, before this process runs
                 # anything else (the next registration): they are stale for the time they take to apply it
-                self._publish_call.cancel()
-                self._publish()
+                if self._publish_call is not None and self._publish_call.active():
+                    self._publish_call.cancel()
+                self._publish_call = None
+                self._publish_now()
+
+    def _publish_now(self):
+        """A publication of one message (``_one_message``), sent and ended at once: no reactor turn between
+        its message and its end, in which another change would have to wait for the next one."""
+        full, topics = self.tracker.take()
+        moves = self.tracker.take_moves(topics)
+        brokers = self.tracker.take_brokers()
+        self._published_generation = self.generation.value
+        began = self.reactor.seconds()
+        workers = list(self.workers())
+        for message in self.publication(topics, False, brokers, moves):
+            for worker in workers:
+                worker.send(message)
+        self._publish_work = self.reactor.seconds() - began
+        self._published()
 
     def _schedule_publish(self):
         if self._messages is not None:
@@ -239,7 +258,8 @@ class Publisher:
         """The next publication is one message (a registration's changes, feed.publication): it goes out at
         once, unpaced (about a ms of work), so the workers are fresh again before the next registration runs
         and go on answering reads instead of forwarding them to this busy process."""
-        return not self.tracker.full and len(self.tracker) <= PART_TOPICS \
+        tracker = self.tracker
+        return not tracker.full and 0 < len(tracker) <= PART_TOPICS \
             and not any(worker.needs_full for worker in self.workers())
 
     def local_codes(self):
@@ -274,7 +294,7 @@ class Publisher:
         if quiet:
             self._unsettled, self._quiet = False, True
         else:
-            self.settle()
+            self.settle(publish=False)   # this publication carries it
         self._published_generation = self.generation.value
         self._messages = self.publication(None if full else topics, quiet, None if full else brokers,
                                           None if full else moves)
