@@ -148,8 +148,8 @@ class RouteChanges:
         """The tables are giving ``topics`` the map ``after`` (None: they go), from ``before`` (None: they were
         not there); ``batch`` numbers the tables' batches of moves (each topic once in a batch). Told before
         the move (``topics`` may be a set the move hands on). A tracker with a ``moved`` method hears it too."""
-        if self.moves is not None and self.route_events_wanted():
-            self.moves.append((list(topics), before, after, batch))
+        if self.moves is not None and self.route_events_wanted():   # names now: a map may change in place
+            self.moves.append((list(topics), tuple(before) if before else (), tuple(after) if after else (), batch))
         for tracker in self.trackers:
             heard = getattr(tracker, "moved", None)
             if heard is not None:
@@ -167,7 +167,7 @@ class RouteChanges:
         else:   # several batches may have moved a topic twice: its first map against its map now
             touched = {}
             for topics, before, _, _ in reversed(moves):
-                touched.update(dict.fromkeys(topics, before if before is not None else ()))
+                touched.update(dict.fromkeys(topics, before))
             groups = bulk.route_changes(touched, table)
         emit = self.events.emit
         for (before, after), topics in groups.items():

@@ -107,6 +107,30 @@ class QueueMaps:
         """``old`` without the QueueData of ``names`` (a set), or None when nothing is left."""
         return self.get([qd for name, qd in old.items() if name not in names])
 
+    def become(self, qmap, other):
+        """``qmap`` (a map with topics) takes the QueueData of ``other`` (a map made for them, no topic has it
+        yet), which goes: the topics keep their map object, and their table entries stay as they are. Only
+        when all of ``qmap``'s topics take ``other``'s QueueData (tables.RouteTables._apply_moves)."""
+        by_broker = self.by_broker
+        del self.maps[qmap.key]
+        for name in qmap:
+            held = by_broker[name]
+            del held[qmap.key]
+            if not held:
+                del by_broker[name]
+        self.release(other)
+        dict.clear(qmap)
+        dict.update(qmap, other)
+        qmap.key = other.key
+        self.maps[qmap.key] = qmap
+        for name in qmap:
+            held = by_broker.get(name)
+            if held is None:
+                by_broker[name] = {qmap.key: qmap}
+            else:
+                held[qmap.key] = qmap
+        self._steps.clear()   # it may name ``qmap`` as what it was, or ``other``
+
     def release(self, qmap):
         """``qmap`` has no topic any more: forget it."""
         if self.maps.get(qmap.key) is not qmap:

@@ -281,6 +281,7 @@ class RouteTables:
         appeared = gone = False
         marked = set()
         detached = []
+        targets = Counter(id(new) for _, _, new in moves)
         for topics, old, new in moves:
             if report:
                 changes.moved(topics, old, new, batch)
@@ -289,6 +290,13 @@ class RouteTables:
                 olds_names = ()
             else:
                 olds_names = old.keys()
+                if topics is old.topics and new is not None and not new.topics and targets[id(new)] == 1:
+                    # every topic of ``old`` goes to a map no topic has yet: ``old`` becomes that map, its
+                    # topics keep their entry (a registration's topics already on its neighbours: no dict
+                    # update per topic)
+                    marked.update(olds_names ^ new.keys())
+                    maps.become(old, new)
+                    continue
                 if topics is old.topics:
                     old.topics = set()
                 else:
@@ -316,7 +324,7 @@ class RouteTables:
         if report:
             if appeared or gone:
                 changes.topic_set_changed()
-            for topics, old, new in detached:
+            for topics, _, _ in moves:
                 changes.queue_datas_changed(topics)
 
     def _move_topic(self, topic, new):

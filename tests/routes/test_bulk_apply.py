@@ -135,16 +135,18 @@ def test_a_first_registration_is_one_event_naming_every_topic():
     assert len({id(qmap) for qmap in routes.topic_queue_table.values()}) == 1   # one shared map
 
 
-def test_a_second_broker_of_the_same_topics_moves_their_map_whole():
+def test_a_second_broker_of_the_same_topics_changes_their_map_in_place():
     events = Events()
     routes = new_routes(Clock(), events)
     apply(routes, ("register", "a", "h:1", 0, TOPICS[:120], 6, 1, None, CONNS[0], False, 0))
     first = routes.topic_queue_table[TOPICS[0]]
-    topics = first.topics
+    topics, key = first.topics, first.key
     apply(routes, ("register", "b", "h:2", 0, TOPICS[:120], 6, 1, None, CONNS[1], False, 0))
     second = routes.topic_queue_table[TOPICS[0]]
-    assert sorted(second) == ["a", "b"] and second.topics is topics   # the same set, moved
-    assert first.topics == set() and first.key not in routes.tables.queue_maps.maps
+    # every topic of the map got b: the map itself took the new QueueData (no table entry changed)
+    assert second is first and sorted(second) == ["a", "b"] and second.topics is topics
+    assert key not in routes.tables.queue_maps.maps and routes.tables.queue_maps.maps[second.key] is second
+    assert list(routes.tables.queue_maps.by_broker["b"].values()) == [second]
     assert events.named("topic_route_changed")[1] == {"topics": sorted(TOPICS[:120] + ["baseTopic"]),
                                                       "before": ["a"], "after": ["a", "b"]}
     routes.check_invariants()
