@@ -9,6 +9,7 @@ from namesrv.readworkers.worker.freshness import WAIT, WaitForFresh
 class Replica:
     complete = True
     held = False
+    in_publication = False
 
     def __init__(self):
         self.local_codes = frozenset([RequestCode.GET_ROUTEINFO_BY_TOPIC])
@@ -110,3 +111,9 @@ def test_a_drain_flushes_every_waiting_read_and_a_closed_connection_gets_nothing
     assert waiting == [None] and open_.forwarded == [(b"frame 1", True)]
     assert gone == [None] and closed.forwarded == []
     assert not dispatcher.waiting and not clock.getDelayedCalls()
+
+
+def test_a_read_during_a_publication_of_several_parts_is_forwarded_at_once():
+    clock, replica, inner, dispatcher = setup()
+    replica.in_publication = True    # a mass disconnect's parts, one a reactor turn: stale for longer than a wait
+    assert ask(dispatcher, Connection(), 1) == ["local answer to 1"] and not dispatcher.waiting

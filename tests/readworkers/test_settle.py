@@ -2,7 +2,7 @@
 
 from twisted.internet import task
 
-from namesrv.readworkers.channel.delta import PART_TOPICS
+from namesrv.readworkers.channel.delta import ONE_MESSAGE_TOPICS, PART_TOPICS
 from namesrv.readworkers.channel.feed import down_reader
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.service import make_service
@@ -139,7 +139,7 @@ def test_changes_nobody_was_told_of_go_out_quietly_and_an_answer_meanwhile_settl
     publisher = pool.publisher
     publisher.reactor = clock = task.Clock()
     connection = FakeConnection("127.0.0.1:40002")
-    topics = ["T%d" % i for i in range(2 * PART_TOPICS + 200)]   # a publication of three parts
+    topics = ["T%d" % i for i in range(max(2 * PART_TOPICS, ONE_MESSAGE_TOPICS) + 200)]   # several parts
     service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=topics), connection)
     worker = pool.workers[0] = RecordingWorker(applied=publisher.generation.value)
     publisher.tracker.take()
@@ -196,10 +196,11 @@ def test_a_publication_of_several_parts_keeps_its_pace(tmp_path):
     publisher.reactor = clock = task.Clock()
     worker = pool.workers[0] = RecordingWorker(applied=publisher.generation.value)
     publisher.tracker.take()
-    service.registry.dispatch(big_registration(PART_TOPICS + 10), FakeConnection("127.0.0.1:40002"))
+    service.registry.dispatch(big_registration(ONE_MESSAGE_TOPICS + 10), FakeConnection("127.0.0.1:40002"))
     assert worker.messages == []          # paced as before: from a reactor turn later, a part per turn
     clock.advance(1)
-    assert [m["kind"] for m in worker.messages] == ["topics", "topics", "replica"]
+    kinds = [m["kind"] for m in worker.messages]
+    assert kinds == ["topics"] * (-(-(ONE_MESSAGE_TOPICS + 10) // PART_TOPICS)) + ["replica"]
 
 
 def test_workers_restoring_the_snapshot_file_get_only_what_changed_since_with_every_broker_row(tmp_path):

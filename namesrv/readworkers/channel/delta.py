@@ -13,9 +13,12 @@ part per message.
 
 from namesrv.routes import rows
 
-#: topics per part: ~1.5 ms to encode, decode or apply (the tables' moves are per map, in C); a registration
-#: of a few thousand topics is one message
-PART_TOPICS = 5000
+#: topics per part of a publication of several: ~0.5 ms to encode, decode or apply (the tables' moves are
+#: per map, in C), one a reactor turn on each side
+PART_TOPICS = 1000
+#: up to this many topics a publication is one message (a registration of a few thousand topics: sent with
+#: its acknowledgement, applied in one turn, ~1.5 ms)
+ONE_MESSAGE_TOPICS = 5000
 
 
 def encode_topics(routes, topics, moves=None):

@@ -23,7 +23,7 @@ import msgpack
 
 from namesrv.config import java_text
 from namesrv.protocol.lengthprefixed import LengthPrefixedReader
-from namesrv.readworkers.channel.delta import PART_TOPICS, encode_brokers, encode_topics
+from namesrv.readworkers.channel.delta import ONE_MESSAGE_TOPICS, PART_TOPICS, encode_brokers, encode_topics
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 
 _LENGTH = struct.Struct(">I")
@@ -95,7 +95,8 @@ def publication(generation, routes, kv, config, started, local_codes, topics=Non
     publication the look at each topic's map.""" 
     full = topics is None
     names = list(routes.topic_queue_table) if full else list(topics)
-    if not full and len(names) <= part_topics:
+    one_message = ONE_MESSAGE_TOPICS if part_topics == PART_TOPICS else part_topics   # parts of the size asked
+    if not full and len(names) <= one_message:
         yield replica_message(generation, routes, kv, config, started, local_codes, False, brokers,
                               topics_part(routes, names, quiet=quiet, moves=moves) if names else None)
         return

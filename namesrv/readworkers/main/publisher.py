@@ -13,7 +13,7 @@ from twisted.logger import Logger
 
 from namesrv.interfaces import IReplicableProcessor
 from namesrv.protocol.codes import RequestCode
-from namesrv.readworkers.channel.delta import PART_TOPICS
+from namesrv.readworkers.channel.delta import ONE_MESSAGE_TOPICS
 from namesrv.readworkers.channel.feed import publication
 
 log = Logger()
@@ -259,7 +259,7 @@ class Publisher:
         once, unpaced (about a ms of work), so the workers are fresh again before the next registration runs
         and go on answering reads instead of forwarding them to this busy process."""
         tracker = self.tracker
-        return not tracker.full and 0 < len(tracker) <= PART_TOPICS \
+        return not tracker.full and 0 < len(tracker) <= ONE_MESSAGE_TOPICS \
             and not any(worker.needs_full for worker in self.workers())
 
     def local_codes(self):

@@ -9,7 +9,9 @@ million topics. The publication itself comes within a few ms (a registration's i
 applying it makes the replica fresh again. So a route read that finds the replica stale, while it holds
 a complete copy, waits up to ``WAIT`` for that: answered here once fresh (read-after-write holds, as for
 any local answer: fresh means the replica has every change acknowledged before the read arrived), else
-forwarded as before. Everything else goes on as ``WorkerDispatcher`` decides.
+forwarded as before. Not while a publication of several parts is being applied (a mass disconnect's, a
+part per reactor turn): the replica stays stale for longer than a read should wait, so it is forwarded
+at once. Everything else goes on as ``WorkerDispatcher`` decides.
 """
 
 import collections
@@ -38,7 +40,7 @@ class WaitForFresh:
     def dispatch(self, request, connection):
         replica = self.replica
         if (request.code in replica.local_codes and replica.complete and not replica.held and self.wait > 0
-                and not replica.fresh() and not connection.closing):
+                and not replica.in_publication and not replica.fresh() and not connection.closing):
             answer = defer.Deferred()
             self.waiting.append((self.reactor.seconds() + self.wait, request, connection, connection.current_frame,
                                  answer))

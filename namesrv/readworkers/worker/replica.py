@@ -122,11 +122,14 @@ class Replica:
         except Exception:
             self.complete = False
             self.generation = None
-            self.loading = False
+            self.loading = self.in_publication = False
             raise
         finally:
             for listener in self.applied_listeners:
                 listener()
+
+    #: parts of a publication have come and its last message has not: staying stale (or quiet) a while
+    in_publication = False
 
     def _apply_part(self, message):
         # A quiet part carries changes the shared counter was not bumped for (nobody has been told of
@@ -136,10 +139,12 @@ class Replica:
             self.loading = True
         if message["reset"]:
             self._reset_seen = True
+        self.in_publication = message.get("kind") == "topics"
         apply_topics(self.context.routes, message, reset=message["reset"])
 
     def _finish(self, message):
         self.loading = False
+        self.in_publication = False
         if message["full"]:
             if not self._reset_seen:
                 raise ValueError("a full replica without its first part")
