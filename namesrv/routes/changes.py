@@ -86,6 +86,12 @@ class RouteChanges:
         self.changed()
         self.body_cache.forget_routes(topics)
 
+    def broker_topic_sets_changed(self, topic_sets):
+        """``broker_routes_changed`` for one broker whose topics are in several sets (its maps': no union)."""
+        self.changed()
+        for topics in topic_sets:
+            self.body_cache.forget_routes(topics)
+
     def routes_of_brokers_changed(self, topic_sets):
         """``broker_routes_changed`` for several brokers at once (``topic_sets``: each one's topics)."""
         self.changed()

@@ -157,7 +157,7 @@ class RouteTables:
             self.mark_broker(name)
             changes.brokers_changed(name)
         if touched:
-            changes.routes_of_brokers_changed([self.topics_of(name) for name in touched])
+            changes.routes_of_brokers_changed([topics for name in touched for topics in self.topic_sets_of(name)])
         changes.end()
 
     def apply_topic_rows(self, topics, mappings=None, report=True):
@@ -232,6 +232,11 @@ class RouteTables:
                 return qmap.topics
         return set().union(*(qmap.topics for qmap in held.values()))
 
+    def topic_sets_of(self, broker_name):
+        """The topic sets of the maps holding ``broker_name``: its topics without a union of them (a thousand
+        brokers leaving at once would build a million-name set each)."""
+        return [qmap.topics for qmap in self.queue_maps.by_broker.get(broker_name, {}).values()]
+
     def topic_count_of(self, broker_name):
         """How many topics have QueueData of ``broker_name`` (no set is built)."""
         return sum(len(qmap.topics) for qmap in self.queue_maps.by_broker.get(broker_name, {}).values())
@@ -291,10 +296,11 @@ class RouteTables:
                 olds_names = ()
             else:
                 olds_names = old.keys()
-                if topics is old.topics and new is not None and not new.topics and targets[id(new)] == 1:
-                    # every topic of ``old`` goes to a map no topic has yet: ``old`` becomes that map, its
-                    # topics keep their entry (a registration's topics already on its neighbours: no dict
-                    # update per topic)
+                if topics is old.topics and new is not None and not new.topics and targets[id(new)] == 1 \
+                        and id(old) not in targets:
+                    # every topic of ``old`` goes to a map no topic has yet (and none comes to ``old``): ``old``
+                    # becomes that map, its topics keep their entry (a registration's topics already on its
+                    # neighbours: no dict update per topic)
                     marked.update(olds_names ^ new.keys())
                     maps.become(old, new)
                     continue
@@ -348,21 +354,21 @@ class RouteTables:
         broker_data = self.broker_addr_table[broker_name] = BrokerData(cluster, broker_name, {})
         self.mark_broker(broker_name)
         self.changes.brokers_changed(broker_name)
-        topics = self.topics_of(broker_name)
-        if topics:   # QueueData that waited for their BrokerData: those routes show it now
-            self.changes.broker_routes_changed(topics)
+        topic_sets = self.topic_sets_of(broker_name)
+        if topic_sets:   # QueueData that waited for their BrokerData: those routes show it now
+            self.changes.broker_topic_sets_changed(topic_sets)
         return broker_data
 
     def broker_data_changed(self, broker_name):
         """The BrokerData of ``broker_name`` was changed in place."""
         self.mark_broker(broker_name)
         self.changes.brokers_changed(broker_name)
-        self.changes.broker_routes_changed(self.topics_of(broker_name))
+        self.changes.broker_topic_sets_changed(self.topic_sets_of(broker_name))
 
     def remove_broker_name(self, broker_name):
         """Remove a broker name's BrokerData, its cluster memberships and its QueueData."""
         self._broker_marks.pop(broker_name, None)
-        self.changes.broker_routes_changed(self.topics_of(broker_name))
+        self.changes.broker_topic_sets_changed(self.topic_sets_of(broker_name))
         del self.broker_addr_table[broker_name]
         for cluster in [c for c, names in self.cluster_addr_table.items() if broker_name in names]:
             names = self.cluster_addr_table[cluster]
@@ -523,7 +529,7 @@ class RouteTables:
         cluster, addr = key
         for broker_data in self.broker_addr_table.values():
             if broker_data.cluster == cluster and addr in broker_data.broker_addrs.values():
-                self.changes.broker_routes_changed(self.topics_of(broker_data.broker_name))
+                self.changes.broker_topic_sets_changed(self.topic_sets_of(broker_data.broker_name))
 
 
 def _moving(topics, count, wanted):

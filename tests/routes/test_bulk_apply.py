@@ -177,3 +177,18 @@ def test_an_unchanged_data_version_still_adds_the_topics_the_broker_lacks():
         assert state(fast) == state(slow)
     assert changes(fast_events) == changes(slow_events)
     assert all(fast.topic_queue_table[t]["b"].perm == 4 for t in TOPICS[:120])
+
+
+def test_a_map_that_takes_other_queue_data_in_place_is_no_other_moves_target():
+    """A master re-registering at its slave's address: its new topic goes to the map the old QueueData had
+    (still holding baseTopic), and baseTopic leaves that map for new QueueData: the map cannot change in place."""
+    ops_ = [("register", "a", "h:1", 1, TOPICS[1:81], 6, 1, True, CONNS[0], False, 0),
+            ("register", "a", "h:1", 0, ["t000"], 4, 1, None, CONNS[0], True, 0)]
+    fast, slow = new_routes(Clock(), Events()), new_routes(Clock(), Events())
+    for op in ops_:
+        apply(fast, op)
+        with plainest():
+            apply(slow, op)
+        assert state(fast) == state(slow)
+    assert fast.topic_queue_table["t000"]["a"].perm == 4 and fast.topic_queue_table["baseTopic"]["a"].perm == 6
+    fast.check_invariants()
