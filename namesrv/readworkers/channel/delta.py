@@ -13,12 +13,12 @@ part per message.
 
 from namesrv.routes import rows
 
-#: topics per part of a publication of several: ~0.5 ms to encode, decode or apply (the tables' moves are
+#: topics per part of a publication of several: ~1 ms to encode, decode or apply (the tables' moves are
 #: per map, in C), one a reactor turn on each side
-PART_TOPICS = 1000
-#: up to this many topics a publication is one message (a registration of a few thousand topics: sent with
-#: its acknowledgement, applied in one turn, ~1.5 ms)
-ONE_MESSAGE_TOPICS = 5000
+PART_TOPICS = 2500
+#: up to this many topics a publication is one message (a registration of a few thousand topics, or two:
+#: sent with its acknowledgement, applied in one turn, 1-3 ms)
+ONE_MESSAGE_TOPICS = 10000
 
 
 def encode_topics(routes, topics, moves=None):
