@@ -18,8 +18,10 @@ import collections
 
 from twisted.internet import defer
 
-#: how long a read may wait for the replica to be fresh before it is forwarded (seconds)
-WAIT = 0.004
+#: how long a read may wait for the replica to be fresh before it is forwarded (seconds): a registration's
+#: publication is applied 2-5 ms after its acknowledgement, more when the worker shares its core; a read
+#: forwarded then waits for the main process's next registration (5-7 ms at a million topics)
+WAIT = 0.008
 
 
 class WaitForFresh:
