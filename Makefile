@@ -1,37 +1,48 @@
 # Two commands for a fresh machine (Python 3.11 and Java 17, nothing else):
-#   make run    create .venv, install, start `twistd -n namesrv` on 127.0.0.1:9876 (status page on :9877)
-#   make test   create .venv, install with test extras, run the whole suite
+#   make run    create .venv, install the server (what running needs, nothing more), start
+#               `twistd -n namesrv` on 127.0.0.1:9876 with the status page on :9877; Ctrl-C stops it
+#   make test   create .venv, install with the test extras (pytest, hypothesis, pyspark...), run the whole suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 ARGS ?=
 # `make run` serves the status page on http://127.0.0.1:$(STATUS_PORT)/ (twistd namesrv alone keeps it off)
 STATUS_PORT ?= 9877
+# The package is installed, not linked (what users install is what runs): a change to any of these
+# installs it again at the next `make run` or `make test`.
+SOURCES := setup.cfg pyproject.toml README.md \
+	$(shell find namesrv processors spark twisted -type f -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null)
 
 .PHONY: run test test-cluster bench clean spark-package
 
-$(BIN)/.installed: setup.cfg pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+# Running: the package and its install_requires only (`pip install .`: about 100 MB, no pyspark).
+$(VENV)/.run-installed: $(SOURCES)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet .
+	@touch $@
+
+# Testing: the same plus the test extras.
+$(VENV)/.test-installed: $(SOURCES)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet '.[test]'
-	touch $@
+	@touch $@ $(VENV)/.run-installed
 
-run: $(BIN)/.installed
-	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall .
-	cd $(CURDIR) && $(BIN)/twistd -n --pidfile= namesrv --statusListenPort $(STATUS_PORT) $(ARGS)
+# Ctrl-C (SIGINT) or SIGTERM stop the server cleanly; the recipe's shell waits for it and ends the
+# recipe without an error, so make reports none.
+run: $(VENV)/.run-installed
+	@trap 'true' INT TERM; cd $(CURDIR) && $(BIN)/twistd -n --pidfile= namesrv --statusListenPort $(STATUS_PORT) \
+		$(ARGS); status=$$?; case $$status in 0|130|143) ;; *) exit $$status;; esac
 
-test: $(BIN)/.installed
-	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall .
+test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest $(ARGS)
 
-test-cluster: $(BIN)/.installed
-	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall .
+test-cluster: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -m cluster $(ARGS)
 
-bench: $(BIN)/.installed
+bench: $(VENV)/.test-installed
 	$(BIN)/python -m bench $(ARGS)
 
-# dist/spark.zip + dist/spark_report.py for spark-submit (see README, Event log and Spark reports)
+# dist/spark.zip + dist/spark_report.py for spark-submit (see docs/spark.md)
 spark-package:
 	$(PYTHON) -m spark.package --dist dist
 

@@ -118,11 +118,18 @@ class Side:
         self.namesrv_ports = [free_port(neighbours=(0,)) for _ in range(count)]
         self.controller_ports = []
         while len(self.controller_ports) < count:
-            port = free_port(neighbours=(0, 1))
+            port = free_port(neighbours=(0,) if kind == "ours" else (0, 1))
             if port not in self.namesrv_ports and port not in self.controller_ports:
                 self.controller_ports.append(port)
         self.peers = ";".join("n%d-127.0.0.1:%d" % (i, p) for i, p in enumerate(self.controller_ports))
         self.processes = [None] * count
+        self.secret = None
+        if kind == "ours" and count > 1:
+            # several controllers authenticate each other with a shared secret (controllerPeerSecretFile)
+            self.secret = os.path.join(workdir, "controller.secret")
+            with open(self.secret, "w") as f:
+                f.write(os.urandom(32).hex())
+            os.chmod(self.secret, 0o600)
 
     def start(self, index):
         props = {"enableControllerInNamesrv": "true", "controllerDLegerGroup": "bench",
@@ -133,6 +140,8 @@ class Side:
         if self.kind == "ours":
             run = os.path.join(self.workdir, "ours-ns%d" % index)
             os.makedirs(run, exist_ok=True)
+            if self.secret:
+                props["controllerPeerSecretFile"] = self.secret
             props.update(listenPort=port, bindAddress="127.0.0.1", routeReadWorkers=0,
                          kvConfigPath=os.path.join(run, "kv.json"), logDir=os.path.join(run, "logs"),
                          routeSnapshotPath=os.path.join(run, "routes.snapshot"))

@@ -200,7 +200,7 @@ def build_minimal_service(reactor, config):
     routes = RouteInfoManager(events=events)
     context = NamesrvContext(config=config, routes=routes, kv=NoKV(), reactor=reactor, events=events)
     registry = ProcessorRegistry([RouteProcessor(context)], events=events)
-    guards = RequestGuards(config, registry, reactor)
+    guards = RequestGuards(config, registry, reactor, context.scheduler)
     factory = RemotingServerFactory(guards.dispatcher, config, BrokerHousekeeping(routes, events), events, reactor)
     return types.SimpleNamespace(config=config, reactor=reactor, routes=routes, events=events, registry=registry,
                                  security=guards, factory=factory)
@@ -234,7 +234,7 @@ def main(argv=None):
     parser.add_argument("--minimal", action="store_true", help="serve with the route processor alone")
     parser.add_argument("--baseline", type=float, default=2.0, help="seconds of reads before the storm")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a server property (e.g. isolationTurnBudgetMillis=2); repeatable")
+                        help="a server property (e.g. schedulerTurnBudgetMillis=2); repeatable")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:

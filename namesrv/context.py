@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 from typing import Any
 
+from namesrv.dispatch.scheduler import TurnScheduler
 from namesrv.observe.eventlog import NullEventLog
 
 
@@ -17,7 +18,9 @@ class NamesrvContext:
     - ``events``: the structured event log (an IEventLog);
     - ``server_id``: ``host:port`` of this server, for the event log;
     - ``started``: when the server started (``reactor.seconds()``), for the start-up grace;
-      a read worker's replica carries the main process's.
+      a read worker's replica carries the main process's;
+    - ``scheduler``: the process's one TurnScheduler (namesrv/dispatch/scheduler.py), for work
+      that runs over several reactor turns (made from ``config`` and ``reactor`` when not given).
     """
 
     config: Any
@@ -27,7 +30,11 @@ class NamesrvContext:
     events: Any = field(default_factory=NullEventLog)
     server_id: str = "127.0.0.1:9876"
     started: Any = None
+    scheduler: Any = None
 
     def __post_init__(self):
         if self.started is None:
             self.started = self.reactor.seconds()
+        if self.scheduler is None:
+            # the budget is read through the context: a read worker's replica may replace its config
+            self.scheduler = TurnScheduler(self.reactor, lambda: max(0, self.config.schedulerTurnBudgetMillis) / 1000.0)

@@ -133,11 +133,13 @@ class IReplicatedLog(Interface):
     self_id = Attribute("This controller's id in controllerDLegerPeers (n0, n1, ...).")
     group = Attribute("controllerDLegerGroup.")
     peers = Attribute("{id: 'host:port'}: every controller's address for brokers and admin tools.")
-    is_leader = Attribute("True while this controller is the leader and has applied every earlier term's entries.")
+    is_leader = Attribute("True while this controller is the leader, has applied every earlier term's entries, "
+                          "and is sure no newer leader exists (its lease): only then does it decide or read.")
     leader_id = Attribute("The id of the leader as last known, or None.")
     role_listeners = Attribute("Callbacks called with True/False when this controller starts/stops leading.")
-    # Optional: ``applies_at_once`` True when ``propose`` applies the events before it returns (only
-    # their durability is still to come): the controller then decides the next request at once.
+    applies_at_once = Attribute("True when ``propose`` applies the events before it returns (only their "
+                                "durability is still to come): the controller then decides the next request "
+                                "at once. False when they are applied once committed (Raft).")
 
     def start():
         """Restore what is persisted and join the others."""

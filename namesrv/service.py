@@ -3,12 +3,14 @@
 Built in the order each part needs the previous ones, and handed to constructors; nothing
 is patched in afterwards::
 
-    event log -> KV store (loaded) -> route tables -> context -> processors (plugins)
-      -> guards (policies, priority dispatcher) -> in-flight counter -> answer cache
-      -> remoting factory -> TLS -> the controller (enableControllerInNamesrv, its own port)
-      -> metrics, status page -> address service -> read workers -> the service
+    event log -> KV store (loaded) -> route tables -> context (with the process's scheduler)
+      -> processors (plugins) -> guards (policies, priority dispatcher) -> in-flight counter
+      -> answer cache -> remoting factory -> TLS -> metrics -> the controller
+      (enableControllerInNamesrv, its own port; its collector on the metrics) -> status page
+      -> address service -> read workers (their collector on the metrics) -> the service
 """
 
+import functools
 import gc
 import os
 
@@ -17,9 +19,11 @@ from twisted.internet import defer
 from twisted.logger import Logger
 
 from namesrv.clock import MonotonicClock
-from namesrv.context import NamesrvContext, NullEventLog
+from namesrv.context import NamesrvContext
+from namesrv.dispatch.scheduler import BULK, TurnScheduler
 from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.handover.inflight import InFlightDispatcher
+from namesrv.observe.eventlog import event_log_for
 from namesrv.observe.health import Readiness
 from namesrv.periodic import PeriodicCall
 from namesrv.security.wiring import RequestGuards, TlsListening
@@ -66,12 +70,16 @@ class NamesrvService(service.MultiService):
         self.read_workers = read_workers
         self.readiness = readiness if readiness is not None else Readiness()
         self.listen_factory = tls.factory if tls is not None else factory
-        from namesrv.handover.coordinator import Handover
-        from namesrv.storage.restoring import one_step_per_turn
-        #: runs sliced jobs (a takeover's first copy) a step per reactor turn
-        self.cooperate = one_step_per_turn(reactor)
+        from namesrv.handover.coordinator import Handover, ServerParts
+        #: runs sliced jobs (restoring and writing route snapshots, a takeover's first copy) a step at a time
+        #: on the process's one scheduler, after the reads and the brokers' requests of each turn
+        self.cooperate = functools.partial(context.scheduler.cooperate, priority=BULK, name="route snapshot")
         self._routes_restored = False
-        self.handover = Handover(self, inflight, takeover=takeover)
+        parts = ServerParts(reactor=reactor, config=config, routes=routes, kv=kv, factory=factory,
+                            housekeeping=housekeeping, read_workers=read_workers, port_now=lambda: self.port,
+                            running_now=lambda: self.running, cooperate=self.cooperate,
+                            restore_routes=self.restore_routes)
+        self.handover = Handover(parts, inflight, takeover=takeover)
 
         guards.setServiceParent(self)
         #: the embedded controller (namesrv/controller/service.py), when enableControllerInNamesrv
@@ -237,7 +245,7 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
         from twisted.internet import reactor
     clock = clock or MonotonicClock()
     config.pin_instance_paths()
-    events = events if events is not None else _make_event_log(config, reactor)
+    events = events if events is not None else event_log_for(config, reactor)
     kv = KVConfigManager(config.kvConfigPath, reactor=reactor, events=events)
     kv.load()
     routes = RouteInfoManager(clock=clock, events=events,
@@ -245,24 +253,23 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
                               body_cache_max_bytes=config.routeBodyCacheMaxBytes)
     config.add_listener(lambda *ignored: routes.body_cache.set_max_bytes(config.routeBodyCacheMaxBytes))
     context = NamesrvContext(config=config, routes=routes, kv=kv, reactor=reactor, events=events,
-                             server_id="%s:%s" % (config.bindAddress, config.listenPort))
+                             server_id="%s:%s" % (config.bindAddress, config.listenPort),
+                             scheduler=TurnScheduler.for_config(config, reactor))
     registry = ProcessorRegistry.from_plugins(context, plugin_package)
-    guards = RequestGuards(config, registry, reactor)
+    guards = RequestGuards(config, registry, reactor, context.scheduler)
     inflight = InFlightDispatcher(guards.dispatcher)   # a takeover waits for the answers it counts
     answer_cache = _make_answer_cache(config, registry, routes, kv)
     housekeeping = BrokerHousekeeping(routes, events, reactor)
     factory = RemotingServerFactory(inflight, config, housekeeping, events, reactor, answer_cache=answer_cache)
     tls = TlsListening.for_config(config, factory, reactor)
-    controller = _make_controller(config, reactor, events, clock, plugin_package)
     readiness = Readiness()
     http_ports = []
     metrics = None
     if config.prometheusListenPort:
         from namesrv.observe.metrics import metrics_port_service
         metrics = metrics_port_service(config, guards, tls, routes, factory, events, registry, reactor, readiness)
-        if controller is not None:
-            metrics.metrics.controller = controller.controller
         http_ports.append(metrics)
+    controller = _make_controller(config, reactor, events, clock, plugin_package, metrics)
     if config.statusListenPort:
         from namesrv.status.web import status_page_service
         http_ports.append(status_page_service(config, routes, kv, registry, events, context, guards.acl_store,
@@ -272,17 +279,22 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
     return NamesrvService(
         config=config, reactor=reactor, clock=clock, events=events, kv=kv, routes=routes, context=context,
         registry=registry, housekeeping=housekeeping, guards=guards, inflight=inflight, factory=factory,
-        answer_cache=answer_cache, tls=tls, http_ports=http_ports, snapshots=_make_snapshotter(config, routes, reactor),
+        answer_cache=answer_cache, tls=tls, http_ports=http_ports, snapshots=_make_snapshotter(config, routes, context, reactor),
         read_workers=_make_read_workers(config, routes, kv, registry, factory, guards, tls, metrics, context, reactor),
         readiness=readiness, takeover=takeover, address_service=addresses, controller=controller)
 
 
-def _make_controller(config, reactor, events, clock, plugin_package):
-    """The embedded controller (RIP-44) on its own port, when ``enableControllerInNamesrv``."""
+def _make_controller(config, reactor, events, clock, plugin_package, metrics_port):
+    """The embedded controller (RIP-44) on its own port, when ``enableControllerInNamesrv``, with its
+    families on the metrics port (``metrics_port``, or None)."""
     if not config.enableControllerInNamesrv:
         return None
     from namesrv.controller.service import ControllerService
-    return ControllerService(config, reactor, events, clock=clock, plugin_package=plugin_package)
+    controller = ControllerService(config, reactor, events, clock=clock, plugin_package=plugin_package)
+    if metrics_port is not None:
+        from namesrv.observe.controller_metrics import ControllerCollector
+        metrics_port.metrics.add_collector(ControllerCollector(controller.controller))
+    return controller
 
 
 def _make_answer_cache(config, registry, routes, kv):
@@ -312,23 +324,18 @@ def _make_read_workers(config, routes, kv, registry, factory, guards, tls, metri
     from namesrv.readworkers.worker.guards import worker_arguments
     return ReadWorkerPool(count, routes=routes, kv=kv, config=config, registry=registry, factory=factory,
                           holds=guards.dispatcher.holds, started=context.started, reactor=reactor,
+                          scheduler=context.scheduler,
                           tls_factory=tls.factory if tls is not None else None,
                           metrics=metrics.metrics if metrics is not None else None,
                           worker_arguments=worker_arguments(config))
 
 
-def _make_event_log(config, reactor):
-    if not config.eventLogEnable:
-        return NullEventLog()
-    from namesrv.observe.eventlog import EventLog
-    return EventLog(config.event_log_path(), server_id="%s:%s" % (config.bindAddress, config.listenPort),
-                    max_bytes=config.eventLogMaxBytes, backups=config.eventLogBackups, reactor=reactor)
-
-
-def _make_snapshotter(config, routes, reactor):
+def _make_snapshotter(config, routes, context, reactor):
     if not config.routeSnapshotEnable or not config.routeSnapshotPath:
         return None
     from namesrv.storage.snapshotfile import RouteSnapshotFile
     from namesrv.storage.instance import InstanceIdentity
     return RouteSnapshotFile(os.path.expanduser(config.routeSnapshotPath), routes, reactor,
-                             owner=InstanceIdentity.for_config(config))
+                             owner=InstanceIdentity.for_config(config),
+                             cooperate=functools.partial(context.scheduler.cooperate, priority=BULK,
+                                                         name="route snapshot"))

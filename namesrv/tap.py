@@ -1,11 +1,13 @@
-"""`twistd namesrv`: command-line options and makeService."""
+"""`twistd namesrv`: command-line options and makeService.
 
-import sys
+A start that cannot work (a bad or misspelt property, a missing ``-c`` file, a busy port, a file
+another running instance owns) ends here in one line on stderr and exit status 1, before twistd
+daemonizes: no traceback and no usage text (namesrv/startup).
+"""
 
 from twisted.python import usage
-from twisted.logger import Logger
 
-log = Logger()
+PROGRAM = "namesrv"
 
 
 class Options(usage.Options):
@@ -14,60 +16,53 @@ class Options(usage.Options):
     synopsis = "[-c FILE] [-p] [--takeover] [--listenPort PORT] [--host ADDRESS] [--statusListenPort PORT]"
     longdesc = ("Runs a RocketMQ NameServer. Properties use the Java names (listenPort, kvConfigPath, "
                 "orderMessageEnable, scanNotActiveBrokerInterval, ...); see conf/namesrv.properties.")
+    # Values stay text here: the property table checks them and names the property when one is bad.
     optParameters = [
         ["configFile", "c", None, "Java-style .properties file with NameServer properties."],
-        ["listenPort", None, None, "TCP port to listen on (default 9876).", int],
+        ["listenPort", None, None, "TCP port to listen on (default 9876)."],
         ["host", None, None, "Address to bind (default 127.0.0.1; 0.0.0.0 for every interface)."],
-        ["statusListenPort", None, None, "Serve the read-only status page on this HTTP port (default off).", int],
+        ["statusListenPort", None, None, "Serve the read-only status page on this HTTP port (default off)."],
     ]
     optFlags = [
-        ["printConfigItem", "p", "Print every effective property as key=value and exit."],
+        ["printConfigItem", "p", "Print every property's effective value as key=value and exit."],
         ["takeover", None, "Replace the running process of this instance (same -c file) without dropping a "
-                           "request: take its tables, port and connections (see README, Restarts nobody notices)."],
+                           "request: take its tables, port and connections (see docs/restarts.md)."],
     ]
 
     def postOptions(self):
-        from namesrv.config import ConfigError, NamesrvConfig
-
-        config = NamesrvConfig()
-        try:
-            if self["configFile"]:
-                unknown = config.load_file(self["configFile"])
-                for key in unknown:
-                    log.warn("unknown property {key} in {file} ignored", key=key, file=self["configFile"])
-            overrides = {}
-            if self["listenPort"] is not None:
-                overrides["listenPort"] = str(self["listenPort"])
-            if self["host"] is not None:
-                overrides["bindAddress"] = self["host"]
-            if self["statusListenPort"] is not None:
-                overrides["statusListenPort"] = str(self["statusListenPort"])
-            if overrides:
-                config.update(overrides, source="command line")
-        except (ConfigError, OSError) as e:
-            raise usage.UsageError(str(e))
-        self.config = config
-        if self["printConfigItem"]:
-            sys.stdout.write(config.to_properties_text())
-            sys.stdout.flush()
-            raise SystemExit(0)
+        from namesrv.startup import configure
+        overrides = {name: self[option] for option, name in (("listenPort", "listenPort"), ("host", "bindAddress"),
+                                                               ("statusListenPort", "statusListenPort"))
+                     if self[option] is not None}
+        self.config = configure(PROGRAM, self["configFile"], overrides, printing=bool(self["printConfigItem"]))
 
 
 def makeService(options):
-    from namesrv.kvconfig import KVConfigError
     from namesrv.dispatch.registry import ProcessorConflictError
-    from namesrv.service import make_service
-
+    from namesrv.kvconfig import KVConfigError
     from namesrv.optional import missing_part
+    from namesrv.service import make_service
+    from namesrv.startup import StartupError, refuse
+    from namesrv.startup.ownership import check_directory, claim_state_files
+    from namesrv.startup.plan import listen_address, log_directories, namesrv_listens, namesrv_state_files
+    from namesrv.startup.ports import check_ports
 
+    config = options.config
+    takeover = bool(options["takeover"])
     try:
-        return make_service(options.config, takeover=bool(options["takeover"]))
-    except (KVConfigError, ProcessorConflictError, ValueError) as e:
-        sys.stderr.write("namesrv: refusing to start: %s\n" % e)
-        raise SystemExit(1)
+        # files first: a second instance started from the same -c file hears of that, not of its ports
+        claims = claim_state_files(namesrv_state_files(config, options["configFile"]), listen_address(config),
+                                   takeover)
+        check_ports(namesrv_listens(config, takeover))
+        for prop, directory in log_directories(config):
+            check_directory(prop, directory)
+        service = make_service(config, takeover=takeover)
+    except (StartupError, KVConfigError, ProcessorConflictError, ValueError) as e:
+        refuse(PROGRAM, e)
     except ImportError as e:
         reason = missing_part(e)
         if reason is None:
             raise
-        sys.stderr.write("namesrv: refusing to start: %s\n" % reason)
-        raise SystemExit(1)
+        refuse(PROGRAM, reason)
+    service.state_files = claims   # held as long as the service lives (the process)
+    return service

@@ -25,7 +25,8 @@ from namesrv.protocol.command import HeaderFieldError
 #: Java's ControllerConfig black list (configBlackList, configStorePath, rocketmqHome) plus the controller's
 #: identity and store: changed at run time they would split the group or lose its state
 CONTROLLER_BLACK_LIST = frozenset(["configBlackList", "configStorePath", "rocketmqHome", "controllerStorePath",
-                                   "controllerDLegerPeers", "controllerDLegerSelfId", "controllerDLegerGroup"])
+                                   "controllerDLegerPeers", "controllerDLegerSelfId", "controllerDLegerGroup",
+                                   "controllerPeerSecretFile", "controllerPeerAuthDisabled", "aclEnable", "aclFile"])
 
 
 @implementer(IRequestProcessor)

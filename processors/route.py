@@ -90,8 +90,8 @@ class RouteProcessor:
         #: tables, so that a takeover carries it on)
         self.unchanged = self.routes.unchanged
         self.timer = timer
-        #: whole-table lists are built a slice per reactor turn (processors/sliced.py)
-        self.sliced = SlicedAnswers(context.reactor)
+        #: whole-table lists are built a slice per step of the process's scheduler (processors/sliced.py)
+        self.sliced = SlicedAnswers(context.scheduler)
         self._handlers = {
             RequestCode.REGISTER_BROKER: self.register_broker,
             RequestCode.UNREGISTER_BROKER: self.unregister_broker,

@@ -9,6 +9,7 @@ The poller is a daemon thread on the driver that only reads the status tracker; 
 for it.
 """
 
+import os
 import sys
 import threading
 import time
@@ -92,12 +93,35 @@ def for_command_line(spark, phases, quiet, stream=None):
 
 
 def summary_line(summary):
-    """The run's last line: rows read, malformed lines, wall time, Spark jobs and where the report is."""
+    """The run's last line: rows read, malformed lines, wall time, Spark jobs and where the report is.
+
+    With ``total_seconds`` (the command line's: from the process's start to this line, the JVM's
+    start and exit included), that is the time given, with the JVM's start and the report's own
+    time in brackets; ``seconds`` alone (a report run in a session someone else started) is the report's."""
     lines = summary["lines"]
     jobs = "" if summary.get("jobs") is None else ", %d Spark jobs" % summary["jobs"]
-    return "%d rows read, %d malformed, %.1f s%s; report: %s" % (
-        sum(lines.values()), lines.get("malformed", 0), summary["seconds"], jobs,
-        summary["output"].rstrip("/") + "/report.html")
+    if summary.get("total_seconds") is not None:
+        parts = ["the report %.1f s" % summary["seconds"]]
+        if summary.get("session_seconds") is not None:
+            parts.insert(0, "Spark's start %.1f s" % summary["session_seconds"])
+        took = "%.1f s in all (%s)" % (summary["total_seconds"], ", ".join(parts))
+    else:
+        took = "%.1f s" % summary["seconds"]
+    return "%d rows read, %d malformed, %s%s; report: %s" % (
+        sum(lines.values()), lines.get("malformed", 0), took, jobs, summary["output"].rstrip("/") + "/report.html")
+
+
+def process_seconds(fallback_started=None):
+    """Seconds since this process started (Linux: /proc/self/stat), as ``time`` would count the command;
+    elsewhere since ``fallback_started`` (a ``time.time()``)."""
+    try:
+        with open("/proc/self/stat") as f:
+            started_ticks = int(f.read().rpartition(")")[2].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return round(max(0.0, uptime - started_ticks / os.sysconf("SC_CLK_TCK")), 1)
+    except (OSError, ValueError, IndexError):
+        return None if fallback_started is None else round(time.time() - fallback_started, 1)
 
 
 def total_jobs(phases):

@@ -296,9 +296,18 @@ def main(argv=None):
     session_started = time.time()
     workers = chartworkers.ChartWorkers()   # they import matplotlib while the JVM starts
     try:
-        return _main(args, existing, user_conf, session_started, workers)
+        summary = _main(args, existing, user_conf, session_started, workers)
     finally:
         workers.close()
+    # The closing line comes last, once the JVM has exited (it may write the class archive on its
+    # way out), and counts the whole command from the process's start, as ``time`` would.
+    if existing is None:
+        summary["total_seconds"] = progress.process_seconds(session_started)
+    if args.json:
+        print(json.dumps(summary, indent=1, sort_keys=True), flush=True)
+    elif not args.quiet:
+        print(progress.summary_line(summary), flush=True)
+    return 0
 
 
 def _main(args, existing, user_conf, session_started, workers):
@@ -326,16 +335,12 @@ def _main(args, existing, user_conf, session_started, workers):
                 spark.stop()
         summary["session_seconds"] = session_seconds
         summary["class_cache"] = "off" if cache is None else cache.state
-        if args.json:
-            print(json.dumps(summary, indent=1, sort_keys=True), flush=True)
-        elif not args.quiet:
-            print(progress.summary_line(summary), flush=True)
     finally:
         if existing is None:   # a JVM writing the class archive does it on its way out: wait, then keep it
             code = shutdown_jvm()
             if cache is not None:
                 cache.finish(code)
-    return 0
+    return summary
 
 
 if __name__ == "__main__":

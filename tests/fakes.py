@@ -74,3 +74,39 @@ def topic_changes(events):
         assert ("topics" in fields) != ("topic" in fields) and (len(topics) > 1 or "topic" in fields)
         out.extend({"topic": t, "before": fields["before"], "after": fields["after"]} for t in topics)
     return out
+
+
+class StepTimer:
+    """A ``timer`` for code that measures its own time (the scheduler's budget, queue waits): it
+    stands still until a test says how long a step took (``spend``)."""
+
+    def __init__(self, now=0.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+    def spend(self, seconds):
+        self.now += seconds
+
+
+def turn_scheduler(clock, budget=0.001, timer=None):
+    """A TurnScheduler on ``clock`` (a task.Clock): ``one_turn(clock)`` runs one of its turns."""
+    from namesrv.dispatch.scheduler import TurnScheduler
+    return TurnScheduler(clock, budget if callable(budget) else (lambda: budget), timer or StepTimer())
+
+
+def one_turn(clock):
+    """One reactor turn on a task.Clock: the scheduler's next turn and what was due with it."""
+    from namesrv.dispatch.scheduler import NEXT_TURN
+    clock.advance(NEXT_TURN)
+
+
+def run_turns(clock, limit=100000):
+    """Reactor turns on ``clock`` until nothing is due at once (every sliced job has ended or waits)."""
+    from namesrv.dispatch.scheduler import NEXT_TURN
+    for _ in range(limit):
+        if not any(call.getTime() <= clock.seconds() + NEXT_TURN for call in clock.getDelayedCalls()):
+            return
+        clock.advance(NEXT_TURN)
+    raise AssertionError("still turning after %d turns" % limit)

@@ -1,7 +1,8 @@
-"""The Java peers of ../shared/javapeers (4.9.8 in $JAVAPEER, 5.3.3 in $JAVAPEER5), for tests that run them.
+"""The Java peers: Apache RocketMQ 4.9.8 in $JAVAPEER, 5.3.3 in $JAVAPEER5, for tests that run them.
 
 Nothing of the peers is in this repository: a test finds them through the environment and skips,
-saying what to set and build, when they are not there. The kit's ``broker.sh`` always writes
+saying what to set, when they are not there. What a peer directory holds (the release's jars in
+``lib/``, the launch scripts the tests call): docs/development.md, "Java-peer tests". The kit's ``broker.sh`` always writes
 ``namesrvAddr``; a broker that must find its name servers by itself (the address service) needs
 the property left out, so ``JavaBroker`` builds the same ``java`` command line from the peer's
 ``lib/`` instead.
@@ -30,9 +31,8 @@ def peer(version):
     variable, jar = PEERS[version]
     home = os.environ.get(variable, "")
     if not home:
-        pytest.skip("RocketMQ %s Java peer not configured: set %s to its directory (built by "
-                    "../shared/javapeers/build.sh, e.g. %s=/tmp/peers/%s)"
-                    % (version, variable, variable, "javapeer" if version == "4.9.8" else "java5peer"))
+        pytest.skip("needs an Apache RocketMQ %s installation: set %s to its directory (lib/%s and the launch "
+                    "scripts of docs/development.md, Java-peer tests)" % (version, variable, jar))
     lib = os.path.join(home, "lib")
     if not os.path.exists(os.path.join(lib, jar)):
         pytest.skip("RocketMQ %s Java peer not built in %s=%s (no lib/%s)" % (version, variable, home, jar))

@@ -20,6 +20,7 @@ from namesrv.service import make_service
 from tests.brokers import register_request, route_request
 from tests.config_for import service_config
 from tests.protocol.test_remoting import written_frames
+from tests.fakes import run_turns
 
 
 class SyncPool:
@@ -76,7 +77,7 @@ def answers(transport):
 
 def ask(proto, transport, *requests):
     proto.dataReceived(b"".join(encode_frame(r) for r in requests))
-    proto._reactor.advance(0)     # broker-control requests run in the scheduler's next turn
+    run_turns(proto._reactor)     # broker-control requests run in the scheduler's turns
     return answers(transport)
 
 

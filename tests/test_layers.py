@@ -1,4 +1,6 @@
-"""Layers point one way: the library (namesrv/) never imports the plugin layer (processors/) or bench/."""
+"""Layers point one way: the library (namesrv/) never imports the plugin layer (processors/) or bench/; the
+controller and the route tables know nothing of each other, nor the controller of the service; no module
+takes a private name from another package."""
 
 import ast
 import pathlib
@@ -67,6 +69,38 @@ def test_the_controller_and_the_route_tables_know_nothing_of_each_other():
     assert offenders == {}
 
 
+def test_the_controller_never_imports_the_service_that_builds_it():
+    """The controller is built by namesrv/service.py (embedded) or controller/tap.py (alone): what both
+    need lives one layer down (the event log's factory in namesrv/observe), never in the service."""
+    offenders = {}
+    for path in sorted((ROOT / "namesrv" / "controller").rglob("*.py")):
+        bad = [name for name in imported_modules(path) if name in ("namesrv.service", "namesrv.tap")]
+        if bad:
+            offenders[str(path.relative_to(ROOT))] = bad
+    assert offenders == {}
+
+
+def private_imports(path):
+    """(module, name) of every ``from namesrv... import _name`` in ``path``."""
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("namesrv"):
+            for alias in node.names:
+                if alias.name.startswith("_"):
+                    yield node.module, alias.name
+
+
+def test_no_module_takes_a_private_name_from_another_package():
+    offenders = {}
+    for root in ("namesrv", "processors"):
+        for path in sorted((ROOT / root).rglob("*.py")):
+            package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+            bad = ["%s.%s" % found for found in private_imports(path) if found[0].rpartition(".")[0] != package]
+            if bad:
+                offenders[str(path.relative_to(ROOT))] = bad
+    assert offenders == {}
+
+
 def test_the_controller_state_and_decisions_touch_no_socket_and_no_clock():
     pure = ("state.py", "decisions.py", "election.py", "bodies.py")
     offenders = {}
@@ -76,3 +110,14 @@ def test_the_controller_state_and_decisions_touch_no_socket_and_no_clock():
         if bad:
             offenders[name] = bad
     assert offenders == {}
+
+
+def test_no_connection_class_overrides_a_private_method_of_the_protocol():
+    """Subclasses use RemotingProtocol's public framing calls (handle_frames, frames_waiting,
+    handle_buffered); its private methods stay its own."""
+    from namesrv.protocol.remoting import RemotingProtocol
+    from namesrv.readworkers.main.forwarded import ForwardedConnection
+    from namesrv.readworkers.worker.connections import WorkerConnection
+    private = {name for name in vars(RemotingProtocol) if name.startswith("_") and not name.endswith("__")}
+    assert {cls.__name__: sorted(private & set(vars(cls))) for cls in (WorkerConnection, ForwardedConnection)} == \
+        {"WorkerConnection": [], "ForwardedConnection": []}

@@ -43,27 +43,71 @@ def test_listen_port_and_host_win_over_the_file(tmp_path):
     assert config.listenPort == 9999 and config.bindAddress == "127.0.0.3"
 
 
-def test_a_listen_port_that_is_not_a_number_is_a_usage_error():
-    with pytest.raises(usage.UsageError):
-        parsed("--listenPort", "nine")
+def refused(capsys, *argv):
+    """The one line a refused start prints (and its exit status 1)."""
+    with pytest.raises(SystemExit) as caught:
+        parsed(*argv)
+    assert caught.value.code == 1
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and not captured.out, captured
+    assert "Traceback" not in captured.err and "Usage" not in captured.err
+    return lines[0]
 
 
-def test_a_listen_port_beyond_a_java_int_is_a_usage_error_naming_the_key():
-    with pytest.raises(usage.UsageError, match="listenPort"):
-        parsed("--listenPort", str(2 ** 31))
+def test_a_listen_port_that_is_not_a_number_is_one_line_naming_the_property(capsys):
+    assert refused(capsys, "--listenPort", "nine") == \
+        "namesrv: refusing to start: command line: bad value 'nine' for listenPort (int): not an integer"
 
 
-def test_a_missing_file_is_a_usage_error_naming_it(tmp_path):
+def test_a_listen_port_beyond_a_java_int_is_one_line_naming_the_key(capsys):
+    assert "listenPort" in refused(capsys, "--listenPort", str(2 ** 31))
+
+
+def test_a_port_outside_0_to_65535_is_refused_before_anything_binds(tmp_path, capsys):
+    path = write(tmp_path / "p.properties", "listenPort=99999\n")
+    assert refused(capsys, "-c", path) == ("namesrv: refusing to start: %s: bad value '99999' for listenPort (int): "
+                                           "not a TCP port (0-65535)" % path)
+    assert "statusListenPort" in refused(capsys, "--statusListenPort", "70000")
+
+
+def test_a_missing_file_is_one_line_naming_it(tmp_path, capsys):
     missing = str(tmp_path / "nowhere.properties")
-    with pytest.raises(usage.UsageError, match="nowhere.properties"):
-        parsed("-c", missing)
+    line = refused(capsys, "-c", missing)
+    assert "nowhere.properties" in line and "No such file or directory" in line
 
 
-def test_a_bad_value_in_the_file_is_a_usage_error_naming_file_and_key(tmp_path):
-    path = write(tmp_path / "bad.properties", "listenPort=98x6\n")
-    with pytest.raises(usage.UsageError) as caught:
-        parsed("-c", path)
-    assert "bad.properties" in str(caught.value) and "listenPort" in str(caught.value)
+def test_a_bad_value_in_the_file_is_one_line_naming_file_and_key(tmp_path, capsys):
+    path = write(tmp_path / "bad.properties", "orderMessageEnable=yes\n")
+    assert refused(capsys, "-c", path) == ("namesrv: refusing to start: %s: bad value 'yes' for orderMessageEnable "
+                                           "(boolean): not a boolean (true or false)" % path)
+
+
+def test_a_misspelt_key_is_refused_with_the_property_it_meant(tmp_path, capsys):
+    path = write(tmp_path / "typo.properties", "listenport=9877\n")
+    assert refused(capsys, "-c", path) == ("namesrv: refusing to start: %s: unknown property listenport: did you "
+                                           "mean listenPort? (names are case-sensitive, as in Java)" % path)
+
+
+def test_print_config_item_warns_about_unknown_keys_and_prints_properties_only(tmp_path, capsys):
+    path = write(tmp_path / "n.properties", "listenport=9877\nmyOwnKey=1\nclientWorkerThreads=4\n")
+    with pytest.raises(SystemExit) as caught:
+        parsed("-c", path, "-p")
+    assert caught.value.code == 0
+    captured = capsys.readouterr()
+    keys = [line.split("=", 1)[0] for line in captured.out.splitlines()]
+    assert "listenPort" in keys and not {"listenport", "myOwnKey", "clientWorkerThreads"} & set(keys)
+    warnings = captured.err.splitlines()
+    assert len(warnings) == 3 and all(line.startswith("namesrv: warning: ") for line in warnings)
+    assert "did you mean listenPort?" in warnings[0]
+
+
+def test_a_bad_value_with_print_is_one_line_too(tmp_path, capsys):
+    path = write(tmp_path / "bad.properties", "listenPort=x\n")
+    with pytest.raises(SystemExit) as caught:
+        parsed("-c", path, "-p")
+    assert caught.value.code == 1
+    assert capsys.readouterr().err.startswith("namesrv: %s: bad value 'x' for listenPort" % path)
 
 
 def test_unknown_keys_in_the_file_are_kept_as_extras(tmp_path):

@@ -1,8 +1,9 @@
 """Probes every listed name server with a real remoting request and tells the model what it heard.
 
 A listening port proves little: a hung process (a stopped JVM, a stuck reactor) still accepts
-connections. So each probe is what ``/health`` sends (``namesrv.observe.health.probe``): a new
-TCP connection and one request, answered within ``timeout``. Any answer counts (NO_PERMISSION
+connections. So each probe is one real request, answered within ``timeout``, on a connection kept
+per listed server (namesrv/addressing/connections.py: a new connection per probe was a connection
+close in every probed server's log every 2 s). Any answer counts (NO_PERMISSION
 from a server with ACL on still proves it serves). The request is GET_NAMESRV_CONFIG: every
 NameServer (Java 4.9, 5.x, ours) answers it from a few dozen properties, where
 GET_BROKER_CLUSTER_INFO's answer grows with the fleet and this runs every few seconds for every
@@ -18,8 +19,8 @@ from twisted.application import service
 from twisted.internet import task
 from twisted.logger import Logger
 
+from namesrv.addressing.connections import ProbeConnections
 from namesrv.addressing.liveness import REMOVED
-from namesrv.observe.health import probe
 from namesrv.protocol.codes import RequestCode
 
 log = Logger()
@@ -32,12 +33,16 @@ class AddressProber(service.Service):
 
     name = "address service"
 
-    def __init__(self, liveness, reactor, clock, interval, timeout, probe=probe):
+    def __init__(self, liveness, reactor, clock, interval, timeout, probe=None):
         self.liveness = liveness
         self.reactor = reactor
         self.clock = clock
         self.interval = interval
         self.timeout = timeout
+        self.connections = None
+        if probe is None:
+            self.connections = ProbeConnections()
+            probe = self.connections.probe
         self.probe = probe
         self.listeners = []
         self.probed = []
@@ -60,8 +65,14 @@ class AddressProber(service.Service):
         if self.call is not None and self.call.running:
             self.call.stop()
         self.call = None
+        if self.connections is not None:
+            self.connections.close_all()
 
     def probe_all(self):
+        if self.connections is not None:   # a server no longer listed (UPDATE_NAMESRV_CONFIG) is not probed
+            listed = {(host, int(port)) for host, _, port in (a.rpartition(":") for a in self.liveness.addresses)}
+            for key in [key for key in self.connections.connections if key not in listed]:
+                self.connections.drop(key)
         for address in self.liveness.addresses:
             if address in self.in_flight:
                 continue

@@ -128,7 +128,8 @@ def update_namesrv_config(client, args):
     results, lines, errors = _each_server(client, RequestCode.UPDATE_NAMESRV_CONFIG, body=body)
     done = [name for name in client.names if results[name]["ok"]]
     if done:
-        lines = ["update name server config success!%s" % done, "%s : %s" % (key, value)]
+        # Java prints the List: [10.0.0.1:9876, 10.0.0.2:9876]
+        lines = ["update name server config success![%s]" % ", ".join(done), "%s : %s" % (key, value)]
     return Output(results, lines, failed=bool(errors), errors=errors)
 
 

@@ -126,7 +126,12 @@ class AdminClient:
     def call_ok(self, address, code, ext=None, body=None, accept=(ResponseCode.SUCCESS,), kind="name server"):
         answer = self.call(address, code, ext, body, kind)
         if answer.code not in accept:
-            raise RemoteError(address, answer.code, answer.remark)
+            error = RemoteError(address, answer.code, answer.remark)
+            if kind == "controller" and answer.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                error.args = ("%s: %s is no controller (a name server's port?): the controller listens on its "
+                              "address in controllerDLegerPeers (9878 by default), give that to -a"
+                              % (error.args[0], address),)
+            raise error
         return answer
 
     def call_any(self, code, ext=None, body=None, accept=(ResponseCode.SUCCESS,)):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from twisted.logger import Logger
 
+from namesrv.config.keys import JAVA_ONLY_KEYS, inline_comment, suggestion
 from namesrv.config.properties import PropertiesError, format_properties, load_properties_file
 
 log = Logger()
@@ -31,6 +32,7 @@ class Property:
     path: bool = False  # a file or directory: "~" is expanded
     auto: object = None  # for "auto": a function giving the value this machine should use
     per_instance: bool = False  # a default file path that carries the port (see instance_path)
+    port: bool = False   # a TCP port: 0-65535
 
     @property
     def type(self):
@@ -43,6 +45,11 @@ def Int(name, default, description):
 
 def Long(name, default, description):
     return Property(name, "long", default, description)
+
+
+def Port(name, default, description):
+    """A TCP port: an int Java would take, refused here outside 0-65535 before anything binds it."""
+    return Property(name, "int", default, description, port=True)
 
 
 def Bool(name, default, description):
@@ -98,7 +105,7 @@ def _home(*parts):
 #: with ACL on, an admin must not be able to turn it off remotely.
 DEFAULT_BLACK_LIST = ("configBlackList;configStorePath;kvConfigPath;aclEnable;aclFile;aclSignedClasses;"
                       "brokerAllowedAddresses;tlsMode;prometheusListenPort;addressServiceNamesrvAddr;"
-                      "addressServiceSubgroups")
+                      "addressServiceSubgroups;controllerPeerSecretFile;controllerPeerAuthDisabled")
 
 #: Always refused by UPDATE_NAMESRV_CONFIG, whatever configBlackList says (Java hard-codes these).
 ALWAYS_BLACK_LISTED = frozenset(["configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"])
@@ -129,23 +136,25 @@ PROPERTIES = [
     Int("waitSecondsForService", 45, "length of the start-up grace in seconds (5.x)"),
     Bool("deleteTopicWithBrokerRegistration", False, "a master registration removes topics it no longer reports (5.x)"),
     # ControllerConfig (5.x): the embedded controller (enableControllerInNamesrv) and `twistd controller`
-    Str("controllerType", "DLedger", "DLedger: controllers listed in controllerDLegerPeers, replicated by Raft (pysyncobj); jRaft is refused"),
+    Str("controllerType", "DLedger", "DLedger: controllers listed in controllerDLegerPeers, replicated by Raft (pysyncobj, on the controller port); jRaft is refused"),
     Str("controllerDLegerGroup", "", "name of the controllers' group, as 1005 answers it"),
     Str("controllerDLegerPeers", "", "every controller as id-host:port;... (brokers' controllerAddr lists the same addresses)"),
     Str("controllerDLegerSelfId", "", "this controller's id in controllerDLegerPeers"),
-    Str("controllerStorePath", "", "directory of the controller's state (empty: ~/DLedgerController); one controller keeps a JSON file, several a Raft journal", path=True),
+    Str("controllerStorePath", "", "directory of the controller's state (empty: ~/DLedgerController, ~/DLedgerController-<port> on a port other than 9876); one controller keeps a JSON file, several a Raft journal", path=True),
     Long("scanInactiveMasterInterval", 5000, "ms between the leader's scans for groups whose master is gone"),
     Bool("enableElectUncleanMaster", False, "elect from every replica when no in-sync one is alive (may lose messages)"),
     Bool("notifyBrokerRoleChanged", True, "send NOTIFY_BROKER_ROLE_CHANGED to the group's live members after an election"),
     Int("electMasterMaxRetryCount", 3, "Java's retries of a controller-made election (informational here: an election commits or is refused)"),
-    Bool("isProcessReadEvent", False, "Java appends an empty entry per read (informational here: reads are answered by the serving leader)"),
+    Bool("isProcessReadEvent", False, "reads (1004, 1006) commit an empty entry first, as Java's; off, the leader answers them under its lease, never from a state a newer leader may have changed"),
     Int("controllerThreadPoolNums", 16, "Java controller request pool size (informational here)"),
     Int("controllerRequestThreadPoolQueueCapacity", 50000, "Java controller request queue capacity (informational here)"),
     Int("mappedFileSize", 1073741824, "Java DLedger file size (informational here)"),
-    Int("controllerRaftPortOffset", 1, "Raft between controllers runs on each controller's port plus this"),
+    Str("controllerPeerSecretFile", "", "file holding the controllers' shared secret (at least 16 bytes, the same on every member): members prove it to each other before any Raft message is read; required with several controllers", path=True),
+    Bool("controllerPeerAuthDisabled", False, "let controllers join without the shared secret (a closed network only: anyone reaching a controller port could join); warned at every start"),
+    Int("controllerRaftPortOffset", 1, "no longer used: controllers talk Raft on the controller port itself (kept so that older files load)"),
     # NettyServerConfig
     Str("bindAddress", "127.0.0.1", "address to listen on (Java 5.x: 0.0.0.0; 4.9 always every interface)"),
-    Int("listenPort", 9876, "TCP port"),
+    Port("listenPort", 9876, "TCP port (0: any free port)"),
     Int("serverWorkerThreads", 8, "Java worker threads (informational here)"),
     Int("serverCallbackExecutorThreads", 0, "Java callback threads (informational here)"),
     Int("serverSelectorThreads", 3, "Java selector threads (informational here)"),
@@ -198,7 +207,7 @@ PROPERTIES = [
     Int("adminReadMaxInFlight", 1000, "admin reads in flight before SYSTEM_BUSY"),
     Int("adminWriteMaxInFlight", 1000, "admin writes in flight before SYSTEM_BUSY"),
     Bool("isolationSchedulerEnable", True, "answer route reads first; run other classes in bounded turns"),
-    Int("isolationTurnBudgetMillis", 5, "longest scheduler turn before the reactor gets control back"),
+    Int("schedulerTurnBudgetMillis", 1, "ms of sliced work per reactor turn (queued broker and admin requests, a read worker's queued reads, whole-table answers, status searches, replica publication), before the sockets are read again; was isolationTurnBudgetMillis"),
     Str("tlsMode", "disabled", "disabled, permissive (TLS and plain on one port) or enforcing"),
     Str("tlsServerCertPath", "", "PEM certificate chain (watched for changes)"),
     Str("tlsServerKeyPath", "", "PEM private key (watched for changes)"),
@@ -206,8 +215,8 @@ PROPERTIES = [
     Str("tlsServerNeedClientAuth", "none", "client certificates: none, optional or require"),
     Str("tlsServerTrustCertPath", "", "CA bundle for client certificates"),
     Bool("tlsTestModeEnable", False, "self-signed certificate when no paths are set (tests only)"),
-    Int("prometheusListenPort", 0, "Prometheus metrics HTTP port (0 = off), bound to bindAddress"),
-    Int("statusListenPort", 0, "read-only status page HTTP port (0 = off), bound to bindAddress; asks for ACL credentials when admin reads must be signed"),
+    Port("prometheusListenPort", 0, "Prometheus metrics HTTP port (0 = off), bound to bindAddress"),
+    Port("statusListenPort", 0, "read-only status page HTTP port (0 = off), bound to bindAddress; asks for ACL credentials when admin reads must be signed"),
     Int("fileWatchIntervalMillis", 500, "how often the ACL and TLS files are checked for changes"),
     # the address service (namesrv/addressing): GET /rocketmq/{subgroup} on the Prometheus port
     Str("addressServiceNamesrvAddr", "", "name servers the address service lists, host:port;host:port as namesrvAddr (empty at start: off; needs prometheusListenPort)"),
@@ -227,7 +236,7 @@ CONTROLLER_CONFIG_KEYS = (
     "controllerRequestThreadPoolQueueCapacity", "controllerDLegerGroup", "controllerDLegerPeers",
     "controllerDLegerSelfId", "mappedFileSize", "controllerStorePath", "electMasterMaxRetryCount",
     "enableElectUncleanMaster", "isProcessReadEvent", "notifyBrokerRoleChanged", "scanInactiveMasterInterval",
-    "configBlackList", "controllerRaftPortOffset",
+    "configBlackList", "controllerPeerAuthDisabled",
     "bindAddress", "listenPort", "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
     "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverChannelMaxIdleTimeSeconds",
     "serverSocketSndBufSize", "serverSocketRcvBufSize", "serverSocketBacklog", "serverPooledByteBufAllocatorEnable",
@@ -262,6 +271,8 @@ def parse_value(prop, text):
         low, high = _RANGES[prop.kind]
         if not low <= value <= high:
             raise ValueError("out of range for a Java %s" % prop.kind)
+        if prop.port and not 0 <= value <= 65535:
+            raise ValueError("not a TCP port (0-65535)")
         return value
     if prop.path:
         if prop.name == "rocketmqHome" and not text:
@@ -387,22 +398,54 @@ class NamesrvConfig:
         """Apply the properties file ``path`` (the ``-c`` file); returns the keys that are not properties.
 
         As Java's NamesrvStartup, configStorePath becomes this file (made absolute: twistd
-        may change directory), so UPDATE_NAMESRV_CONFIG persists into it.
+        may change directory), so UPDATE_NAMESRV_CONFIG persists into it. Keys that are not
+        properties are kept as extras, unannounced (they change nothing): unknown_keys says
+        what each one probably is. A value that ends in a ``# comment`` is refused: the file
+        format keeps it as part of the value, in Java too.
         """
         try:
             mapping = load_properties_file(path)
         except OSError as e:
-            raise ConfigError("cannot read config file %s: %s" % (path, e.strerror or e))
+            raise ConfigError("cannot read config file %s: %s: give the path of a readable properties file "
+                              "(conf/namesrv.properties is a template)" % (path, e.strerror or e))
         except PropertiesError as e:
             raise ConfigError("%s: %s" % (path, e))
+        known = {key: text for key, text in mapping.items() if key in _BY_NAME}
         unknown = [key for key in mapping if key not in _BY_NAME]
-        mapping["configStorePath"] = os.path.abspath(os.path.expanduser(path))
-        self.update(mapping, source=path)
+        for key, text in known.items():
+            if inline_comment(text):
+                raise ConfigError("%s: %s=%s: the text after the value is part of it (a properties file, Java's "
+                                  "too, has comment lines only): put the comment on a line of its own"
+                                  % (path, key, text.strip()))
+        known["configStorePath"] = os.path.abspath(os.path.expanduser(path))
+        self.update(known, source=path)
+        self._extras.update((key, java_text(mapping[key])) for key in unknown)
         return unknown
 
-    def to_properties_text(self):
-        """Every property and extra, sorted by key, one ``key=value`` line each (Java 5.x order)."""
-        return format_properties((name, java_text(self.get(name))) for name in self.names())
+    def unknown_keys(self, keys, source):
+        """``(refusals, notes)``: one line per key of ``keys`` (from ``source``) that is not a property.
+
+        A misspelt property (or Java key) is a refusal saying which one was meant; a key
+        only Java reads, or one unknown to both, is a note."""
+        refusals, notes = [], []
+        for key in keys:
+            if key in JAVA_ONLY_KEYS:
+                notes.append("%s: %s is read by the Java NameServer only: kept, unused here" % (source, key))
+                continue
+            meant = suggestion(key, _BY_NAME)
+            if meant is not None:
+                case = " (names are case-sensitive, as in Java)" if meant.lower() == key.lower() else ""
+                refusals.append("%s: unknown property %s: did you mean %s?%s" % (source, key, meant, case))
+            else:
+                notes.append("%s: unknown property %s: kept (GET_NAMESRV_CONFIG lists it, as Java's does), "
+                             "unused" % (source, key))
+        return refusals, notes
+
+    def to_properties_text(self, extras=True):
+        """Every property (and extra, unless ``extras`` is false), sorted by key, one ``key=value``
+        line each (Java 5.x order)."""
+        names = self.names() if extras else sorted(self._values)
+        return format_properties((name, java_text(self.get(name))) for name in names)
 
     def event_log_path(self):
         if self.eventLogPath:

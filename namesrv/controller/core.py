@@ -26,6 +26,15 @@ NOT_LEADER_REMARK = "The controller is not in leader state"
 COMMIT_TIMEOUT = 5.0
 
 
+class _Decision:
+    """What the serial queue hands back once the next decision may start: the answer, when it may be sent."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer):
+        self.answer = answer
+
+
 def not_leader():
     """Java answers it with no header at all (``extFields`` absent)."""
     return Result(code=ResponseCode.CONTROLLER_NOT_LEADER, remark=NOT_LEADER_REMARK, header=None)
@@ -66,31 +75,31 @@ class Controller:
         """
         if not self.is_leader:
             return defer.succeed(not_leader())
-        outcome = defer.Deferred()
-        self._lock.run(self._run_locked, decide, write, outcome)
-        return outcome
+        decided = self._lock.run(self._decide_and_commit, decide, write)
+        return decided.addCallback(lambda decision: decision.answer)
 
-    def _run_locked(self, decide, write, outcome):
-        """Decide and propose under the lock. The lock is held until the events are applied here: with
-        Raft that is when they are committed; a log that applies at once (one controller, its file
-        written after) lets the next decision go on while the answer waits for the disk, since every
-        later write holds these events too."""
-        try:
-            if not self.is_leader:
-                outcome.callback(not_leader())
-                return None
-            result = decide()
-            if not write or not result.events:
-                outcome.callback(result)
-                return None
-            committed = self.replicated.propose(result.events)
-        except Exception:
-            outcome.errback()
-            return None
-        committed.addTimeout(COMMIT_TIMEOUT, self.reactor)
-        committed.addCallbacks(lambda _: result, self._not_committed)
-        committed.addBoth(lambda answer: outcome.callback(answer))
-        return None if getattr(self.replicated, "applies_at_once", False) else committed
+    def _decide_and_commit(self, decide, write):
+        """Under the lock, which is held until the returned Deferred fires: decide from the state and
+        propose the events; the next decision waits until they are applied here. A log that applies at
+        once (one controller: ``applies_at_once``) lets it go on while this answer waits for the disk,
+        since every later write holds these events too. With ``isProcessReadEvent`` a read first commits
+        an empty entry, as Java's controller does."""
+        if not self.is_leader:
+            return defer.succeed(_Decision(defer.succeed(not_leader())))
+        if not write and self.config.isProcessReadEvent and not self.replicated.applies_at_once:
+            barrier = self.replicated.propose([])
+            barrier.addTimeout(COMMIT_TIMEOUT, self.reactor)
+            return barrier.addCallbacks(lambda _: _Decision(defer.succeed(decide())),
+                                        lambda failure: _Decision(defer.succeed(self._not_committed(failure))))
+        result = decide()
+        if not write or not result.events:
+            return defer.succeed(_Decision(defer.succeed(result)))
+        answer = self.replicated.propose(result.events)
+        answer.addTimeout(COMMIT_TIMEOUT, self.reactor)
+        answer.addCallbacks(lambda _: result, self._not_committed)
+        if self.replicated.applies_at_once:
+            return defer.succeed(_Decision(answer))
+        return answer.addCallback(lambda settled: _Decision(defer.succeed(settled)))
 
     def _not_committed(self, failure):
         if failure.check(NotLeader):

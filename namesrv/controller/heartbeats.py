@@ -2,9 +2,14 @@
 
 Not replicated, as in Java's DefaultBrokerHeartbeatManager: a broker in controller mode beats to
 every controller (one-way, every second), so each controller knows for itself. A broker is
-forgotten when its connection closes or its last beat is older than its own timeout (checked by
-``scan``, on the ``scanNotActiveBrokerInterval`` timer); either way the listeners hear
-``(cluster, broker_name, broker_id)`` so the leader can elect a new master.
+forgotten when its connection closes or its last beat is older than its own timeout; either way
+the listeners hear ``(cluster, broker_name, broker_id)`` so the leader can elect a new master.
+
+Java notices an expired broker at its next scan (``scanNotActiveBrokerInterval``, 5 s), so a
+master cut off from the controllers is replaced up to 5 s after its timeout. Here each entry sits
+in a deadline queue (namesrv/deadlines.py) and a timer wakes at the earliest deadline, within
+``EXPIRY_GRANULARITY``: the master is replaced a tenth of a second after its timeout. ``scan``
+stays, on the ``scanNotActiveBrokerInterval`` timer, as a backstop.
 
 Time is a monotonic clock (``seconds()``), never the wall clock: a clock step neither expires
 nor keeps alive any broker (Java compares ``System.currentTimeMillis()``).
@@ -15,12 +20,16 @@ from typing import Any, Optional
 
 from twisted.logger import Logger
 
+from namesrv.deadlines import DeadlineQueue
+
 #: Java's DEFAULT_BROKER_CHANNEL_EXPIRED_TIME, for a beat that carries no timeout
 DEFAULT_TIMEOUT_MILLIS = 120000
 #: Java's defaults for fields a beat leaves out
 NO_EPOCH = -1
 NO_OFFSET = -1
 LOWEST_PRIORITY = 2 ** 31 - 1
+#: how much later than its deadline an expired broker may be noticed (the expiry timer's step)
+EXPIRY_GRANULARITY = 0.1
 
 
 @dataclass
@@ -40,14 +49,20 @@ class BrokerLiveInfo:
     def alive_at(self, now):
         return now - self.last_beat <= self.timeout_millis / 1000.0
 
+    def deadline(self):
+        return self.last_beat + self.timeout_millis / 1000.0
+
 
 class BrokerHeartbeats:
     log = Logger()
 
-    def __init__(self, clock):
+    def __init__(self, clock, reactor=None):
         self.clock = clock
+        self.reactor = reactor  # for the expiry timer; without one, only ``scan`` expires brokers
         self.table = {}        # (cluster, broker name, broker id) -> BrokerLiveInfo
         self.listeners = []    # callback(cluster, broker_name, broker_id) when a broker becomes inactive
+        self.deadlines = DeadlineQueue()
+        self._timer = None
 
     def beat(self, cluster, broker_name, address, broker_id, connection, timeout_millis=None, epoch=None,
              max_offset=None, confirm_offset=None, election_priority=None):
@@ -62,14 +77,20 @@ class BrokerHeartbeats:
         max_offset = NO_OFFSET if max_offset is None else max_offset
         info = self.table.get(key)
         if info is None:
-            self.table[key] = BrokerLiveInfo(
+            info = self.table[key] = BrokerLiveInfo(
                 cluster, broker_name, broker_id, address, now, timeout, connection, epoch, max_offset,
                 NO_OFFSET if confirm_offset is None else confirm_offset, priority)
+            self.deadlines.push(key, info)
+            self._arm()
             self.log.info("controller: broker {name} id {id} at {addr} beats ({cluster})", name=broker_name,
                           id=broker_id, addr=address, cluster=cluster)
             return
         info.last_beat = now
+        shorter = timeout < info.timeout_millis
         info.timeout_millis = timeout
+        if shorter:
+            self.deadlines.push(key, info)        # a deadline earlier than the one queued
+            self._arm()
         info.election_priority = priority
         info.address = address
         info.connection = connection
@@ -106,7 +127,37 @@ class BrokerHeartbeats:
         """Forget brokers whose last beat is older than their timeout, closing their connections."""
         now = self.clock.seconds()
         expired = [(key, info) for key, info in self.table.items() if not info.alive_at(now)]
+        return self._expire(expired)
+
+    def _expire_due(self):
+        self._timer = None
+        now = self.clock.seconds()
+        self._expire(list(self.deadlines.pop_expired(now, self.table.get)))
+        self._arm()
+
+    def _arm(self):
+        """The timer at the earliest deadline queued (a little after, so that one wake-up takes several)."""
+        if self.reactor is None:
+            return
+        head = self.deadlines.next_deadline()
+        if head is None:
+            return
+        delay = max(0.0, head - self.clock.seconds()) + EXPIRY_GRANULARITY
+        if self._timer is not None and self._timer.active():
+            if self._timer.getTime() - self.reactor.seconds() <= delay:
+                return
+            self._timer.cancel()
+        self._timer = self.reactor.callLater(delay, self._expire_due)
+
+    def stop(self):
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
+
+    def _expire(self, expired):
         for key, info in expired:
+            if self.table.get(key) is not info:
+                continue
             del self.table[key]
             self.log.warn("controller: broker {name} id {id} ({addr}) expired: no beat for {ms} ms",
                           name=info.broker_name, id=info.broker_id, addr=info.address, ms=info.timeout_millis)

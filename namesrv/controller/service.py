@@ -15,6 +15,8 @@ from typing import Any
 
 from twisted.application import service
 from twisted.application.internet import TCPServer
+from twisted.internet import defer
+from twisted.internet.error import CannotListenError
 from twisted.logger import Logger
 
 from namesrv.clock import MonotonicClock
@@ -23,6 +25,7 @@ from namesrv.controller.core import Controller
 from namesrv.controller.heartbeats import BrokerHeartbeats
 from namesrv.controller.notifier import RoleChangeNotifier
 from namesrv.controller.replication import peer_table, split_address
+from namesrv.controller.replication.members import MemberSniffingFactory
 from namesrv.controller.state import ReplicaState
 from namesrv.dispatch.registry import ProcessorRegistry, load_processor_factories
 from namesrv.periodic import PeriodicCall
@@ -61,8 +64,13 @@ class ControllerHousekeeping:
 
 
 def store_dir(config):
-    path = config.controllerStorePath or os.path.join("~", config.controllerType + "Controller")
-    return os.path.expanduser(path)
+    """``controllerStorePath``, else Java's ``~/DLedgerController`` made per instance as the name server's
+    files are (``instance_path``: ``-<port>`` on a port other than 9876), so that two instances on one
+    host never share a controller's state."""
+    from namesrv.config import instance_path
+    if config.controllerStorePath:
+        return os.path.expanduser(config.controllerStorePath)
+    return os.path.expanduser(instance_path(os.path.join("~", config.controllerType + "Controller"), config.listenPort))
 
 
 def controller_peers(config):
@@ -85,6 +93,40 @@ def controller_peers(config):
     return config.controllerDLegerSelfId, peers
 
 
+#: the shortest shared secret accepted (an HMAC-SHA256 key; 16 random bytes are 128 bits)
+MIN_SECRET_BYTES = 16
+
+
+def peer_secret(config, peers):
+    """The members' shared secret (bytes), or None where the operator opted out; ControllerConfigError
+    when several controllers have neither: a group nobody authenticates does not start."""
+    path = config.controllerPeerSecretFile
+    if not path:
+        if config.controllerPeerAuthDisabled:
+            return None
+        raise ControllerConfigError(
+            "controllerDLegerPeers lists %d controllers but controllerPeerSecretFile is not set: give every member "
+            "the same secret file (e.g. head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE), or set "
+            "controllerPeerAuthDisabled=true on a closed network" % len(peers))
+    path = os.path.expanduser(path)
+    try:
+        with open(path, "rb") as f:
+            secret = f.read().strip()
+    except OSError as e:
+        raise ControllerConfigError("controllerPeerSecretFile=%s cannot be read: %s" % (path, e.strerror or e))
+    if len(secret) < MIN_SECRET_BYTES:
+        raise ControllerConfigError("controllerPeerSecretFile=%s holds %d bytes: use at least %d random bytes"
+                                    % (path, len(secret), MIN_SECRET_BYTES))
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = 0
+    if mode & 0o077:
+        log.warn("controllerPeerSecretFile {path} can be read by other users (mode {mode:o}): chmod 600 it",
+                 path=path, mode=mode & 0o777)
+    return secret
+
+
 def make_replicated_log(config, state, reactor):
     self_id, peers = controller_peers(config)
     directory = store_dir(config)
@@ -94,9 +136,25 @@ def make_replicated_log(config, state, reactor):
         log = LocalLog(state, directory, self_id, peers[self_id], group, reactor)
         log.load()      # an unreadable state refuses to start here, before anything listens
         return log
+    secret = peer_secret(config, peers)
     from namesrv.controller.replication.raft import RaftLog
-    return RaftLog(state, os.path.join(directory, self_id), self_id, peers, group, config.controllerRaftPortOffset,
-                   reactor)
+    return RaftLog(state, os.path.join(directory, self_id), self_id, peers, group, reactor, secret=secret)
+
+
+class ControllerPortError(ControllerConfigError):
+    """The controller's address in controllerDLegerPeers cannot be listened on."""
+
+
+class ControllerPort(TCPServer):
+    """The controller port; a port that cannot be bound is one line naming it, never a retry loop."""
+
+    def _getPort(self):
+        try:
+            return TCPServer._getPort(self)
+        except CannotListenError as e:
+            reason = getattr(e.socketError, "strerror", None) or e.socketError
+            raise ControllerPortError("the controller cannot listen on %s:%s, its address in controllerDLegerPeers "
+                                      "(%s)" % (e.interface or "*", e.port, reason))
 
 
 class ControllerService(service.MultiService):
@@ -109,7 +167,7 @@ class ControllerService(service.MultiService):
         self.events = events
         clock = clock or MonotonicClock()
         self.state = ReplicaState()
-        self.heartbeats = BrokerHeartbeats(clock)
+        self.heartbeats = BrokerHeartbeats(clock, reactor)
         self.replicated = replicated if replicated is not None else make_replicated_log(config, self.state, reactor)
         self.notifier = notifier if notifier is not None else RoleChangeNotifier(reactor)
         self.controller = Controller(config, self.state, self.replicated, self.heartbeats, reactor, self.notifier,
@@ -118,18 +176,36 @@ class ControllerService(service.MultiService):
         processors = [factory.build(self.context)
                       for factory in load_processor_factories(plugin_package, port=CONTROLLER_PORT)]
         self.registry = ProcessorRegistry(processors, events=events)
+        if config.aclEnable:
+            self._guard_admin_writes(config, reactor)
         self.factory = RemotingServerFactory(self.registry, config, ControllerHousekeeping(self.heartbeats), events,
                                              reactor)
         host, port = split_address(self.replicated.peers[self.replicated.self_id])
         self.address = (host, port)
-        self.port_service = TCPServer(port, self.factory, backlog=config.serverSocketBacklog or 50, interface=host,
-                                      reactor=reactor)
+        listening = self.factory
+        mesh = getattr(self.replicated, "mesh", None)
+        if mesh is not None:
+            # the other controllers talk Raft on this same port (DLedger's one address per controller)
+            listening = MemberSniffingFactory(self.factory, mesh, reactor)
+        self.port_service = ControllerPort(port, listening, backlog=config.serverSocketBacklog or 50,
+                                           interface=host, reactor=reactor)
         self.port_service.setServiceParent(self)
         PeriodicCall("controller heartbeat scan", self.heartbeats.scan,
                      lambda: config.scanNotActiveBrokerInterval / 1000.0, 2.0, reactor).setServiceParent(self)
         PeriodicCall("controller inactive-master scan", self.controller.scan_inactive_masters,
                      lambda: config.scanInactiveMasterInterval / 1000.0, config.scanInactiveMasterInterval / 1000.0,
                      reactor).setServiceParent(self)
+
+    def _guard_admin_writes(self, config, reactor):
+        """``aclEnable``: mqadmin's controller writes need an admin's signature, from the name server's aclFile."""
+        from namesrv.dispatch.classes import RequestClassifier
+        from namesrv.security.acl import AclPolicy, AclStore, ControllerAdminAclPolicy
+        from namesrv.security.filewatch import FileWatcher
+        from namesrv.security.wiring import resolve_acl_path, watch_interval
+        store = AclStore(resolve_acl_path(config))
+        store.load()
+        self.registry.add_policy(ControllerAdminAclPolicy(AclPolicy(store, RequestClassifier(), config)))
+        FileWatcher([store.path], store.reload, watch_interval(config), clock=reactor).setServiceParent(self)
 
     @property
     def listening_port(self):
@@ -138,8 +214,9 @@ class ControllerService(service.MultiService):
         return port.getHost().port if port is not None else None
 
     def startService(self):
-        self.replicated.start()
+        # the port first: a controller that cannot listen must not join the others' elections
         service.MultiService.startService(self)
+        self.replicated.start()
         log.info("controller {id} of group {group} serving on {host}:{port} ({mode})", id=self.replicated.self_id,
                  group=self.replicated.group, host=self.address[0], port=self.listening_port,
                  mode=self.replicated.status()["mode"])
@@ -147,6 +224,9 @@ class ControllerService(service.MultiService):
     def stopService(self):
         d = service.MultiService.stopService(self)
         self.controller.stop()
+        self.heartbeats.stop()
         self.factory.close_all()
-        self.replicated.stop()
+        stopped = self.replicated.stop()
+        if isinstance(stopped, defer.Deferred):
+            return defer.gatherResults([d, stopped], consumeErrors=True)
         return d

@@ -7,13 +7,14 @@ event log (``eventLogEnable``) as the name server does, named after the controll
 """
 
 import os
-import sys
 
 from twisted.application import service
 from twisted.python import usage
 from twisted.logger import Logger
 
 log = Logger()
+
+PROGRAM = "controller"
 
 
 class Options(usage.Options):
@@ -29,24 +30,14 @@ class Options(usage.Options):
     ]
 
     def postOptions(self):
-        from namesrv.config import ConfigError, NamesrvConfig
         from namesrv.controller.service import ControllerConfigError, controller_peers
+        from namesrv.startup import configure, refuse
 
-        config = NamesrvConfig()
-        try:
-            if self["configFile"]:
-                for key in config.load_file(self["configFile"]):
-                    log.warn("unknown property {key} in {file} ignored", key=key, file=self["configFile"])
-        except (ConfigError, OSError) as e:
-            raise usage.UsageError(str(e))
-        if self["printConfigItem"]:
-            sys.stdout.write(config.to_properties_text())
-            sys.stdout.flush()
-            raise SystemExit(0)
+        config = configure(PROGRAM, self["configFile"], printing=bool(self["printConfigItem"]))
         try:
             self_id, peers = controller_peers(config)
         except ControllerConfigError as e:
-            raise usage.UsageError(str(e))
+            refuse(PROGRAM, e)
         # the event log and every per-instance file are named after the controller's own port
         port = peers[self_id].rpartition(":")[2]
         config.update({"listenPort": port}, source="controller address", announce=False)
@@ -80,16 +71,23 @@ def makeService(options):
     from twisted.internet import reactor
 
     from namesrv.controller.service import ControllerService
-    from namesrv.service import _make_event_log
+    from namesrv.observe.eventlog import event_log_for
+    from namesrv.startup import StartupError, refuse
+    from namesrv.startup.ownership import check_directory, claim_state_files
+    from namesrv.startup.plan import controller_listens, controller_store, listen_address, log_directories
+    from namesrv.startup.ports import check_ports
 
     config = options.config
-    events = _make_event_log(config, reactor)
-    events.server_id = "%s:%s" % (config.bindAddress, config.listenPort)
     try:
+        claims = claim_state_files([controller_store(config)], listen_address(config))
+        check_ports(controller_listens(config))
+        for prop, directory in log_directories(config):
+            check_directory(prop, directory)
+        events = event_log_for(config, reactor)
         controller = ControllerService(config, reactor, events)
-    except ValueError as e:
-        sys.stderr.write("controller: refusing to start: %s\n" % e)
-        raise SystemExit(1)
+    except (StartupError, ValueError) as e:
+        refuse(PROGRAM, e)
+    controller.state_files = claims   # held as long as the service lives (the process)
     log.info("controller state in {path}", path=os.path.abspath(os.path.expanduser(
         config.controllerStorePath or "~")))
     return StandaloneController(controller, events, _metrics_port(config, controller, events, reactor))
@@ -100,10 +98,11 @@ def _metrics_port(config, controller, events, reactor):
     if not config.prometheusListenPort:
         return None
     from namesrv.dispatch.classes import RequestClassifier
+    from namesrv.observe.controller_metrics import ControllerCollector
     from namesrv.observe.metrics import MetricsHttpService, NamesrvMetrics
     metrics = NamesrvMetrics(RequestClassifier.from_registry(controller.registry), factory=controller.factory,
                              events=events)
-    metrics.controller = controller.controller
+    metrics.add_collector(ControllerCollector(controller.controller))
     controller.registry.add_observer(metrics)
     events.add_listener(metrics.event)
     return MetricsHttpService(metrics, config.prometheusListenPort, config.bindAddress or "127.0.0.1", reactor)

@@ -11,10 +11,10 @@ We have one reactor thread, so isolation has two parts:
   answers SYSTEM_BUSY instead of letting memory grow.
 - ``PriorityDispatcher`` sits between the connections and the registry. Route reads (and
   codes no processor declared) are answered at once; broker-control and admin requests
-  wait in one FIFO queue per class and are run in turns of at most
-  ``isolationTurnBudgetMillis``, round-robin between classes, giving the reactor back
-  between turns. A storm of registrations therefore delays a route read by at most one
-  turn plus one request, instead of by the whole storm.
+  wait in one FIFO queue per class and are run by one job of the process's scheduler
+  (namesrv/dispatch/scheduler.py, ``CONTROL``), a request per step, round-robin between
+  classes, giving the reactor back between turns. A storm of registrations therefore
+  delays a route read by at most one turn plus one request, instead of by the whole storm.
 """
 
 import collections
@@ -27,6 +27,7 @@ from zope.interface import implementer
 from namesrv.interfaces import IRequestPolicy
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.dispatch.classes import ADMIN_READ, ADMIN_WRITE, ALL_CLASSES, BROKER_CONTROL, ROUTE_READ
+from namesrv.dispatch.scheduler import CONTROL
 
 log = Logger()
 
@@ -118,19 +119,18 @@ class ClassLimitPolicy:
 class PriorityDispatcher:
     """The connections' dispatcher: route reads at once, the other classes in time-boxed turns."""
 
-    def __init__(self, registry, classifier, limits, config, reactor, timer=time.perf_counter,
+    def __init__(self, registry, classifier, limits, config, scheduler, timer=time.perf_counter,
                  immediate=(ROUTE_READ,), listeners=()):
         self.registry = registry
         self.classifier = classifier
         self.limits = limits
         self.config = config
-        self.reactor = reactor
-        self.timer = timer
+        self.timer = timer   # for the time a request waited in its queue
         self.immediate = frozenset(immediate)
         self.listeners = list(listeners)
         self.queues = {cls: collections.deque() for cls in ALL_CLASSES if cls not in self.immediate}
         self._order = collections.deque(self.queues)
-        self._call = None
+        self._job = scheduler.job(self._turns, CONTROL, "the isolation dispatcher")
         self.dropped = 0
         #: ``hold(request)`` -> None, or a Deferred to wait for before the request runs; its class
         #: waits meanwhile (the read workers hold a large registration until their replicas are fresh)
@@ -158,13 +158,10 @@ class PriorityDispatcher:
         return sum(len(queue) for queue in self.queues.values())
 
     def _schedule(self):
-        if self._call is None:
-            self._call = self.reactor.callLater(0, self._turn)
+        self._job.wake()
 
-    def _turn(self):
-        self._call = None
-        budget = max(0, self.config.isolationTurnBudgetMillis) / 1000.0
-        deadline = self.timer() + budget
+    def _turns(self):
+        """The job: one queued request per step, the classes in turn, until none may run."""
         while self._runnable():
             request_class = self._order[0]
             self._order.rotate(-1)
@@ -173,10 +170,7 @@ class PriorityDispatcher:
                 if self._hold(request_class, queue[0][0]):
                     continue
                 self._run(request_class, *queue.popleft())
-                if self.timer() >= deadline:
-                    break
-        if self._runnable():
-            self._schedule()
+                yield
 
     def _runnable(self):
         return any(queue for request_class, queue in self.queues.items() if request_class not in self._held)
@@ -222,9 +216,7 @@ class PriorityDispatcher:
 
     def stop(self):
         """Forget queued work at shutdown (their connections are being closed)."""
-        if self._call is not None and self._call.active():
-            self._call.cancel()
-        self._call = None
+        self._job.stop()
         for request_class, queue in self.queues.items():
             while queue:
                 request, connection, answer, size, _ = queue.popleft()

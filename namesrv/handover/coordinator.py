@@ -5,6 +5,8 @@ import gc
 import os
 import socket
 import time
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from twisted.internet import defer, threads
 from twisted.logger import Logger
@@ -75,18 +77,56 @@ class NothingToTakeOver(Exception):
     """No process of this instance answers on its control socket."""
 
 
-class Handover:
-    """Created by the service; ``inflight`` (the InFlightDispatcher in front of the connections)
-    counts the deferred answers a takeover waits for."""
+@dataclass
+class ServerParts:
+    """What a takeover reads and drives of one server, by name (not the whole service).
 
-    def __init__(self, service, inflight, takeover=False):
-        self.service = service
-        self.reactor = service.reactor
+    ``port_now()`` and ``running_now()`` are asked when needed: the remoting port exists only while
+    the service listens.
+    """
+
+    reactor: Any
+    config: Any
+    routes: Any
+    kv: Any
+    factory: Any
+    housekeeping: Any
+    read_workers: Any
+    port_now: Callable[[], Any]
+    running_now: Callable[[], bool]
+    #: runs a sliced job (a generator) a step at a time across reactor turns: its CooperativeTask
+    #: (a takeover's first copy, written while serving)
+    cooperate: Callable[[Any], Any] = None
+    #: restores the route snapshot file once (a takeover that finds nothing to take over starts from it)
+    restore_routes: Callable[[], None] = lambda: None
+
+    @property
+    def port(self):
+        """The remoting port (a RemotingPort) while listening, else None."""
+        return self.port_now()
+
+    @property
+    def listen_socket(self):
+        port = self.port_now()
+        return port.socket if port is not None else None
+
+    @property
+    def running(self):
+        return self.running_now()
+
+
+class Handover:
+    """Created by the service with its ServerParts; ``inflight`` (the InFlightDispatcher in front of the
+    connections) counts the deferred answers a takeover waits for."""
+
+    def __init__(self, server, inflight, takeover=False):
+        self.server = server
+        self.reactor = server.reactor
         self.takeover = takeover
         self._path = False   # computed at first use (control_path)
         self._identity = None
         self.inflight = inflight
-        self.drain = ServerDrain(service, self.inflight)
+        self.drain = ServerDrain(server, self.inflight)
         self.busy = False
         self.handed_over = False
         self.control_port = None
@@ -99,7 +139,7 @@ class Handover:
     @property
     def path(self):
         if self._path is False:
-            self._path = control_path(self.service.config)
+            self._path = control_path(self.server.config)
             if len(os.fsencode(self._path)) > MAX_SOCKET_PATH:
                 log.warn("takeover control socket {path} is too long for a UNIX socket: this process cannot be "
                          "taken over (use a shorter kvConfigPath)", path=self._path)
@@ -109,7 +149,7 @@ class Handover:
     @property
     def identity(self):
         if self._identity is None:
-            self._identity = InstanceIdentity.for_config(self.service.config)
+            self._identity = InstanceIdentity.for_config(self.server.config)
         return self._identity
 
     # -- the new process ---------------------------------------------------------------------
@@ -132,7 +172,7 @@ class Handover:
         if failure.check(OldProcessLeft):
             return self._old_process_left(failure)
         failure.trap(NothingToTakeOver)
-        self.service.restore_routes()   # a normal start: our own snapshot file
+        self.server.restore_routes()   # a normal start: our own snapshot file
         return None
 
     def _old_process_left(self, failure):
@@ -145,8 +185,8 @@ class Handover:
                 return failure
             log.warn("takeover: the old process {pid} died before handing over; starting normally", pid=pid)
             self.client = None   # nothing will move here: serving() starts as a fresh start does
-            self.service.restore_routes()
-            config = self.service.config
+            self.server.restore_routes()
+            config = self.server.config
             return peers.bindable_within(self.reactor, config.bindAddress, config.listenPort, PORT_FREE_WAIT)
         return peers.gone_within(self.reactor, pid).addCallback(decide)
 
@@ -160,10 +200,10 @@ class Handover:
         """Version 2: the first copy, restored while the old process still serves."""
         from namesrv.routes.snapshot import restore_snapshot
         began = time.monotonic()
-        restore_snapshot(self.service.routes, routes)
+        restore_snapshot(self.server.routes, routes)
         gc.freeze()   # a million new long-lived objects: no full collection may scan them while clients wait
         log.info("takeover: first copy of the tables restored in {ms:.0f} ms ({n} topics)",
-                 ms=(time.monotonic() - began) * 1000, n=len(self.service.routes.topic_queue_table))
+                 ms=(time.monotonic() - began) * 1000, n=len(self.server.routes.topic_queue_table))
 
     def _precopied_file(self, descriptor):
         """Version 3: the first copy is a snapshot file (its descriptor), restored while the old process still
@@ -173,40 +213,40 @@ class Handover:
         began = time.monotonic()
         baseline = os.fdopen(descriptor, "rb")
         try:
-            restore_snapshot(self.service.routes, read_whole(baseline.fileno()))
+            restore_snapshot(self.server.routes, read_whole(baseline.fileno()))
         except BaseException:
             baseline.close()
             raise
         self._baseline = baseline
         gc.freeze()
         log.info("takeover: first copy of the tables restored from its file in {ms:.0f} ms ({n} topics)",
-                 ms=(time.monotonic() - began) * 1000, n=len(self.service.routes.topic_queue_table))
+                 ms=(time.monotonic() - began) * 1000, n=len(self.server.routes.topic_queue_table))
 
     def _adopt_state(self, state):
         from namesrv.routes.snapshot import apply_snapshot_delta, restore_snapshot
         baseline, self._baseline = self._baseline, None
         if state.delta is not None:
             began = time.monotonic()
-            changed = apply_snapshot_delta(self.service.routes, state.delta)   # what changed since the first copy
+            changed = apply_snapshot_delta(self.server.routes, state.delta)   # what changed since the first copy
             log.info("takeover: changes since the first copy applied in {ms:.0f} ms",
                      ms=(time.monotonic() - began) * 1000)
-            pool = self.service.read_workers
+            pool = self.server.read_workers
             if baseline is not None and pool is not None:
                 # the new workers restore the first copy's file and get what changed since: the last copy's
                 # topics, and whatever changes until they start (after the connections have moved here)
-                since = self.service.routes.track_topic_changes(ChangedTopics(changed))
+                since = self.server.routes.track_topic_changes(ChangedTopics(changed))
                 pool.baseline, pool.since_baseline, baseline = baseline, since, None
         else:
-            restore_snapshot(self.service.routes, state.routes)   # the old process's tables, brokers as restored
+            restore_snapshot(self.server.routes, state.routes)   # the old process's tables, brokers as restored
         if baseline is not None:
             baseline.close()
-        self.service.routes.unchanged.adopt(state.registrations)
-        self.service.kv.load()                                # flushed by the old process before it answered
-        log.info("takeover: tables taken over ({n} topics)", n=len(self.service.routes.topic_queue_table))
+        self.server.routes.unchanged.adopt(state.registrations)
+        self.server.kv.load()                                # flushed by the old process before it answered
+        log.info("takeover: tables taken over ({n} topics)", n=len(self.server.routes.topic_queue_table))
         return state.listening
 
     def _adopt(self, descriptor, peer, unread):
-        adopt_connection(self.reactor, self.service.factory, descriptor, peer, unread)
+        adopt_connection(self.reactor, self.server.factory, descriptor, peer, unread)
 
     def serving(self):
         """The service listens: tell the old process (which then sends its connections), or open our
@@ -228,7 +268,7 @@ class Handover:
         log.info("takeover complete: {m} connections moved here, {c} closed by the old process", m=moved, c=closed)
 
     def _listen_control(self):
-        if self.path is None or self.control_port is not None or not self.service.running:
+        if self.path is None or self.control_port is not None or not self.server.running:
             return
         if os.path.exists(self.path):
             if answers(self.path):
@@ -249,11 +289,11 @@ class Handover:
         from now on is tracked, for ``changes()``."""
         from namesrv.routes.snapshot import encode_snapshot
         self.busy = True
-        self.service.routes.finish_restore()
-        self.service.housekeeping.flush()
-        self._tracker = self.service.routes.track_topic_changes(ChangedTopics())
+        self.server.routes.finish_restore()
+        self.server.housekeeping.flush()
+        self._tracker = self.server.routes.track_topic_changes(ChangedTopics())
         began = time.monotonic()
-        data = encode_snapshot(self.service.routes, self.identity.as_record())
+        data = encode_snapshot(self.server.routes, self.identity.as_record())
         log.info("takeover: first copy of the tables encoded in {ms:.0f} ms ({kib} KiB), still serving",
                  ms=(time.monotonic() - began) * 1000, kib=len(data) // 1024)
         self._drain_began = None
@@ -266,9 +306,9 @@ class Handover:
         ``changes()``."""
         from namesrv.routes.slicedsnapshot import write_steps
         self.busy = True
-        routes = self.service.routes
+        routes = self.server.routes
         routes.finish_restore()   # a snapshot of our own still being restored: the copy is of whole tables
-        self.service.housekeeping.flush()
+        self.server.housekeeping.flush()
         began = time.monotonic()
         pieces = []
 
@@ -277,7 +317,7 @@ class Handover:
             if self._writing is not None:   # the moment the file stands for: track from here, in this turn
                 self._tracker = routes.track_topic_changes(ChangedTopics())
 
-        writing = self._writing = self.service.cooperate(write()).whenDone()
+        writing = self._writing = self.server.cooperate(write()).whenDone()
 
         def written(descriptor):
             log.info("takeover: first copy of the tables written in {ms:.0f} ms ({kib} KiB), still serving",
@@ -296,7 +336,7 @@ class Handover:
         ``precopy()`` ({"delta": bytes}, or {"routes": a whole snapshot} if the tables were replaced
         meanwhile), and the registrations an unchanged re-registration may skip ({"registrations": rows})."""
         fields = dict([self._tables_since_precopy()])
-        fields["registrations"] = self.service.routes.unchanged.export()
+        fields["registrations"] = self.server.routes.unchanged.export()
         return fields
 
     def _tables_since_precopy(self):
@@ -305,9 +345,9 @@ class Handover:
         if tracker is None or tracker.full:
             return "routes", self.tables()
         began = time.monotonic()
-        self.service.kv.flush_sync()
-        self.service.housekeeping.flush()   # brokers whose connections closed are not handed on
-        data = encode_snapshot_delta(self.service.routes, tracker)
+        self.server.kv.flush_sync()
+        self.server.housekeeping.flush()   # brokers whose connections closed are not handed on
+        data = encode_snapshot_delta(self.server.routes, tracker)
         log.info("takeover: drained in {drain:.0f} ms; {n} topics changed since the first copy, sent in {ms:.0f} ms",
                  drain=(began - (self._drain_began or began)) * 1000, n=len(tracker),
                  ms=(time.monotonic() - began) * 1000)
@@ -324,7 +364,7 @@ class Handover:
         """The tracker of the changes since the first copy (None if none), no longer fed."""
         tracker, self._tracker = self._tracker, None
         if tracker is not None:
-            self.service.routes.untrack_topic_changes(tracker)
+            self.server.routes.untrack_topic_changes(tracker)
         return tracker
 
     def begin(self):
@@ -337,14 +377,14 @@ class Handover:
         return self.drain.settled()
 
     def listen_fd(self):
-        return self.service.listen_socket.fileno()
+        return self.server.listen_socket.fileno()
 
     def tables(self):
         from namesrv.routes.snapshot import encode_snapshot
-        self.service.routes.finish_restore()
-        self.service.kv.flush_sync()
-        self.service.housekeeping.flush()   # brokers whose connections closed are not handed on
-        return encode_snapshot(self.service.routes, self.identity.as_record())
+        self.server.routes.finish_restore()
+        self.server.kv.flush_sync()
+        self.server.housekeeping.flush()   # brokers whose connections closed are not handed on
+        return encode_snapshot(self.server.routes, self.identity.as_record())
 
     def detach_clients(self):
         return self.drain.detach_clients()

@@ -16,17 +16,17 @@ from namesrv.readworkers.worker.handoff import detach, movable, quiet, stop_read
 from namesrv.server.factory import NoHousekeeping
 
 class ServerDrain:
-    """Drains a NamesrvService (``service``) whose dispatcher is counted by ``inflight``."""
+    """Drains a server (its ServerParts, ``server``) whose dispatcher is counted by ``inflight``."""
 
-    def __init__(self, service, inflight):
-        self.service = service
+    def __init__(self, server, inflight):
+        self.server = server
         self.inflight = inflight
         self.collected = []   # (descriptor, peer, unread): sockets handed to us by our workers
         self.begun = False
 
     def _factories(self):
-        factories = [self.service.factory]
-        pool = self.service.read_workers
+        factories = [self.server.factory]
+        pool = self.server.read_workers
         if pool is not None and pool.forwarded is not None:
             factories.append(pool.forwarded)
         return factories
@@ -40,10 +40,10 @@ class ServerDrain:
         self.begun = True
         for factory in self._factories():
             factory.housekeeping = NoHousekeeping()
-        port = self.service.port
+        port = self.server.port
         if hasattr(port, "stopReading"):
             port.stopReading()   # our accepting only: the socket and its queue live on
-        pool = self.service.read_workers
+        pool = self.server.read_workers
         if pool is not None:
             pool.divert = self._collect
             pool.drain()
@@ -53,7 +53,7 @@ class ServerDrain:
 
     def settled(self):
         """True once the workers are gone and no connection here has anything in flight."""
-        pool = self.service.read_workers
+        pool = self.server.read_workers
         if pool is not None and not pool.drained():
             return False
         connections = self.connections()
@@ -68,7 +68,7 @@ class ServerDrain:
         Clients go first: a client waits for its socket's move to be answered again; a broker's next
         heartbeat is 30 s away, and it is the one with bytes to handle."""
         moving, self.collected = self.collected, []
-        brokers = self.service.routes.tables.by_connection
+        brokers = self.server.routes.tables.by_connection
         return self._detach([c for c in self.connections() if c not in brokers], moving)
 
     def detach_brokers(self):
@@ -97,9 +97,9 @@ class ServerDrain:
 
     def resume(self):
         """The takeover failed before any connection moved: serve everything here again."""
-        service = self.service
+        server = self.server
         for factory in self._factories():
-            factory.housekeeping = service.housekeeping
+            factory.housekeeping = server.housekeeping
         for connection in self.connections():
             transport = connection.transport
             if hasattr(transport, "registerProducer") and getattr(transport, "producer", None) is None:
@@ -108,10 +108,10 @@ class ServerDrain:
                 transport.startReading()
         collected, self.collected = self.collected, []
         for descriptor, peer, unread in collected:
-            adopt_connection(service.reactor, service.factory, descriptor, peer, unread)
-        if hasattr(service.port, "startReading"):
-            service.port.startReading()
-        pool = service.read_workers
+            adopt_connection(server.reactor, server.factory, descriptor, peer, unread)
+        if hasattr(server.port, "startReading"):
+            server.port.startReading()
+        pool = server.read_workers
         if pool is not None:
             pool.divert = None
             pool.draining = False

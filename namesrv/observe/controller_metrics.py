@@ -1,6 +1,7 @@
 """The embedded controller's metrics (RIP-44), built from ``Controller.status()`` at a scrape.
 
-``NamesrvMetrics.refresh`` reads the status on the reactor thread (the controller's state and
+``ControllerCollector`` is the controller's collector (``NamesrvMetrics.add_collector``, added where
+the controller is built): the status is read on the reactor thread (the controller's state and
 heartbeat table are only changed there); these families are then built from that copy in the
 thread that renders the text, as the route-table gauges are.
 
@@ -56,3 +57,42 @@ def controller_families(status):
     yield alive
     yield GaugeMetricFamily(PREFIX + "groups_without_master", "Broker groups with no live master.",
                             value=sum(1 - group_has_master(group) for group in groups))
+    yield from raft_families(status.get("controller") or {})
+
+
+def raft_families(raft):
+    """Raft among several controllers (``RaftLog.status()``): the term, the members linked, the leader's
+    lease, and what was refused or held back (a member without the secret, a stale acknowledgement)."""
+    if raft.get("mode") != "raft":
+        return
+    yield GaugeMetricFamily(PREFIX + "raft_term", "This controller's Raft term.", value=raft.get("term") or 0)
+    yield GaugeMetricFamily(PREFIX + "raft_linked_members", "Other controllers this one holds an "
+                            "authenticated link with.", value=len(raft.get("connectedPeers") or ()))
+    yield GaugeMetricFamily(PREFIX + "raft_lease_seconds", "Seconds left of the leader's read lease (0 on a "
+                            "follower, or a leader a majority has not heard lately).",
+                            value=raft.get("leaseSeconds") or 0)
+    yield GaugeMetricFamily(PREFIX + "raft_member_authentication", "1 when members prove the group's secret, "
+                            "0 when controllerPeerAuthDisabled lets anyone join.",
+                            value=1 if raft.get("authenticated") else 0)
+    refused = CounterMetricFamily(PREFIX + "raft_refused_connections", "Connections to the controller port "
+                                  "that started as a member and were refused (wrong secret, stranger, bad frame).")
+    refused.add_metric([], raft.get("refusedLinks") or 0)
+    yield refused
+    held = CounterMetricFamily(PREFIX + "raft_dropped_messages", "Member messages not given to Raft, by reason "
+                               "(stale_ack, vote_while_led, forwarded_command, bad, newer_term).", labels=["reason"])
+    for reason, count in sorted((raft.get("dropped") or {}).items()):
+        held.add_metric([reason], count)
+    yield held
+
+
+class ControllerCollector:
+    """The families of one Controller, for ``NamesrvMetrics.add_collector``."""
+
+    def __init__(self, controller):
+        self.controller = controller
+
+    def read(self):
+        return self.controller.status()
+
+    def families(self, status):
+        return controller_families(status)

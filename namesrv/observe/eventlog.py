@@ -267,6 +267,16 @@ class NullEventLog:
         pass
 
 
+def event_log_for(config, reactor):
+    """The event log a server (or a controller alone) writes, as ``config`` says: an EventLog at
+    ``config.event_log_path()``, or a NullEventLog with ``eventLogEnable=false``."""
+    server_id = "%s:%s" % (config.bindAddress, config.listenPort)
+    if not config.eventLogEnable:
+        return NullEventLog(server_id)
+    return EventLog(config.event_log_path(), server_id=server_id, max_bytes=config.eventLogMaxBytes,
+                    backups=config.eventLogBackups, reactor=reactor)
+
+
 class _RotatingWriter:
     """Appends lines; rotates to ``.1`` … ``.N`` by size and when the (local) day changes."""
 

@@ -9,7 +9,9 @@ reactor for longer than a few ``len()`` calls and one pass over the live brokers
 topics), and no thread reads the route tables.
 
 The gauges read what the real objects have: the sizes of the RouteInfoManager's public
-tables, the factory's ``connections`` and ``refused``, and the IEventLog's ``dropped``.
+tables, the factory's ``connections`` and ``refused``, and the IEventLog's ``dropped``. A feature
+built beside them (the read workers, the embedded controller) adds its own collector as it is
+built (``add_collector``): read on the reactor thread at a scrape, turned into families later.
 
 Names and labels are what dashboards and alert rules (conf/prometheus, conf/grafana) are
 written against: add metrics freely, rename one only by keeping the old name for a release.
@@ -79,8 +81,7 @@ class NamesrvMetrics:
         self.read_worker_restarts = Counter(PREFIX + "read_worker_restarts", "Route read workers that exited "
                                             "while the server was running (each is started again).",
                                             registry=self.registry)
-        self.read_workers = None       # the ReadWorkerPool, when routeReadWorkers > 0
-        self.controller = None         # the embedded Controller, when enableControllerInNamesrv
+        self._collectors = []          # features' own (add_collector)
         self.bad_frames = Counter(PREFIX + "bad_frames", "Connections closed for a frame that could not be "
                                   "decoded (or a peer that stopped reading).", registry=self.registry)
         for request_class in ALL_CLASSES:
@@ -128,6 +129,15 @@ class NamesrvMetrics:
     def read_worker_exited(self):
         self.read_worker_restarts.inc()
 
+    def add_collector(self, collector):
+        """A feature's own families: ``collector.read()`` is called on the reactor thread at each
+        scrape, ``collector.families(reading)`` then yields its metric families (in any thread)."""
+        self._collectors.append(collector)
+
+    @property
+    def collectors(self):
+        return tuple(self._collectors)
+
     # -- scrape ------------------------------------------------------------------
     def refresh(self):
         """Read the state that lives elsewhere; call on the reactor thread."""
@@ -147,13 +157,10 @@ class NamesrvMetrics:
             snapshot["queued"] = dict(self.limits.waiting)
         if self.tls is not None:
             snapshot["tls"] = dict(self.tls.counts)
-        if self.read_workers is not None:
-            snapshot["read_workers"] = (len(self.read_workers.workers), self.read_workers.count)
         if self.acl_store is not None:
             snapshot["acl"] = (self.acl_store.reloads, self.acl_store.reload_failures,
                                len(self.acl_store.table.accounts))
-        if self.controller is not None:
-            snapshot["controller"] = self.controller.status()
+        snapshot["collected"] = [(collector, collector.read()) for collector in self._collectors]
         self._snapshot = snapshot
         return snapshot
 
@@ -215,12 +222,6 @@ class _SnapshotCollector:
                 queued.add_metric([request_class], snap["queued"].get(request_class, 0))
             yield in_flight
             yield queued
-        if "read_workers" in snap:
-            running, configured = snap["read_workers"]
-            yield GaugeMetricFamily(PREFIX + "read_workers", "Route read worker processes running (or starting).",
-                                    value=running)
-            yield GaugeMetricFamily(PREFIX + "read_workers_configured", "Route read workers the server keeps "
-                                    "(routeReadWorkers).", value=configured)
         if "tls" in snap:
             family = CounterMetricFamily(PREFIX + "accepted_connections", "Connections by how they started "
                                          "(tls, plain) and those closed for the wrong kind (refused_tls, "
@@ -235,9 +236,8 @@ class _SnapshotCollector:
             family.add_metric(["failed"], failures)
             yield family
             yield GaugeMetricFamily(PREFIX + "acl_accounts", "Accounts in the ACL file.", value=accounts)
-        if "controller" in snap:
-            from namesrv.observe.controller_metrics import controller_families
-            yield from controller_families(snap["controller"])
+        for collector, reading in snap.get("collected", ()):
+            yield from collector.families(reading)
 
 
 class _MetricsResource(resource.Resource):

@@ -22,18 +22,26 @@ LENGTH = struct.Struct(">i")
 BIG_BODY_CODES = frozenset([RequestCode.REGISTER_BROKER])
 
 
-def complete_frames(buffer):
+def complete_frames(buffer, up_to=None):
     """``(end, count)``: where the whole frames at the start of ``buffer`` end, and how many there
-    are (frames passed on unchanged, as a read worker passes the main process's answers back)."""
+    are, ``up_to`` at most (frames passed on unchanged, as a read worker passes the main process's
+    answers back; or counted before they are handled). Counting stops at a negative length: the
+    reader refuses it when the frame is handled."""
     size = len(buffer)
     offset = count = 0
-    while size - offset >= 4:
-        end = offset + 4 + LENGTH.unpack_from(buffer, offset)[0]
-        if end > size:
+    while size - offset >= 4 and (up_to is None or count < up_to):
+        (length,) = LENGTH.unpack_from(buffer, offset)
+        end = offset + 4 + length
+        if length < 0 or end > size:
             break
         offset = end
         count += 1
     return offset, count
+
+
+def framed(payload):
+    """``payload`` as one frame on the wire: its length, then itself."""
+    return LENGTH.pack(len(payload)) + payload
 
 
 class BadFrame(Exception):
@@ -88,9 +96,12 @@ class FrameReader:
     Use::
 
         chunk = reader.feed(data)          # None: still waiting for the rest of a frame
-        for frame in reader.frames(chunk): # raises BadFrame
+        for frame in reader.frames(chunk): # raises BadFrame; frames(chunk, n): n at most
             handle(frame)                  # may stop early (paused, closing)
         reader.keep_rest()                 # keep what was not handled, for the next read
+
+    ``frames_waiting()`` counts the whole frames read and not handled (a connection taking turns
+    asks it before it handles what it read, and after each turn).
     """
 
     def __init__(self, max_frame_length=None, limits=NO_LIMITS):
@@ -109,6 +120,16 @@ class FrameReader:
     def buffer_more(self, data):
         """Keep ``data`` for later (a paused connection reads on, and frames when resumed)."""
         self.buffer += data
+
+    def buffered(self):
+        """Bytes read and kept for later."""
+        return len(self.buffer)
+
+    def frames_waiting(self, data=None, up_to=None):
+        """How many whole frames are buffered, followed by ``data`` (not yet fed): ``up_to`` at most."""
+        buffer = self.buffer
+        pending = buffer + data if buffer and data else (data or buffer)
+        return complete_frames(pending, up_to)[1]
 
     def feed(self, data):
         """The bytes to frame now, ``data`` after anything buffered; None while a frame is incomplete."""
@@ -131,13 +152,15 @@ class FrameReader:
         data, self.buffer = bytes(buffer), bytearray()
         return data
 
-    def frames(self, data):
-        """Yield each complete frame of ``data`` (length prefix removed); raise BadFrame."""
+    def frames(self, data, limit=None):
+        """Yield each complete frame of ``data`` (length prefix removed), ``limit`` at most; raise BadFrame."""
         self._data, self._next = data, 0
         offset = 0
         size = len(data)
         unpack = LENGTH.unpack_from
-        while size - offset >= 4:
+        left = -1 if limit is None else limit
+        while size - offset >= 4 and left:
+            left -= 1
             (length,) = unpack(data, offset)
             if length < 0:
                 raise BadFrame("negative frame length %d" % length)

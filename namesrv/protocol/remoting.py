@@ -1,5 +1,6 @@
 """The Twisted protocol for one remoting connection: frames in, dispatch, answers out."""
 
+import enum
 import itertools
 
 from twisted.internet import defer, protocol
@@ -16,6 +17,29 @@ from namesrv.protocol import writethrough
 from namesrv.protocol.ratelimited import RateLimitedWarning
 
 _connection_ids = itertools.count(1)
+
+
+class ConnectionState(enum.Enum):
+    """Where a connection is: the one answer to whether it reads, waits, or is done.
+
+    A server connection is READING, PAUSED while its peer does not read its answers, and CLOSING
+    (or MOVED: its socket went to another process, a takeover's or a read worker's handoff). A
+    connection that takes turns with others (a read worker's, readworkers/worker/connections.py)
+    is WAITING while whole frames wait for its turn, WAITING_UNREAD once it read so much meanwhile
+    that its socket is no longer read until its turn is done.
+    """
+
+    READING = "reading"
+    WAITING = "waiting for its turn"
+    WAITING_UNREAD = "waiting for its turn, not reading"
+    PAUSED = "paused: its answers are not read"
+    CLOSING = "closing"
+    MOVED = "moved to another process"
+
+
+# per frame, compared with ``is`` (a set of enum members would hash each through Python code)
+_READING, _PAUSED = ConnectionState.READING, ConnectionState.PAUSED
+_CLOSING, _MOVED = ConnectionState.CLOSING, ConnectionState.MOVED
 #: one line per bad frame, up to 20 per 10 s across all connections (each still counted by on_bad_frame)
 BAD_FRAME_WARNINGS = RateLimitedWarning(Logger("namesrv.protocol.remoting.RemotingProtocol"))
 
@@ -35,6 +59,10 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
 
     A frame that cannot be framed or decoded closes the connection without an answer, as
     Java's NettyDecoder does; the other connections are not affected.
+
+    ``state`` (a ConnectionState) says where it is; ``closing`` and ``paused`` read it. What was
+    read and not handled stays in ``reader``: ``frames_waiting()`` counts its whole frames and
+    ``handle_frames(None, n)`` handles ``n`` of them, for a subclass that handles a read in parts.
 
     The protocol is its transport's streaming producer: when a peer stops reading
     its answers and the transport's buffer fills up, we stop reading (and answering)
@@ -57,21 +85,39 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         self._reactor = reactor
         self.connection_id = next(_connection_ids)
         self.peer = "?"
-        self.closing = False
-        self.paused = False
+        self.state = ConnectionState.READING
         self.limits = limits
         self.reader = FrameReader(max_frame_length, limits)
         self._slow_reader_call = None
         self._frame_timer = None
 
+    @property
+    def closing(self):
+        """Nothing more is handled here: closed (or closing), or moved to another process."""
+        state = self.state
+        return state is _CLOSING or state is _MOVED
+
+    @property
+    def paused(self):
+        """Its peer does not read its answers: nothing is handled until they drain."""
+        return self.state is _PAUSED
+
+    def _close(self):
+        if self.state is not ConnectionState.MOVED:
+            self.state = ConnectionState.CLOSING
+
+    def moved(self):
+        """Its socket went to another process: handle nothing more here."""
+        self.state = ConnectionState.MOVED
+
     # -- IRemotingConnection -------------------------------------------------
     def close(self):
-        self.closing = True
+        self._close()
         if self.transport is not None:
             self.transport.loseConnection()
 
     def abort(self):
-        self.closing = True
+        self._close()
         if self.transport is not None:
             abort = getattr(self.transport, "abortConnection", self.transport.loseConnection)
             abort()
@@ -90,7 +136,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         self.setTimeout(None)
         self._cancel_slow_reader()
         self._cancel_frame_timer()
-        self.closing = True
+        self._close()
         self.reader.clear()
         if self.on_close is not None:
             on_close, self.on_close = self.on_close, None
@@ -104,7 +150,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
     def pauseProducing(self):
         if self.paused or self.closing:
             return
-        self.paused = True
+        self.state = ConnectionState.PAUSED
         self.transport.pauseProducing()
         if self.slow_reader_timeout:
             self._slow_reader_call = self._call_later(self.slow_reader_timeout, self._slow_reader)
@@ -112,15 +158,13 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
     def resumeProducing(self):
         if not self.paused:
             return
-        self.paused = False
+        self.state = ConnectionState.READING
         self._cancel_slow_reader()
-        if self.closing:
-            return
         self.transport.resumeProducing()
-        self._process()
+        self.handle_buffered()
 
     def stopProducing(self):
-        self.closing = True
+        self._close()
 
     def _slow_reader(self):
         self._slow_reader_call = None
@@ -155,22 +199,27 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             return
         if self.idle_timeout:
             self.resetTimeout()
-        if self.paused:
-            self.reader.buffer_more(data)
+        if self.state is _READING:
+            self.handle_frames(data)
         else:
-            self._frame(data)
+            self.reader.buffer_more(data)   # paused, or waiting for its turn: behind what waits
 
-    def _process(self):
-        """Frame what was buffered while paused."""
-        self._frame(None)
+    def handle_buffered(self):
+        """Handle what was read while paused (called when the peer reads its answers again)."""
+        self.handle_frames(None)
 
-    def _frame(self, data):
-        """Handle the complete frames of ``data`` after anything buffered (None: only what is buffered)."""
+    def frames_waiting(self, up_to=None):
+        """Whole frames read and not handled yet (``up_to`` at most)."""
+        return self.reader.frames_waiting(up_to=up_to)
+
+    def handle_frames(self, data=None, limit=None):
+        """Handle the whole frames of ``data`` after anything buffered (None: only what is buffered),
+        ``limit`` of them at most, and keep the rest for later."""
         reader = self.reader
         try:
             chunk = reader.take() if data is None else reader.feed(data)
             if chunk is not None:
-                self._handle_frames(reader.frames(chunk))
+                self._handle_frames(reader.frames(chunk, limit))
         except BadFrame as e:
             self.bad_frame(str(e))
         if self.closing:
@@ -187,6 +236,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             cache = None      # one check for the whole read: every frame in it had arrived by now
         cached = []
         handled = False
+        state = self.state   # paused, closed or moved by a frame: stop there
         for frame in frames:
             handled = True
             answer = cache.answer(frame, self.peer) if cache is not None else None
@@ -197,7 +247,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
                     self._write_cached(cached)
                     cached = []
                 self.frame_received(frame)
-            if self.paused or self.closing:
+            if self.state is not state:
                 break
         if cached:
             self._write_cached(cached)

@@ -16,7 +16,7 @@ from twisted.logger import Logger
 from zope.interface import implementer
 
 from namesrv.interfaces import IRequestPolicy
-from namesrv.protocol.codes import ResponseCode, request_name
+from namesrv.protocol.codes import RequestCode, ResponseCode, request_name
 from namesrv.security.aclfile import AclFileError, AclTable, load_acl_file
 from namesrv.security.addresses import AddressMatcher, peer_host
 from namesrv.dispatch.classes import ADMIN_WRITE, BROKER_CONTROL, parse_class_list
@@ -86,8 +86,8 @@ class _LiveSetting:
             try:
                 self._value = self.parse(text)
             except ValueError as e:
-                if self._value is None:
-                    raise
+                if self._value is None:   # at start: refused, naming the property
+                    raise ValueError("%s=%s: %s" % (self.name, text, e))
                 log.error("{name}={text!r} ignored, keeping the previous value: {error}",
                           name=self.name, text=text, error=str(e))
             self._text = text
@@ -110,7 +110,10 @@ class AclPolicy:
         self._refusals = _Refusals(list(listeners))
 
     def check(self, request, connection):
-        request_class = self.classifier.classify(request.code)
+        return self.check_as(request, connection, self.classifier.classify(request.code))
+
+    def check_as(self, request, connection, request_class):
+        """``check`` for a request whose class its code alone does not say (the controller's 1002)."""
         if request_class not in self.signed_classes.get():
             return None
         host = peer_host(connection.peer)
@@ -141,6 +144,34 @@ class AclPolicy:
         if request_class == ADMIN_WRITE and not account.admin:
             return "Need admin permission for request code=%d, but accessKey=%s is not" % (request.code, access_key)
         return None
+
+
+@implementer(IRequestPolicy)
+class ControllerAdminAclPolicy:
+    """``aclEnable`` on the controller port: its admin writes are signed as the name server's are.
+
+    Those are what mqadmin changes: CONTROLLER_ELECT_MASTER with a designated broker (``electMaster``),
+    UPDATE_CONTROLLER_CONFIG and CLEAN_BROKER_DATA. Everything brokers send (their own elections,
+    ids, heartbeats, in-sync sets) and the reads pass as before, as on the name server port.
+    """
+
+    ADMIN_WRITES = frozenset([RequestCode.UPDATE_CONTROLLER_CONFIG, RequestCode.CLEAN_BROKER_DATA])
+
+    def __init__(self, acl):
+        self.acl = acl
+
+    def is_admin_write(self, request):
+        if request.code in self.ADMIN_WRITES:
+            return True
+        return request.code == RequestCode.CONTROLLER_ELECT_MASTER and request.get_bool("designateElect", False)
+
+    def check(self, request, connection):
+        if not self.is_admin_write(request):
+            return None
+        return self.acl.check_as(request, connection, ADMIN_WRITE)
+
+    def done(self, request, connection, response_code):
+        pass
 
 
 @implementer(IRequestPolicy)

@@ -6,8 +6,8 @@ per-class limits and the priority dispatcher), with the ACL file's watcher as a 
 
 Startup-only properties (read here, once): aclEnable, aclFile, tlsMode and the TLS paths,
 fileWatchIntervalMillis. Live properties (read per request): aclSignedClasses,
-brokerAllowedAddresses, the *MaxInFlight limits, isolationSchedulerEnable,
-isolationTurnBudgetMillis. A configuration that cannot be honoured (no usable ACL file, bad
+brokerAllowedAddresses, the *MaxInFlight limits, isolationSchedulerEnable (the turns'
+budget is the process scheduler's: schedulerTurnBudgetMillis). A configuration that cannot be honoured (no usable ACL file, bad
 TLS material) raises: better not to start than to start unguarded.
 """
 
@@ -67,7 +67,7 @@ class RequestGuards(app_service.MultiService):
 
     name = "security"
 
-    def __init__(self, config, registry, reactor):
+    def __init__(self, config, registry, reactor, scheduler):
         app_service.MultiService.__init__(self)
         self.listeners = GuardListeners()
         self.classifier = classifier = RequestClassifier.from_registry(registry)
@@ -81,7 +81,7 @@ class RequestGuards(app_service.MultiService):
         registry.add_policy(BrokerAllowListPolicy(classifier, config, [self.listeners]))
         self.limits = ClassLimitPolicy(classifier, config, [self.listeners])
         registry.add_policy(self.limits)
-        self.dispatcher = PriorityDispatcher(registry, classifier, self.limits, config, reactor,
+        self.dispatcher = PriorityDispatcher(registry, classifier, self.limits, config, scheduler,
                                              listeners=[self.listeners])
 
     def stopService(self):

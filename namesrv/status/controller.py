@@ -56,6 +56,27 @@ def _leader_line(status):
                elections.get("keep_current_master", 0), elections.get("no_master_elected", 0)))
 
 
+def _members_line(status):
+    """Raft's members (several controllers only): authenticated or not, the lease, and refusals."""
+    controller = status.get("controller") or {}
+    if controller.get("mode") != "raft":
+        return ""
+    if controller.get("authenticated"):
+        auth = "members authenticated by the group's secret"
+    else:
+        auth = '<span class="badge dead">member authentication disabled</span> (controllerPeerAuthDisabled)'
+    parts = [auth]
+    if controller.get("leaseSeconds") is not None:
+        parts.append("lease %.2f s" % controller["leaseSeconds"])
+    refused = controller.get("refusedLinks") or 0
+    if refused:
+        parts.append("%d member connections refused (see the log)" % refused)
+    dropped = {k: v for k, v in (controller.get("dropped") or {}).items() if v}
+    if dropped:
+        parts.append("held back: " + ", ".join("%s %s" % (v, k.replace("_", " ")) for k, v in sorted(dropped.items())))
+    return '<p id="controller-members" class="muted">%s</p>' % " &middot; ".join(parts)
+
+
 def _master_text(group):
     if group.get("masterBrokerId") is None:
         text = "none"
@@ -82,7 +103,7 @@ def _member(member, master_id):
 def section(status, params, page=1):
     """The whole section for one ``Controller.status()``, its ``page``-th page of groups."""
     groups, total, page, pages = groups_page(status, params.get("cq", ""), page)
-    out = ['<h2>Controller</h2>', _leader_line(status),
+    out = ['<h2>Controller</h2>', _leader_line(status), _members_line(status),
            _search(params, "cq", "cluster, broker group or address", keep=("bq", "t", "ns")),
            '<table id="controller-groups"><tr><th>Cluster</th><th>Broker group</th><th>Master</th>'
            '<th>Master epoch</th><th>In-sync set</th><th>Sync set epoch</th><th>Members</th></tr>']

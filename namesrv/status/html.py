@@ -13,6 +13,8 @@ from namesrv.status import views
 
 PERM_NAMES = ((4, "R"), (2, "W"), (1, "X"))
 STATE_LABELS = {"near-expiry": "near expiry", "expired": "expired, awaiting scan", "removed": "expired, removed"}
+#: why a removed member is gone (status/recent.py), as its row says it, with when
+GONE_LABELS = {"expired": "expired, removed %s", "connection closed": "connection closed %s"}
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
@@ -21,6 +23,8 @@ header .sum span{margin-right:18px}main{padding:8px 20px}section{background:#fff
 border-radius:6px;margin:12px 0;padding:8px 14px}h2{font-size:15px;margin:6px 0}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:3px 8px;border-bottom:1px solid #eef0f3;
 white-space:nowrap}th{background:#f0f2f5;font-weight:600}td.num{text-align:right}
+td.name,td.value{white-space:normal;overflow-wrap:anywhere}td.name{min-width:7em}td.wrap{white-space:normal}
+section{overflow-x:auto}
 tr.near-expiry td{background:#fff4d6}tr.expired td,tr.removed td{background:#fde2e1;color:#8a1c1c}
 .badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;background:#e4f5e9;color:#1b6b35}
 tr.near-expiry .badge{background:#ffe29a;color:#6b4e00}tr.expired .badge,tr.removed .badge{background:#f7b4b1;color:#7a1010}
@@ -28,7 +32,7 @@ tr.near-expiry .badge{background:#ffe29a;color:#6b4e00}tr.expired .badge,tr.remo
 pre{background:#f6f8fa;padding:8px;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
 #events td:last-child{white-space:normal;word-break:break-word}
 tr.no-master td{background:#fde2e1;color:#8a1c1c}.badge.follower{background:#e8eaf0;color:#334}
-#controller-groups ul{margin:0;padding-left:16px}#controller-groups li.dead{color:#8a1c1c}.pager a{margin:0 4px}.muted{color:#777}.cols{display:grid;grid-template-columns:1fr 1fr;gap:0 16px}
+#controller-groups ul{margin:0;padding-left:16px}#controller-groups li.dead{color:#8a1c1c}.pager a{margin:0 4px}.muted{color:#777}.cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:0 16px}
 """
 
 
@@ -76,16 +80,25 @@ def brokers(rows, total, page, pages, params):
            '<th>HA address</th><th>Version</th><th>Data version</th><th>Topics</th><th>Last heartbeat</th>'
            '<th>Timeout</th><th>State</th></tr>']
     for row in rows:
-        out.append('<tr class="%s" data-addr="%s"><td>%s</td><td>%s</td><td class="num">%s</td><td>%s</td>'
-                   '<td>%s</td><td>%s</td><td>%s</td><td class="num">%s</td><td class="num age">%s</td>'
-                   '<td class="num">%s</td><td><span class="badge">%s</span></td></tr>' % (
+        out.append('<tr class="%s" data-addr="%s"><td class="name">%s</td><td class="name">%s</td><td class="num">%s'
+                   '</td><td>%s</td><td>%s</td><td>%s</td><td class="wrap">%s</td><td class="num">%s</td>'
+                   '<td class="num age">%s</td><td class="num">%s</td><td class="wrap"><span class="badge">%s</span>'
+                   '</td></tr>' % (
                        row.state, escape(row.addr), escape(row.cluster), escape(row.broker_name), row.broker_id,
                        escape(row.addr), escape(row.ha_addr or ""), escape(row.version), escape(row.data_version),
-                       "" if row.topics is None else row.topics, "%.0f s ago" % row.age,
-                       "" if row.timeout is None else "%.0f s" % row.timeout, STATE_LABELS.get(row.state, row.state)))
+                       "" if row.topics is None else row.topics, "" if row.age is None else "%.0f s ago" % row.age,
+                       "" if row.timeout is None else "%.0f s" % row.timeout, state_label(row)))
     out.append("</table>")
     out.append(_pager(params, "bp", page, pages, total, "brokers"))
     return "".join(out)
+
+
+def state_label(row):
+    """What the State cell says: a removed member says why and when (UTC), as an operator asks."""
+    if row.state == "removed" and row.when is not None:
+        stamp = datetime.datetime.fromtimestamp(row.when, datetime.timezone.utc).strftime("%H:%M:%S UTC")
+        return GONE_LABELS.get(row.why, "removed %s") % stamp
+    return STATE_LABELS.get(row.state, row.state)
 
 
 def topics(params, names, total, page, pages, route_answer):
@@ -137,7 +150,8 @@ def kv(params, namespaces, entries):
         out.append("<h2>%s</h2>" % escape(params["ns"]))
         out.append(_search(params, "kq", "key", keep=("ns", "bq", "t")))
         out.append('<table id="kv"><tr><th>Key</th><th>Value</th></tr>')
-        out.extend('<tr><td>%s</td><td>%s</td></tr>' % (escape(k), escape(v)) for k, v in rows)
+        out.extend('<tr><td class="name">%s</td><td class="value">%s</td></tr>' % (escape(k), escape(v))
+                   for k, v in rows)
         out.append("</table>" + _pager(params, "kp", page, pages, total, "keys"))
     return "".join(out)
 
@@ -147,8 +161,8 @@ def config(rows):
            '</span> cannot be changed by UPDATE_NAMESRV_CONFIG.</p><table id="config"><tr><th>Key</th><th>Value</th>'
            '<th></th></tr>']
     for name, value, black in rows:
-        out.append('<tr><td>%s</td><td>%s</td><td>%s</td></tr>' % (
-            escape(name), escape(value), '<span class="badge black">black list</span>' if black else ""))
+        out.append('<tr><td>%s</td><td class="value">%s</td><td>%s</td></tr>' % (
+            escape(name), _breakable(value), '<span class="badge black">black list</span>' if black else ""))
     return "".join(out) + "</table>"
 
 
@@ -162,6 +176,12 @@ def events(latest):
     if not latest:
         out.append('<tr><td colspan="3" class="muted">none yet</td></tr>')
     return "".join(out) + "</table>"
+
+
+def _breakable(value):
+    """``value`` escaped, with a line-break opportunity after each ``;`` and ``,`` (a list of keys or addresses
+    wraps between its items, not in one)."""
+    return escape(value).replace(";", ";<wbr>").replace(",", ",<wbr>")
 
 
 def _short(value):

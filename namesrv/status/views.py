@@ -7,12 +7,10 @@ cached answer for a topic.
 """
 
 import heapq
-import time
-
-from twisted.internet.task import Cooperator
 
 from namesrv.codec import fastjson
 from namesrv.config import java_text
+from namesrv.dispatch.scheduler import BULK
 from namesrv.protocol.codes import RequestCode, ResponseCode, Version
 from namesrv.protocol.command import make_request
 
@@ -53,10 +51,10 @@ SLICED_SEARCH_FROM = 100000
 SEARCH_SLICE = 20000
 
 
-def matching_names(names, query, reactor, budget=0.005, timer=time.perf_counter):
-    """A Deferred of the names (in their order) containing ``query``, ``SEARCH_SLICE`` names per step and
-    ``budget`` seconds of steps per reactor turn (Twisted's Cooperator), so that registrations and
-    heartbeats go on between them."""
+def matching_names(names, query, scheduler):
+    """A Deferred of the names (in their order) containing ``query``: a job of the process's scheduler
+    (``BULK``, after everything else of a turn), ``SEARCH_SLICE`` names per step, so that
+    registrations and heartbeats go on between them."""
     matches = []
 
     def scan():
@@ -64,12 +62,7 @@ def matching_names(names, query, reactor, budget=0.005, timer=time.perf_counter)
             matches.extend(name for name in names[start:start + SEARCH_SLICE] if query in name)
             yield None
 
-    def turn_budget():
-        ends = timer() + budget
-        return lambda: timer() >= ends
-    cooperator = Cooperator(terminationPredicateFactory=turn_budget,
-                            scheduler=lambda step: reactor.callLater(0, step), started=True)
-    return cooperator.cooperate(scan()).whenDone().addCallback(lambda _: matches)
+    return scheduler.cooperate(scan(), BULK, "status-page search").whenDone().addCallback(lambda _: matches)
 
 
 class SortedTopics:
@@ -83,9 +76,9 @@ class SortedTopics:
     a registration storm from making every page view sort 100,000 names.
     """
 
-    def __init__(self, routes, clock, min_interval=2.0):
+    def __init__(self, routes, monotonic, min_interval=2.0):
         self.routes = routes
-        self.clock = clock
+        self.monotonic = monotonic
         self.min_interval = min_interval
         self._names = []
         self._key = None
@@ -94,7 +87,7 @@ class SortedTopics:
     def names(self):
         table = self.routes.topic_queue_table
         key = (id(table), self.routes.topic_set_generation, len(table))
-        now = self.clock.seconds()
+        now = self.monotonic.seconds()
         if key != self._key and (self._sorted_at is None or not 0 <= now - self._sorted_at < self.min_interval):
             self._names = sorted(table)
             self._key = key
@@ -104,7 +97,7 @@ class SortedTopics:
 
 class BrokerRow:
     __slots__ = ("cluster", "broker_name", "broker_id", "addr", "ha_addr", "version", "data_version",
-                 "topics", "age", "timeout", "state")
+                 "topics", "age", "timeout", "state", "why", "when")
 
     def __init__(self, **values):
         for name in self.__slots__:
@@ -115,10 +108,11 @@ def broker_rows(routes, versions, recent, query="", page=1, per_page=PAGE_SIZE, 
     """(rows of one page, matching members, page, pages): clusters -> groups -> members.
 
     ``state`` is ``alive``, ``near-expiry`` (less than a quarter of its timeout left),
-    ``expired`` (past its timeout, waiting for the next scan) or ``removed`` (the scan
-    expired it within the last 10 minutes: from the recent events).
+    ``expired`` (past its timeout, waiting for the next scan) or ``removed`` within the last
+    10 minutes (from the recent events), with ``why`` (``expired``: the scan removed it;
+    ``connection closed``: a broker killed, crashed or cut off) and ``when`` (wall time).
     """
-    now = routes.clock.seconds()
+    now = routes.clock.seconds()   # monotonic, as the members' last_update
     query = (query or "").strip().lower()
     members = []
     for (cluster, addr), live in routes.broker_live_table.items():
@@ -127,11 +121,11 @@ def broker_rows(routes, versions, recent, query="", page=1, per_page=PAGE_SIZE, 
             members.append((key, live))
     gone = []
     if now_wall is not None:
-        for (cluster, addr), (when, fields) in list(recent.expired.items()):
+        for (cluster, addr), (when, fields, why) in list(recent.gone.items()):
             if now_wall - when <= EXPIRED_SHOWN_SECONDS and (cluster, addr) not in routes.broker_live_table:
                 key = (cluster or "", fields.get("brokerName") or "", fields.get("brokerId", -1), addr)
                 if not query or any(query in str(part).lower() for part in key):
-                    gone.append((key, when, fields))
+                    gone.append((key, when, (fields, why)))
     total = len(members) + len(gone)
     pages = max(1, -(-total // per_page))
     page = min(max(1, page), pages)
@@ -150,11 +144,11 @@ def broker_rows(routes, versions, recent, query="", page=1, per_page=PAGE_SIZE, 
                                   data_version="%s @ %s" % (dv.counter, dv.timestamp) if dv is not None else "",
                                   topics=routes.broker_topic_count(name), age=age, timeout=timeout, state=state))
         else:
-            when, fields = removed
+            when, (fields, why) = removed
+            age = (fields["ageMs"] / 1000.0 + (now_wall - when)) if fields.get("ageMs") is not None else None
             rows.append(BrokerRow(cluster=cluster, broker_name=name, broker_id=broker_id, addr=addr, ha_addr="",
                                   version=version_name(versions.get(cluster, addr)), data_version="", topics=None,
-                                  age=(fields.get("ageMs") or 0) / 1000.0 + (now_wall - when), timeout=None,
-                                  state="removed"))
+                                  age=age, timeout=None, state="removed", why=why, when=when))
     return rows, total, page, pages
 
 

@@ -6,7 +6,6 @@ browsers need nothing special); ``GET /static/status.js`` that script (served, n
 so the Content-Security-Policy can forbid inline scripts). Any other method answers 405.
 """
 
-import time
 from urllib.parse import parse_qs
 
 from twisted.internet import defer
@@ -43,23 +42,30 @@ def _int(params, name):
 
 
 class StatusPage:
-    """Everything a page needs from one running server, and how to turn it into sections."""
+    """Everything a page needs from one running server, and how to turn it into sections.
 
-    def __init__(self, routes, kv, config, registry, recent, versions, server_id, wall_clock=time.time,
+    Two clocks (IReactorTime), one per meaning: ``wall`` for the times a person reads (now, when an
+    event happened: the recent events are stamped with it), ``monotonic`` for intervals (how often
+    the topic names are sorted; the route tables' ages use their own, ``routes.clock``). Searches
+    of a big table run as jobs of ``scheduler`` (the process's TurnScheduler).
+    """
+
+    def __init__(self, routes, kv, config, registry, recent, versions, server_id, wall, monotonic, scheduler,
                  controller=None):
         self.routes, self.kv, self.config, self.registry = routes, kv, config, registry
         self.controller = controller   # the embedded Controller (enableControllerInNamesrv), or None
         self.recent, self.versions = recent, versions
         self.server_id = server_id
-        self.wall_clock = wall_clock
-        self.sorted_topics = views.SortedTopics(routes, recent.clock)
+        self.wall = wall
+        self.scheduler = scheduler
+        self.sorted_topics = views.SortedTopics(routes, monotonic)
 
     def summary(self, params):
-        return html.summary(self.routes, self.server_id(), self.wall_clock())
+        return html.summary(self.routes, self.server_id(), self.wall.seconds())
 
     def brokers(self, params):
         found = views.broker_rows(self.routes, self.versions, self.recent, params.get("bq", ""),
-                                  _int(params, "bp"), now_wall=self.recent.clock.seconds())
+                                  _int(params, "bp"), now_wall=self.wall.seconds())
         return html.brokers(*found, params)
 
     def events(self, params):
@@ -87,7 +93,7 @@ class StatusPage:
         names = self.sorted_topics.names()
         search = query
         if query and len(names) > views.SLICED_SEARCH_FROM:
-            names = yield views.matching_names(names, query, self.recent.clock)
+            names = yield views.matching_names(names, query, self.scheduler)
             search = ""                                   # already filtered
         names, total, page, pages = views.page_of(names, search, _int(params, "tp"), already_sorted=True)
         answer = None
@@ -185,13 +191,14 @@ class StatusHttpService(HttpPortService):
 
 def status_page_service(config, routes, kv, registry, events, context, acl_store, reactor, controller=None):
     """The page's port as a service, fed by ``events`` (recent events) and by a request policy
-    that refuses nothing (``RegistrationVersions``), both installed here."""
-    recent = RecentEvents(clock=reactor)
+    that refuses nothing (``RegistrationVersions``), both installed here. The reactor is the wall
+    clock; the route tables' clock the monotonic one."""
+    recent = RecentEvents(wall=reactor)
     events.add_listener(recent.event)
     versions = RegistrationVersions()
     registry.add_policy(versions)
-    page = StatusPage(routes, kv, config, registry, recent, versions,
-                      server_id=lambda: context.server_id, wall_clock=reactor.seconds, controller=controller)
+    page = StatusPage(routes, kv, config, registry, recent, versions, server_id=lambda: context.server_id,
+                      wall=reactor, monotonic=routes.clock, scheduler=context.scheduler, controller=controller)
     access = PageAccess(config, acl_store)
     return StatusHttpService(StatusResource(page, access), config.statusListenPort,
                              config.bindAddress or "127.0.0.1", reactor)

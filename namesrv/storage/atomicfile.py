@@ -32,7 +32,7 @@ def write_atomic(path, data, keep_backup=False):
         except OSError:
             pass
         raise
-    _fsync_directory(directory)
+    fsync_directory(directory)
 
 
 def _replace_backup(path):
@@ -45,7 +45,8 @@ def _replace_backup(path):
     os.replace(tmp, bak)
 
 
-def _fsync_directory(directory):
+def fsync_directory(directory):
+    """Make a rename or a new file in ``directory`` durable (its entry is on disk once this returns)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:

@@ -1,7 +1,8 @@
 """Real Java 4.9.8 and 5.3.3 brokers and mqadmin, started with no name server address, find ours through the
 address service (``-Drocketmq.namesrv.domain=127.0.0.1:HTTP``); a real Java NameServer is probed like ours.
 
-They need the peers of ../shared/javapeers ($JAVAPEER, $JAVAPEER5) and skip, saying so, without them.
+They need Apache RocketMQ 4.9.8 and 5.3.3 installations ($JAVAPEER, $JAVAPEER5: docs/development.md)
+and skip, saying so, without them.
 A Java broker asks the address service 10 s after start, then every 2 minutes (4.9.8) or every
 ``fetchNamesrvAddrInterval`` (5.3.3, 10 s), and registers every ``registerNameServerPeriod`` (set to its
 floor, 10 s, here, so the tests wait for one period less).

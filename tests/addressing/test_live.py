@@ -95,3 +95,37 @@ def test_when_every_listed_name_server_is_down_the_whole_list_is_served(tmp_path
         assert "no listed name server answers: the address service serves the whole list" in a.log()
     finally:
         a.stop()
+
+
+def channel_closes(server):
+    """The ``channel_closed`` events of ``server``'s event log (it must have stopped: the log is flushed)."""
+    import json
+    import os
+    logs = os.path.join(server.workdir, "logs")
+    events = []
+    for name in os.listdir(logs):
+        with open(os.path.join(logs, name)) as f:
+            events += [json.loads(line) for line in f if line.strip()]
+    return [event for event in events if event["event"] == "channel_closed"]
+
+
+def test_probes_keep_one_connection_so_the_probed_server_logs_no_close_per_probe(pair):
+    """Issue 39: a new connection per probe put a ``channel_closed`` in the probed server's event log every
+    2 s (120 of 122 events in 4 minutes). Now the probes share one kept connection."""
+    a, b, url = pair
+    metrics_url = url.replace("/rocketmq/nsaddr", "/metrics")
+    answered = 'rocketmq_namesrv_address_service_probes_total{namesrv="127.0.0.1:%d",result="answered"} ' % b.port
+    deadline = time.monotonic() + 60
+    while True:
+        text = fetch(metrics_url)[1]
+        count = float(text.split(answered, 1)[1].split()[0]) if answered in text else 0.0
+        if count >= 12:
+            break
+        assert time.monotonic() < deadline, "too few probes:\n" + a.log()
+        time.sleep(0.2)
+    a.stop()   # its prober closes the kept connection: one close on b
+    b.stop()
+    closes = channel_closes(b)
+    # NamesrvProcess.start's own readiness probe, and the prober's kept connection: not one per probe
+    assert len(closes) <= 3, closes
+    assert all(event.get("brokerAddr") is None for event in closes)

@@ -111,7 +111,7 @@ def test_namesrv_config_get_update_and_black_list(server):
     assert out.splitlines()[0] == "============%s============" % n
     assert "%-50s=  %s" % ("listenPort", server.port) in out.splitlines()
     status, out, _ = admin("updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true", "-n", n)
-    assert status == 0 and out == "update name server config success!['%s']\norderMessageEnable : true\n" % n
+    assert status == 0 and out == "update name server config success![%s]\norderMessageEnable : true\n" % n
     status, out, _ = admin("--json", "getNamesrvConfig", "-n", n)
     assert json.loads(out)[n]["config"]["orderMessageEnable"] == "true"
     status, out, err = admin("updateNamesrvConfig", "-k", "kvConfigPath", "-v", "/tmp/x", "-n", n)
@@ -248,3 +248,11 @@ def test_python_dash_m_entry_point(server):
     done = subprocess.run([sys.executable, "-m", "namesrv.admin", "topicList", "-n", addr(server)],
                           capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0 and done.stdout.split() == ["Ordered", "TopicA", "TopicB"]
+
+
+def test_a_controller_command_sent_to_a_name_server_port_says_where_the_controller_listens(server):
+    status, out, err = admin("getControllerMetaData", "-a", addr(server))
+    assert (status, out) == (1, "")
+    assert err == ("namesrv-admin: getControllerMetaData: %s: REQUEST_CODE_NOT_SUPPORTED (3) request type 1005 not "
+                   "supported: %s is no controller (a name server's port?): the controller listens on its address in "
+                   "controllerDLegerPeers (9878 by default), give that to -a\n" % (addr(server), addr(server)))

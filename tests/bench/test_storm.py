@@ -22,7 +22,7 @@ def as_request(frame):
 
 @pytest_twisted.inlineCallbacks
 def test_storm_answers_every_registration_and_every_route_read():
-    config = make_config(isolationTurnBudgetMillis=1)
+    config = make_config(schedulerTurnBudgetMillis=1)
     svc = build_minimal_service(reactor, config)
     port = reactor.listenTCP(0, svc.factory, interface="127.0.0.1")
     clients = []

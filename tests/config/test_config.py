@@ -173,9 +173,10 @@ def test_shipped_properties_file_lists_every_property_with_its_default():
     with open(SHIPPED) as f:
         text = f.read()
     listed = parse_properties(text)
-    assert list(listed) == [p.name for p in PROPERTIES]
+    assert list(listed) == [p.name for p in PROPERTIES if not p.per_instance]
     for prop in PROPERTIES:
-        assert "# %s\n%s=" % (prop.description, prop.name) in text
+        assert "# %s\n%s%s=" % (prop.description, "# (its default follows listenPort: set it only to move this "
+                                 "instance's file)\n#" if prop.per_instance else "", prop.name) in text
     config, defaults = NamesrvConfig(), NamesrvConfig()
     assert config.load_file(SHIPPED) == []
     assert {n: config.get(n) for n in config.names() if n != "configStorePath"} == \
@@ -224,3 +225,91 @@ def test_instance_id_is_made_once_and_kept(tmp_path):
     me = InstanceIdentity(first, "127.0.0.1:9876")
     assert me.owns(me.as_record())
     assert not me.owns({"instance": first, "listen": "127.0.0.1:9877"}) and not me.owns(None)
+
+
+def test_a_copy_of_the_template_with_another_port_writes_files_of_its_own(tmp_path):
+    """The template leaves every per-instance path to its default, so a copy with only listenPort
+    changed is an instance of its own (issue 39: the copy used to share the 9876 instance's files)."""
+    copy = tmp_path / "second.properties"
+    with open(SHIPPED) as f:
+        copy.write_text(f.read().replace("\nlistenPort=9876\n", "\nlistenPort=9886\n"))
+    first, second = NamesrvConfig(), NamesrvConfig()
+    first.load_file(SHIPPED)
+    second.load_file(str(copy))
+    assert second.listenPort == 9886
+    for name in ("kvConfigPath", "routeSnapshotPath"):
+        assert first.get(name) != second.get(name)
+        assert "-9886." in second.get(name)
+    assert first.event_log_path() != second.event_log_path()
+
+
+def test_a_port_outside_0_to_65535_is_refused_naming_the_key():
+    config = NamesrvConfig()
+    for name in ("listenPort", "statusListenPort", "prometheusListenPort"):
+        with pytest.raises(ConfigError, match="%s.*not a TCP port" % name):
+            config.update({name: "99999"})
+        with pytest.raises(ConfigError, match=name):
+            config.update({name: "-1"})
+    config.update({"listenPort": "0", "statusListenPort": "65535"})
+    assert (config.listenPort, config.statusListenPort) == (0, 65535)
+
+
+def test_a_value_with_a_trailing_comment_is_refused_with_what_to_do(tmp_path):
+    path = tmp_path / "c.properties"
+    path.write_text("prometheusListenPort=28080 # the port the list is served on\n")
+    with pytest.raises(ConfigError) as caught:
+        NamesrvConfig().load_file(str(path))
+    message = str(caught.value)
+    assert "prometheusListenPort=28080 # the port" in message and "line of its own" in message
+    path.write_text("controllerDLegerSelfId=n0                 # this name server's controller\n")
+    with pytest.raises(ConfigError, match="controllerDLegerSelfId"):
+        NamesrvConfig().load_file(str(path))
+    path.write_text("# a comment line\ncontrollerDLegerSelfId=n0#1\n")   # no blank before '#': a value
+    config = NamesrvConfig()
+    config.load_file(str(path))
+    assert config.controllerDLegerSelfId == "n0#1"
+
+
+def test_unknown_keys_are_kept_quietly_and_explained(tmp_path):
+    path = tmp_path / "k.properties"
+    path.write_text("listenport=9877\nclientWorkerThreads=4\nmyOwnKey=x\nkvConfigPth=/tmp/kv.json\n")
+    config = NamesrvConfig()
+    changes = []
+    config.add_listener(lambda *change: changes.append(change))
+    unknown = config.load_file(str(path))
+    assert unknown == ["listenport", "clientWorkerThreads", "myOwnKey", "kvConfigPth"]
+    assert [name for name, _, _ in changes] == ["configStorePath"]   # extras are no change
+    assert config.extras() == {"listenport": "9877", "clientWorkerThreads": "4", "myOwnKey": "x",
+                               "kvConfigPth": "/tmp/kv.json"}
+    refusals, notes = config.unknown_keys(unknown, "k.properties")
+    assert refusals == [
+        "k.properties: unknown property listenport: did you mean listenPort? (names are case-sensitive, as in Java)",
+        "k.properties: unknown property kvConfigPth: did you mean kvConfigPath?"]
+    assert notes == ["k.properties: clientWorkerThreads is read by the Java NameServer only: kept, unused here",
+                     "k.properties: unknown property myOwnKey: kept (GET_NAMESRV_CONFIG lists it, as Java's does), "
+                     "unused"]
+
+
+def test_properties_text_without_extras_lists_the_properties_only(tmp_path):
+    config = NamesrvConfig()
+    config.update({"myOwnKey": "x"})
+    assert "myOwnKey=x" in config.to_properties_text().splitlines()
+    lines = config.to_properties_text(extras=False).splitlines()
+    assert "myOwnKey=x" not in lines and len(lines) == len(PROPERTIES)
+
+
+REFERENCE = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "properties.md")
+
+
+def test_the_property_reference_is_generated_from_the_table():
+    from namesrv.config.reference import SECTIONS, render
+    with open(REFERENCE) as f:
+        assert f.read() == render(), "regenerate: python -m namesrv.config.reference > docs/properties.md"
+    assert set(SECTIONS) <= {p.name for p in PROPERTIES}
+
+
+def test_the_property_reference_lists_every_property_once():
+    with open(REFERENCE) as f:
+        text = f.read()
+    for prop in PROPERTIES:
+        assert text.count("\n| `%s` |" % prop.name) == 1, prop.name

@@ -19,7 +19,9 @@ _ids = itertools.count(1)
 
 @implementer(IReplicatedLog)
 class MemoryLog:
-    """Applies proposals at once; ``leading`` can be switched to play a follower."""
+    """Applies proposals when their Deferred fires (at once unless ``hold``); ``leading`` plays a follower."""
+
+    applies_at_once = False
 
     def __init__(self, state, self_id="n0", peers=None, group="group1", leading=True):
         self.state = state

@@ -138,3 +138,36 @@ def test_requests_are_decided_one_at_a_time():
     assert answers == []                          # the second waits behind the uncommitted first
     hold.callback(None)
     assert sorted(answers) == [("first", 0), ("second", "2")]   # decided after the first was applied
+
+
+def test_a_silent_master_is_replaced_a_tenth_of_a_second_after_its_timeout_without_waiting_for_a_scan():
+    from namesrv.controller.heartbeats import EXPIRY_GRANULARITY
+    h, a1, a2 = group_in_sync()
+    h.controller.heartbeats.reactor = h.clock       # the service gives its table the reactor's timer
+    a1.beat(timeout=3000)
+    a2.beat(timeout=3000)
+    for _ in range(20):                             # the slave goes on beating every 0.5 s
+        h.clock.advance(0.5)
+        a2.beat(timeout=3000)
+        if h.state.group("broker-a").master_id == 2:
+            break
+    elapsed = h.clock.seconds()
+    assert h.state.group("broker-a").master_id == 2
+    assert 3.0 < elapsed - 0 <= 3.0 + EXPIRY_GRANULARITY + 0.5
+    assert [sent[0] for sent in h.notifier.sent] == [a2.address]
+
+
+def test_with_is_process_read_event_a_read_commits_an_empty_entry_first():
+    from twisted.internet import defer as d
+    h, a1, a2 = group_in_sync(isProcessReadEvent="true")
+    log = h.controller.replicated
+    log.proposed.clear()
+    held = log.hold = d.Deferred()                   # the barrier's commit is slow
+    answered = []
+    h.controller.run(lambda: "read-result", write=False).addCallback(answered.append)
+    assert answered == [] and log.proposed == [[]]
+    held.callback(None)
+    assert answered == ["read-result"]
+    log.leading = False                              # a deposed leader's read barrier fails: not leader
+    h.controller.run(lambda: "stale", write=False).addCallback(answered.append)
+    assert answered[-1].code == ResponseCode.CONTROLLER_NOT_LEADER

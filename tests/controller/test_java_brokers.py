@@ -1,7 +1,7 @@
 """Real Apache RocketMQ 5.3.3 brokers in controller mode, failing over through our controller.
 
-They run where the 5.3.3 peer is built ($JAVAPEER5, ../shared/javapeers) and skip, saying so,
-where it is not. A small producer and reader (java/Traffic.java, ours) are compiled against the
+They run where an Apache RocketMQ 5.3.3 installation is ($JAVAPEER5: docs/development.md) and skip, saying so,
+where it is not. A small producer and reader (tools/faultlab/java/Traffic.java, ours) are compiled against the
 peer's jars at test time: messages are sent while the master is killed, and every one that was
 acknowledged must be readable afterwards (``allAckInSyncStateSet=true``).
 
@@ -17,11 +17,12 @@ import time
 from bench.controller_failover import call, leader_port, routed_master
 from namesrv.codec.fastjson import loads
 from namesrv.protocol.codes import RequestCode
-from tests.controller.test_raft import controller_ports
+from tests.controller.wire import controller_ports, secret_file
 from tests.integration.server import NamesrvProcess, free_port
 from tests.javapeers import JavaBroker, free_broker_port, mqadmin, peer, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
 CLUSTER = "ClusterJ"
 
 
@@ -29,8 +30,9 @@ def traffic_classes(tmp_path):
     home = peer("5.3.3")
     out = tmp_path / "traffic"
     out.mkdir()
-    subprocess.run(["javac", "-d", str(out), "-cp", os.path.join(home, "lib", "*"),
-                    os.path.join(HERE, "java", "Traffic.java")], check=True, capture_output=True, timeout=120)
+    source = os.path.join(REPO, "tools", "faultlab", "java", "Traffic.java")
+    subprocess.run(["javac", "-d", str(out), "-cp", os.path.join(home, "lib", "*"), source], check=True,
+                   capture_output=True, timeout=120)
     return "%s:%s" % (out, os.path.join(home, "lib", "*"))
 
 
@@ -160,12 +162,13 @@ def test_three_name_servers_lose_the_controller_leader_and_the_broker_master_tog
     peer("5.3.3")
     ports = controller_ports(3)
     peers = ";".join("n%d-127.0.0.1:%d" % (i, p) for i, p in enumerate(ports))
+    secret = secret_file(tmp_path)
     servers = []
     for i, port in enumerate(ports):
         (tmp_path / ("ns%d" % i)).mkdir()
         servers.append(NamesrvProcess(tmp_path / ("ns%d" % i), {
             "enableControllerInNamesrv": "true", "controllerDLegerGroup": "g", "controllerDLegerSelfId": "n%d" % i,
-            "controllerDLegerPeers": peers, "routeReadWorkers": "0",
+            "controllerDLegerPeers": peers, "routeReadWorkers": "0", "controllerPeerSecretFile": secret,
             "controllerStorePath": str(tmp_path / ("ctrl%d" % i))}, port=free_port()))
     for server in servers:
         server.start()

@@ -17,7 +17,7 @@ from namesrv.client import BlockingRemotingClient
 from namesrv.codec.fastjson import loads
 from namesrv.protocol.codes import RequestCode as C
 from namesrv.protocol.command import make_request
-from tests.controller.test_raft import controller_ports
+from tests.controller.wire import controller_ports
 from tests.integration.server import TWISTD
 from tests.javapeers import peer
 

@@ -7,7 +7,7 @@ import subprocess
 
 from namesrv.codec.fastjson import loads
 from namesrv.protocol.codes import RequestCode, ResponseCode
-from tests.controller.test_raft import controller_ports
+from tests.controller.wire import controller_ports
 from tests.controller.wire import WireBroker
 from tests.integration.server import TWISTD, NamesrvProcess, free_port
 

@@ -11,6 +11,26 @@ from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
 
 
+def controller_ports(count):
+    """``count`` distinct free ports on 127.0.0.1 for controllers (Raft shares each controller's port)."""
+    ports = []
+    while len(ports) < count:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def secret_file(directory, secret=b"a-group-secret-of-32-bytes-long!"):
+    """A controllerPeerSecretFile (mode 600) holding ``secret``; its path."""
+    path = directory / "controller.secret"
+    path.write_bytes(secret + b"\n")
+    path.chmod(0o600)
+    return str(path)
+
+
 class NotificationPort:
     """A broker's listening port: collects the frames controllers send to it (in a thread)."""
 

@@ -63,6 +63,9 @@ class Connection:
         self.closing = True
         self.transport.loseConnection()
 
+    def moved(self):
+        self.closing = True
+
 
 class Factory:
     def __init__(self, connections):

@@ -11,6 +11,7 @@ from namesrv.observe.eventlog import NullEventLog
 from namesrv.observe.health import HealthResource, Readiness
 from namesrv.observe.metrics import NamesrvMetrics
 from namesrv.server.factory import RemotingServerFactory
+from namesrv.readworkers.main.processes import ReadWorkerGauges
 from tests.config_for import make_config
 from tests.routes.helpers import new_routes, register
 from tests.security.fakes import Housekeeping
@@ -76,7 +77,7 @@ class _Pool:
 def test_read_workers_running_configured_and_restarts():
     metrics = NamesrvMetrics(RequestClassifier())
     assert sample(metrics, "rocketmq_namesrv_read_workers") is None   # no pool: no gauge
-    metrics.read_workers = _Pool(2, 1)
+    metrics.add_collector(ReadWorkerGauges(_Pool(2, 1)))
     metrics.read_worker_exited()
     assert sample(metrics, "rocketmq_namesrv_read_workers") == 1
     assert sample(metrics, "rocketmq_namesrv_read_workers_configured") == 2

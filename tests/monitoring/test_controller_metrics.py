@@ -2,6 +2,7 @@
 live brokers, read from a controller whose brokers start, die and get a new master (task.Clock)."""
 
 from namesrv.dispatch.classes import RequestClassifier
+from namesrv.observe.controller_metrics import ControllerCollector
 from namesrv.observe.metrics import NamesrvMetrics
 from namesrv.protocol.codes import ResponseCode
 from namesrv.service import make_service
@@ -23,7 +24,7 @@ def group_of_two():
     second.start()
     assert first.alter_sync_state_set({1, 2}, 1, master_epoch=1).code == ResponseCode.SUCCESS
     metrics = NamesrvMetrics(RequestClassifier())
-    metrics.controller = h.controller
+    metrics.add_collector(ControllerCollector(h.controller))
     return h, first, second, metrics
 
 
@@ -70,7 +71,8 @@ def test_make_service_gives_the_metrics_port_its_embedded_controller(tmp_path):
                             controllerStorePath=str(tmp_path / "controller"))
     svc = make_service(config)
     metrics = svc.getServiceNamed("prometheus").metrics
-    assert metrics.controller is svc.controller.controller
+    assert [c.controller for c in metrics.collectors if isinstance(c, ControllerCollector)] == \
+        [svc.controller.controller]
     svc.controller.replicated.start()
     try:
         assert sample(metrics, "is_leader", controller_group="g", controller_id="n0") == 1
@@ -82,3 +84,19 @@ def test_make_service_gives_the_metrics_port_its_embedded_controller(tmp_path):
 def test_no_controller_no_controller_metrics(tmp_path):
     svc = make_service(service_config(tmp_path, prometheusListenPort=free_port()))
     assert b"rocketmq_namesrv_controller_" not in svc.getServiceNamed("prometheus").metrics.exposition()
+
+
+def test_raft_members_term_lease_and_refusals_are_exported():
+    from namesrv.observe.controller_metrics import raft_families
+    families = {f.name: f for f in raft_families({
+        "mode": "raft", "term": 7, "connectedPeers": ["n1", "n2"], "leaseSeconds": 0.3, "authenticated": True,
+        "refusedLinks": 4, "dropped": {"stale_ack": 2, "bad": 1}})}
+    value = lambda name: families[name].samples[0].value
+    assert value("rocketmq_namesrv_controller_raft_term") == 7
+    assert value("rocketmq_namesrv_controller_raft_linked_members") == 2
+    assert value("rocketmq_namesrv_controller_raft_lease_seconds") == 0.3
+    assert value("rocketmq_namesrv_controller_raft_member_authentication") == 1
+    assert value("rocketmq_namesrv_controller_raft_refused_connections") == 4
+    dropped = {s.labels["reason"]: s.value for s in families["rocketmq_namesrv_controller_raft_dropped_messages"].samples}
+    assert dropped == {"stale_ack": 2, "bad": 1}
+    assert list(raft_families({"mode": "single"})) == []

@@ -19,6 +19,7 @@ import pytest
 
 from namesrv.protocol.codes import ResponseCode
 from tests.brokers import register_request, route_request
+from tests.controller.wire import secret_file
 from tests.integration.server import REPO, NamesrvProcess, free_port
 
 PACKAGES = ("namesrv", "processors", "spark")
@@ -80,7 +81,8 @@ def test_installed_wheel_serves_routes_from_outside_the_checkout(installed, tmp_
     assert "namesrv" in help_text and "controller" in help_text
 
     status_port = free_port()
-    # the controller among three (the others not running): pysyncobj's Raft is loaded from the venv
+    # the controller among three (the others not running): pysyncobj's Raft and our hooks into it are loaded
+    # from the venv, with the members' secret
     controller_port, *others = [free_port() for _ in range(3)]
     server = InstalledNamesrv(installed, workdir, env, {
         "routeReadWorkers": "1",
@@ -90,6 +92,7 @@ def test_installed_wheel_serves_routes_from_outside_the_checkout(installed, tmp_
         "controllerDLegerPeers": ";".join("n%d-127.0.0.1:%d" % item
                                           for item in enumerate([controller_port, *others])),
         "controllerDLegerSelfId": "n0", "controllerStorePath": str(workdir / "controller"),
+        "controllerPeerSecretFile": secret_file(workdir),
         **tls_properties(workdir),
     })
     server.start(timeout=60)

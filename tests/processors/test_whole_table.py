@@ -16,7 +16,7 @@ from namesrv.routes import RouteInfoManager, topiclists
 from processors.route import FRAME_OVERHEAD, RouteProcessor
 from tests.brokers import register_request, route_request
 from tests.config_for import make_config
-from tests.fakes import FakeConnection, RecordingEventLog
+from tests.fakes import FakeConnection, RecordingEventLog, one_turn
 from tests.processors.test_route_processor import FakeKV
 
 C = RequestCode
@@ -47,39 +47,6 @@ def _fleet(world, brokers=4, topics=300, sys_flag=3):
     for b in range(brokers):
         names = [_unit_topic("Topic-%05d" % t, sys_flag) for t in range(b * topics, (b + 1) * topics)]
         assert world.call(register_request("C", "b%d" % b, "10.0.0.%d:10911" % b, topics=names)).code == 0
-
-
-class Turns:
-    """A reactor's callLater whose calls run one turn at a time (a Clock runs calls scheduled at 0 within
-    the same ``advance``)."""
-
-    def __init__(self):
-        self.due = []
-
-    def callLater(self, delay, f, *args):
-        call = Call(f, args)
-        self.due.append(call)
-        return call
-
-    def turn(self):
-        due, self.due = self.due, []
-        for call in due:
-            if call.active():
-                call.called = True
-                call.f(*call.args)
-
-
-class Call:
-    """What callLater returns, as much as the code here uses of a DelayedCall."""
-
-    def __init__(self, f, args):
-        self.f, self.args, self.called, self.cancelled = f, args, False, False
-
-    def active(self):
-        return not (self.called or self.cancelled)
-
-    def cancel(self):
-        self.cancelled = True
 
 
 def _frame_length(response):
@@ -113,8 +80,7 @@ def test_cluster_info_over_the_frame_limit_is_refused():
 def test_a_large_list_is_built_over_turns_while_registrations_and_reads_are_answered(monkeypatch):
     monkeypatch.setattr(topiclists, "SLICE", 50)
     world = _world()
-    world.processor.sliced.budget = 0   # one slice per reactor turn
-    world.processor.sliced.reactor = reactor = Turns()
+    world.context.scheduler.budget = lambda: 0   # one slice per reactor turn
     _fleet(world)
     first = world.call(make_request(C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}, opaque=1))
     second = world.call(make_request(C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}, opaque=2))
@@ -128,7 +94,7 @@ def test_a_large_list_is_built_over_turns_while_registrations_and_reads_are_answ
         assert world.call(route_request("Topic-00007")).code == ResponseCode.SUCCESS
         assert world.call(register_request("C", "b0", "10.0.0.0:10911", counter=2,
                                            topics=[_unit_topic("Topic-%05d" % t) for t in range(300)])).code == 0
-        reactor.turn()
+        one_turn(world.clock)
     assert turns > 1200 // 50   # names summed, runs sorted, merged and encoded: a slice per turn
     assert len(answers) == 2 and [a.opaque for a in answers] == [1, 2]   # one build, two answers
     assert [a.code for a in answers] == [ResponseCode.SUCCESS, ResponseCode.SUCCESS]
@@ -140,7 +106,7 @@ def test_a_large_list_is_built_over_turns_while_registrations_and_reads_are_answ
 
 def test_a_table_of_one_slice_is_answered_in_the_same_turn_however_slow_the_machine():
     world = _world()
-    world.processor.sliced.budget = -1   # every turn already over its budget
+    world.context.scheduler.budget = lambda: -1   # every turn already over its budget
     _fleet(world, brokers=2, topics=5)
     for code, ext, _ in LISTS:
         answer = world.call(make_request(code, dict(ext)))
@@ -150,8 +116,7 @@ def test_a_table_of_one_slice_is_answered_in_the_same_turn_however_slow_the_mach
 def test_a_list_that_fails_while_built_answers_system_error(monkeypatch):
     monkeypatch.setattr(topiclists, "SLICE", 2)
     world = _world()
-    world.processor.sliced.budget = 0
-    world.processor.sliced.reactor = reactor = Turns()
+    world.context.scheduler.budget = lambda: 0
     _fleet(world, brokers=1, topics=10)
 
     def broken(tables, accept):
@@ -161,6 +126,6 @@ def test_a_list_that_fails_while_built_answers_system_error(monkeypatch):
     answer = world.call(make_request(C.GET_UNIT_TOPIC_LIST, {}))
     failures = []
     answer.addErrback(failures.append)
-    reactor.turn()
+    one_turn(world.clock)
     assert failures and failures[0].check(RuntimeError)
     assert world.processor.sliced._building == {}   # the next ask builds again

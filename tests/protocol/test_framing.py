@@ -91,3 +91,32 @@ def test_complete_frames_says_where_the_whole_frames_end():
     whole = framed(b"one") + framed(b"")
     assert complete_frames(whole + framed(b"three")[:5]) == (len(whole), 2)
     assert complete_frames(b"\0\0") == (0, 0)
+
+
+def test_complete_frames_counts_up_to_a_limit_and_stops_at_an_impossible_length():
+    whole = framed(b"one") + framed(b"two")
+    assert complete_frames(whole + framed(b"three"), up_to=2) == (len(whole), 2)
+    # a length of -4 would end where it starts: counting must stop there, not loop for ever
+    assert complete_frames(framed(b"one") + struct.pack(">i", -4) + b"rest") == (len(framed(b"one")), 1)
+    assert complete_frames(struct.pack(">i", -9) + b"x" * 20) == (0, 0)
+
+
+def test_frames_waiting_counts_what_was_read_and_what_is_about_to_be():
+    reader = FrameReader()
+    assert reader.frames_waiting() == 0
+    reader.buffer_more(framed(b"a") + framed(b"b")[:2])
+    assert reader.frames_waiting() == 1 and reader.buffered() == 7
+    assert reader.frames_waiting(framed(b"b")[2:] + framed(b"c")) == 3
+    assert reader.frames_waiting(framed(b"b")[2:] + framed(b"c"), up_to=2) == 2
+    assert reader.frames_waiting() == 1   # counting took nothing
+
+
+def test_frames_takes_n_at_most_and_keeps_the_rest():
+    reader = FrameReader()
+    chunk = reader.feed(framed(b"a") + framed(b"b") + framed(b"c"))
+    assert list(reader.frames(chunk, 2)) == [b"a", b"b"]
+    reader.keep_rest()
+    assert reader.frames_waiting() == 1
+    assert list(reader.frames(reader.take(), 0)) == []
+    reader.keep_rest()
+    assert list(reader.frames(reader.take(), 5)) == [b"c"]

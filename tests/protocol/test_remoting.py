@@ -8,7 +8,7 @@ from twisted.internet.testing import StringTransport
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import SerializeType
 from namesrv.protocol.command import make_request
-from namesrv.protocol.remoting import RemotingProtocol
+from namesrv.protocol.remoting import ConnectionState, RemotingProtocol
 
 
 class EchoDispatcher:
@@ -256,3 +256,32 @@ def test_completed_frames_stop_the_frame_timer():
     proto.dataReceived(raw[5:])
     clock.advance(120)
     assert not transport.disconnecting and events["bad"] == []
+
+
+def test_a_connection_says_where_it_is_in_one_state():
+    proto, transport, dispatcher, _ = connect()
+    assert proto.state is ConnectionState.READING and not proto.paused and not proto.closing
+    proto.pauseProducing()
+    assert proto.state is ConnectionState.PAUSED and proto.paused
+    proto.resumeProducing()
+    assert proto.state is ConnectionState.READING
+    proto.moved()                      # its socket went to another process
+    proto.dataReceived(frame(105, 1))
+    proto.connectionLost(None)
+    assert proto.state is ConnectionState.MOVED and proto.closing and dispatcher.seen == []
+    other, _, _, _ = connect()
+    other.pauseProducing()
+    other.close()
+    assert other.state is ConnectionState.CLOSING and not other.paused
+
+
+def test_a_subclass_handles_part_of_a_read_and_the_rest_later():
+    proto, transport, dispatcher, _ = connect()
+    proto.state = ConnectionState.WAITING           # e.g. waiting for its turn: reads are kept in order
+    proto.dataReceived(frame(105, 1) + frame(105, 2) + frame(105, 3) + frame(105, 4)[:6])
+    assert dispatcher.seen == [] and proto.frames_waiting() == 3 and proto.frames_waiting(up_to=2) == 2
+    proto.handle_frames(None, 2)
+    assert [a.opaque for a in answers(transport)] == [1, 2] and proto.frames_waiting() == 1
+    proto.dataReceived(frame(105, 4)[6:])
+    proto.handle_frames(None)
+    assert [a.opaque for a in answers(transport)] == [3, 4] and proto.frames_waiting() == 0

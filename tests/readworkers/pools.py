@@ -9,5 +9,5 @@ def pool_for(service, count=1):
     return ReadWorkerPool(count, routes=service.routes, kv=service.kv, config=service.config,
                           registry=service.registry, factory=service.factory,
                           holds=service.security.dispatcher.holds, started=service.context.started,
-                          reactor=service.reactor, tls_factory=service.tls.factory if service.tls else None,
+                          reactor=service.reactor, scheduler=service.context.scheduler, tls_factory=service.tls.factory if service.tls else None,
                           metrics=metrics)

@@ -7,11 +7,14 @@ from twisted.internet.testing import StringTransport
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
+from namesrv.protocol.remoting import ConnectionState
 from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
 from namesrv.readworkers.worker.connections import Upstream, WorkerConnectionFactory
 from tests.brokers import register_request, route_request
+from tests.fakes import run_turns
 from tests.protocol.test_remoting import written_frames
 from tests.readworkers.test_replica import Harness
+from tests.fakes import run_turns
 
 
 class FakeUpstream:
@@ -121,8 +124,7 @@ def test_forwarded_connection_takes_the_clients_address_from_the_preface(tmp_pat
     proto.dataReceived(data[:10])
     proto.dataReceived(data[10:])
     assert proto.peer == "127.0.0.9:4242"
-    for _ in range(5):
-        harness.service.reactor.advance(0)   # the isolation scheduler runs broker work in turns
+    run_turns(harness.service.reactor)   # the isolation dispatcher runs broker work in the scheduler's turns
     assert decode_frame(written_frames(transport)[0][4:]).code == ResponseCode.SUCCESS
     # the broker is bound to this connection: closing it runs the usual housekeeping
     proto.connectionLost(None)
@@ -163,7 +165,7 @@ def test_a_registration_hands_the_connection_over_with_what_followed(tmp_path, m
     proto.dataReceived(encode_frame(route_request("T1", opaque=0)) + register + after[:9])
     proto.dataReceived(after[9:])   # arrives after the handoff: the main process reads it from the socket
     assert handed == [("/run/handoff.sock", register + after[:9])]
-    assert proto.handed_off and factory.handoffs == 1
+    assert proto.state is ConnectionState.MOVED and factory.handoffs == 1
     assert [decode_frame(f[4:]).opaque for f in written_frames(proto.transport)] == [0]
 
 
@@ -177,7 +179,7 @@ def test_no_handoff_while_something_is_in_flight(tmp_path, monkeypatch):
     proto.dataReceived(encode_frame(make_request(RequestCode.GET_KV_CONFIG, {"namespace": "N", "key": "k"})))
     register = register_request("C1", "broker-z", "10.0.0.9:10911", topics=["T1", "T2"])
     proto.dataReceived(encode_frame(register))   # the KV read is still at the main process: forward
-    assert len(factory.upstream.frames) == 2 and not proto.handed_off
+    assert len(factory.upstream.frames) == 2 and proto.state is ConnectionState.READING
 
 
 def test_a_malformed_handoff_closes_its_descriptor():

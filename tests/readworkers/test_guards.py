@@ -31,7 +31,7 @@ from tests.brokers import register_request, route_request
 from tests.protocol.test_remoting import written_frames
 from tests.readworkers.pools import pool_for
 from tests.readworkers.test_forwarding import Factory, connect
-from tests.fakes import FakeConnection
+from tests.fakes import FakeConnection, turn_scheduler
 from tests.readworkers.test_replica import Harness
 from tests.security.certs import write_pair
 from tests.test_answer_cache import Reactor
@@ -181,7 +181,7 @@ def test_the_worker_reloads_a_changed_acl_file(tmp_path):
 class RecordingConnection(WorkerConnection):
     def hand_off(self):
         self.factory.handed.append(self)
-        self.closing = True
+        self.moved()
 
 
 class HandoffFactory(Factory):
@@ -235,7 +235,8 @@ def test_a_workers_counts_reach_the_main_metrics(tmp_path):
     metrics = NamesrvMetrics(RequestClassifier())
     main_tls = tlsmode.TlsSniffingFactory(protocol.Factory(), tlsmode.DISABLED, config=config())
     pool = ReadWorkerPool(1, routes=None, kv=None, config=None, registry=types.SimpleNamespace(observers=[metrics]),
-                          factory=None, holds=[], started=0.0, reactor=task.Clock(), tls_factory=main_tls,
+                          factory=None, holds=[], started=0.0, reactor=task.Clock(),
+                          scheduler=turn_scheduler(task.Clock()), tls_factory=main_tls,
                           metrics=metrics)
     data = counts_message({(RequestCode.GET_ROUTEINFO_BY_TOPIC, ResponseCode.NO_PERMISSION): [3, 90]},
                           {"tls": 4, "refused_plain": 1}, {("route_read", "acl"): 3})

@@ -20,7 +20,7 @@ from namesrv.routes.snapshot import encode_snapshot, restore_snapshot
 from namesrv.service import make_service
 from tests.brokers import register_request, route_request
 from tests.config_for import service_config
-from tests.fakes import FakeConnection
+from tests.fakes import FakeConnection, run_turns
 from tests.test_answer_cache import Reactor
 
 
@@ -224,8 +224,7 @@ def test_a_failed_publication_leaves_workers_forwarding_and_tries_again(harness)
     assert publisher._messages is None and pool.workers[0].needs_full
     assert publisher._publish_call is not None and publisher._publish_call.active()
     harness.service.reactor.advance(2)      # the retry: a full copy this time
-    for _ in range(5):
-        harness.service.reactor.advance(0)
+    run_turns(harness.service.reactor)
     assert publisher.publishes == 1 and pool.workers[0].sent
 
 

@@ -6,7 +6,7 @@ from namesrv.readworkers.channel.delta import ONE_MESSAGE_TOPICS, PART_TOPICS
 from namesrv.readworkers.channel.feed import down_reader
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.service import make_service
-from tests.fakes import FakeConnection
+from tests.fakes import FakeConnection, run_turns, turn_scheduler
 from tests.brokers import register_request, route_request
 from tests.test_answer_cache import Reactor
 from tests.config_for import service_config as make_config
@@ -62,7 +62,7 @@ def test_a_large_registration_waits_for_fresh_replicas_and_no_longer_than_max_ho
     from namesrv.readworkers.main.publisher import LARGE_REGISTRATION_BYTES, MAX_HOLD
     service, pool = wired_pool(tmp_path)
     publisher = pool.publisher
-    publisher.reactor = clock = task.Clock()
+    clock = service.reactor   # the publisher's and its scheduler's
     worker = pool.workers[0] = FakeWorker(applied=publisher.generation.value)
     request = big_registration()
     assert len(request.body) >= LARGE_REGISTRATION_BYTES
@@ -107,19 +107,19 @@ def test_the_dispatcher_holds_only_the_class_of_a_held_request():
     config = make_config()
     classifier = RequestClassifier()
     clock = task.Clock()
-    dispatcher = PriorityDispatcher(Registry(), classifier, ClassLimitPolicy(classifier, config, []), config, clock)
+    dispatcher = PriorityDispatcher(Registry(), classifier, ClassLimitPolicy(classifier, config, []), config,
+                                    turn_scheduler(clock))
     gate = defer.Deferred()
     dispatcher.holds.append(lambda request: gate if request.code == RequestCode.REGISTER_BROKER else None)
     registered = dispatcher.dispatch(register_request("C", "b", "127.0.0.1:1", topics=["A", "B"]),
                                      FakeConnection("127.0.0.1:40000"))
     listed = dispatcher.dispatch(make_request(RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": "n"}),
                                  FakeConnection("127.0.0.1:40001"))
-    clock.advance(0)
-    clock.advance(0)
+    run_turns(clock)
     assert ran == [RequestCode.GET_KVLIST_BY_NAMESPACE] and listed.called and not registered.called
     dispatcher.holds.clear()
     gate.callback(None)
-    clock.advance(0)
+    run_turns(clock)
     assert ran == [RequestCode.GET_KVLIST_BY_NAMESPACE, RequestCode.REGISTER_BROKER] and registered.called
 
 
@@ -137,7 +137,7 @@ class RecordingWorker(FakeWorker):
 def test_changes_nobody_was_told_of_go_out_quietly_and_an_answer_meanwhile_settles_them(tmp_path):
     service, pool = wired_pool(tmp_path)
     publisher = pool.publisher
-    publisher.reactor = clock = task.Clock()
+    clock = service.reactor   # the publisher's and its scheduler's
     connection = FakeConnection("127.0.0.1:40002")
     topics = ["T%d" % i for i in range(max(2 * PART_TOPICS, ONE_MESSAGE_TOPICS) + 200)]   # several parts
     service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=topics), connection)
@@ -161,7 +161,7 @@ def test_changes_nobody_was_told_of_go_out_quietly_and_an_answer_meanwhile_settl
 def test_a_full_copy_is_never_quiet(tmp_path):
     service, pool = wired_pool(tmp_path)
     publisher = pool.publisher
-    publisher.reactor = clock = task.Clock()
+    clock = service.reactor   # the publisher's and its scheduler's
     worker = pool.workers[0] = RecordingWorker(applied=publisher.generation.value)
     worker.needs_full = True
     before = publisher.generation.read()

@@ -1,4 +1,5 @@
-"""The worker's stdin: a burst of replica parts is applied one per reactor turn, never all at once."""
+"""The worker's stdin: a burst of replica parts is applied a part per step of the worker's scheduler,
+never all at once."""
 
 import argparse
 
@@ -12,25 +13,13 @@ from processors.route import RouteProcessor
 from namesrv.readworkers.worker.replica import Replica
 from namesrv.readworkers.worker.entry import ReadWorker
 from namesrv.service import make_service
-from tests.fakes import FakeConnection
+from tests.fakes import FakeConnection, one_turn, run_turns
 from tests.brokers import register_request
 from tests.test_answer_cache import Reactor
 from tests.config_for import service_config as make_config
 
 
-class TurnClock(task.Clock):
-    """A Clock whose ``turn()`` runs only the calls due when it starts, as one reactor
-    iteration does (``advance`` would also run the calls they schedule)."""
-
-    def turn(self):
-        due = [call for call in self.calls if call.getTime() <= self.seconds()]
-        for call in due:
-            self.calls.remove(call)
-            call.called = 1
-            call.func(*call.args, **call.kw)
-
-
-def test_a_burst_of_parts_is_applied_one_per_turn_and_listening_follows_the_first_whole_copy(tmp_path):
+def test_a_burst_of_parts_is_applied_a_step_per_turn_and_listening_follows_the_first_whole_copy(tmp_path):
     service = make_service(make_config(tmp_path), clock=task.Clock(), reactor=Reactor())
     topics = ["Burst%d" % i for i in range(7)]
     service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=topics), FakeConnection("127.0.0.1:40000"))
@@ -40,8 +29,9 @@ def test_a_burst_of_parts_is_applied_one_per_turn_and_listening_follows_the_firs
     data = b"".join(publication(shared.value, service.routes, service.kv, service.config, started, RouteProcessor.replicable_codes,
                                 None, part_topics=2))
 
-    clock = TurnClock()
+    clock = task.Clock()
     replica = Replica(SharedGeneration(str(tmp_path / "generation")), clock)
+    replica.context.scheduler.budget = lambda: 0   # every turn is over its budget after one step
     options = argparse.Namespace(upstream=str(tmp_path / "up.sock"), handoff=None, index=0)
     worker = ReadWorker(options, clock, replica, guards=None)   # listen() is replaced below: no guards needed
     listened = []
@@ -52,8 +42,9 @@ def test_a_burst_of_parts_is_applied_one_per_turn_and_listening_follows_the_firs
     assert len(replica.context.routes.topic_queue_table) == 0 and not listened
     seen = []
     for _ in range(5):
-        clock.turn()
+        one_turn(clock)
         seen.append(len(replica.context.routes.topic_queue_table))
     assert seen == [2, 4, 6, 7, 7]
     assert listened == [shared.value] and replica.fresh()
+    run_turns(clock)
     assert not clock.getDelayedCalls()

@@ -10,6 +10,7 @@ from namesrv.protocol.codes import RequestCode, request_name
 from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.security.wiring import RequestGuards, TlsListening
 from namesrv.server.factory import RemotingServerFactory
+from namesrv.dispatch.scheduler import TurnScheduler
 from tests.config_for import make_config
 from tests.fakes import RecordingEventLog
 
@@ -65,7 +66,7 @@ def service(reactor, processor=None, **values):
     cfg = make_config(**values)
     processor = processor or Echo()
     registry = ProcessorRegistry([processor], events=events)
-    guards = RequestGuards(cfg, registry, reactor)
+    guards = RequestGuards(cfg, registry, reactor, TurnScheduler.for_config(cfg, reactor))
     factory = RemotingServerFactory(guards.dispatcher, cfg, Housekeeping(), events, reactor)
     tls = TlsListening.for_config(cfg, factory, reactor)
     routes = Routes()

@@ -10,7 +10,8 @@ from namesrv.protocol.command import make_request
 from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.dispatch.classes import RequestClassifier
 from tests.config_for import make_config
-from tests.fakes import FakeConnection, RecordingEventLog
+from namesrv.dispatch.scheduler import NEXT_TURN, TurnScheduler
+from tests.fakes import FakeConnection, RecordingEventLog, StepTimer
 from tests.security.fakes import Echo
 
 REGISTER = RequestCode.REGISTER_BROKER
@@ -103,75 +104,54 @@ class Costly(Echo):
         self.cost = cost
 
     def process_request(self, request, connection):
-        self.timer.now += self.cost.get(request.code, 0)
+        self.timer.spend(self.cost.get(request.code, 0))
         return Echo.process_request(self, request, connection)
 
 
-class Turns:
-    """A reactor whose callLater(0) waits until the test runs the next turn (task.Clock would run them all)."""
-
-    def __init__(self):
-        self.calls = []
-
-    def callLater(self, delay, f, *args):
-        call = task.DelayedCall(0, f, args, {}, lambda c: self.calls.remove(c), lambda c: None)
-        self.calls.append(call)
-        return call
-
-    def advance(self, _=0):
-        calls, self.calls = self.calls, []
-        for call in calls:
-            call.called = 1
-            call.func(*call.args)
-
-    def getDelayedCalls(self):
-        return list(self.calls)
-
-
-class FakeTimer:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-
 def scheduled(cost, **values):
-    timer = FakeTimer()
-    clock = Turns()
+    """A dispatcher whose requests each spend ``cost[code]`` seconds of the scheduler's timer; ``clock.advance()``
+    is one reactor turn."""
+    timer = StepTimer()
+    clock = OneTurnClock()
     processor = Costly(timer, cost)
     registry, policy, listener, cfg = limited(processor, **values)
-    dispatcher = PriorityDispatcher(registry, RequestClassifier(), policy, cfg, clock, timer=timer,
+    scheduler = TurnScheduler.for_config(cfg, clock, timer=timer)
+    dispatcher = PriorityDispatcher(registry, RequestClassifier(), policy, cfg, scheduler, timer=timer,
                                     listeners=[listener])
     return dispatcher, processor, clock, policy, listener, timer
 
 
+class OneTurnClock(task.Clock):
+    def advance(self, amount=NEXT_TURN):
+        task.Clock.advance(self, amount)
+
+
 def test_route_reads_are_answered_at_once_while_registrations_wait_for_turns():
-    dispatcher, processor, clock, policy, listener, _ = scheduled({REGISTER: 0.004}, isolationTurnBudgetMillis=5)
+    dispatcher, processor, clock, policy, listener, _ = scheduled({REGISTER: 0.004}, schedulerTurnBudgetMillis=5)
     answers = [dispatcher.dispatch(make_request(REGISTER, {}, opaque=i), FakeConnection()) for i in range(10)]
     assert all(isinstance(a, defer.Deferred) and not a.called for a in answers)
     assert policy.waiting["broker_control"] == 10
     route = dispatcher.dispatch(make_request(ROUTE, {"topic": "t"}), FakeConnection())
     assert route.code == ResponseCode.SUCCESS and processor.seen == [ROUTE]
-    clock.advance(0)  # one turn: 4 ms + 4 ms passes the 5 ms budget
+    clock.advance()  # one turn: 4 ms + 4 ms passes the 5 ms budget
     assert processor.seen.count(REGISTER) == 2 and dispatcher.pending() == 8
     assert dispatcher.dispatch(make_request(ROUTE, {"topic": "t"}), FakeConnection()).code == ResponseCode.SUCCESS
     while dispatcher.pending():
-        clock.advance(0)
+        clock.advance()
     assert [a.result.opaque for a in answers] == list(range(10))  # FIFO within a class
     assert policy.waiting["broker_control"] == 0 and policy.in_flight["broker_control"] == 0
     assert len(listener.waits) == 10 and listener.waits[-1][1] > listener.waits[0][1]
 
 
 def test_classes_take_turns():
-    dispatcher, processor, clock, _, _, _ = scheduled({}, isolationTurnBudgetMillis=0)
+    dispatcher, processor, clock, _, _, _ = scheduled({}, schedulerTurnBudgetMillis=0)
     for _ in range(3):
         dispatcher.dispatch(make_request(REGISTER, {}), FakeConnection())
     for _ in range(3):
         dispatcher.dispatch(make_request(CLUSTER_INFO, {}), FakeConnection())
     dispatcher.dispatch(make_request(PUT, {}), FakeConnection())
     while dispatcher.pending():
-        clock.advance(0)
+        clock.advance()
     assert processor.seen == [REGISTER, CLUSTER_INFO, PUT, REGISTER, CLUSTER_INFO, REGISTER, CLUSTER_INFO]
 
 
@@ -181,7 +161,7 @@ def test_queue_limit_answers_busy_at_once():
     busy = dispatcher.dispatch(make_request(REGISTER, {}, opaque=99), FakeConnection())
     assert busy.code == ResponseCode.SYSTEM_BUSY and busy.opaque == 99
     assert listener.rejections == [("broker_control", "overload")]
-    clock.advance(0)
+    clock.advance()
     assert all(d.called for d in queued)
     assert isinstance(dispatcher.dispatch(make_request(REGISTER, {}), FakeConnection()), defer.Deferred)
 
@@ -189,7 +169,7 @@ def test_queue_limit_answers_busy_at_once():
 def test_oneway_and_unknown_codes():
     dispatcher, processor, clock, _, _, _ = scheduled({})
     assert dispatcher.dispatch(make_request(RequestCode.BROKER_HEARTBEAT, {}, oneway=True), FakeConnection()) is None
-    clock.advance(0)
+    clock.advance()
     assert processor.seen == [RequestCode.BROKER_HEARTBEAT]
     unknown = dispatcher.dispatch(make_request(7777, {}), FakeConnection())
     assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
@@ -201,7 +181,7 @@ def test_registration_from_a_connection_closed_while_queued_is_dropped():
     register = dispatcher.dispatch(make_request(REGISTER, {}), conn)
     unregister = dispatcher.dispatch(make_request(RequestCode.UNREGISTER_BROKER, {}), conn)
     conn.closing = True
-    clock.advance(0)
+    clock.advance()
     assert processor.seen == [RequestCode.UNREGISTER_BROKER]
     assert register.result is None and unregister.result.code == ResponseCode.SUCCESS
     assert dispatcher.dropped == 1 and policy.waiting["broker_control"] == 0

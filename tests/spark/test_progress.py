@@ -1,9 +1,17 @@
 """The progress line (terminal only) and the closing summary line, with a fake status tracker."""
 
 import io
+import os
+import re
+import subprocess
+import sys
+import time
 from types import SimpleNamespace
 
 from spark import progress, report
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EVENTLOG = os.path.join(REPO, "tests", "data", "eventlog")
 
 
 class FakeTracker:
@@ -71,6 +79,35 @@ def test_summary_line():
     summary["jobs"] = 9
     assert progress.summary_line(summary) == ("100 rows read, 2 malformed, 12.3 s, 9 Spark jobs; "
                                               "report: /r/out/report.html")
+
+
+def test_summary_line_of_the_command_line_gives_the_whole_run():
+    summary = {"lines": {"json": 100}, "seconds": 18.94, "session_seconds": 7.2, "total_seconds": 44.0, "jobs": 4,
+               "output": "/r/out"}
+    assert progress.summary_line(summary) == ("100 rows read, 0 malformed, 44.0 s in all (Spark's start 7.2 s, the "
+                                              "report 18.9 s), 4 Spark jobs; report: /r/out/report.html")
+
+
+def test_process_seconds_counts_from_the_process_start():
+    """What ``time`` would say of this process so far: at least the time this test process has run."""
+    lived = progress.process_seconds()
+    assert lived is not None and lived >= time.process_time() - 0.1
+
+
+def test_the_closing_line_counts_the_whole_command(tmp_path):
+    """Issue 39: the line said 18.9 s of a 44 s run (the JVM's start and exit were left out). The command's
+    own figure is now within a few seconds of its lifetime as its parent sees it, not a fraction of it."""
+    out = str(tmp_path / "out")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "spark.report", "--input", EVENTLOG, "--output", out,
+                           "--no-class-cache"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    lifetime = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-2000:]
+    last = done.stdout.strip().splitlines()[-1]
+    total = float(re.search(r", ([0-9.]+) s in all \(Spark's start ([0-9.]+) s, the report ([0-9.]+) s\)", last)
+                  .group(1))
+    assert lifetime - 3.0 <= total <= lifetime + 0.5, (total, lifetime, last)
+    assert last.endswith("; report: %s/report.html" % out)
 
 
 def test_total_jobs_adds_the_phases_and_says_when_it_cannot():

@@ -1,8 +1,9 @@
 """The status page in a real browser: headless Chromium against a real `twistd namesrv`.
 
 Brokers register over TCP while the page is open; the test reads what a person would see
-(rows, heartbeat ages, a topic's route, events), without reloading. It also writes the
-screenshot the README shows: ``STATUS_PAGE_SCREENSHOT=docs/status-page.png pytest tests/status/test_browser.py``.
+(rows, heartbeat ages, a topic's route, events), without reloading. The guide's screenshot
+(docs/status-and-admin.md) is the crash test's 1280 x 800 one: ``STATUS_PAGE_SCREENSHOT_DIR=/tmp/shots pytest
+tests/status/test_browser.py``, then ``cp /tmp/shots/status-1280x800.png docs/status-page.png``.
 """
 
 import json
@@ -104,3 +105,69 @@ def test_brokers_appear_age_and_expire_live(server, browser, tmp_path):
     finally:
         for client in brokers:
             client.close()
+
+
+#: Layout check: nothing wider than the window, and every column header of every table inside it.
+LAYOUT = """(function(){
+    var width = document.documentElement.clientWidth, hidden = [];
+    document.querySelectorAll('table').forEach(function(t){
+        t.querySelectorAll('th').forEach(function(th){
+            var box = th.getBoundingClientRect();
+            if (box.right > width + 0.5 || box.width < 1) { hidden.push((t.id || 'table') + ':' + th.innerText); }
+        });
+    });
+    return {scrollWidth: document.documentElement.scrollWidth, width: width, hidden: hidden};
+})()"""
+
+
+def test_a_broker_killed_with_sigkill_stays_red_and_no_column_is_hidden(server, browser, tmp_path):
+    """Issue 39: a crashed broker (its connection closed) vanished from the table; at 1280 px the long
+    configBlackList value pushed the black-list column off the page. A real broker process (tools.demo_broker)
+    is killed with -9; the page, at 1280 x 800 and 1920 x 1080, shows its red row and every column."""
+    import signal
+    import subprocess
+    import sys
+    from tests.integration.server import REPO
+    addr = "127.0.0.1:%d" % server.port
+    brokers = [subprocess.Popen([sys.executable, "-m", "tools.demo_broker", "-n", addr, "--name", name, "--addr",
+                                 broker_addr, "--cluster", "ProductionClusterWithALongName", "--topics", "40"],
+                                cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for name, broker_addr in (("broker-crashing", "127.0.0.1:10951"), ("broker-steady", "127.0.0.1:10961"))]
+    try:
+        browser.open("http://127.0.0.1:%d/" % server.status_port)
+        for broker_addr in ("127.0.0.1:10951", "127.0.0.1:10961"):
+            assert browser.wait_for("!!document.querySelector('tr[data-addr=\"%s\"]')" % broker_addr, timeout=20)
+        brokers[0].send_signal(signal.SIGKILL)
+        brokers[0].wait()
+        assert browser.wait_for("(document.querySelector('tr[data-addr=\"127.0.0.1:10951\"]') || {}).className"
+                                " === 'removed'", timeout=15)
+        crashed = row(browser, "127.0.0.1:10951")
+        assert re.fullmatch(r"connection closed \d\d:\d\d:\d\d UTC", crashed["cells"][-1])
+        color = browser.evaluate("getComputedStyle(document.querySelector('tr[data-addr=\"127.0.0.1:10951\"] td'))"
+                                 ".backgroundColor")
+        assert color == "rgb(253, 226, 225)"   # the red of expired rows
+        assert row(browser, "127.0.0.1:10961")["state"] == "alive"
+        events = text_of(browser, "#events")
+        assert "reason=channel_closed" in events and "brokerAddr=None" not in events
+
+        for width, height in ((1280, 800), (1920, 1080)):
+            browser.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
+                         mobile=False)
+            browser.evaluate("window.scrollTo(0, 0)")
+            layout = browser.evaluate(LAYOUT)
+            assert layout["width"] == width and layout["scrollWidth"] <= width, layout
+            assert layout["hidden"] == [], layout
+            assert "config:" not in " ".join(layout["hidden"])
+            shot = browser.screenshot(str(tmp_path / ("status-%dx%d.png" % (width, height))))
+            with open(shot, "rb") as f:
+                header = f.read(24)
+            assert header[:8] == b"\x89PNG\r\n\x1a\n"
+            assert int.from_bytes(header[16:20], "big") == width and int.from_bytes(header[20:24], "big") == height
+            target = os.environ.get("STATUS_PAGE_SCREENSHOT_DIR")
+            if target:
+                shutil.copyfile(shot, os.path.join(target, os.path.basename(shot)))
+    finally:
+        for process in brokers:
+            if process.poll() is None:
+                process.kill()
+            process.wait()

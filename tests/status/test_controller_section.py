@@ -100,3 +100,15 @@ def test_recent_events_show_the_controller_s_failovers():
     recent.event("controller_master_elected", {"brokerName": "broker-a", "masterBrokerId": 2, "masterEpoch": 2})
     recent.event("broker_heartbeat_noise", {})
     assert [entry[2] for entry in recent.latest()] == ["controller_master_elected", "controller_master_inactive"]
+
+
+def test_raft_members_say_whether_they_are_authenticated_and_what_was_refused():
+    from namesrv.status.controller import _members_line
+    status = {"controller": {"mode": "raft", "authenticated": True, "leaseSeconds": 0.31, "refusedLinks": 3,
+                             "dropped": {"stale_ack": 2, "bad": 0}}}
+    line = html.unescape(re.sub(r"<[^>]+>", "", _members_line(status)))
+    assert "authenticated by the group's secret" in line and "lease 0.31 s" in line
+    assert "3 member connections refused" in line and "2 stale ack" in line
+    status["controller"]["authenticated"] = False
+    assert "member authentication disabled" in _members_line(status)
+    assert _members_line({"controller": {"mode": "single"}}) == ""

@@ -16,7 +16,7 @@ from namesrv.protocol.command import make_request
 from namesrv.service import make_service
 from namesrv.status import views
 from tests.brokers import register_request, route_request
-from tests.fakes import FakeConnection as Conn
+from tests.fakes import FakeConnection as Conn, one_turn
 
 ACL = """
 accounts:
@@ -56,7 +56,7 @@ def get(svc, uri, authorization=None, method=b"GET", advance=None):
     for _ in range(1000 if advance is not None else 0):
         if request.finished:
             break
-        advance.advance(0)
+        one_turn(advance)
     assert request.finished
     return request.responseCode or 200, request.responseHeaders, b"".join(request.written).decode()
 
@@ -108,6 +108,53 @@ def test_broker_rows_show_heartbeat_age_and_expiry(tmp_path):
     assert broker_row(get(svc, "/fragment/brokers")[2], "127.0.0.1:10911") is None
 
 
+def test_a_broker_whose_connection_closed_stays_red_with_why_and_when(tmp_path):
+    """The common crash (kill -9, OOM, a cut cable): the connection closes and the broker is forgotten at once.
+    Its row stays, as an expired one does, saying why and when (issue 39: it used to vanish)."""
+    svc = make(tmp_path)
+    crashed, other = Conn("127.0.0.1:1"), Conn("127.0.0.1:2")
+    register(svc, crashed, "C1", "broker-a", "127.0.0.1:10911", 0, ["TopicA", "TopicA2"])
+    register(svc, other, "C1", "broker-b", "127.0.0.1:10921", 0, ["TopicB", "TopicB2"])
+    svc.wall.advance(7)   # 1_700_000_007: 22:13:27 UTC
+    svc.housekeeping.connection_closed(crashed)
+    svc.wall.advance(0)
+    text = get(svc, "/fragment/brokers")[2]
+    state, cells = broker_row(text, "127.0.0.1:10911")
+    assert state == "removed" and cells[:4] == ["C1", "broker-a", "0", "127.0.0.1:10911"]
+    assert cells[-1] == "connection closed 22:13:27 UTC" and cells[8] == ""
+    assert broker_row(text, "127.0.0.1:10921")[0] == "alive"
+    events = get(svc, "/fragment/events")[2]
+    assert "reason=channel_closed" in events and "brokerAddr=127.0.0.1:10911" in events
+
+    register(svc, Conn("127.0.0.1:3"), "C1", "broker-a", "127.0.0.1:10911", 0, ["TopicA", "TopicA2"])   # it came back
+    assert broker_row(get(svc, "/fragment/brokers")[2], "127.0.0.1:10911")[0] == "alive"
+    svc.housekeeping.connection_closed(other)
+    svc.wall.advance(0)
+    assert broker_row(get(svc, "/fragment/brokers")[2], "127.0.0.1:10921")[0] == "removed"
+    svc.wall.advance(views.EXPIRED_SHOWN_SECONDS + 1)
+    assert broker_row(get(svc, "/fragment/brokers")[2], "127.0.0.1:10921") is None
+
+
+def test_connections_no_broker_registered_on_never_reach_the_recent_events(tmp_path):
+    """A client's, a tool's or a probe's connection closing is not news: 120 of them in 4 minutes pushed a
+    broker's unregistration off the list (issue 39)."""
+    svc = make(tmp_path)
+    broker = Conn("127.0.0.1:1")
+    register(svc, broker, "C1", "broker-a", "127.0.0.1:10911", 0, ["TopicA", "TopicA2"])
+    svc.housekeeping.connection_closed(broker)
+    for port in range(2, 600):
+        svc.housekeeping.connection_closed(Conn("127.0.0.1:%d" % port))
+        svc.wall.advance(0)
+    events = get(svc, "/fragment/events")[2]
+    assert "broker_unregistered" in events and "brokerAddr=127.0.0.1:10911" in events
+    assert "peer=127.0.0.1:2," not in events and "brokerAddr=None" not in events
+
+
+def test_the_black_list_value_may_wrap_between_its_keys(tmp_path):
+    text = get(make(tmp_path), "/")[2]
+    assert "configBlackList;<wbr>configStorePath;<wbr>kvConfigPath;<wbr>" in text
+
+
 def test_topic_search_shows_the_route_answer_itself(tmp_path):
     svc = make(tmp_path, orderMessageEnable="true")
     register(svc, Conn(), "C1", "broker-a", "127.0.0.1:10911", 0, ["TopicA", "TopicB", "Other"])
@@ -151,10 +198,10 @@ def test_kv_and_configuration_with_black_list_marks(tmp_path):
     svc.kv.table["NS"] = {"k<1>": "v&1"}
     text = get(svc, "/?ns=NS")[2]
     assert '<td><a href="?ns=NS">NS</a></td><td class="num">1</td>' in text
-    assert "<td>k&lt;1&gt;</td><td>v&amp;1</td>" in text
-    assert '<tr><td>kvConfigPath</td><td>%s</td><td><span class="badge black">' % html.escape(
+    assert '<td class="name">k&lt;1&gt;</td><td class="value">v&amp;1</td>' in text
+    assert '<tr><td>kvConfigPath</td><td class="value">%s</td><td><span class="badge black">' % html.escape(
         str(tmp_path / "kv.json")) in text
-    assert "<tr><td>orderMessageEnable</td><td>false</td><td></td></tr>" in text
+    assert '<tr><td>orderMessageEnable</td><td class="value">false</td><td></td></tr>' in text
 
 
 def test_everything_is_escaped(tmp_path):
@@ -215,7 +262,9 @@ def test_sorted_topics_follow_changes_at_most_every_two_seconds(tmp_path):
     register(svc, Conn("127.0.0.1:2"), "C1", "b2", "127.0.0.1:10921", 0, ["T0", "T3"])
     assert listed_topics(get(svc, "/")[2]) == ["T1", "T2"]       # sorted 0 s ago: the list may lag...
     assert "Route of <code>T3</code>" in get(svc, "/?t=T3")[2]    # ...but an exact search does not
-    svc.wall.advance(2)
+    svc.wall.advance(2)                                           # the wall clock does not count...
+    assert listed_topics(get(svc, "/")[2]) == ["T1", "T2"]
+    svc.clock.advance(2)                                          # ...the monotonic one does
     assert listed_topics(get(svc, "/")[2]) == ["T0", "T1", "T2", "T3"]
     assert views.page_of(["a", "b", "c"], "", 2, per_page=2, already_sorted=True) == (["c"], 3, 2, 2)
 

@@ -3,6 +3,7 @@
 from twisted.internet.task import Clock
 
 from namesrv.status.views import SortedTopics
+from tests.fakes import run_turns, turn_scheduler
 from tests.routes.helpers import new_routes, register
 
 
@@ -42,15 +43,13 @@ def test_a_search_of_a_big_table_runs_a_slice_per_turn():
     from namesrv.status import views
     names = ["Topic-%07d" % i for i in range(3 * views.SEARCH_SLICE + 5)]
     clock = Clock()
-    scheduled = []
-    call_later = clock.callLater
-    clock.callLater = lambda delay, f, *a: scheduled.append(f) or call_later(delay, f, *a)
+    scheduler = turn_scheduler(clock, budget=0.0)
     found = []
-    views.matching_names(names, "-000001", clock, budget=0.0).addCallback(found.append)
+    views.matching_names(names, "-000001", scheduler).addCallback(found.append)
     assert found == []                             # nothing scanned in the asking turn
-    clock.advance(0)
+    run_turns(clock)
     assert found == [["Topic-%07d" % i for i in range(10, 20)]]
-    assert len(scheduled) >= 4                     # four slices, each in a reactor turn of its own
+    assert scheduler.turns == 5                    # four slices, each in a turn of its own, then its end
 
 
 def test_the_page_answers_a_sliced_search(tmp_path, monkeypatch):

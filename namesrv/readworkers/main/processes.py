@@ -28,6 +28,25 @@ RESPAWN_DELAY = 1.0
 STOP_GRACE = 5.0
 
 
+class ReadWorkerGauges:
+    """The pool's families on the metrics port (NamesrvMetrics.add_collector): workers running and configured."""
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def read(self):
+        return len(self.pool.workers), self.pool.count
+
+    def families(self, reading):
+        from prometheus_client.core import GaugeMetricFamily
+        from namesrv.observe.metrics import PREFIX
+        running, configured = reading
+        yield GaugeMetricFamily(PREFIX + "read_workers", "Route read worker processes running (or starting).",
+                                value=running)
+        yield GaugeMetricFamily(PREFIX + "read_workers_configured", "Route read workers the server keeps "
+                                "(routeReadWorkers).", value=configured)
+
+
 class ReadWorkerPool:
     """``count`` worker processes on the main process's port, respawned when one exits; its
     ``publisher`` feeds them after every change.
@@ -38,7 +57,7 @@ class ReadWorkerPool:
     may be None) take the connections and refusals the workers count.
     """
 
-    def __init__(self, count, routes, kv, config, registry, factory, holds, started, reactor,
+    def __init__(self, count, routes, kv, config, registry, factory, holds, started, reactor, scheduler,
                  tls_factory=None, metrics=None, worker_arguments=()):
         self.count = count
         self.config = config
@@ -48,7 +67,7 @@ class ReadWorkerPool:
         self.tls_factory = tls_factory
         self.metrics = metrics
         if metrics is not None:
-            metrics.read_workers = self   # its gauges: workers running and configured
+            metrics.add_collector(ReadWorkerGauges(self))
         self.worker_arguments = list(worker_arguments)   # guards.worker_arguments: TLS and ACL
         self.workers = {}          # index -> WorkerProcess (running or starting)
         self.answered = {}         # index -> requests a worker answered itself
@@ -73,7 +92,7 @@ class ReadWorkerPool:
         #: ``since_baseline``, the topics a takeover's last copy changed)
         self.baseline = None
         self.since_baseline = None
-        self.publisher = Publisher(routes, kv, config, registry, holds, started, reactor,
+        self.publisher = Publisher(routes, kv, config, registry, holds, started, reactor, scheduler,
                                    workers=lambda: self.workers.values(),
                                    active=lambda: self.running and not self.draining)
 

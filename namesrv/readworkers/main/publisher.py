@@ -1,8 +1,9 @@
 """When the main process sends its workers a replica, and how much of its time that may take.
 
 Changes are coalesced: one publication carries every topic changed since the previous one.
-Its messages go out one per reactor turn, so reads forwarded meanwhile are answered between
-them, and publishing takes at most ``PUBLISH_DUTY`` of the main process's time. The shared
+Its messages go out one per step of a job of the process's scheduler (``CONTROL``), so reads
+forwarded meanwhile are answered between turns, and publishing takes at most ``PUBLISH_DUTY``
+of the main process's time. The shared
 counter is bumped (settled) just before the answer that follows a change leaves, so workers
 stop answering from a replica that misses an acknowledged write. A large registration waits
 (briefly) until the replicas are fresh, so the workers answer every read while it runs.
@@ -11,6 +12,7 @@ stop answering from a replica that misses an acknowledged write. A large registr
 from twisted.internet import defer
 from twisted.logger import Logger
 
+from namesrv.dispatch.scheduler import CONTROL
 from namesrv.interfaces import IReplicableProcessor
 from namesrv.protocol.codes import RequestCode
 from namesrv.readworkers.channel.delta import ONE_MESSAGE_TOPICS
@@ -104,7 +106,7 @@ class Publisher:
     hold hooks; ``started`` the server's start time, which replicas answer with.
     """
 
-    def __init__(self, routes, kv, config, registry, holds, started, reactor, workers, active):
+    def __init__(self, routes, kv, config, registry, holds, started, reactor, scheduler, workers, active):
         self.routes = routes
         self.kv = kv
         self.config = config
@@ -120,7 +122,7 @@ class Publisher:
         self._publish_call = None
         self._next_publish = 0.0
         self._messages = None          # the running publication's remaining messages
-        self._send_call = None
+        self._sending = scheduler.job(self._send_all, CONTROL, "replica publication")
         self._publish_work = 0.0       # reactor time the running publication has taken so far
         self._published_generation = None
         self._unsettled = False        # tables changed since the shared counter was last bumped
@@ -150,10 +152,10 @@ class Publisher:
     def stop(self):
         """Publish nothing more (the workers stop or drain); let every held registration run."""
         self._release_all()
-        for call in (self._publish_call, self._send_call):
-            if call is not None and call.active():
-                call.cancel()
+        if self._publish_call is not None and self._publish_call.active():
+            self._publish_call.cancel()
         self._publish_call = None
+        self._sending.stop()
         self._messages = None
 
     # -- large registrations wait for fresh replicas -------------------------------------
@@ -272,8 +274,8 @@ class Publisher:
                            self.local_codes(), topics, quiet=quiet, brokers=brokers, moves=moves)
 
     def _publish(self):
-        """Start a publication; its messages go out one per reactor turn (reads forwarded to us
-        meanwhile are answered between them)."""
+        """Start a publication; its messages go out one per step of the scheduler (reads forwarded to
+        us meanwhile are answered between turns)."""
         self._publish_call = None
         if not self.active() or self._messages is not None:
             return
@@ -300,11 +302,17 @@ class Publisher:
                                           None if full else moves)
         self._publish_work = 0.0
         self._send_next()
+        if self._messages is not None:
+            self._sending.wake()
+
+    def _send_all(self):
+        """The job: the running publication's next message per step, to its end."""
+        while self._messages is not None and self.active():
+            yield
+            self._send_next()
 
     def _send_next(self):
-        self._send_call = None
-        if not self.active():
-            return
+        """Send the publication's next message to every worker (or end it)."""
         began = self.reactor.seconds()
         try:
             message = next(self._messages)
@@ -325,7 +333,6 @@ class Publisher:
         for worker in self.workers():
             worker.send(message)
         self._publish_work += self.reactor.seconds() - began
-        self._send_call = self.reactor.callLater(0, self._send_next)
 
     def _published(self):
         self._quiet = False

@@ -7,19 +7,23 @@ binds to it and closing either side closes the other, as if the client were conn
 to the main process itself.
 """
 
-from itertools import islice
-
 from twisted.internet import protocol
 from twisted.logger import Logger
 
 from namesrv.context import NullEventLog
 from namesrv.protocol import writethrough
-from namesrv.protocol.framing import LENGTH, complete_frames
-from namesrv.protocol.remoting import RemotingProtocol
+from namesrv.protocol.framing import complete_frames, framed
+from namesrv.protocol.remoting import ConnectionState, RemotingProtocol
 from namesrv.readworkers.worker.handoff import HANDOFF_CODES, can_hand_off, hand_off
 from namesrv.readworkers.channel.unix import PEER, connect_unix, first_line
 from namesrv.readworkers.worker.turns import TURN_READ_LIMIT, Turns
 from namesrv.server.factory import NoHousekeeping, RemotingServerFactory
+
+_READING, _WAITING, _WAITING_UNREAD = ConnectionState.READING, ConnectionState.WAITING, ConnectionState.WAITING_UNREAD
+
+
+def _waiting(state):
+    return state is _WAITING or state is _WAITING_UNREAD
 
 
 class WorkerDispatcher:
@@ -41,79 +45,76 @@ class WorkerDispatcher:
 
 
 class WorkerConnection(RemotingProtocol):
-    """A client connection on a read worker; while others wait, it takes turns with them (turns.py)."""
+    """A client connection on a read worker; while others wait, it takes turns with them (turns.py).
+
+    Its ``state`` (ConnectionState): READING handles what it reads at once (as much as the turns
+    allow); WAITING has whole frames waiting for its turn, and what it reads waits behind them;
+    WAITING_UNREAD read more than ``TURN_READ_LIMIT`` meanwhile, so its socket is not read until its
+    turn is done; then READING again. PAUSED, CLOSING and MOVED (handed to the main process) are
+    RemotingProtocol's. ``awaiting`` counts forwarded requests whose answer has not come back (a
+    handover waits for them).
+    """
 
     upstream = None
     current_frame = None
-    handed_off = False
-    awaiting = 0   # forwarded requests whose answer has not come back (a handover waits for them)
-    in_turns = False   # waiting in the factory's Turns: what it reads meanwhile waits behind
-    _turn_paused = False   # in turns with more than TURN_READ_LIMIT waiting: its socket is not read
-    _limit = None      # frames this handling may take (None: all it has)
+    awaiting = 0
 
     def dataReceived(self, data):
-        if self.in_turns and not self.closing:
+        if self.state is not _READING:
             # After what already waits, in order. A client pipelines a bounded number of reads before it
             # reads answers, so reading on costs nothing; past TURN_READ_LIMIT bytes the socket is not
             # read until the turn is done (a client that only writes cannot grow our memory).
-            if self.idle_timeout:
-                self.resetTimeout()
-            self.reader.buffer_more(data)
-            if not self._turn_paused and len(self.reader.buffer) > TURN_READ_LIMIT:
-                self._turn_paused = True
+            RemotingProtocol.dataReceived(self, data)
+            if self.state is _WAITING and self.reader.buffered() > TURN_READ_LIMIT:
+                self.state = _WAITING_UNREAD
                 self.transport.pauseProducing()
             return
-        RemotingProtocol.dataReceived(self, data)
+        if self.idle_timeout:
+            self.resetTimeout()
+        self._read(data)
 
-    # -- turns ----------------------------------------------------------------
-    def _handle_frames(self, frames):
-        if self._limit is not None:
-            frames = islice(frames, self._limit)
-        RemotingProtocol._handle_frames(self, frames)
+    def handle_buffered(self):
+        """Resumed (its peer reads its answers again): what it read meanwhile goes as a new read."""
+        self._read(None)
 
-    def _frame(self, data):
+    def _read(self, data):
+        """Handle what the turns allow of ``data`` (after anything buffered); wait for a turn with the rest."""
         turns = self.factory.turns
-        if data is not None and not self.in_turns:
-            allowance = turns.allowance()
-            if allowance < turns.quantum:
-                # Others wait, or this pass is over budget: a client with a read or two goes now, a
-                # deeper pipeline waits whole for its turn (cut in two, it would cost two writes).
-                pending = self.reader.buffer + data if self.reader.buffer else data
-                if complete_frames(pending)[1] > allowance:
-                    self.reader.buffer_more(data)
-                    self.in_turns = True
-                    turns.wait(self)
-                    return
-            self._limit = allowance
-        try:
-            RemotingProtocol._frame(self, data)
-        finally:
-            self._limit = None
-        if not self.in_turns and not self.closing and not self.paused and self._frames_left():
-            self.in_turns = True
-            turns.wait(self)
+        allowance = turns.allowance()
+        if allowance < turns.quantum and self.reader.frames_waiting(data, up_to=allowance + 1) > allowance:
+            # Others wait, or this pass is over budget: a client with a read or two goes now, a
+            # deeper pipeline waits whole for its turn (cut in two, it would cost two writes).
+            if data is not None:
+                self.reader.buffer_more(data)
+            self._wait()
+            return
+        self.handle_frames(data, allowance)
+        if self.state is _READING and self.frames_waiting(up_to=1):
+            self._wait()
+
+    def _wait(self):
+        self.state = _WAITING
+        self.factory.turns.wait(self)
 
     def take_turn(self, quantum):
         """Handle up to ``quantum`` more frames; True while some are left (then it waits for another turn)."""
-        if not self.closing and not self.paused:
-            self._limit = quantum
-            try:
-                RemotingProtocol._frame(self, None)
-            finally:
-                self._limit = None
-            if not self.closing and not self.paused and self._frames_left():
-                return True
-        self.in_turns = False
-        if self._turn_paused:
-            self._turn_paused = False
-            if not self.closing and not self.paused:
-                self.transport.resumeProducing()
+        if not _waiting(self.state):
+            return False   # paused, closed or handed off since it queued
+        self.handle_frames(None, quantum)
+        if not _waiting(self.state):
+            return False
+        if self.frames_waiting(up_to=1):
+            return True
+        unread, self.state = self.state is _WAITING_UNREAD, _READING
+        if unread:
+            self.transport.resumeProducing()
         return False
 
-    def _frames_left(self):
-        """A whole frame read and not handled yet."""
-        buffer = self.reader.buffer
-        return len(buffer) >= 4 and 0 <= LENGTH.unpack_from(buffer, 0)[0] <= len(buffer) - 4
+    def pauseProducing(self):
+        """Its peer does not read its answers: it leaves its turns until they drain (then reads again)."""
+        if _waiting(self.state):
+            self.factory.turns.leave(self)
+        RemotingProtocol.pauseProducing(self)
 
     def frame_received(self, frame):
         self.current_frame = frame
@@ -124,10 +125,8 @@ class WorkerConnection(RemotingProtocol):
 
     def hand_off(self):
         """Give this connection (and what was read after the current frame) to the main process."""
-        frame = self.current_frame
-        unread = LENGTH.pack(len(frame)) + frame + self.unread()
-        self.closing = True   # handle nothing more here
-        self.handed_off = True
+        unread = framed(self.current_frame) + self.unread()
+        self.moved()   # handle nothing more here
         self.factory.handoffs += 1
         hand_off(self.factory.reactor, self.factory.handoff_path, self, unread)
 
@@ -168,7 +167,7 @@ class Upstream(protocol.Protocol):
         self._closed = False
 
     def send(self, frame):
-        data = LENGTH.pack(len(frame)) + frame
+        data = framed(frame)
         if self.transport is None:
             self._pending.append(data)
         else:
@@ -215,22 +214,14 @@ class WorkerConnectionFactory(RemotingServerFactory):
     protocol_class = WorkerConnection
 
     def __init__(self, replica, socket_path, reactor, handoff_path=None):
-        RemotingServerFactory.__init__(self, WorkerDispatcher(replica), None, NoHousekeeping(), NullEventLog(),
-                                       reactor)
+        # the replica's config is one object, updated in place by each publication that changes it
+        RemotingServerFactory.__init__(self, WorkerDispatcher(replica), replica.config, NoHousekeeping(),
+                                       NullEventLog(), reactor, answer_cache=replica.answer_cache)
         self.replica = replica
         self.socket_path = socket_path
         self.handoff_path = handoff_path
         self.handoffs = 0
-        self.answer_cache = replica.answer_cache
-        self.turns = Turns(reactor)
-
-    @property
-    def config(self):
-        return self.replica.config
-
-    @config.setter
-    def config(self, value):
-        pass   # always the replica's current one
+        self.turns = Turns(replica.context.scheduler)
 
     def open_upstream(self, connection):
         upstream = Upstream(connection)

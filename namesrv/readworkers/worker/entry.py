@@ -28,6 +28,7 @@ from twisted.logger import FilteringLogObserver, LogLevel, LogLevelFilterPredica
 
 from zope.interface import implementer
 
+from namesrv.dispatch.scheduler import CONTROL
 from namesrv.readworkers.channel.feed import FeedError, counts_message, down_reader, pack, resync_message
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.readworkers.channel.pipes import enlarge, read_in_large_chunks
@@ -74,7 +75,7 @@ class ReadWorker(protocol.Protocol):
         self.factory.dispatcher = self.fresh_reads = WaitForFresh(self.factory.dispatcher, replica, reactor)
         self.port = None
         self._pending = collections.deque()
-        self._apply_call = None
+        self._applies = replica.context.scheduler.job(self._apply_pending, CONTROL, "replica applies")
         self._stopped = False
         self._reactor_stopping = False
         self._counts = task.LoopingCall(self.send_counts)
@@ -92,18 +93,18 @@ class ReadWorker(protocol.Protocol):
         if any(m.get("kind") == "drain" for m in messages):
             return self.drain()
         self._pending.extend(m for m in messages if m.get("kind") in ("topics", "replica"))
-        if self._pending and self._apply_call is None:
-            self._apply_call = self.reactor.callLater(0, self._apply_next)
-
-    def _apply_next(self):
-        """Apply one message per reactor turn: a burst of parts read at once (a 100,000-topic
-        publication is 200 of them) must not hold this worker's clients for all of them."""
-        self._apply_call = None
-        if self._stopped or not self._pending:
-            return
-        message = self._pending.popleft()
         if self._pending:
-            self._apply_call = self.reactor.callLater(0, self._apply_next)
+            self._applies.wake()
+
+    def _apply_pending(self):
+        """The job: one message per step (a burst of parts read at once, a 100,000-topic publication
+        is 200 of them, must not hold this worker's clients for all of them: the scheduler's turns
+        give the reactor back between steps, and clients' reads go first)."""
+        while self._pending and not self._stopped:
+            self._apply(self._pending.popleft())
+            yield
+
+    def _apply(self, message):
         try:
             usable = self.replica.apply(message)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
@@ -215,9 +216,7 @@ class ReadWorker(protocol.Protocol):
             self.send_counts()
         if self._drain is not None and self._drain.running:
             self._drain.stop()
-        if self._apply_call is not None and self._apply_call.active():
-            self._apply_call.cancel()
-        self._apply_call = None
+        self._applies.stop()
         if self.port is not None:
             close_listening(self.port)
             self.port = None

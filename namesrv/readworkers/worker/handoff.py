@@ -136,7 +136,7 @@ def detach(connection):
     stop_reading(connection)
     descriptor = os.dup(transport.fileno())
     unread = connection.unread()
-    connection.closing = True
+    connection.moved()
     transport._shouldShutdown = False
     transport.loseConnection()
     return descriptor, unread

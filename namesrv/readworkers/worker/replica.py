@@ -155,11 +155,10 @@ class Replica:
             return False
         config_text = message["config"]
         if config_text != self._config_text:
-            config = NamesrvConfig()
-            config.update(config_text, source="replica", announce=False)
-            self.context.config = config
+            # in place: the connections' factory and the scheduler hold this one object
+            self.config.update(config_text, source="replica", announce=False)
             self._config_text = config_text
-            self.context.routes.body_cache.set_max_bytes(config.routeBodyCacheMaxBytes)
+            self.context.routes.body_cache.set_max_bytes(self.config.routeBodyCacheMaxBytes)
         apply_brokers(self.context.routes, message)
         self.context.kv = ReplicaKV(message.get("orderTopicConfig"))
         self.context.started = float(message["started"])

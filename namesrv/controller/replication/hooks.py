@@ -1,0 +1,116 @@
+"""Where we reach into pysyncobj, all in one place, checked when imported.
+
+We keep pysyncobj for what it is good at, Raft's elections and log replication, and replace what
+it does unsafely (see the issue behind ``docs/controller.md``'s security section):
+
+1. its ``pickle``: pysyncobj's core calls ``pickle.dumps``/``loads`` for the commands in its log
+   and for oversized entries. ``pysyncobj.syncobj.pickle`` becomes ``codec.SafePickle`` (msgpack,
+   data only), and so does the snapshot serializer's, which we never let run anyway (we give
+   pysyncobj our own serializer, ``snapshot.py``);
+2. its journal: ``pysyncobj.syncobj.createJournal`` becomes a lookup of the ``DurableJournal`` the
+   Raft log built for that journal name (an unknown name is an error, never a fallback to
+   pysyncobj's unsynced mmap file);
+3. its election: ``SafeSyncObj`` overrides the one private method pysyncobj asks before raising
+   its term (``__connectedToAnyone``), so that it asks our pre-vote instead (``quorum.py``);
+4. its wake-up pipe (``PIPE_NOTIFIER_ENABLED``): it wakes pysyncobj's own ticking thread, which is
+   off here (the reactor ticks it), and would cost two descriptors per member.
+
+Each hook depends on pysyncobj's internals, so the version is pinned exactly (setup.cfg) and
+``check_hooks`` refuses to start with any other: a new pysyncobj is adopted by reading its code
+again, not by accident.
+"""
+
+import logging
+
+import pysyncobj.serializer
+import pysyncobj.syncobj
+import pysyncobj.version
+from pysyncobj import SyncObj
+from twisted.logger import Logger, LogLevel
+
+from namesrv.controller.replication.codec import SafePickle
+
+PINNED_VERSION = "0.3.17"
+
+_journals = {}
+
+
+class HookError(RuntimeError):
+    """pysyncobj is not the version whose internals the hooks were written for."""
+
+
+def check_hooks():
+    version = pysyncobj.version.VERSION
+    if version != PINNED_VERSION:
+        raise HookError("pysyncobj %s is installed; the controller's Raft hooks are written for %s exactly "
+                        "(pip install pysyncobj==%s)" % (version, PINNED_VERSION, PINNED_VERSION))
+    for owner, name in ((pysyncobj.syncobj, "pickle"), (pysyncobj.syncobj, "createJournal"),
+                        (pysyncobj.syncobj, "PIPE_NOTIFIER_ENABLED"),
+                        (pysyncobj.serializer, "pickle"), (SyncObj, "_SyncObj__connectedToAnyone")):
+        if not hasattr(owner, name):
+            raise HookError("pysyncobj %s has no %s.%s: the hooks do not fit it" % (version, owner.__name__, name))
+
+
+def _create_journal(name=None):
+    try:
+        return _journals.pop(name)
+    except KeyError:
+        raise HookError("no journal was prepared for %r: pysyncobj's own journal is never used" % (name,))
+
+
+class _ToTwistedLog(logging.Handler):
+    """pysyncobj logs through ``logging``; its lines go to the server's log with the others.
+
+    One line is lowered to info: "truncating already-applied log entries", which pysyncobj logs
+    as critical whenever a leader re-sends entries a member already has (after a lost
+    acknowledgement it cuts and re-appends them). By Raft's log matching they are the same
+    entries, so nothing diverges; the simulated groups in the tests check that the members'
+    states agree after every such run.
+    """
+
+    log = Logger(namespace="pysyncobj")
+    _levels = {logging.DEBUG: LogLevel.debug, logging.INFO: LogLevel.info, logging.WARNING: LogLevel.warn,
+               logging.ERROR: LogLevel.error, logging.CRITICAL: LogLevel.critical}
+
+    def emit(self, record):
+        message = record.getMessage()
+        level = self._levels.get(record.levelno, LogLevel.warn)
+        if message.startswith("truncating already-applied log entries"):
+            level = LogLevel.info
+        if record.exc_info:
+            message += "\n" + self.format(record).split("\n", 1)[-1]
+        self.log.emit(level, "pysyncobj: {message}", message=message)
+
+
+def install():
+    check_hooks()
+    logger = logging.getLogger("pysyncobj")
+    if not any(isinstance(h, _ToTwistedLog) for h in logger.handlers):
+        logger.addHandler(_ToTwistedLog())
+        logger.propagate = False
+    pysyncobj.syncobj.pickle = SafePickle
+    pysyncobj.serializer.pickle = SafePickle
+    pysyncobj.syncobj.createJournal = _create_journal
+    pysyncobj.syncobj.PIPE_NOTIFIER_ENABLED = False
+
+
+def prepare_journal(name, journal):
+    """The journal pysyncobj will get for ``journalFile=name`` (taken once, by the next SyncObj)."""
+    _journals[name] = journal
+
+
+def forget_journal(name):
+    _journals.pop(name, None)
+
+
+class SafeSyncObj(SyncObj):
+    """pysyncobj's SyncObj asking ``election_gate`` (the pre-vote) before it starts an election."""
+
+    election_gate = None
+
+    def _SyncObj__connectedToAnyone(self):
+        gate = self.election_gate
+        return gate() if gate is not None else False
+
+
+install()

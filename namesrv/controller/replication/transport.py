@@ -1,0 +1,204 @@
+"""pysyncobj's transport, ours: its messages travel the member mesh as checked data, in Raft's order.
+
+pysyncobj accepts a transport object; this one sits between its core and the mesh (``mesh.py``):
+
+- **Out.** Every message pysyncobj sends waits until every journal record written before it is
+  on disk (``journal.when``): a vote, a term or an acknowledged entry is never heard of before
+  it is durable. The messages leave in the order pysyncobj sent them, as one envelope each:
+  ``[kind, term, stamp, echo, body]``, where ``term`` is the sender's term, ``stamp`` marks a
+  leader's message for the lease and ``echo`` returns the last stamp a follower saw.
+- **In.** An envelope is checked (``codec.check_message``) before pysyncobj sees it. Then:
+  an acknowledgement (``next_node_idx``) from an earlier term is dropped (pysyncobj's carries no
+  term, so a late one could count towards a commit it was not for); a vote request is dropped
+  while a leader is heard from (``quorum.py``); an echo feeds the lease.
+- **Forwarded commands** are never sent: pysyncobj forwards a command proposed on a member that
+  stopped leading to the new leader, which would then commit a decision made from an old state.
+  We answer it at once, locally, as refused by "the leader".
+- Pre-vote requests and replies travel as their own kinds.
+
+A member's node is a ``MemberNode``: its id is the controller id (n0, n1, ...).
+"""
+
+from collections import deque
+
+from pysyncobj.config import FAIL_REASON
+from pysyncobj.node import Node
+from pysyncobj.transport import Transport
+from twisted.logger import Logger
+
+from namesrv.controller.replication.codec import CodecError, check_message
+from namesrv.controller.replication.quorum import check_prevote_reply, check_prevote_request
+
+RAFT = "raft"
+PREVOTE = "prevote"
+PREVOTE_REPLY = "prevote-reply"
+TERM_NOTICE = "term"
+
+
+class MemberNode(Node):
+    """A controller in pysyncobj's eyes: its id is the controller id."""
+
+
+class MemberTransport(Transport):
+    log = Logger()
+
+    def __init__(self, self_id, peer_ids, mesh, journal, clock, min_timeout):
+        self.nodes = {peer: MemberNode(peer) for peer in peer_ids}
+        Transport.__init__(self, None, MemberNode(self_id), list(self.nodes.values()))
+        self.self_id = self_id
+        self.mesh = mesh
+        self.journal = journal
+        self.clock = clock
+        self.min_timeout = min_timeout
+        self.syncobj = None          # set once pysyncobj is built (it builds nothing of ours before)
+        self.prevote = None
+        self.lease = None
+        self.poke = lambda: None     # asks the Raft log for a tick soon (after a message)
+        self.call_soon = lambda f: f()
+        self._held = deque()         # (journal records needed, peer, envelope)
+        self._leader_stamp = {}      # peer -> the latest stamp it sent us as leader
+        self.last_leader_contact = clock()   # a member that just started may have missed a leader
+        self._told = {}
+        self.dropped = {"stale_ack": 0, "vote_while_led": 0, "forwarded_command": 0, "bad": 0}
+        journal.synced_listeners.append(self._release)
+
+    # -- pysyncobj's Transport ---------------------------------------------------------------------------
+    @property
+    def ready(self):
+        return True
+
+    def tryGetReady(self):
+        pass
+
+    def waitReady(self):
+        pass
+
+    def addNode(self, node):
+        raise NotImplementedError("controllers are the fixed set in controllerDLegerPeers")
+
+    def dropNode(self, node):
+        raise NotImplementedError("controllers are the fixed set in controllerDLegerPeers")
+
+    def destroy(self):
+        self._held.clear()
+
+    def send(self, node, message):
+        kind = message.get("type")
+        if kind in ("apply_command", "apply_command_response", "timeout_now"):
+            return self._refuse_forwarding(message)
+        stamp = self.lease.stamp() if kind == "append_entries" and self.lease is not None else 0
+        echo = self._leader_stamp.get(node.id, 0) if kind == "next_node_idx" else 0
+        envelope = [RAFT, self.syncobj.raftCurrentTerm if self.syncobj is not None else 0, stamp, echo, message]
+        if self._held or self.journal.dirty:
+            self._held.append((self.journal.written, node.id, envelope))
+            self.journal.sync()
+            return self.mesh.connected(node.id)
+        return self.mesh.send(node.id, envelope)
+
+    def _refuse_forwarding(self, message):
+        """pysyncobj forwards a command to the leader when this member stopped leading meanwhile; the
+        leader would commit a decision made from an older state. Refuse it here, as the leader would."""
+        if message.get("type") == "apply_command" and "request_id" in message:
+            self.dropped["forwarded_command"] += 1
+            refusal = {"type": "apply_command_response", "request_id": message["request_id"],
+                       "error": FAIL_REASON.NOT_LEADER}
+            any_node = next(iter(self.nodes.values()))
+            self.call_soon(lambda: self._onMessageReceived(any_node, refusal))
+        return False
+
+    def _release(self, synced):
+        while self._held and self._held[0][0] <= synced:
+            _, peer, envelope = self._held.popleft()
+            self.mesh.send(peer, envelope)
+
+    # -- the mesh's receiver -------------------------------------------------------------------------------
+    def peer_connected(self, peer):
+        self._onNodeConnected(self.nodes[peer])
+
+    def peer_disconnected(self, peer):
+        self._onNodeDisconnected(self.nodes[peer])
+
+    def value_received(self, peer, value):
+        try:
+            kind, term, stamp, echo, body = value
+            if not (isinstance(kind, str) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                                  for v in (term, stamp, echo))):
+                raise CodecError("bad envelope")
+            if kind == RAFT:
+                self._raft(peer, term, stamp, echo, check_message(body))
+            elif kind == PREVOTE:
+                reply = self.prevote.request(peer, check_prevote_request(body))
+                self.mesh.send(peer, [PREVOTE_REPLY, self.syncobj.raftCurrentTerm, 0, 0, reply])
+            elif kind == PREVOTE_REPLY:
+                self.prevote.reply(peer, check_prevote_reply(body))
+                self.poke()
+            elif kind == TERM_NOTICE:
+                self._term_notice(peer, term, check_prevote_request(body))
+            else:
+                raise CodecError("unknown envelope kind %r" % (kind,))
+        except (CodecError, ValueError, TypeError) as e:
+            self.dropped["bad"] += 1
+            self.log.warn("controller: a message from member {peer} refused ({err}): link closed", peer=peer, err=e)
+            self.mesh.drop(peer)
+
+    def _raft(self, peer, term, stamp, echo, message):
+        current = self.syncobj.raftCurrentTerm
+        kind = message["type"]
+        if kind == "append_entries" and message["term"] < current:
+            self._tell_term(peer)
+        elif kind == "append_entries":
+            self.last_leader_contact = self.clock()
+            self._leader_stamp[peer] = stamp
+            if self.prevote is not None:
+                self.prevote.reset()
+        elif kind == "next_node_idx":
+            if term != current:
+                self.dropped["stale_ack"] += 1
+                return
+            if self.lease is not None and self.syncobj._isLeader():
+                self.lease.echoed(peer, echo)
+        elif kind == "request_vote" and (self.heard_from_leader() or self.leading_with_lease()):
+            self.dropped["vote_while_led"] += 1
+            return
+        self._onMessageReceived(self.nodes[peer], message)
+        self.poke()
+
+    def _tell_term(self, peer):
+        """A leader of an older term is sending us entries. Our vote requests in our newer term are refused
+        while the others hear from it (``heard_from_leader``), and pysyncobj answers nothing to an older
+        term's entries, so nobody would ever learn of our term: tell the leader (etcd does the same)."""
+        now = self.clock()
+        if now - self._told.get(peer, float("-inf")) < self.min_timeout / 2:
+            return
+        self._told[peer] = now
+        last_index, last_term = self.last_log()
+        self.mesh.send(peer, [TERM_NOTICE, self.syncobj.raftCurrentTerm, 0, 0,
+                              {"term": self.syncobj.raftCurrentTerm, "lastIndex": last_index, "lastTerm": last_term}])
+
+    def _term_notice(self, peer, term, body):
+        """A member is in a newer term than ours: Raft says step down to it. pysyncobj does that on a vote
+        request of that term, so it gets the one the member sent (and that ``_raft`` may have held back)."""
+        if body["term"] <= self.syncobj.raftCurrentTerm or body["term"] != term:
+            return
+        self.dropped["newer_term"] = self.dropped.get("newer_term", 0) + 1
+        self._onMessageReceived(self.nodes[peer], {"type": "request_vote", "term": body["term"],
+                                                   "last_log_index": body["lastIndex"],
+                                                   "last_log_term": body["lastTerm"]})
+        self.poke()
+
+    # -- what the pre-vote rules read (quorum.PreVote's member) -----------------------------------------------
+    def term(self):
+        return self.syncobj.raftCurrentTerm
+
+    def last_log(self):
+        last = self.journal[-1]
+        return last[1], last[2]
+
+    def leading(self):
+        return self.syncobj._isLeader()
+
+    def leading_with_lease(self):
+        return self.syncobj._isLeader() and self.lease is not None and self.lease.valid()
+
+    def heard_from_leader(self):
+        return self.clock() - self.last_leader_contact < self.min_timeout

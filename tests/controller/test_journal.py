@@ -1,0 +1,120 @@
+"""The Raft journal and its disk: what survives a crash or a power cut, and what refuses to start."""
+
+import pytest
+from twisted.internet import defer, task
+
+from namesrv.controller.replication import snapshot
+from namesrv.controller.replication.codec import encode_events
+from namesrv.controller.replication.disk import FileDisk, MemoryDisk
+from namesrv.controller.replication.journal import DurableJournal, JournalError, encode_record
+
+NOOP = b"\x01"
+
+
+def _journal(clock, disk=None):
+    return DurableJournal(disk or MemoryDisk(clock, latency=0.01))
+
+
+def test_records_replay_entries_cuts_and_the_vote():
+    clock = task.Clock()
+    disk = MemoryDisk(clock, latency=0.01)
+    journal = _journal(clock, disk)
+    journal.add(NOOP, 1, 0)
+    journal.setCurrentTerm(3, "n1")
+    for index in range(2, 6):
+        journal.add(encode_events([{"type": "apply_broker_id", "brokerId": index}]), index, 3)
+    journal.deleteEntriesFrom(3)             # positions 3.. (indexes 4, 5) cut back
+    journal.add(NOOP, 4, 4)
+    journal.setCurrentTerm(4, None)
+    done = journal.when_synced()
+    clock.advance(0.02)
+    assert done.called and journal.synced == journal.written
+    again = _journal(clock, disk)
+    assert [(i, t) for _, i, t in again] == [(1, 0), (2, 3), (3, 3), (4, 4)]
+    assert (again.getCurrentTerm(), again.getVotedForNodeId()) == (4, None)
+
+
+def test_nothing_is_durable_before_its_sync_and_a_power_cut_loses_exactly_that():
+    clock = task.Clock()
+    disk = MemoryDisk(clock, latency=0.01)
+    journal = _journal(clock, disk)
+    journal.add(NOOP, 1, 0)
+    journal.when_synced()
+    clock.advance(0.02)
+    journal.setCurrentTerm(7, "n2")          # a vote not yet synced
+    journal.sync()
+    disk.power_cut()                         # the fsync under way never finished
+    after = _journal(clock, disk)
+    assert after.getCurrentTerm() == 0 and after.getVotedForNodeId() is None and len(after) == 1
+
+
+def test_a_torn_last_record_is_dropped_and_a_damaged_middle_refuses_to_start():
+    clock = task.Clock()
+    disk = MemoryDisk(clock)
+    journal = _journal(clock, disk)
+    for index in (1, 2, 3):
+        journal.add(NOOP, index, 1)
+    journal.when_synced()
+    clock.advance(0.01)
+    whole = disk.durable
+    disk.durable = whole[:-3]                # the last record cut short
+    assert len(_journal(clock, disk)) == 2
+    assert len(disk.durable) < len(whole) - 3  # and cut off the file
+    damaged = bytearray(whole)
+    damaged[len(encode_record(["H", "rocketmq-namesrv-raft", 1])) + 12] ^= 0xFF
+    disk.durable = bytes(damaged)
+    with pytest.raises(JournalError):
+        _journal(clock, disk)
+
+
+def test_compaction_rewrites_the_file_after_the_snapshot_is_durable(tmp_path):
+    from twisted.internet import reactor
+    synced_first = []
+    path = str(tmp_path / "raft.journal")
+    snap = tmp_path / "raft.snapshot"
+    snap.write_bytes(snapshot.encode({"applied": 0, "groups": []}, (NOOP, 3, 1), (NOOP, 2, 1), ["n0"]))
+
+    class Disk(FileDisk):
+        def _replace(self, data, first_sync):
+            synced_first.append(tuple(first_sync))
+            return FileDisk._replace(self, data, first_sync)
+
+    disk = Disk(path, reactor)
+    disk._write = lambda ops: defer.maybeDeferred(disk._write_now, ops)      # the thread's work, inline
+    journal = DurableJournal(disk, first_sync=(str(snap),))
+    for index in range(1, 6):
+        journal.add(NOOP, index, 1)
+    journal.setCurrentTerm(1, "n0")
+    journal.deleteEntriesTo(2)               # entries before position 2 are in the snapshot now
+    assert journal.when_synced().called
+    again = DurableJournal(FileDisk(path, reactor))
+    assert [i for _, i, _ in again] == [3, 4, 5] and again.getVotedForNodeId() == "n0"
+    assert synced_first[-1] == (str(snap),)
+
+
+def test_a_disk_that_cannot_be_written_stops_the_member():
+    clock = task.Clock()
+
+    class Broken(MemoryDisk):
+        def _write(self, ops):
+            return defer.fail(OSError(28, "No space left on device"))
+
+    journal = _journal(clock, Broken(clock))
+    failed = []
+    journal.on_failure = failed.append
+    journal.add(NOOP, 1, 0)
+    d = journal.when_synced()
+    errors = []
+    d.addErrback(errors.append)
+    assert failed and errors and journal.failed is not None
+
+
+def test_snapshots_are_checked_before_they_replace_the_state():
+    data = snapshot.encode({"applied": 4, "groups": []}, (NOOP, 9, 2), (NOOP, 8, 2), ["n0", "n1"])
+    state, last, prev, members = snapshot.decode(data)
+    assert state["applied"] == 4 and last == (NOOP, 9, 2) and members == frozenset({"n0", "n1"})
+    with pytest.raises(snapshot.SnapshotError):
+        snapshot.decode(data[:-1] + bytes([data[-1] ^ 1]))
+    import pickle
+    with pytest.raises(snapshot.SnapshotError):
+        snapshot.decode(pickle.dumps({"state": {}}))

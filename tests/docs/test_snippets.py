@@ -1,0 +1,156 @@
+"""Every snippet of the README and the guide pastes (issue 39: inline ``# comments`` made two of them fail).
+
+Each ``properties`` block is loaded by the real config loader (no unknown key, no bad value) and, with
+its placeholders filled in (absolute paths moved under a scratch directory), started as ``twistd namesrv
+-c`` unless marked ``not started``. Each shell block runs, as written, in a scratch copy of the
+checkout's layout with this venv as ``.venv`` and on PATH, unless marked ``not run`` with its reason.
+Both run in a network namespace of their own (tests/docs/sandbox.py), so the documented ports and
+addresses are used as they are. The marks are described in tests/docs/snippets.py.
+"""
+
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from namesrv.config import NamesrvConfig
+from tests.docs.snippets import REPO, every_snippet, pages
+
+SNIPPETS = every_snippet()
+RUNNABLE = ("run", "start", "with a server", "serves")
+#: addresses the documentation uses as examples, put on the namespace's loopback
+_ADDRESS = re.compile(r"\b(?:10|192\.168|172\.(?:1[6-9]|2\d|3[01]))(?:\.\d{1,3}){2,3}\b")
+_ABSOLUTE_VALUE = re.compile(r"^(\s*[\w.]+\s*[=:]\s*)(/[^\s;]*)", re.M)
+
+
+def _namespace_command():
+    for command in (["unshare", "-rn"], ["unshare", "-n"]):
+        try:
+            if subprocess.run(command + ["true"], capture_output=True, timeout=10).returncode == 0:
+                return command
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return None
+
+
+NAMESPACE = _namespace_command()
+
+
+def test_the_pages_have_snippets_and_every_mark_is_understood():
+    assert len(SNIPPETS) >= 20
+    for snippet in SNIPPETS:
+        if snippet.mark:
+            assert snippet.mode in RUNNABLE + ("not run", "not started"), snippet
+        if snippet.mode in ("not run", "not started"):
+            assert snippet.reason, "%s: say why it is not run here" % snippet.ident
+        assert not (snippet.kind == "properties" and snippet.mode in ("not run", "with a server", "serves")), snippet
+
+
+def test_no_page_points_outside_the_repository_and_every_link_resolves():
+    """A user has the repository only: no ``../shared``, no machine's paths, no link to a missing file."""
+    for page in pages() + ["bench/results/README.md"]:
+        with open(os.path.join(REPO, page), encoding="utf-8") as f:
+            text = f.read()
+        for outside in ("../shared", "/work/", "/tmp/peers"):
+            assert outside not in text, (page, outside)
+        for target, anchor in re.findall(r"\]\(([^)#\s]+)(?:#([^)]*))?\)", text):
+            if not re.match(r"[a-z]+:", target):
+                path = os.path.normpath(os.path.join(REPO, os.path.dirname(page), target))
+                assert path.startswith(REPO) and os.path.exists(path), (page, target)
+                if anchor:
+                    with open(path, encoding="utf-8") as f:
+                        assert anchor in headings(f.read()), (page, target, anchor)
+
+
+def headings(markdown):
+    """The anchors a renderer gives the page's headings (GitHub's: lower case, punctuation dropped)."""
+    return {re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+            for title in re.findall(r"^#+ (.*)$", markdown, re.M)}
+
+
+def filled_properties(snippet, workdir):
+    """The block as it is started here: absolute paths under ``workdir``, one process (no read worker) unless
+    it says otherwise."""
+    text = _ABSOLUTE_VALUE.sub(lambda m: m.group(1) + os.path.join(workdir, m.group(2).lstrip("/")), snippet.text)
+    if not re.search(r"^\s*routeReadWorkers\s*=", text, re.M):
+        text += "\nrouteReadWorkers=0\n"
+    return text
+
+
+def checkout_view(workdir):
+    """The checkout's layout in ``workdir``: its folders linked (conf copied: a block may write there), this
+    venv as ``.venv``."""
+    for name in os.listdir(REPO):
+        if name in (".git", ".venv", "conf") or name.startswith("."):
+            continue
+        os.symlink(os.path.join(REPO, name), os.path.join(workdir, name))
+    shutil.copytree(os.path.join(REPO, "conf"), os.path.join(workdir, "conf"))
+    os.symlink(sys.prefix, os.path.join(workdir, ".venv"))
+
+
+def run_in_namespace(snippet, base):
+    workdir = tempfile.mkdtemp(prefix="snippet-", dir=base)
+    home = os.path.join(workdir, "home")
+    os.makedirs(home)
+    checkout_view(workdir)
+    spec = {"kind": snippet.kind, "mode": snippet.mode, "text": snippet.text, "workdir": workdir, "home": home,
+            "server_options": snippet.server_options, "venv_bin": os.path.dirname(sys.executable),
+            "addresses": sorted(set(_ADDRESS.findall(snippet.text)))}
+    if snippet.kind == "properties":
+        spec["properties_file"] = os.path.join(workdir, "snippet.properties")
+        with open(spec["properties_file"], "w") as f:
+            f.write(filled_properties(snippet, workdir))
+    spec_path = os.path.join(workdir, "spec.json")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    env = dict(os.environ, PYTHONPATH=REPO)
+    done = subprocess.run(NAMESPACE + [sys.executable, "-m", "tests.docs.sandbox", spec_path], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=400)
+    lines = done.stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, ValueError):
+        return {"ok": False, "why": "the sandbox failed (exit %s)" % done.returncode, "output": done.stderr[-4000:]}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """Every runnable snippet's result, run four at a time (each in its own namespace: no port is shared)."""
+    if NAMESPACE is None:
+        pytest.skip("no network namespace here (unshare -rn): the snippets' ports could clash with the host's")
+    base = str(tmp_path_factory.mktemp("snippets"))
+    runnable = [snippet for snippet in SNIPPETS if snippet.mode in RUNNABLE]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        return dict(zip([s.ident for s in runnable], pool.map(lambda s: run_in_namespace(s, base), runnable)))
+
+
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind == "properties"], ids=lambda s: s.ident)
+def test_a_properties_snippet_loads_with_no_unknown_key(snippet, tmp_path):
+    path = tmp_path / "snippet.properties"
+    path.write_text(snippet.text)
+    config = NamesrvConfig()
+    unknown = config.load_file(str(path))
+    assert config.unknown_keys(unknown, snippet.ident) == ([], [])
+
+
+@pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda s: s.ident)
+def test_a_snippet_runs_as_written(snippet, results):
+    if snippet.mode not in RUNNABLE:
+        assert snippet.reason   # not runnable here, and says why
+        return
+    result = results[snippet.ident]
+    assert result["ok"], "%s (%s): %s\n%s" % (snippet.ident, snippet.mode, result["why"], result["output"])
+
+
+def test_ci_runs_the_readmes_test_command_as_written():
+    (two_commands,) = [s for s in SNIPPETS if s.page == "README.md" and "make run" in s.text and "make test" in s.text]
+    command = [line.split("#")[0].strip() for line in two_commands.text.splitlines() if line.startswith("make test")]
+    with open(os.path.join(REPO, ".ci", "run")) as f:
+        ci_lines = [line.strip() for line in f if line.strip() and not line.lstrip().startswith("#")]
+    assert command == ["make test"] and "make test" in ci_lines

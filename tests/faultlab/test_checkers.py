@@ -1,0 +1,62 @@
+"""The fault lab's checkers on records whose verdict is known: each catches what it is for."""
+
+from tools.faultlab import checkers
+
+
+def info(t, epoch, master, sync_epoch=1, controller="10.0.0.1:9878"):
+    return {"kind": "replica_info", "t": t, "controller": controller, "masterEpoch": epoch, "masterId": master,
+            "masterAddress": "10.0.0.%d:20911" % (10 + master), "syncStateSet": [master],
+            "syncStateSetEpoch": sync_epoch}
+
+
+def role(t, broker_id, epoch, role_="master"):
+    return {"event": "role", "t": t, "brokerId": broker_id, "epoch": epoch, "role": role_}
+
+
+def test_two_masters_in_one_epoch_are_caught_wherever_they_show():
+    assert checkers.one_master_per_epoch([info(1, 2, 1), info(2, 3, 2)], {})
+    assert not checkers.one_master_per_epoch([info(1, 2, 1), info(2, 2, 2, controller="10.0.0.2:9878")], {})
+    assert not checkers.one_master_per_epoch([info(1, 2, 1)], {"b1": [role(1.5, 2, 2)]})
+    notified = {"event": "notified", "t": 2, "brokerId": 1, "ext": {"masterEpoch": "2", "masterBrokerId": "2"}}
+    assert not checkers.one_master_per_epoch([info(1, 2, 1)], {"b0": [notified]})
+
+
+def test_epochs_going_back_for_one_observer_are_caught():
+    assert checkers.epochs_never_go_back([info(1, 2, 1), info(2, 3, 2)], {})
+    assert not checkers.epochs_never_go_back([info(1, 3, 2), info(2, 2, 1)], {})
+    assert not checkers.epochs_never_go_back([info(1, 3, 2, sync_epoch=4), info(2, 3, 2, sync_epoch=3)], {})
+    assert not checkers.epochs_never_go_back([], {"b0": [role(1, 1, 3), role(2, 1, 2, "slave")]})
+
+
+def send(key, ok=True):
+    return {"kind": "send", "t": 0, "key": key, "ok": ok, "call": 0, "ret": 0}
+
+
+def log(keys, role_="master", epoch=3, broker="10.0.0.11:20911"):
+    return {"kind": "log", "t": 9, "broker": broker, "keys": keys, "role": role_, "epoch": epoch}
+
+
+def test_an_acknowledged_message_missing_from_the_final_master_is_caught():
+    assert checkers.no_acknowledged_message_lost([send("k1"), send("k2"), log(["k1", "k2"])])
+    assert checkers.no_acknowledged_message_lost([send("k1"), send("k2", ok=False), log(["k1"])])
+    lost = checkers.no_acknowledged_message_lost([send("k1"), send("k2"), log(["k1"]),
+                                                  log(["k1", "k2"], "slave", 2, "10.0.0.12:20911")])
+    assert not lost and "k2" in lost.details[0]
+
+
+def test_a_route_to_a_broker_never_made_master_is_caught():
+    brokers = {"b0": [{"event": "started", "t": 0, "address": "10.0.0.11:20911"}, role(1, 1, 1)],
+               "b1": [{"event": "started", "t": 0, "address": "10.0.0.12:20911"}, role(1, 2, 1, "slave")]}
+    route = {"kind": "route", "t": 2, "namesrv": "n0", "master": "10.0.0.11:20911"}
+    assert checkers.routes_name_real_masters([route], brokers)
+    assert not checkers.routes_name_real_masters([dict(route, master="10.0.0.12:20911")], brokers)
+
+
+def test_the_time_to_a_routed_master_after_the_heal():
+    records = [{"kind": "route", "t": 11, "namesrv": "a", "master": "m"},
+               {"kind": "route", "t": 11.5, "namesrv": "b", "master": "m"},
+               {"kind": "send", "t": 12, "key": "k9", "ok": True, "call": 12, "ret": 12.5}]
+    ok = checkers.master_routed_after_heal(records, 10.0, ["a", "b"], bound=30)
+    assert ok and ok.value == 2.5
+    split = [dict(records[0]), dict(records[1], master="other"), records[2]]
+    assert not checkers.master_routed_after_heal(split, 10.0, ["a", "b"], bound=30)

@@ -1,0 +1,161 @@
+"""The faults of a run, as Jepsen's DLedger suite and OpenChaos define them, drawn from one seed.
+
+A schedule is a name and a function that, given the seed's ``random.Random`` and the run's state
+(which controller leads, which broker is master), picks what to break; the run breaks it for a
+while, heals everything, waits, and goes again. The same seed picks the same faults.
+
+Jepsen (DLedger): ``partition-random-halves``, ``partition-random-node``,
+``partition-majorities-ring`` (five members), ``kill``, ``pause``.
+OpenChaos: ``leader-kill``, ``minor-kill``, ``major-kill``, ``suspend-leader``, ``packet-loss`` (through
+the lab's user-space proxy, tools/faultlab/proxy.py: this kernel's ``tc`` has no netem).
+Ours, from the issue's measurements and RocketMQ's tracker: ``all-killed`` (every controller at once,
+then all restarted), ``master-cut`` (the broker master cut off from the controllers),
+``master-and-controller-cut`` (the master and one controller on one side, the rest on the other),
+``master-kill`` and ``master-and-leader-kill`` (#7689: the master and the controller leader together).
+``mixed`` draws one of the others each time.
+"""
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Fault:
+    action: str                       # partition | kill | pause | mixed parts
+    sides: list = field(default_factory=list)     # partition: lists of host names
+    targets: list = field(default_factory=list)   # kill / pause: member host names
+    description: str = ""
+    settings: dict = field(default_factory=dict)  # loss: the proxy's settings
+
+
+def _halves(rng, names):
+    shuffled = list(names)
+    rng.shuffle(shuffled)
+    cut = len(shuffled) // 2
+    return [shuffled[:cut], shuffled[cut:]]
+
+
+def partition_random_halves(rng, run):
+    sides = _halves(rng, run.member_hosts)
+    return Fault("partition", sides=sides, description="halves %s | %s" % tuple(sides))
+
+
+def partition_random_node(rng, run):
+    node = rng.choice(run.member_hosts)
+    return Fault("partition", sides=[[node], [h for h in run.all_hosts if h != node]],
+                 description="%s alone" % node)
+
+
+def partition_majorities_ring(rng, run):
+    """Each member sees a majority, but no two see the same one (five members: each sees its two ring neighbours)."""
+    hosts = list(run.member_hosts)
+    rng.shuffle(hosts)
+    n = len(hosts)
+    cuts = []
+    for i, host in enumerate(hosts):
+        near = {hosts[(i - 1) % n], host, hosts[(i + 1) % n]}
+        for other in hosts[i + 1:]:
+            if other not in near:
+                cuts.append([[host], [other]])
+    return Fault("cuts", sides=cuts, description="majorities ring %s" % hosts)
+
+
+def kill(rng, run):
+    node = rng.choice(run.member_hosts)
+    return Fault("kill", targets=[node], description="kill -9 %s" % node)
+
+
+def pause(rng, run):
+    node = rng.choice(run.member_hosts)
+    return Fault("pause", targets=[node], description="SIGSTOP %s" % node)
+
+
+def leader_kill(rng, run):
+    leader = run.leader_host() or rng.choice(run.member_hosts)
+    return Fault("kill", targets=[leader], description="kill -9 the leader %s" % leader)
+
+
+def minor_kill(rng, run):
+    count = (len(run.member_hosts) - 1) // 2
+    targets = rng.sample(run.member_hosts, count)
+    return Fault("kill", targets=targets, description="kill -9 a minority %s" % targets)
+
+
+def major_kill(rng, run):
+    count = len(run.member_hosts) // 2 + 1
+    targets = rng.sample(run.member_hosts, count)
+    return Fault("kill", targets=targets, description="kill -9 a majority %s" % targets)
+
+
+def suspend_leader(rng, run):
+    leader = run.leader_host() or rng.choice(run.member_hosts)
+    return Fault("pause", targets=[leader], description="SIGSTOP the leader %s" % leader)
+
+
+def all_killed(rng, run):
+    return Fault("kill", targets=list(run.member_hosts), description="kill -9 every controller")
+
+
+def master_cut(rng, run):
+    master = run.master_host() or rng.choice(run.broker_hosts)
+    return Fault("partition", sides=[[master], list(run.member_hosts)],
+                 description="broker master %s cut off from the controllers" % master)
+
+
+
+def master_and_controller_cut(rng, run):
+    master = run.master_host() or rng.choice(run.broker_hosts)
+    others = [b for b in run.broker_hosts if b != master]
+    ally = rng.choice(run.member_hosts)
+    rest = [m for m in run.member_hosts if m != ally]
+    return Fault("partition", sides=[[master, ally], others + rest + [run.client_host]],
+                 description="%s and %s cut off from the rest" % (master, ally))
+
+
+def packet_loss(rng, run):
+    """OpenChaos's packet loss, by the lab's proxy: every link between controllers slow and lossy."""
+    settings = {"delay": rng.choice([0.0, 0.02, 0.05]), "loss": rng.choice([0.1, 0.3]), "stall": 0.4,
+                "reset": 0.002}
+    return Fault("loss", targets=list(run.member_hosts), settings=settings,
+                 description="lossy links between controllers %s" % settings)
+
+
+def master_kill(rng, run):
+    master = run.master_host() or rng.choice(run.broker_hosts)
+    return Fault("kill", targets=[master], description="kill -9 the broker master %s" % master)
+
+
+def master_and_leader_kill(rng, run):
+    """RocketMQ #7689 (found with OpenChaos): the controller leader and the broker master die together."""
+    master = run.master_host() or rng.choice(run.broker_hosts)
+    leader = run.leader_host() or rng.choice(run.member_hosts)
+    return Fault("kill", targets=[master, leader], description="kill -9 the master %s and the leader %s"
+                 % (master, leader))
+
+
+SCHEDULES = {
+    "partition-random-halves": partition_random_halves,
+    "partition-random-node": partition_random_node,
+    "partition-majorities-ring": partition_majorities_ring,
+    "kill": kill,
+    "pause": pause,
+    "leader-kill": leader_kill,
+    "minor-kill": minor_kill,
+    "major-kill": major_kill,
+    "suspend-leader": suspend_leader,
+    "all-killed": all_killed,
+    "master-cut": master_cut,
+    "master-and-controller-cut": master_and_controller_cut,
+    "master-kill": master_kill,
+    "packet-loss": packet_loss,
+    "master-and-leader-kill": master_and_leader_kill,
+}
+
+
+def mixed(rng, run):
+    name = rng.choice(sorted(SCHEDULES))
+    fault = SCHEDULES[name](rng, run)
+    fault.description = "%s: %s" % (name, fault.description)
+    return fault
+
+
+SCHEDULES["mixed"] = mixed
