@@ -2,6 +2,7 @@
 
 from twisted.internet import task
 
+from namesrv.dispatch.scheduler import NEXT_TURN
 from namesrv.readworkers.channel.delta import ONE_MESSAGE_TOPICS, PART_TOPICS
 from namesrv.readworkers.channel.feed import down_reader
 from namesrv.readworkers.channel.generation import SharedGeneration
@@ -193,12 +194,15 @@ def test_a_small_publication_is_one_message_sent_with_the_answer_that_settles_it
 def test_a_publication_of_several_parts_keeps_its_pace(tmp_path):
     service, pool = wired_pool(tmp_path)
     publisher = pool.publisher
-    publisher.reactor = clock = task.Clock()
+    clock = service.reactor   # the publisher's and its scheduler's
     worker = pool.workers[0] = RecordingWorker(applied=publisher.generation.value)
     publisher.tracker.take()
     service.registry.dispatch(big_registration(ONE_MESSAGE_TOPICS + 10), FakeConnection("127.0.0.1:40002"))
     assert worker.messages == []          # paced as before: from a reactor turn later, a part per turn
     clock.advance(1)
+    assert [m["kind"] for m in worker.messages] == ["topics"]
+    for _ in range(100):
+        clock.advance(NEXT_TURN)
     kinds = [m["kind"] for m in worker.messages]
     assert kinds == ["topics"] * (-(-(ONE_MESSAGE_TOPICS + 10) // PART_TOPICS)) + ["replica"]
 
