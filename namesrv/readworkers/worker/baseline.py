@@ -11,7 +11,7 @@ that is applied, as after a full copy.
 import os
 import time
 
-from namesrv.routes.slicedsnapshot import SnapshotError, restore_all
+from namesrv.routes.slicedsnapshot import restore_all
 
 
 def restore_baseline(replica, fd):
@@ -19,18 +19,11 @@ def restore_baseline(replica, fd):
     main process) into ``replica``'s tables and mark it complete. Returns (topics, seconds), or raises
     SnapshotError / OSError (the worker then asks for a full copy). Closes ``fd``."""
     from namesrv.routes.snapshot import open_sliced
+    from namesrv.storage.snapshotfile import read_whole
     began = time.monotonic()
     try:
-        size = os.fstat(fd).st_size
-        data = bytearray(size)
-        view, offset = memoryview(data), 0
-        while offset < size:
-            read = os.preadv(fd, [view[offset:]], offset)
-            if not read:
-                raise SnapshotError("the route snapshot file ended early")
-            offset += read
         routes = replica.context.routes
-        restore_all(routes, open_sliced(bytes(data)), routes.clock.seconds(), emit_events=False)
+        restore_all(routes, open_sliced(read_whole(fd)), routes.clock.seconds(), emit_events=False)
     finally:
         os.close(fd)
     replica.complete = True
