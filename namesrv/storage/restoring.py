@@ -58,9 +58,13 @@ class SnapshotRestore:
         self._task.whenDone().addErrback(self._failed)
 
     def _run(self):
-        for _ in self._steps:
-            gc.freeze()
-            yield
+        try:
+            for _ in self._steps:
+                gc.freeze()
+                yield
+        except SnapshotError as e:   # handled here: the job ends well, the scheduler logs nothing more
+            self._give_up(e)
+            return
         self._finished()
 
     def finish_now(self):
