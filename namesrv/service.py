@@ -10,6 +10,7 @@ is patched in afterwards::
       -> address service -> read workers (their collector on the metrics) -> the service
 """
 
+import functools
 import gc
 import os
 
@@ -19,7 +20,7 @@ from twisted.logger import Logger
 
 from namesrv.clock import MonotonicClock
 from namesrv.context import NamesrvContext
-from namesrv.dispatch.scheduler import TurnScheduler
+from namesrv.dispatch.scheduler import BULK, TurnScheduler
 from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.handover.inflight import InFlightDispatcher
 from namesrv.observe.eventlog import event_log_for
@@ -70,9 +71,14 @@ class NamesrvService(service.MultiService):
         self.readiness = readiness if readiness is not None else Readiness()
         self.listen_factory = tls.factory if tls is not None else factory
         from namesrv.handover.coordinator import Handover, ServerParts
+        #: runs sliced jobs (restoring and writing route snapshots, a takeover's first copy) a step at a time
+        #: on the process's one scheduler, after the reads and the brokers' requests of each turn
+        self.cooperate = functools.partial(context.scheduler.cooperate, priority=BULK, name="route snapshot")
+        self._routes_restored = False
         parts = ServerParts(reactor=reactor, config=config, routes=routes, kv=kv, factory=factory,
                             housekeeping=housekeeping, read_workers=read_workers, port_now=lambda: self.port,
-                            running_now=lambda: self.running)
+                            running_now=lambda: self.running, cooperate=self.cooperate,
+                            restore_routes=self.restore_routes)
         self.handover = Handover(parts, inflight, takeover=takeover)
 
         guards.setServiceParent(self)
@@ -118,17 +124,35 @@ class NamesrvService(service.MultiService):
         config = self.config
         return RemotingEndpoint(
             self.reactor, config.listenPort, config.bindAddress, config.serverSocketBacklog or 50,
-            # exclusive read workers accept on the socket; this process only holds it
+            # exclusive read workers accept on the socket; this process only holds it (see startService)
             hold=self.read_workers is not None and config.routeReadWorkersExclusive,
             inherit=self.handover.take_over if self.handover.takeover else None)
 
     # -- lifecycle -------------------------------------------------------------
     def startService(self):
-        if self.snapshots is not None:
-            self.snapshots.restore()
+        if not self.handover.will_take_over():   # else the tables come from the process taken over
+            self.restore_routes()
         gc.freeze()
         self.events.start()
         service.MultiService.startService(self)   # the guards first, the remoting port last
+
+    def restore_routes(self):
+        """The route snapshot file, once: sliced (version 3), the broker-level tables now and the topics while
+        serving (storage/restoring.py), the file kept open for the first read workers (they restore it too)."""
+        if self.snapshots is None or self._routes_restored:
+            return
+        self._routes_restored = True
+        self.snapshots.restore()
+        if self.read_workers is not None and self.snapshots.baseline is not None:
+            self.read_workers.baseline, self.snapshots.baseline = self.snapshots.baseline, None
+        self.snapshots.release_baseline()
+        self.snapshots.continue_restore()
+        if self.routes.broker_addr_table or self.routes.topic_queue_table:
+            # Tables to serve already: accept here until a read worker listens (its first replica takes a
+            # moment), so a restarted server answers as soon as it listens. A fresh one has nothing to serve
+            # yet: its workers take every connection from the first.
+            self.remoting.endpoint.hold = False
+        gc.freeze()
 
     def _serving(self, port):
         """The port listens (a new socket, or a takeover's): start the workers, say so."""
@@ -142,10 +166,9 @@ class NamesrvService(service.MultiService):
         moving = self.handover.serving()
         if self.workers is None:
             return
-        # Exclusive after a takeover: this process accepts only until a worker does, so
-        # that no connection waits in the queue while the new workers start.
-        # While no worker listens after one died, this process accepts (a client would
-        # otherwise wait in the queue until the replacement has its replica).
+        # Exclusive: this process accepts only until a worker does (at start, after a takeover), so that
+        # no connection waits in the queue while the workers start; and again while no worker listens
+        # after one died (a client would otherwise wait until the replacement has its replica).
         exclusive = self.config.routeReadWorkersExclusive
 
         def start_workers(result=None):
@@ -256,7 +279,7 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
     return NamesrvService(
         config=config, reactor=reactor, clock=clock, events=events, kv=kv, routes=routes, context=context,
         registry=registry, housekeeping=housekeeping, guards=guards, inflight=inflight, factory=factory,
-        answer_cache=answer_cache, tls=tls, http_ports=http_ports, snapshots=_make_snapshotter(config, routes, reactor),
+        answer_cache=answer_cache, tls=tls, http_ports=http_ports, snapshots=_make_snapshotter(config, routes, context, reactor),
         read_workers=_make_read_workers(config, routes, kv, registry, factory, guards, tls, metrics, context, reactor),
         readiness=readiness, takeover=takeover, address_service=addresses, controller=controller)
 
@@ -307,10 +330,12 @@ def _make_read_workers(config, routes, kv, registry, factory, guards, tls, metri
                           worker_arguments=worker_arguments(config))
 
 
-def _make_snapshotter(config, routes, reactor):
+def _make_snapshotter(config, routes, context, reactor):
     if not config.routeSnapshotEnable or not config.routeSnapshotPath:
         return None
     from namesrv.storage.snapshotfile import RouteSnapshotFile
     from namesrv.storage.instance import InstanceIdentity
     return RouteSnapshotFile(os.path.expanduser(config.routeSnapshotPath), routes, reactor,
-                             owner=InstanceIdentity.for_config(config))
+                             owner=InstanceIdentity.for_config(config),
+                             cooperate=functools.partial(context.scheduler.cooperate, priority=BULK,
+                                                         name="route snapshot"))

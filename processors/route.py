@@ -54,6 +54,16 @@ TOO_LARGE = ("disable: this answer (%s) would take %s, more than the %d-byte fra
 #: bytes of a frame besides the body: the length fields (8) and room for the answer's header
 FRAME_OVERHEAD = 8 + 1024
 
+#: requests that change the route tables or list their topics whole: they wait while a snapshot is restored
+WAIT_FOR_RESTORE = frozenset([
+    RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+    RequestCode.ADD_WRITE_PERM_OF_BROKER, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+    RequestCode.DELETE_TOPIC_IN_NAMESRV, RequestCode.REGISTER_TOPIC_IN_NAMESRV, RequestCode.GET_TOPICS_BY_CLUSTER,
+    RequestCode.GET_UNIT_TOPIC_LIST, RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST,
+    RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST,
+])
+
+
 def _topic_not_exist_remark(topic):
     return "No topic route info in name server for the topic: %s\nSee %s for further details." % (topic, FAQ_URL)
 
@@ -107,6 +117,14 @@ class RouteProcessor:
         return None
 
     def process_request(self, request, connection):
+        restoring = self.routes.restoring
+        if restoring is not None and (request.code in WAIT_FOR_RESTORE or (
+                request.code == RequestCode.GET_ROUTEINFO_BY_TOPIC
+                and (request.ext or {}).get("topic") not in self.routes.topic_queue_table)):
+            # a snapshot is being restored (namesrv/storage/restoring.py): what it may not hold yet waits
+            # for its end, never a TOPIC_NOT_EXIST or a partial list before
+            handler = self._handlers[request.code]
+            return restoring.wait().addCallback(lambda ignored: handler(request, connection))
         return self._handlers[request.code](request, connection)
 
     # -- helpers ------------------------------------------------------------------------
@@ -146,15 +164,16 @@ class RouteProcessor:
         zone_name = request.get(ZONE_NAME)
 
         body = request.body
-        if body_crc32 != 0 and decode.crc32(body) != body_crc32:
-            return self._error(request, CRC_MISMATCH % (decode.crc32(body), body_crc32))
         delete_topics = bool(self.context.config.deleteTopicWithBrokerRegistration)
         fingerprint = self._fingerprint(request, delete_topics)
+        # The same header (bodyCrc32 too) and body as a registration applied before: its CRC was right then.
         refreshed = self.unchanged.refresh(cluster, broker_addr, fingerprint, connection, heartbeat_timeout)
         if refreshed is not None:
             result, last = refreshed
             return self._registered(request, result, cluster, broker_name, broker_id, broker_addr,
                                     last.topics, last.data_version, body, compressed, started)
+        if body_crc32 != 0 and decode.crc32(body) != body_crc32:
+            return self._error(request, CRC_MISMATCH % (decode.crc32(body), body_crc32))
         try:
             decoded = decode.decode_register_broker_body(
                 body, compressed, request.version,
@@ -241,7 +260,9 @@ class RouteProcessor:
         # The same request for another topic gets this header with that topic's body, or (None: no
         # such topic) this TOPIC_NOT_EXIST header naming that topic instead (answershapes.py).
         response.varies_by = ("topic", self._body_for(standard, zone))
-        response.cacheable = True   # tables, config and KV config: all invalidate the AnswerCache
+        # tables, config and KV config: all invalidate the AnswerCache; not while a snapshot is restored (its
+        # shape would answer a topic not restored yet TOPIC_NOT_EXIST)
+        response.cacheable = self.routes.restoring is None
         return response
 
     def _route_body(self, standard, zone, topic):

@@ -7,6 +7,7 @@ REGISTER_BROKER every cycle), and can drop every connection at once.
 """
 
 import multiprocessing
+import time
 
 from bench.lib.brokers import register_body, register_request
 from bench.lib.fleet_brokers import BrokerFleet, _Fleet, _split, serve_commands
@@ -48,8 +49,22 @@ class _LayoutFleetState(_Fleet):
     def __init__(self, port, layout, host):
         _Fleet.__init__(self, port, "4.9", layout.per_broker, 0)
         self.layout, self.host = layout, host
+        self.prepared = {}
+
+    def prepare(self, count):
+        """Build the frames of brokers 0..count-1 now (8 ms per 600 KB body), so that ``resize`` times the
+        server only; returns the seconds it took."""
+        started = time.perf_counter()
+        for i in range(count):
+            if i not in self.prepared:
+                self.prepared[i] = self._build(i)
+        return time.perf_counter() - started
 
     def _frames(self, i):
+        frames = self.prepared.pop(i, None)
+        return frames if frames is not None else self._build(i)
+
+    def _build(self, i):
         layout = self.layout
         body = register_body(layout.broker_topics(i), False)
         register = _split(register_request(layout.broker_name(i), layout.broker_addr(i), body, False, 0, CLUSTER),
@@ -80,3 +95,6 @@ class LayoutFleet(BrokerFleet):
 
     def drop(self):
         return self._call("drop")
+
+    def prepare(self, count):
+        return self._call("prepare", count)

@@ -42,6 +42,7 @@ class LoadSpec:
     max_requests: int = 5_000_000
     stall_timeout: float = 5.0
     seed: int = 7
+    timeline: bool = False     # keep each answer's send time too (``LoadResult.sent``), to cut a window later
 
     def params(self):
         return {"connections": self.connections, "depth": self.depth, "processes": self.processes,
@@ -60,6 +61,12 @@ class LoadResult:
     answered: int = 0  # every answer, warm-up included
     stalled: bool = False
     worst_at: float = None   # wall-clock time (time.time()) the slowest answer in the window arrived
+    sent: list = field(default=None, repr=False)   # with ``timeline``: (send time, latency) of every answer
+
+    def between(self, began, ended):
+        """The sorted latencies of the requests sent within [began, ended] (``time.perf_counter``
+        values, comparable across processes on Linux); needs ``timeline``."""
+        return sorted(latency for at, latency in self.sent if began <= at <= ended)
 
     @property
     def rps(self):
@@ -94,7 +101,7 @@ class _Connection:
         self.watching_writes = False
 
 
-def _worker(index, host, port, templates, spec, connections, rate, ready, go, results):
+def _worker(index, host, port, templates, spec, connections, rate, ready, go, results, stop=None):
     """One load process; puts a dict with its counts and latencies (array bytes) on ``results``."""
     # Forked from a parent that may hold a big fleet's layout: out of the collector's reach, or
     # this process's own full collections (measured: 21-30 ms at 1,000 brokers) show up as the
@@ -106,6 +113,7 @@ def _worker(index, host, port, templates, spec, connections, rate, ready, go, re
     sequence = [rng.randrange(len(templates)) for _ in range(_SEQUENCE_MASK + 1)]
     state = {"k": 0, "opaque": OPAQUE_BASE + index * OPAQUES_PER_WORKER}
     latencies = array.array("d")
+    sent_times = array.array("d") if spec.timeline else None
     worst = [0.0, None]   # the slowest answer in the window, and when it arrived (wall clock)
     counts = {"requests": 0, "errors": 0, "unmatched": 0, "sent": 0, "answered": 0}
     selector = selectors.DefaultSelector()
@@ -166,10 +174,16 @@ def _worker(index, host, port, templates, spec, connections, rate, ready, go, re
     last_progress = started
     stalled = False
     timeout = 0.001 if rate else 0.2
+    next_stop_check = started
     while True:
         now = time.perf_counter()
         if now >= window_end or counts["requests"] >= max_requests:
             break
+        if stop is not None and now >= next_stop_check:
+            next_stop_check = now + 0.05
+            if stop.is_set():
+                window_end = now
+                break
         if now - last_progress > spec.stall_timeout and counts["sent"]:
             stalled = True
             break
@@ -223,6 +237,8 @@ def _worker(index, host, port, templates, spec, connections, rate, ready, go, re
                         counts["requests"] += 1
                         latency = now - sent_at
                         latencies.append(latency)
+                        if sent_times is not None:
+                            sent_times.append(sent_at)
                         if latency > worst[0]:
                             worst[0], worst[1] = latency, time.time()
                         if not buffer.startswith(_SUCCESS_PREFIX, pos + 8):
@@ -239,7 +255,8 @@ def _worker(index, host, port, templates, spec, connections, rate, ready, go, re
     results.put({"index": index, "requests": counts["requests"], "errors": counts["errors"],
                  "unmatched": counts["unmatched"], "answered": counts["answered"],
                  "seconds": max(0.0, ended - window_start),
-                 "latencies": latencies.tobytes(), "cpu": sum(os.times()[:2]) - cpu_started,
+                 "latencies": latencies.tobytes(), "sent": sent_times.tobytes() if sent_times is not None else None,
+                 "cpu": sum(os.times()[:2]) - cpu_started,
                  "stalled": stalled, "worst": worst[0], "worst_at": worst[1]})
 
 
@@ -256,13 +273,14 @@ class LoadRun:
     def __init__(self, port, templates, spec, host="127.0.0.1"):
         self.spec = spec
         ctx = multiprocessing.get_context("fork")
-        self._ready, self._results, self._go = ctx.Queue(), ctx.Queue(), ctx.Event()
+        self._ready, self._results, self._go, self._stop = ctx.Queue(), ctx.Queue(), ctx.Event(), ctx.Event()
         processes = max(1, spec.processes)
         shares = [spec.connections // processes + (1 if i < spec.connections % processes else 0)
                   for i in range(processes)]
         rate = spec.rate / processes if spec.rate else 0.0
         self.workers = [ctx.Process(target=_worker, args=(i, host, port, templates, spec, max(1, share), rate,
-                                                          self._ready, self._go, self._results), daemon=True)
+                                                          self._ready, self._go, self._results, self._stop),
+                                   daemon=True)
                         for i, share in enumerate(shares)]
 
     @property
@@ -282,6 +300,10 @@ class LoadRun:
             raise
         self._go.set()
         return self
+
+    def stop(self):
+        """End the window now (within 50 ms), before its ``duration``: ``result()`` then returns."""
+        self._stop.set()
 
     def _end_workers(self):
         for worker in self.workers:
@@ -313,8 +335,15 @@ def _combine(collected, server_cpu):
     if errors:
         raise RuntimeError("load workers failed: %s" % "; ".join(errors))
     latencies = array.array("d")
+    sent = None
     for r in collected:
         latencies.frombytes(r["latencies"])
+        if r.get("sent") is not None:
+            times = array.array("d")
+            times.frombytes(r["sent"])
+            answered = array.array("d")
+            answered.frombytes(r["latencies"])
+            sent = (sent or []) + list(zip(times, answered))
     requests = sum(r["requests"] for r in collected)
     seconds = max(r["seconds"] for r in collected)
     rps_seconds = requests / sum(r["requests"] / r["seconds"] for r in collected if r["seconds"] > 0) \
@@ -323,5 +352,5 @@ def _combine(collected, server_cpu):
                       unmatched=sum(r["unmatched"] for r in collected), seconds=rps_seconds,
                       latencies=sorted(latencies), client_cpu=sum(r["cpu"] for r in collected) / max(seconds, 1e-9),
                       server_cpu=server_cpu, stalled=any(r["stalled"] for r in collected),
-                      answered=sum(r["answered"] for r in collected),
+                      answered=sum(r["answered"] for r in collected), sent=sent,
                       worst_at=max(collected, key=lambda r: r.get("worst", 0.0)).get("worst_at") if collected else None)

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from twisted.internet import defer
+from twisted.internet import defer, threads
 from twisted.logger import Logger
 
 from namesrv.handover import peers
@@ -47,6 +47,26 @@ def answers(path):
         probe.close()
 
 
+def anonymous_file(pieces):
+    """A descriptor of a file holding ``pieces`` that no directory names (memfd, else an unlinked temporary file):
+    a takeover's first copy needs no name and no fsync, and goes with the process that holds it."""
+    memfd = getattr(os, "memfd_create", None)
+    if memfd is not None:
+        fd = memfd("namesrv-takeover-routes", os.MFD_CLOEXEC)
+    else:
+        import tempfile
+        fd = os.dup(tempfile.TemporaryFile().fileno())
+    try:
+        for piece in pieces:
+            view = memoryview(piece)
+            while view:
+                view = view[os.write(fd, view):]
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class ChangedTopics(set):
     """Topics whose QueueData or mapping changed since the precopy; ``full`` if the tables were replaced."""
 
@@ -74,6 +94,11 @@ class ServerParts:
     read_workers: Any
     port_now: Callable[[], Any]
     running_now: Callable[[], bool]
+    #: runs a sliced job (a generator) a step at a time across reactor turns: its CooperativeTask
+    #: (a takeover's first copy, written while serving)
+    cooperate: Callable[[Any], Any] = None
+    #: restores the route snapshot file once (a takeover that finds nothing to take over starts from it)
+    restore_routes: Callable[[], None] = lambda: None
 
     @property
     def port(self):
@@ -108,6 +133,8 @@ class Handover:
         self.client = None
         self._tracker = None
         self._drain_began = None
+        self._baseline = None       # new side, version 3: the first copy's file, for the read workers
+        self._writing = None        # old side, version 3: the first copy being written (a Deferred)
 
     @property
     def path(self):
@@ -126,13 +153,18 @@ class Handover:
         return self._identity
 
     # -- the new process ---------------------------------------------------------------------
+    def will_take_over(self):
+        """A takeover was asked for and a process of this instance may be there to take over from: its tables
+        will be ours (the route snapshot file is not restored, unless the takeover finds nothing)."""
+        return bool(self.takeover and self.path is not None and os.path.exists(self.path))
+
     def take_over(self):
         """A Deferred firing with the old process's listening socket once its tables are ours
         (None when no process of this instance runs: start as usual). Fails with TakeoverRefused."""
         if self.path is None or not os.path.exists(self.path):
             log.info("takeover: no running process of this instance ({path}); starting normally", path=self.path)
             return defer.succeed(None)
-        self.client = TakeoverClient(self.identity, self._adopt, self._precopied)
+        self.client = TakeoverClient(self.identity, self._adopt, self._precopied, self._precopied_file)
         connect_unix(self.reactor, self.path, self.client, self._connect_failed)
         return self.client.state.addCallbacks(self._adopt_state, self._nothing_running)
 
@@ -140,6 +172,7 @@ class Handover:
         if failure.check(OldProcessLeft):
             return self._old_process_left(failure)
         failure.trap(NothingToTakeOver)
+        self.server.restore_routes()   # a normal start: our own snapshot file
         return None
 
     def _old_process_left(self, failure):
@@ -152,6 +185,7 @@ class Handover:
                 return failure
             log.warn("takeover: the old process {pid} died before handing over; starting normally", pid=pid)
             self.client = None   # nothing will move here: serving() starts as a fresh start does
+            self.server.restore_routes()
             config = self.server.config
             return peers.bindable_within(self.reactor, config.bindAddress, config.listenPort, PORT_FREE_WAIT)
         return peers.gone_within(self.reactor, pid).addCallback(decide)
@@ -171,15 +205,41 @@ class Handover:
         log.info("takeover: first copy of the tables restored in {ms:.0f} ms ({n} topics)",
                  ms=(time.monotonic() - began) * 1000, n=len(self.server.routes.topic_queue_table))
 
+    def _precopied_file(self, descriptor):
+        """Version 3: the first copy is a snapshot file (its descriptor), restored while the old process still
+        serves; kept open for this process's read workers, which restore it too."""
+        from namesrv.routes.snapshot import restore_snapshot
+        from namesrv.storage.snapshotfile import read_whole
+        began = time.monotonic()
+        baseline = os.fdopen(descriptor, "rb")
+        try:
+            restore_snapshot(self.server.routes, read_whole(baseline.fileno()))
+        except BaseException:
+            baseline.close()
+            raise
+        self._baseline = baseline
+        gc.freeze()
+        log.info("takeover: first copy of the tables restored from its file in {ms:.0f} ms ({n} topics)",
+                 ms=(time.monotonic() - began) * 1000, n=len(self.server.routes.topic_queue_table))
+
     def _adopt_state(self, state):
         from namesrv.routes.snapshot import apply_snapshot_delta, restore_snapshot
+        baseline, self._baseline = self._baseline, None
         if state.delta is not None:
             began = time.monotonic()
-            apply_snapshot_delta(self.server.routes, state.delta)   # what changed since the first copy
+            changed = apply_snapshot_delta(self.server.routes, state.delta)   # what changed since the first copy
             log.info("takeover: changes since the first copy applied in {ms:.0f} ms",
                      ms=(time.monotonic() - began) * 1000)
+            pool = self.server.read_workers
+            if baseline is not None and pool is not None:
+                # the new workers restore the first copy's file and get what changed since: the last copy's
+                # topics, and whatever changes until they start (after the connections have moved here)
+                since = self.server.routes.track_topic_changes(ChangedTopics(changed))
+                pool.baseline, pool.since_baseline, baseline = baseline, since, None
         else:
             restore_snapshot(self.server.routes, state.routes)   # the old process's tables, brokers as restored
+        if baseline is not None:
+            baseline.close()
         self.server.routes.unchanged.adopt(state.registrations)
         self.server.kv.load()                                # flushed by the old process before it answered
         log.info("takeover: tables taken over ({n} topics)", n=len(self.server.routes.topic_queue_table))
@@ -229,6 +289,7 @@ class Handover:
         from now on is tracked, for ``changes()``."""
         from namesrv.routes.snapshot import encode_snapshot
         self.busy = True
+        self.server.routes.finish_restore()
         self.server.housekeeping.flush()
         self._tracker = self.server.routes.track_topic_changes(ChangedTopics())
         began = time.monotonic()
@@ -237,6 +298,38 @@ class Handover:
                  ms=(time.monotonic() - began) * 1000, kib=len(data) // 1024)
         self._drain_began = None
         return data
+
+    def precopy_file(self):
+        """Version 3: the tables as a snapshot file, written a chunk per reactor turn while everything is still
+        served (the old process never stops for it); a Deferred firing with an open descriptor of it (its
+        name is gone by then). Every topic that changes from the moment it stands for is tracked, for
+        ``changes()``."""
+        from namesrv.routes.slicedsnapshot import write_steps
+        self.busy = True
+        routes = self.server.routes
+        routes.finish_restore()   # a snapshot of our own still being restored: the copy is of whole tables
+        self.server.housekeeping.flush()
+        began = time.monotonic()
+        pieces = []
+
+        def write():
+            pieces[:] = yield from write_steps(routes, self.identity.as_record())
+            if self._writing is not None:   # the moment the file stands for: track from here, in this turn
+                self._tracker = routes.track_topic_changes(ChangedTopics())
+
+        writing = self._writing = self.server.cooperate(write()).whenDone()
+
+        def written(descriptor):
+            log.info("takeover: first copy of the tables written in {ms:.0f} ms ({kib} KiB), still serving",
+                     ms=(time.monotonic() - began) * 1000, kib=sum(map(len, pieces)) // 1024)
+            return descriptor
+
+        def saved(ignored):
+            return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), anonymous_file, pieces)
+
+        writing.addCallback(saved)
+        writing.addCallback(written)
+        return writing
 
     def changes(self):
         """The fields of the last copy, once drained (nothing changes any more): what changed since
@@ -263,6 +356,7 @@ class Handover:
     def abandon(self, why):
         """The new process left before it restored the first copy: nothing was stopped, just stop tracking."""
         log.warn("takeover abandoned ({why})", why=why)
+        self._writing = None   # a first copy still being written starts no tracker
         self._stop_tracking()
         self.busy = False
 
@@ -287,6 +381,7 @@ class Handover:
 
     def tables(self):
         from namesrv.routes.snapshot import encode_snapshot
+        self.server.routes.finish_restore()
         self.server.kv.flush_sync()
         self.server.housekeeping.flush()   # brokers whose connections closed are not handed on
         return encode_snapshot(self.server.routes, self.identity.as_record())

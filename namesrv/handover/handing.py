@@ -108,6 +108,13 @@ class HandingSession(protocol.Protocol):
         if self.server.busy:
             return self._refuse("a takeover is already under way")
         self.peer_pid = self.peer_pid or message.get("pid")
+        if self.version >= 3:
+            self.log.info("takeover by process {pid} (version {v}): first copy of the tables to a file, still "
+                          "serving", pid=self.peer_pid, v=self.version)
+            self.state = "precopy"
+            self._ready_timeout = self.clock.callLater(READY_TIMEOUT, self._no_ready)
+            self.server.precopy_file().addCallbacks(self._precopy_written, self._precopy_failed)
+            return
         if self.version >= 2:
             self.log.info("takeover by process {pid} (version {v}): first copy of the tables, still serving",
                           pid=self.peer_pid, v=self.version)
@@ -116,6 +123,25 @@ class HandingSession(protocol.Protocol):
             self._ready_timeout = self.clock.callLater(READY_TIMEOUT, self._no_ready)
             return
         self._drain()
+
+    def _precopy_written(self, descriptor):
+        """The first copy's file is written (version 3): its descriptor goes with ``precopy``."""
+        if self.state != "precopy" or self.transport is None or not self.transport.connected:
+            os.close(descriptor)   # the new process left meanwhile (``abandon`` ran)
+            return
+        self._sent.append(descriptor)   # closed once the conversation ends
+        self.transport.sendFileDescriptor(descriptor)
+        self.transport.write(encode(messages.PRECOPY, version=self.version, snapshot=True))
+
+    def _precopy_failed(self, failure):
+        if self.state != "precopy":
+            return
+        self.log.warn("takeover: the first copy could not be written ({why})", why=failure.getErrorMessage())
+        self.state = "refused"
+        self.transport.write(encode(messages.REFUSE, reason="the first copy could not be written: %s"
+                                    % failure.getErrorMessage()))
+        self.transport.loseConnection()
+        self.server.abandon("the first copy could not be written")
 
     def _drain(self):
         if self._ready_timeout is not None and self._ready_timeout.active():

@@ -17,8 +17,10 @@ from namesrv.protocol.lengthprefixed import LengthPrefixedReader
 
 #: versions this code speaks, oldest first. 2: the tables are copied twice, first while the old process
 #: still serves (``precopy``), then only what changed since (``state`` with ``delta``), so clients wait
-#: only for the second, small copy and the sockets' move.
-VERSIONS = (1, 2)
+#: only for the second, small copy and the sockets' move. 3: the first copy is a route snapshot file
+#: (routes/slicedsnapshot.py, written a chunk per reactor turn: the old process never stops for it) passed
+#: open with ``precopy`` (``snapshot``: true), which the new process's read workers restore too.
+VERSIONS = (1, 2, 3)
 #: a message larger than this is garbage (the route tables of 1M topics are well below)
 MAX_MESSAGE = 1 << 30
 
@@ -27,7 +29,8 @@ _LENGTH = struct.Struct(">I")
 # kinds, in the order they are sent
 HELLO = "hello"            # new → old: versions, instance, listen, pid
 REFUSE = "refuse"          # old → new: reason (the conversation ends)
-PRECOPY = "precopy"        # old → new (version 2, still serving): version, routes (snapshot encoding)
+PRECOPY = "precopy"        # old → new (version 2, still serving): version, routes (snapshot encoding);
+                           # version 3: snapshot (true), with the snapshot file's descriptor
 PRECOPIED = "precopied"    # new → old (version 2): the first copy is restored; drain now
 STATE = "state"            # old → new, with the listening socket: version, routes (snapshot encoding)
                            # or, in version 2, delta (what changed since the precopy) and registrations

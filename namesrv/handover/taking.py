@@ -47,10 +47,11 @@ class TakeoverClient(protocol.Protocol):
 
     log = Logger()
 
-    def __init__(self, identity, adopt, precopy=None):
+    def __init__(self, identity, adopt, precopy=None, precopy_file=None):
         self.identity = identity
         self.adopt = adopt
         self.precopy = precopy
+        self.precopy_file = precopy_file   # version 3: restores the snapshot file given by its descriptor
         self.reader = MessageReader()
         self.descriptors = []
         self.state = defer.Deferred()
@@ -80,6 +81,16 @@ class TakeoverClient(protocol.Protocol):
         kind = message["kind"]
         if kind == messages.REFUSE:
             return self._fail("the running process refused: %s" % message.get("reason"))
+        if kind == messages.PRECOPY and self.phase == "hello" and message.get("snapshot") is True \
+                and self.precopy_file is not None:
+            descriptor = self._take_descriptor()
+            if descriptor is None:
+                return self._fail("a first copy without its file")
+            try:
+                self.precopy_file(descriptor)
+            except Exception as e:
+                return self._fail("the first copy of the tables could not be restored: %s" % e)
+            return self.transport.write(encode(messages.PRECOPIED))
         if kind == messages.PRECOPY and self.phase == "hello" and self.precopy is not None:
             routes = message.get("routes")
             if not isinstance(routes, bytes):

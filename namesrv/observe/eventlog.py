@@ -231,6 +231,11 @@ class NullEventLog:
 
     written = 0
     dropped = 0
+    @property
+    def drops_route_changes(self):
+        """Nothing would see a topic_route_changed (no file, no listener, ``emit`` not overridden): the
+        route tables need not group them."""
+        return not self._listeners and type(self).emit is NullEventLog.emit
 
     def __init__(self, server_id="127.0.0.1:9876"):
         self.server_id = server_id

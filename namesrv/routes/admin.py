@@ -53,12 +53,7 @@ class RouteAdmin:
         return self._operate_write_perm(broker_name, lambda perm: PERM_READ | PERM_WRITE)
 
     def _operate_write_perm(self, broker_name, new_perm):
-        tables = self.tables
-        topics = list(tables.topics_of(broker_name))
-        for topic in topics:
-            perm = tables.topic_queue_table[topic][broker_name].perm
-            tables.set_perm(topic, broker_name, new_perm(perm))
-        return len(topics)
+        return self.tables.set_perms(broker_name, new_perm)
 
     def delete_topic(self, topic, cluster=None):
         """DELETE_TOPIC_IN_NAMESRV: the whole topic, or only the cluster's brokers' queues."""

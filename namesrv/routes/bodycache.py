@@ -11,6 +11,9 @@ and the distinct bodies are held within the same byte budget (past it, all of th
 The change tracker (changes.py) says what changed; this object only forgets.
 """
 
+from collections import deque
+from itertools import repeat
+
 #: a topic's route is asked in a few shapes at most (standard JSON?, acting master?, order conf)
 MAX_VARIANTS_PER_TOPIC = 8
 #: bytes a kept route costs beside its body (dict slots, the variants dict, the key tuple)
@@ -116,8 +119,7 @@ class RouteBodyCache:
         for joined in self.joined.values():
             if joined:
                 before = len(joined)
-                for topic in topics:
-                    joined.pop(topic, None)
+                deque(map(joined.pop, topics, repeat(None)), 0)   # a registration's 4,000 topics: in C
                 # their bodies stay interned (other topics may share them) until the next reset
                 self.interned_bytes -= (before - len(joined)) * JOINED_ENTRY_OVERHEAD
         routes = self.routes

@@ -1,14 +1,13 @@
 """The route tables' changes of many topics at once, in passes over C iterators.
 
 A broker's registration carries up to 50,000 topics: a Python loop over them costs more than
-the dicts it makes. Each shortcut here is exact (the same result as the per-topic code:
-``route_changes`` below and the loop of ``RouteTables.put_broker_topics``, which
-``tests/routes/test_bulk_apply.py`` runs side by side) and answers None or False when it
-does not apply.
+the work it does. Here: a registration's shared QueueData (no per-topic Python code), its
+topics grouped by QueueData, and the topic_route_changed groups of a batch of changes, from the
+moves themselves or (several batches in one operation) per topic.
 """
 
 from itertools import repeat
-from operator import attrgetter, contains, is_
+from operator import attrgetter, is_
 
 from namesrv.routes.model import QueueData, shared_queue_data
 
@@ -35,8 +34,28 @@ def queue_datas(broker_name, topic_configs, perm_mask):
     return map(_SharedQueueDatas(broker_name).__getitem__, settings)
 
 
+def by_queue_data(queue_datas, names, olds):
+    """[(queue_data, its names, their maps), ...]: the topics of a registration grouped by QueueData (one group,
+    checked in C, when all its topics have the same queue settings)."""
+    if not queue_datas:
+        return []
+    first = queue_datas[0]
+    if all(map(is_, queue_datas, repeat(first))):
+        return [(first, names, olds)]
+    groups = {}
+    for queue_data, name, old in zip(queue_datas, names, olds):
+        group = groups.get(id(queue_data))
+        if group is None:
+            groups[id(queue_data)] = (queue_data, [name], [old])
+        else:
+            group[1].append(name)
+            group[2].append(old)
+    return list(groups.values())
+
+
 def route_changes(touched, table):
-    """{(brokers before, brokers after): [topic, ...]} of the touched topics whose broker set changed."""
+    """{(brokers before, brokers after): [topic, ...]} of the touched topics whose broker set changed
+    (``touched``: topic -> its map before, or () for none)."""
     groups = {}
     for topic, before in touched.items():
         qmap = table.get(topic)
@@ -50,49 +69,17 @@ def route_changes(touched, table):
     return groups
 
 
-def none_known(table, topics):
-    """True when no topic of ``topics`` is in ``table`` (a scan in C)."""
-    return not any(map(table.__contains__, topics))
-
-
-def nothing_to_put(table, topics, broker_name, queue_datas, only_missing):
-    """True when ``RouteTables.put_broker_topics``' loop would change nothing: the broker already has every topic
-    (with ``only_missing``) or the very same shared QueueData in every one (passes in C)."""
-    qmaps = list(map(table.get, topics))
-    if None in qmaps:
-        return False
-    olds = list(map(dict.get, qmaps, repeat(broker_name)))
-    if any(map(is_, olds, repeat(None))):
-        return False
-    return only_missing or all(map(is_, olds, queue_datas))
-
-
-def created_alone_change(created, touched, table):
-    """``route_changes`` when the operation's only change was ``RouteTables.put_broker_topics`` creating ``topics``
-    (a broker's first registration), checked in a few passes in C; else None."""
-    broker_name, topics, qmaps = created
-    if len(touched) != len(topics):   # touched only grows, and started as exactly these topics
-        return None
-    if not all(map(is_, map(table.get, topics), qmaps)) or set(map(len, qmaps)) != {1} \
-            or not all(map(contains, qmaps, repeat(broker_name))):
-        return None
-    return {((), (broker_name,)): topics}
-
-
-def uniform_change(touched, table):
-    """``route_changes`` when every touched topic went from one broker set to one other (a second
-    broker of the same thousands of topics: one group), computed without a Python loop; else None."""
-    if len(touched) < 64:
-        return None
-    befores = set(touched.values())
-    if len(befores) != 1:
-        return None
-    qmaps = list(map(table.get, touched))
-    if None in qmaps:
-        return None
-    afters = set(map(tuple, map(sorted, qmaps)))
-    if len(afters) != 1:
-        return None
-    (before,), (after,) = befores, afters
-    before = tuple(sorted(before))
-    return {} if before == after else {(before, after): list(touched)}
+def moved_changes(moves):
+    """``route_changes`` of one batch of moves (tables.RouteTables._apply: each topic in one move), from the
+    moves themselves: {(brokers before, brokers after): [topic, ...]}."""
+    groups = {}
+    for topics, before, after in moves:
+        was = tuple(sorted(before)) if before else ()
+        now = tuple(sorted(after)) if after else ()
+        if was != now:
+            group = groups.get((was, now))
+            if group is None:
+                groups[(was, now)] = list(topics)
+            else:
+                group.extend(topics)
+    return groups

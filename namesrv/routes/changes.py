@@ -9,15 +9,15 @@ cache built from it and tells the followers. Two kinds of followers:
   workers' publisher): called once per operation, when it ends, however many tables it
   touched;
 - topic trackers (a set with a ``full`` flag, e.g. readworkers.main.publisher.TopicTracker): every
-  topic whose QueueData or static-topic mapping changes is added; a reset of all tables
-  sets ``full`` instead.
+  topic whose QueueData or static-topic mapping changes is added (and, to a tracker with a
+  ``brokers`` set, every broker name whose BrokerData or cluster membership changes); a reset
+  of all tables sets ``full`` instead.
 
-An operation (``operation()``) also collects the topics whose broker-name set it changes,
-and reports them as ``topic_route_changed`` events when it ends.
+An operation (``operation()``) also collects the topics whose broker-name set it changes
+(the tables' moves, ``moved``), and reports them as ``topic_route_changed`` events when it ends.
 """
 
 from contextlib import contextmanager
-from itertools import filterfalse
 
 from namesrv.observe.eventlog import NullEventLog
 from namesrv.routes import bulk
@@ -36,9 +36,8 @@ class RouteChanges:
         self.generation = 0
         #: bumped when a topic appears or disappears, or the tables are replaced (the status page's sorted names)
         self.topic_set_generation = 0
-        #: inside an operation: topic -> its broker names before the operation; else None
-        self.touched = None
-        self._created_alone = None   # set by a bulk first registration, read when its operation ends
+        #: inside an operation: the tables' moves so far, [(topics, map before, map after, batch)]; else None
+        self.moves = None
         self._depth = 0        # > 0 inside an operation: notify once, when it ends
         self._pending = False
 
@@ -51,8 +50,8 @@ class RouteChanges:
         return tracker
 
     def untrack(self, tracker):
-        if tracker in self.trackers:
-            self.trackers.remove(tracker)
+        """Stop feeding ``tracker`` (this one: trackers are sets, and two with the same topics are equal)."""
+        self.trackers = [t for t in self.trackers if t is not tracker]
 
     # -- what the tables report ------------------------------------------------------------
     def topic_set_changed(self):
@@ -69,8 +68,16 @@ class RouteChanges:
         self.changed()
 
     def brokers_changed(self, broker_name=None):
-        """The BrokerData or cluster membership of ``broker_name`` (None: of any broker) changed."""
+        """The BrokerData or cluster membership of ``broker_name`` (None: of any broker) changed. A tracker
+        with a ``brokers`` set (the read workers' publisher) collects the names; None marks it ``full``."""
         self.body_cache.brokers_changed(broker_name)
+        for tracker in self.trackers:
+            brokers = getattr(tracker, "brokers", None)
+            if brokers is not None:
+                if broker_name is None:
+                    tracker.full = True
+                else:
+                    brokers.add(broker_name)
         self.changed()
 
     def broker_routes_changed(self, topics):
@@ -78,6 +85,12 @@ class RouteChanges:
         filter servers of one of its addresses)."""
         self.changed()
         self.body_cache.forget_routes(topics)
+
+    def broker_topic_sets_changed(self, topic_sets):
+        """``broker_routes_changed`` for one broker whose topics are in several sets (its maps': no union)."""
+        self.changed()
+        for topics in topic_sets:
+            self.body_cache.forget_routes(topics)
 
     def routes_of_brokers_changed(self, topic_sets):
         """``broker_routes_changed`` for several brokers at once (``topic_sets``: each one's topics)."""
@@ -111,60 +124,60 @@ class RouteChanges:
         for callback in self.listeners:
             callback()
 
+    @property
+    def in_operation(self):
+        return self.moves is not None
+
     @contextmanager
     def operation(self, tables):
         """One operation on ``tables``: collects the topics whose broker-name set it changes and reports them.
 
         Topics that went from the same brokers to the same brokers share one
-        ``topic_route_changed`` event (``topics``: the list; a lone topic keeps the ``topic``
+        ``topic_route_changed`` event (``topics``: the sorted list; a lone topic keeps the ``topic``
         field): a broker's first registration of 10,000 topics is one event, not 10,000.
         """
-        outer = self.touched is not None
+        outer = self.moves is not None
         if not outer:
-            self.touched = {}
+            self.moves = []
         self.begin()
         try:
             yield
         finally:
             if not outer:
-                touched, self.touched = self.touched, None
+                moves, self.moves = self.moves, None
                 self.end()
-                self._report(touched, tables.topic_queue_table)
+                self._report(moves, tables.topic_queue_table)
             else:
                 self.end()
 
-    def touch(self, topic, qmap):
-        """``topic`` (whose QueueData are ``qmap``, or None) is about to change its broker set."""
-        if topic not in self.touched:
-            self.touched[topic] = tuple(qmap) if qmap else ()
+    def moved(self, topics, before, after, batch):
+        """The tables are giving ``topics`` the map ``after`` (None: they go), from ``before`` (None: they were
+        not there); ``batch`` numbers the tables' batches of moves (each topic once in a batch). Told before
+        the move (``topics`` may be a set the move hands on). A tracker with a ``moved`` method hears it too."""
+        if self.moves is not None and self.route_events_wanted():   # names now: a map may change in place
+            self.moves.append((list(topics), tuple(before) if before else (), tuple(after) if after else (), batch))
+        for tracker in self.trackers:
+            heard = getattr(tracker, "moved", None)
+            if heard is not None:
+                heard(topics, after)
 
-    def touch_many(self, topics, table):
-        """``touch`` for each of ``topics``, whose QueueData are in ``table``. Those touched already are
-        skipped in a pass in C; given a set (a broker's topics), with the hashes the set keeps: a mass
-        disconnect checks each topic ten times, and reading a million strings for their hashes was
-        most of its cost."""
-        touched = self.touched
-        fresh = topics.difference(touched) if isinstance(topics, set) else filterfalse(touched.__contains__, topics)
-        for topic in fresh:
-            qmap = table.get(topic)
-            touched[topic] = tuple(qmap) if qmap else ()
+    def route_events_wanted(self):
+        """An event log that drops topic_route_changed (``NullEventLog``) spares us grouping them."""
+        return not getattr(self.events, "drops_route_changes", False)
 
-    def created_alone(self, broker_name, topics, created):
-        """The operation's first change created ``topics``, each with one QueueData of ``broker_name``
-        (``created``, the new per-topic maps): its end can name the change without a scan."""
-        self.touched = dict.fromkeys(topics, ())
-        self._created_alone = (broker_name, topics, created)
-
-    def _report(self, touched, table):
-        created, self._created_alone = self._created_alone, None
-        groups = None if created is None else bulk.created_alone_change(created, touched, table)
-        if groups is None:
-            groups = bulk.uniform_change(touched, table)
-        if groups is None:
+    def _report(self, moves, table):
+        if not moves:
+            return
+        if len({batch for _, _, _, batch in moves}) == 1:
+            groups = bulk.moved_changes([(topics, before, after) for topics, before, after, _ in moves])
+        else:   # several batches may have moved a topic twice: its first map against its map now
+            touched = {}
+            for topics, before, _, _ in reversed(moves):
+                touched.update(dict.fromkeys(topics, before))
             groups = bulk.route_changes(touched, table)
         emit = self.events.emit
         for (before, after), topics in groups.items():
             if len(topics) == 1:
                 emit("topic_route_changed", topic=topics[0], before=list(before), after=list(after))
             else:
-                emit("topic_route_changed", topics=topics, before=list(before), after=list(after))
+                emit("topic_route_changed", topics=sorted(topics), before=list(before), after=list(after))

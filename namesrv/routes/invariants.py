@@ -1,7 +1,8 @@
 """Consistency rules of the route tables, checked by tests after every kind of change.
 
 1. No topic without QueueData; every QueueData is filed under its own broker name.
-2. The reverse index brokerName -> topics is exactly the QueueData present.
+2. Every topic's map is interned and lists the topic, every interned map lists exactly the topics
+   that have it (none without topics), and the index brokerName -> maps is exactly the maps holding it.
 3. Every broker name with QueueData has a BrokerData (register/REGISTER_TOPIC only write
    QueueData for known brokers; removing a BrokerData removes its QueueData).
 4. No BrokerData without addresses (we check the 5.x single-topic refusal before changing
@@ -22,19 +23,25 @@ def check_invariants(tables, body_cache=None, per_topic=True):
     topic shapes (``RouteTables.replace_from_rows(shapes=...)``): the rest is per broker, not per entry.
     """
     topics = tables.topic_queue_table
+    maps = tables.queue_maps
     if per_topic:
         for topic, queue_map in topics.items():
             assert queue_map, "topic %r has no queue data" % topic
+            assert maps.maps.get(queue_map.key) is queue_map, "topic %r has a map that is not interned" % topic
+            assert topic in queue_map.topics, "topic %r missing from its map's topics" % topic
             for name, queue_data in queue_map.items():
                 assert queue_data.broker_name == name, "QueueData of %r filed under %r" % (queue_data.broker_name,
                                                                                           name)
+        for queue_map in maps:
+            assert queue_map.topics, "a map without topics is kept"
+            for topic in queue_map.topics:
+                assert topics.get(topic) is queue_map, "topic %r listed by a map it does not have" % topic
         index = {}
-        for topic, queue_map in topics.items():
+        for queue_map in maps:
             for name in queue_map:
-                index.setdefault(name, set()).add(topic)
-        assert index == tables.broker_topics, "reverse index out of sync"
-    else:
-        index = tables.broker_topics
+                index.setdefault(name, {})[queue_map.key] = queue_map
+        assert index == maps.by_broker, "reverse index out of sync"
+    index = maps.by_broker
 
     for name in index:
         assert name in tables.broker_addr_table, "broker %r has queue data but no BrokerData" % name

@@ -75,6 +75,18 @@ class RouteInfoManager:
         self.query_data_version = self.admin.query_data_version
         self.refresh_unchanged_registration = self.registrations.refresh_unchanged_registration
         self.registration_token = self.tables.registration_token
+        #: a snapshot being restored while the process serves (storage/restoring.py), or None: a change
+        #: of the tables finishes it first (``_restored``)
+        self.restoring = None
+
+    def _restored(self):
+        """Before any change of the tables: a restore still running ends now (its chunks would overwrite it)."""
+        if self.restoring is not None:
+            self.restoring.finish_now()
+
+    def finish_restore(self):
+        """Whole tables from now on (a snapshot still being restored is restored at once)."""
+        self._restored()
 
     @property
     def events(self):
@@ -131,21 +143,26 @@ class RouteInfoManager:
                         zone_name=None, heartbeat_timeout_millis=None, enable_acting_master=None,
                         delete_topic_with_broker_registration=False):
         """Register (or refresh) one broker (behaviour.md §3.2). ``None`` means refused."""
+        self._restored()
         return self.registrations.register_broker(
             cluster, broker_addr, broker_name, broker_id, ha_server_addr, topic_config_wrapper, filter_server_list,
             connection, zone_name, heartbeat_timeout_millis, enable_acting_master,
             delete_topic_with_broker_registration)
 
     def unregister_broker(self, cluster, broker_addr, broker_name, broker_id=None, expected=None):
+        self._restored()
         return self.registrations.unregister_broker(cluster, broker_addr, broker_name, broker_id, expected)
 
     def on_connection_closed(self, connection):
-        return self.registrations.on_connection_closed(connection)
+        return self.on_connections_closed([connection])
 
     def on_connections_closed(self, connections):
+        if self.restoring is not None and any(connection in self.tables.by_connection for connection in connections):
+            self._restored()
         return self.registrations.on_connections_closed(connections)
 
     def scan_not_active_brokers(self):
+        self._restored()
         return self.registrations.scan_not_active_brokers()
 
     # -- liveness refreshes and admin operations -------------------------------------------
@@ -156,15 +173,19 @@ class RouteInfoManager:
         return self.admin.query_broker_data_version(cluster, broker_addr)
 
     def wipe_write_perm_of_broker(self, broker_name):
+        self._restored()
         return self.admin.wipe_write_perm_of_broker(broker_name)
 
     def add_write_perm_of_broker(self, broker_name):
+        self._restored()
         return self.admin.add_write_perm_of_broker(broker_name)
 
     def delete_topic(self, topic, cluster=None):
+        self._restored()
         return self.admin.delete_topic(topic, cluster)
 
     def register_topic(self, topic, queue_datas):
+        self._restored()
         return self.admin.register_topic(topic, queue_datas)
 
     # -- queries --------------------------------------------------------------------------
@@ -222,6 +243,7 @@ class RouteInfoManager:
     # -- whole-table operations ---------------------------------------------------------
     def clear(self):
         """Forget everything (events are emitted for every topic that disappears)."""
+        self._restored()
         tables = self.tables
         with self.changes.operation(tables):
             for topic in list(tables.topic_queue_table):
@@ -232,23 +254,28 @@ class RouteInfoManager:
         """Take over every table (and its indexes) of ``other``, a RouteInfoManager or RouteTables built and
         checked apart (a snapshot being restored): all or nothing. This manager keeps its clock, events and
         change followers, who hear that everything changed."""
+        self._restored()
         self.tables.adopt(other.tables if isinstance(other, RouteInfoManager) else other)
 
     def replace_from_rows(self, topics=None, mappings=None, brokers=None, clusters=None, filters=None, live=None,
                           now=None, shapes=None):
         """Replace the tables given as rows of ``rows.py``; see ``RouteTables.replace_from_rows``."""
+        self._restored()
         self.tables.replace_from_rows(topics, mappings, brokers, clusters, filters, live, now, shapes)
 
     def apply_topic_rows(self, topics, mappings=None):
         """Set the QueueData (and mappings) of the topics given as rows; see ``RouteTables.apply_topic_rows``."""
+        self._restored()
         self.tables.apply_topic_rows(topics, mappings)
 
-    def update_broker_rows(self, brokers, clusters, filters):
+    def update_broker_rows(self, brokers, clusters, filters, gone=None):
         """Bring the broker-level tables to these rows; see ``RouteTables.update_broker_rows``."""
-        self.tables.update_broker_rows(brokers, clusters, filters)
+        self._restored()
+        self.tables.update_broker_rows(brokers, clusters, filters, gone)
 
     def apply_topic_shapes(self, shapes, mappings=None):
         """The same, with the topics given by shape (``rows.topic_shapes``)."""
+        self._restored()
         self.tables.apply_topic_shapes(shapes, mappings)
 
     def check_invariants(self):

@@ -134,7 +134,7 @@ class RouteQueries:
 
     def broker_topic_count(self, broker_name):
         """How many topics have QueueData of ``broker_name`` (the status page shows it per group)."""
-        return len(self.tables.topics_of(broker_name))
+        return self.tables.topic_count_of(broker_name)
 
     def topic_broker_names(self, topic):
         queue_map = self.tables.topic_queue_table.get(topic)

@@ -228,9 +228,7 @@ class BrokerRegistrations:
             tables.remove_broker_name(broker_name)
         elif broker_data.enable_acting_master and min(addrs) > MASTER_ID:
             # The master left a group that allows acting masters: its queues become read-only.
-            for topic in list(tables.topics_of(broker_name)):
-                queue_data = tables.topic_queue_table[topic][broker_name]
-                tables.set_perm(topic, broker_name, queue_data.perm & ~PERM_WRITE)
+            tables.set_perms(broker_name, lambda perm: perm & ~PERM_WRITE)
         return removed
 
     def _remove_registration(self, key, live):

@@ -7,6 +7,10 @@ every value (the file may be corrupt), a replica trusts its own main process.
 """
 
 
+from itertools import compress, repeat
+from operator import eq, is_
+
+
 def queue_data_rows(queue_map):
     """A topic's QueueData: [[brokerName, readQueueNums, writeQueueNums, perm, topicSysFlag], ...]."""
     return [queue_data_row(qd) for qd in queue_map.values()]
@@ -17,11 +21,12 @@ def topic_rows(routes):
     return {topic: queue_data_rows(queue_map) for topic, queue_map in routes.topic_queue_table.items()}
 
 
-def broker_rows(routes):
-    """BrokerData: [[brokerName, cluster, zoneName, enableActingMaster, [[brokerId, addr], ...]], ...]."""
+def broker_rows(routes, broker_datas=None):
+    """BrokerData (``broker_datas``, or every one): [[brokerName, cluster, zoneName, enableActingMaster,
+    [[brokerId, addr], ...]], ...]."""
     return [[bd.broker_name, bd.cluster, bd.zone_name, bd.enable_acting_master,
              [[broker_id, addr] for broker_id, addr in bd.broker_addrs.items()]]
-            for bd in routes.broker_addr_table.values()]
+            for bd in (routes.broker_addr_table.values() if broker_datas is None else broker_datas)]
 
 
 def cluster_rows(routes):
@@ -53,35 +58,59 @@ def queue_data_row(queue_data):
             queue_data.topic_sys_flag]
 
 
-def topic_shapes(routes, topics=None):
+def topic_shapes(routes, topics=None, grouped=False):
     """The QueueData of ``topics`` (None: every topic) by shape, each thing written once:
-    ``{"queueDatas": [queue_data_row, ...], "shapes": [[index into queueDatas, ...], ...],
-    "topics": {topic: index into shapes, or None for a topic that is gone}}``.
+    ``{"queueDatas": [queue_data_row, ...], "shapes": [[index into queueDatas, ...], ...], "topics": {topic:
+    index into shapes, or None for a topic that is gone}}``; ``grouped``: instead of "topics", "groups" (the
+    topics of each shape: [[topic, ...], ...]) and "gone" ([topic, ...]), which a reader applies a shape at a
+    time without looking at each topic.
 
-    A fleet has few distinct QueueData (they are shared, one per broker and settings) and
-    few distinct sets of them (the topics created on the same brokers), so 1,000,000
-    (topic, broker) entries travel as 100,000 small integers and a few thousand rows.
+    A fleet has few distinct QueueData (they are shared, one per broker and settings) and few distinct
+    maps of them (the tables' interned QueueMaps: the topics created on the same brokers), so 1,000,000
+    (topic, broker) entries travel as a thousand shapes and their topics. Built per map, in C.
     """
-    table = routes.topic_queue_table
-    items = table.items() if topics is None else ((topic, table.get(topic)) for topic in topics)
-    row_of, queue_rows = {}, []
-    shape_of, shapes = {}, []
-    by_topic = {}
-    for topic, queue_map in items:
-        if not queue_map:
-            by_topic[topic] = None
-            continue
-        key = tuple(map(id, queue_map.values()))
-        shape = shape_of.get(key)
-        if shape is None:
-            indexes = []
-            for queue_data in queue_map.values():
-                index = row_of.get(id(queue_data))
-                if index is None:
-                    index = row_of[id(queue_data)] = len(queue_rows)
-                    queue_rows.append(queue_data_row(queue_data))
-                indexes.append(index)
-            shape = shape_of[key] = len(shapes)
-            shapes.append(indexes)
-        by_topic[topic] = shape
-    return {"queueDatas": queue_rows, "shapes": shapes, "topics": by_topic}
+    tables = getattr(routes, "tables", routes)
+    if topics is None:
+        qmaps = [qmap for qmap in tables.queue_maps if qmap.topics]
+        if grouped:
+            by_topic = {"groups": [list(qmap.topics) for qmap in qmaps], "gone": []}
+        else:
+            by_topic = {}
+            for index, qmap in enumerate(qmaps):
+                by_topic.update(dict.fromkeys(qmap.topics, index))
+            by_topic = {"topics": by_topic}
+    else:
+        topics = list(topics)
+        found = list(map(tables.topic_queue_table.get, topics))
+        ids = list(map(id, found))
+        qmaps = [qmap for qmap in dict(zip(ids, found)).values() if qmap]
+        if grouped:
+            by_topic = {"groups": [list(compress(topics, map(eq, ids, repeat(id(qmap))))) for qmap in qmaps],
+                        "gone": list(compress(topics, map(is_, found, repeat(None))))}
+        else:
+            index = {id(qmap): i for i, qmap in enumerate(qmaps)}
+            by_topic = {"topics": dict(zip(topics, map(index.get, ids)))}
+    return dict(shape_rows(qmaps), **by_topic)
+
+
+def moved_shapes(moves):
+    """``topic_shapes(..., grouped=True)`` from moves ((topics, their map now, None if gone), each topic once):
+    a group per move, no look at each topic."""
+    gone = [name for names, qmap in moves if qmap is None for name in names]
+    moves = [(names, qmap) for names, qmap in moves if qmap is not None]
+    return dict(shape_rows([qmap for _, qmap in moves]), groups=[names for names, _ in moves], gone=gone)
+
+
+def shape_rows(qmaps):
+    """{"queueDatas": each QueueData of ``qmaps`` once, "shapes": a list of row indexes per map}."""
+    row_of, queue_rows, shapes = {}, [], []
+    for qmap in qmaps:
+        indexes = []
+        for queue_data in qmap.values():
+            row = row_of.get(id(queue_data))
+            if row is None:
+                row = row_of[id(queue_data)] = len(queue_rows)
+                queue_rows.append(queue_data_row(queue_data))
+            indexes.append(row)
+        shapes.append(indexes)
+    return {"queueDatas": queue_rows, "shapes": shapes}

@@ -8,21 +8,25 @@ and checks them, and only then swaps them in: a bad snapshot raises SnapshotErro
 leaves the manager untouched.
 """
 
+import types
+
 import msgpack
 
-from namesrv.routes import bulk, rows
+from namesrv.routes import bulk, rows, slicedsnapshot
 from namesrv.routes.changes import RouteChanges
 from namesrv.routes.invariants import check_invariants
+from namesrv.routes.slicedsnapshot import SnapshotError, SlicedSnapshot, is_sliced
 from namesrv.routes.tables import RouteTables
 
 FORMAT = "rocketmq-namesrv-routes"
-#: 2: topics by shape (rows.topic_shapes); 1 (read still): every topic's QueueData rows
+#: the whole-map encoding (``encode_snapshot``: a takeover's copy to a process that speaks version 2 of the
+#: takeover): 2, topics by shape (rows.topic_shapes); 1 (read still): every topic's QueueData rows. Files
+#: are written in version 3 (slicedsnapshot.py).
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 
-
-class SnapshotError(ValueError):
-    """The snapshot is corrupt, of another format or of an unsupported version."""
+__all__ = ["SnapshotError", "encode_snapshot", "restore_snapshot", "snapshot_owner", "open_sliced",
+           "encode_snapshot_delta", "apply_snapshot_delta"]
 
 
 def encode_snapshot(routes, owner=None):
@@ -46,6 +50,8 @@ def encode_snapshot(routes, owner=None):
 
 def snapshot_owner(data):
     """The ``owner`` map a snapshot was written with (None for none), without decoding the tables."""
+    if is_sliced(data):
+        return open_sliced(data).owner
     try:
         unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, unicode_errors="surrogatepass")
         unpacker.feed(data)
@@ -60,8 +66,32 @@ def snapshot_owner(data):
     return None
 
 
+def open_sliced(data):
+    """A version 3 snapshot's bytes, checked whole before anything is used (slicedsnapshot.SlicedSnapshot)."""
+    return SlicedSnapshot(data, _checked_header)
+
+
+def _checked_header(header):
+    """A version 3 header's rows (``_checked_rows``' shape), every value checked, and the broker-level
+    tables' rules. (A shape may name a broker gone before the file's moment: its topics were all changed
+    meanwhile, and the patch restores them elsewhere; the end of the restore checks that no topic is left
+    with a broker the tables lack.)"""
+    header = dict(header, shapes={"queueDatas": header["queueDatas"], "shapes": header["shapes"], "topics": {}})
+    checked = _checked_rows(header)
+    brokers_only = RouteTables(RouteChanges())   # the broker-level rules, before anything is used
+    brokers_only.replace_from_rows(topics={}, now=0.0, brokers=checked["brokers"], clusters=checked["clusters"],
+                                   filters=checked["filters"], live=checked["live"])
+    try:
+        check_invariants(brokers_only, per_topic=False)
+    except AssertionError as e:
+        raise SnapshotError("corrupt route snapshot: %s" % e)
+    return checked
+
+
 def restore_snapshot(routes, data, emit_events=True):
     """Replace the tables of ``routes`` with the snapshot ``data`` (all or nothing)."""
+    if is_sliced(data):
+        return _restore_sliced(routes, data, emit_events)
     try:
         decoded = msgpack.unpackb(data, raw=False, strict_map_key=False, unicode_errors="surrogatepass")
     except Exception as e:  # msgpack raises several unrelated types on garbage
@@ -79,7 +109,35 @@ def restore_snapshot(routes, data, emit_events=True):
         raise
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, AssertionError) as e:
         raise SnapshotError("corrupt route snapshot: %s" % e)
-    before = {topic: tuple(queue_map) for topic, queue_map in routes.topic_queue_table.items()}
+    _replace(routes, fresh, emit_events)
+
+
+def _restore_sliced(routes, data, emit_events):
+    """A version 3 snapshot, all at once: restored into tables apart, which replace ``routes``' once whole."""
+    snapshot = open_sliced(data)
+    fresh = RouteTables(RouteChanges())
+    try:
+        slicedsnapshot.restore_all(types.SimpleNamespace(tables=fresh, changes=fresh.changes, events=None),
+                                   snapshot, routes.clock.seconds(), emit_events=False)
+    except SnapshotError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+        raise SnapshotError("corrupt route snapshot: %s" % e)
+    _replace(routes, fresh, emit_events)
+
+
+def _replace(routes, fresh, emit_events):
+    emit_events = emit_events and routes.changes.route_events_wanted()
+    if emit_events and not routes.topic_queue_table:   # nothing before (a start, a takeover): an event per map
+        routes.replace_tables(fresh)
+        for qmap in routes.tables.queue_maps:
+            names = sorted(qmap.topics)
+            if len(names) == 1:
+                routes.events.emit("topic_route_changed", topic=names[0], before=[], after=sorted(qmap))
+            elif names:
+                routes.events.emit("topic_route_changed", topics=names, before=[], after=sorted(qmap))
+        return
+    before = {topic: tuple(queue_map) for topic, queue_map in routes.topic_queue_table.items()} if emit_events else {}
     routes.replace_tables(fresh)
     if emit_events:
         table = routes.topic_queue_table
@@ -190,7 +248,8 @@ def encode_snapshot_delta(routes, topics):
 
 
 def apply_snapshot_delta(routes, data):
-    """Bring ``routes`` (restored from the first copy) up to the tables ``data`` describes.
+    """Bring ``routes`` (restored from the first copy) up to the tables ``data`` describes; returns the topics
+    it named (those whose QueueData or mappings changed since the first copy).
 
     The peer is our own old process, but the bytes are checked like a snapshot's all the same;
     a bad delta raises SnapshotError before anything is changed."""
@@ -221,3 +280,4 @@ def apply_snapshot_delta(routes, data):
         check_invariants(routes.tables, per_topic=False)
     except AssertionError as e:
         raise SnapshotError("the route delta does not fit the first copy: %s" % e)
+    return set(topic_rows)

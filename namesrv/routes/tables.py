@@ -6,43 +6,51 @@ into operations (``changes.operation(tables)``). Registration, expiry, admin ope
 and restores are written in terms of the calls below.
 
 Tables (public for reading, never mutate them from outside): ``topic_queue_table`` topic ->
-{brokerName: QueueData}; ``broker_addr_table`` brokerName -> BrokerData;
+QueueMap (a read-only {brokerName: QueueData}, one per distinct set of QueueData, shared by every
+topic that has it: queuemaps.py); ``broker_addr_table`` brokerName -> BrokerData;
 ``cluster_addr_table`` cluster -> set(brokerName); ``broker_live_table`` (cluster,
 brokerAddr) -> BrokerLiveInfo; ``filter_server_table`` (cluster, brokerAddr) -> [addr];
 ``topic_queue_mapping_info_table`` topic -> {brokerName: mapping info dict}. Indexes:
-``broker_topics`` brokerName -> set(topic) having its QueueData; ``by_connection``
-connection -> set((cluster, brokerAddr)) bound to it; ``deadlines`` the live entries by
-deadline (liveness.py).
+``queue_maps`` the interned maps, each with the set of its topics, and brokerName -> the maps holding
+it (``topics_of`` is their union); ``by_connection`` connection -> set((cluster, brokerAddr)) bound to
+it; ``deadlines`` the live entries by deadline (liveness.py).
 
-Memory at a fleet's size: every topic name is stored interned, so the table and all of its
-brokers' sets hold one string per topic, not one per broker that registered it (each
-registration body decodes its own copies); and a broker's set that grew by additions is copied
-to a table half the size (``compacted``). One process holding 1,000 brokers' 2,000,000 entries
-(20 per topic): 348 -> 174 MiB, of which the brokers' sets 125 -> 63 MiB.
+Every change of QueueData is a move of topics from one map to another (``_plan``, ``_apply``): a
+broker's registration of 4,000 topics that 3,000 have already on three other brokers is a handful of
+moves (one per distinct map those topics had), each a set difference and a dict update in C, or none
+when all the topics of a map move to a map nobody has yet (the map itself takes the new QueueData,
+``QueueMaps.become``); a broker leaving moves whole maps' topic sets. Memory at a million topics on four
+brokers each: no dict per topic (176 MiB) and no set per broker (one entry per topic and broker:
+4,000,000) but one entry per topic in its map's set; a topic name is one string, shared by the table and
+its map's set (a name moving between maps keeps the object it was first stored with).
 """
 
+from collections import Counter, deque
 from contextlib import contextmanager
-from itertools import filterfalse
-from sys import getsizeof, intern
+from itertools import compress, repeat
+from operator import is_
+from sys import intern
 
 from namesrv.routes import bulk
 from namesrv.routes.liveness import DeadlineQueue
 from namesrv.routes.model import BrokerData, BrokerLiveInfo, DataVersion, QueueData, shared_queue_data
-from namesrv.routes.queuemaps import QueueMapInterner
+from namesrv.routes.queuemaps import QueueMaps
 
 #: what ``adopt`` takes over: the six tables and the indexes kept beside them
 STATE = ("topic_queue_table", "broker_addr_table", "cluster_addr_table", "broker_live_table",
-         "filter_server_table", "topic_queue_mapping_info_table", "broker_topics", "by_connection", "deadlines")
+         "filter_server_table", "topic_queue_mapping_info_table", "queue_maps", "by_connection", "deadlines")
+#: a part of a map's topics moves as the map's topics minus those that stay (the stored strings, no
+#: new one per name) when it is at least this share of them
+_WHOLE_SHARE = 8
 
 
 class RouteTables:
-    def __init__(self, changes, share_queue_maps=False):
-        """``share_queue_maps``: topics' maps are only ever replaced whole (a read worker's replica),
-        so topics with the same QueueData share one read-only map (queuemaps.py)."""
+    def __init__(self, changes, share_queue_maps=True):
+        """``share_queue_maps``: kept for callers that asked for shared maps; every table shares them now."""
         self.changes = changes
-        self.queue_maps = QueueMapInterner() if share_queue_maps else None
         self.epoch = 0           # renewed by every reset (see registration_token)
         self._mark_counter = 0
+        self._batches = 0        # numbers the batches of moves (changes.moved)
         self.reset()
 
     _waiting_removals = None   # inside ``removals_together``: broker names whose QueueData wait
@@ -50,12 +58,12 @@ class RouteTables:
     def reset(self):
         """Empty tables; the followers hear that everything changed."""
         self.topic_queue_table = {}
+        self.queue_maps = QueueMaps()
         self.broker_addr_table = {}
         self.cluster_addr_table = {}
         self.broker_live_table = {}
         self.filter_server_table = {}
         self.topic_queue_mapping_info_table = {}
-        self.broker_topics = {}
         self.by_connection = {}
         self.deadlines = DeadlineQueue()
         # brokerName -> a number never used before, renewed whenever its BrokerData, cluster
@@ -73,6 +81,12 @@ class RouteTables:
         self.changes.topic_set_changed()
         self.changes.brokers_changed()
 
+    @property
+    def broker_topics(self):
+        """brokerName -> set(topic) having its QueueData: a copy, built from the maps (tests, checks)."""
+        return {name: set().union(*(qmap.topics for qmap in held.values()))
+                for name, held in self.queue_maps.by_broker.items()}
+
     def replace_from_rows(self, topics=None, mappings=None, brokers=None, clusters=None, filters=None, live=None,
                           now=None, shapes=None):
         """Replace the tables given as rows of ``rows.py`` (trusted as to shape: a snapshot checks its
@@ -84,10 +98,10 @@ class RouteTables:
         everything changed. ``shapes`` (``rows.topic_shapes``) replaces the topics as ``topics`` does.
         """
         if topics is not None:
-            self.topic_queue_table, self.broker_topics = {}, {}
+            self.topic_queue_table, self.queue_maps = {}, QueueMaps()
             self.apply_topic_rows(topics, report=False)
         if shapes is not None:
-            self.topic_queue_table, self.broker_topics = _tables_from_shapes(shapes, self.queue_maps)
+            self.topic_queue_table, self.queue_maps = _tables_from_shapes(shapes)
         if mappings is not None:
             self.topic_queue_mapping_info_table = dict(mappings)
         if brokers is not None:
@@ -107,20 +121,26 @@ class RouteTables:
         self.epoch += 1
         self.changes.everything_changed()
 
-    def update_broker_rows(self, brokers, clusters, filters):
+    def update_broker_rows(self, brokers, clusters, filters, gone=None):
         """Bring the broker-level tables to these rows (a replica's publication, after its topics),
         telling the change tracker only what differs: the kept bodies of every topic whose brokers
         did not change stay (``replace_from_rows`` would drop them all, and a read worker would
-        join 100,000 routes again after any change)."""
+        join 100,000 routes again after any change). With ``gone`` (a list, maybe empty), ``brokers``
+        are only the rows of the brokers that changed, ``gone`` the names of those removed; the other
+        BrokerData stay as they are."""
         changes, old_table = self.changes, self.broker_addr_table
-        table, changed = {}, []
+        table, changed = ({}, []) if gone is None else (dict(old_table), list(gone))
         for name, cluster, zone, acting, addrs in brokers:
             broker_data = BrokerData(cluster, name, {broker_id: addr for broker_id, addr in addrs}, zone, bool(acting))
             old = old_table.get(name)
             table[name] = old if old == broker_data else broker_data
             if old != broker_data:
                 changed.append(name)
-        changed.extend(name for name in old_table if name not in table)
+        if gone is None:
+            changed.extend(name for name in old_table if name not in table)
+        else:
+            for name in gone:
+                table.pop(name, None)
         clusters = {cluster: set(names) for cluster, names in clusters.items()}
         members = {(cluster, name) for cluster, names in clusters.items() for name in names}
         members ^= {(cluster, name) for cluster, names in self.cluster_addr_table.items() for name in names}
@@ -137,64 +157,53 @@ class RouteTables:
             self.mark_broker(name)
             changes.brokers_changed(name)
         if touched:
-            changes.routes_of_brokers_changed([self.topics_of(name) for name in touched])
+            changes.routes_of_brokers_changed([topics for name in touched for topics in self.topic_sets_of(name)])
         changes.end()
 
     def apply_topic_rows(self, topics, mappings=None, report=True):
         """Set the QueueData of each topic of ``topics`` ({topic: queue_data_rows, or None: the topic is
         gone}) and, if given, its static-topic mappings ({topic: {brokerName: info}, or None}): a replica's
         part of the changed topics. The reverse index follows; ``report`` tells the change tracker."""
-        maps = {topic: _queue_data_map(queue_datas) for topic, queue_datas in topics.items()}
-        self.apply_topic_maps(maps, mappings, report)
+        maps = self.queue_maps
+        targets = {topic: maps.get(_queue_datas(queue_datas)) for topic, queue_datas in topics.items()}
+        self._set_maps(_by_value(targets), mappings, report)
 
     def apply_topic_shapes(self, shapes, mappings=None, report=True):
-        """``apply_topic_rows`` with the topics as ``rows.topic_shapes`` (one map built per shape)."""
-        templates = _shape_templates(shapes)
-        if self.queue_maps is not None:   # shared below: no copy
-            maps = {topic: {} if shape is None else templates[shape] for topic, shape in shapes["topics"].items()}
+        """``apply_topic_rows`` with the topics as ``rows.topic_shapes`` (one map per shape)."""
+        templates = _shape_maps(shapes, self.queue_maps)
+        if "groups" in shapes:   # a shape at a time: no look at each topic
+            targets = [(templates[shape], names) for shape, names in enumerate(shapes["groups"]) if names]
+            if shapes["gone"]:
+                targets.append((None, shapes["gone"]))
         else:
-            maps = {topic: {} if shape is None else templates[shape].copy() for topic, shape in shapes["topics"].items()}
-        self.apply_topic_maps(maps, mappings, report)
+            by_index = dict(enumerate(templates))
+            by_index[None] = None
+            by_topic = shapes["topics"]
+            targets = _by_value(dict(zip(by_topic, map(by_index.__getitem__, by_topic.values()))))
+        self._set_maps(targets, mappings, report)
 
-    def apply_topic_maps(self, maps, mappings=None, report=True):
-        """Set each topic's map brokerName -> shared QueueData ({topic: map, empty when the topic is gone})."""
-        table, broker_topics = self.topic_queue_table, self.broker_topics
-        share = self.queue_maps.share if self.queue_maps is not None else None
-        moved = set()   # broker names whose set of topics changed
-        for topic, qmap in maps.items():
-            topic = intern(topic)
-            old = table.get(topic) or {}
-            if qmap:
-                table[topic] = share(qmap) if share is not None else qmap
-            else:
-                table.pop(topic, None)
-            for name in old.keys() - qmap.keys():
-                names = broker_topics.get(name)
-                if names is not None:
-                    names.discard(topic)
-                    if not names:
-                        del broker_topics[name]
-                moved.add(name)
-            for name in qmap.keys() - old.keys():
-                broker_topics.setdefault(name, set()).add(topic)
-                moved.add(name)
-        for name in moved:
-            self.mark_broker(name)
-            names = broker_topics.get(name)
-            if names is not None:
-                broker_topics[name] = compacted(names)
+    def _set_maps(self, targets, mappings, report):
+        """Give the topics of each (map, [topic, ...]) of ``targets`` that map (interned; None: they go), then
+        set the static-topic mappings. Moves are planned per target map, in C."""
+        table, moves = self.topic_queue_table, []
+        for target, names in targets:
+            moves.extend(self._plan(names, list(map(table.get, names)), lambda old, target=target: target))
+        self.changes.begin()   # one notification for the part
+        try:
+            self._apply(moves, report)
+            self._set_mappings(targets, mappings, report)
+        finally:
+            self.changes.end()
+
+    def _set_mappings(self, targets, mappings, report):
         mapping_table = self.topic_queue_mapping_info_table
         for topic, by_broker in (mappings or {}).items():
             if by_broker is None:
                 mapping_table.pop(topic, None)
             else:
                 mapping_table[topic] = by_broker
-        if report:   # one notification
-            changes = self.changes
-            changes.begin()
-            changes.topic_set_changed()
-            changes.queue_datas_changed(list(maps) + [t for t in mappings or () if t not in maps])
-            changes.end()
+        if report and mappings:   # those whose QueueData moved are reported already; again is harmless
+            self.changes.queue_datas_changed(list(mappings))
 
     # -- the registration shortcut's token ------------------------------------------------
     def mark_broker(self, broker_name):
@@ -213,8 +222,123 @@ class RouteTables:
         return self.epoch, self._broker_marks.get(broker_name)
 
     def topics_of(self, broker_name):
-        """The topics with QueueData of ``broker_name`` (do not change the set)."""
-        return self.broker_topics.get(broker_name, ())
+        """The topics with QueueData of ``broker_name``: a set (do not change it; it may be a map's own),
+        or () for none."""
+        held = self.queue_maps.by_broker.get(broker_name)
+        if not held:
+            return ()
+        if len(held) == 1:
+            for qmap in held.values():
+                return qmap.topics
+        return set().union(*(qmap.topics for qmap in held.values()))
+
+    def topic_sets_of(self, broker_name):
+        """The topic sets of the maps holding ``broker_name``: its topics without a union of them (a thousand
+        brokers leaving at once would build a million-name set each)."""
+        return [qmap.topics for qmap in self.queue_maps.by_broker.get(broker_name, {}).values()]
+
+    def topic_count_of(self, broker_name):
+        """How many topics have QueueData of ``broker_name`` (no set is built)."""
+        return sum(len(qmap.topics) for qmap in self.queue_maps.by_broker.get(broker_name, {}).values())
+
+    # -- moves: every change of QueueData ---------------------------------------------------
+    def _plan(self, names, olds, target):
+        """The moves that give each topic of ``names`` (distinct; their maps are ``olds``, None where there is
+        none) the map ``target(old)`` (None: the topic goes; ``old``: it stays), as [(topics, old, new)].
+
+        One step per distinct current map, in C: the topics that have ``old`` are all of its topics (its
+        own set moves), or its topics minus those that stay (the stored strings), or, for a few of many,
+        the names given."""
+        moves = []
+        counts = Counter(map(id, olds))
+        by_id = dict(zip(map(id, olds), olds))
+        wanted = None
+        for key, count in counts.items():
+            old = by_id[key]
+            new = target(old)
+            if new is old:
+                continue
+            if old is None:
+                topics = list(compress(names, map(is_, olds, repeat(None))))
+            else:
+                if wanted is None and count != len(old.topics):
+                    wanted = set(names)
+                topics = _moving(old.topics, count, wanted)
+            moves.append((topics, old, new))
+        return moves
+
+    def _apply(self, moves, report=True):
+        """Carry out ``_plan``'s moves: every topic leaves its map first, then joins its new one (a map may
+        be one move's new and another's old), then maps left without topics go. Reported as one batch
+        (``changes.moved``); the brokers whose set of topics changed get a new registration token."""
+        if not moves:
+            return
+        table, maps, changes = self.topic_queue_table, self.queue_maps, self.changes
+        changes.begin()   # one notification for the batch
+        try:
+            self._apply_moves(moves, report)
+        finally:
+            changes.end()
+
+    def _apply_moves(self, moves, report):
+        table, maps, changes = self.topic_queue_table, self.queue_maps, self.changes
+        self._batches += 1
+        batch = self._batches
+        appeared = gone = False
+        marked = set()
+        detached = []
+        targets = Counter(id(new) for _, _, new in moves)
+        for topics, old, new in moves:
+            if report:
+                changes.moved(topics, old, new, batch)
+            if old is None:
+                appeared = True
+                olds_names = ()
+            else:
+                olds_names = old.keys()
+                if topics is old.topics and new is not None and not new.topics and targets[id(new)] == 1 \
+                        and id(old) not in targets:
+                    # every topic of ``old`` goes to a map no topic has yet (and none comes to ``old``): ``old``
+                    # becomes that map, its topics keep their entry (a registration's topics already on its
+                    # neighbours: no dict update per topic)
+                    marked.update(olds_names ^ new.keys())
+                    maps.become(old, new)
+                    continue
+                if topics is old.topics:
+                    old.topics = set()
+                else:
+                    old.topics.difference_update(topics)
+            if new is None:
+                gone = True
+                marked.update(olds_names)
+            else:
+                marked.update(olds_names ^ new.keys())
+            detached.append((topics, old, new))
+        for topics, old, new in detached:
+            if new is None:
+                deque(map(table.__delitem__, topics), 0)
+                continue
+            table.update(dict.fromkeys(topics, new))
+            if not new.topics and type(topics) is set:
+                new.topics = topics
+            else:
+                new.topics.update(topics)
+        for topics, old, new in detached:
+            if old is not None and not old.topics:
+                maps.release(old)
+        for name in marked:
+            self.mark_broker(name)
+        if report:
+            if appeared or gone:
+                changes.topic_set_changed()
+            for topics, _, _ in moves:
+                changes.queue_datas_changed(topics)
+
+    def _move_topic(self, topic, new):
+        """One topic to ``new`` (its map now; None: the topic goes)."""
+        old = self.topic_queue_table.get(topic)
+        if new is not old:
+            self._apply([([topic], old, new)])
 
     # -- brokers and clusters ---------------------------------------------------------------
     def add_to_cluster(self, cluster, broker_name):
@@ -230,21 +354,21 @@ class RouteTables:
         broker_data = self.broker_addr_table[broker_name] = BrokerData(cluster, broker_name, {})
         self.mark_broker(broker_name)
         self.changes.brokers_changed(broker_name)
-        topics = self.topics_of(broker_name)
-        if topics:   # QueueData that waited for their BrokerData: those routes show it now
-            self.changes.broker_routes_changed(topics)
+        topic_sets = self.topic_sets_of(broker_name)
+        if topic_sets:   # QueueData that waited for their BrokerData: those routes show it now
+            self.changes.broker_topic_sets_changed(topic_sets)
         return broker_data
 
     def broker_data_changed(self, broker_name):
         """The BrokerData of ``broker_name`` was changed in place."""
         self.mark_broker(broker_name)
         self.changes.brokers_changed(broker_name)
-        self.changes.broker_routes_changed(self.topics_of(broker_name))
+        self.changes.broker_topic_sets_changed(self.topic_sets_of(broker_name))
 
     def remove_broker_name(self, broker_name):
         """Remove a broker name's BrokerData, its cluster memberships and its QueueData."""
         self._broker_marks.pop(broker_name, None)
-        self.changes.broker_routes_changed(self.topics_of(broker_name))
+        self.changes.broker_topic_sets_changed(self.topic_sets_of(broker_name))
         del self.broker_addr_table[broker_name]
         for cluster in [c for c, names in self.cluster_addr_table.items() if broker_name in names]:
             names = self.cluster_addr_table[cluster]
@@ -256,10 +380,9 @@ class RouteTables:
 
     @contextmanager
     def removals_together(self):
-        """Inside (an operation): each broker name's QueueData removal waits, its topics touched at once
-        (events name what they were before), then all go in one pass over the union of their topics. A
-        switch dropping a thousand brokers' connections visits each of 100,000 topics once, not each of
-        1,000,000 entries (memory-bound: 0.67 s, now a third of it)."""
+        """Inside (an operation): each broker name's QueueData removal waits, then all go in one batch of
+        moves, one per map holding any of them: a switch dropping a thousand brokers' connections moves
+        each map's topics once (a dict update in C per map), not each of 4,000,000 entries."""
         if self._waiting_removals is not None:
             yield
             return
@@ -272,187 +395,89 @@ class RouteTables:
                 self._remove_queue_datas_of(names)
 
     def _remove_queue_datas_of(self, names):
-        table, gone = self.topic_queue_table, set(names)
-        topics = set()
-        for name in names:
-            topics.update(self.broker_topics.pop(name, ()))
-        emptied = False
-        for topic in topics:
-            qmap = table.get(topic)
-            if qmap is None:
-                continue
-            if gone.issuperset(qmap):
-                del table[topic]
-                emptied = True
-            else:
-                for name in gone.intersection(qmap):
-                    del qmap[name]
+        maps, gone = self.queue_maps, set(names)
+        affected = {}
+        for name in gone:
+            affected.update(maps.by_broker.get(name, {}))
+        self._apply([(qmap.topics, qmap, maps.without(qmap, gone)) for qmap in affected.values()])
         for name in names:
             self.mark_broker(name)
-        if emptied:
-            self.changes.topic_set_changed()
-        self.changes.queue_datas_changed(topics)
 
     def remove_broker_queue_datas(self, broker_name):
-        """Remove every QueueData of ``broker_name`` in one pass (a broker leaving takes thousands of
-        topics with it: one notification for all, not one per topic). Inside an operation."""
-        table, changes = self.topic_queue_table, self.changes
+        """Remove every QueueData of ``broker_name`` in one batch (a broker leaving takes thousands of
+        topics with it: a move per map holding it). Inside an operation."""
         if self._waiting_removals is not None:
-            topics = self.broker_topics.get(broker_name)
-            if topics:
-                changes.touch_many(topics, table)
+            if broker_name in self.queue_maps.by_broker:
                 self._waiting_removals.append(broker_name)
             return
-        topics = self.broker_topics.pop(broker_name, None)
-        if not topics:
-            return
-        changes.touch_many(topics, table)
-        emptied = False
-        for topic in topics:
-            qmap = table.get(topic)
-            if qmap is not None and qmap.pop(broker_name, None) is not None and not qmap:
-                del table[topic]
-                emptied = True
-        self.mark_broker(broker_name)
-        if emptied:
-            changes.topic_set_changed()
-        changes.queue_datas_changed(topics)
+        self._remove_queue_datas_of([broker_name])
 
     # -- QueueData ----------------------------------------------------------------------------
     def put_queue_data(self, topic, queue_data):
-        topic = intern(topic)
-        queue_data = shared_queue_data(queue_data)
-        qmap = self.topic_queue_table.get(topic)
-        name = queue_data.broker_name
-        if qmap is None:
-            self.changes.touch(topic, None)
-            qmap = self.topic_queue_table[topic] = {}
-            self.changes.topic_set_changed()
-        old = qmap.get(name)
-        if old is None:
-            self.changes.touch(topic, qmap)
-            qmap[name] = queue_data
-            self.broker_topics.setdefault(name, set()).add(topic)
-            self.mark_broker(name)
-        elif old != queue_data:
-            qmap[name] = queue_data
-        else:
-            return
-        self.changes.queue_datas_changed((topic,))
+        old = self.topic_queue_table.get(topic)
+        self._move_topic(topic, self.queue_maps.with_queue_data(old, shared_queue_data(queue_data)))
 
     def put_broker_topics(self, broker_name, topic_configs, perm_mask=-1, only_missing=False):
         """``put_queue_data`` for many topics of one broker: {topic: TopicConfig}, perm & ``perm_mask``;
         with ``only_missing``, only topics the broker has no QueueData in yet.
 
-        The same bookkeeping (route cache, trackers, reverse index, touched topics, one change
-        notification), done once per call where it can be: a first registration of 10,000
-        topics spends its time here.
+        A first registration of 4,000 topics is a move per distinct (map, QueueData) its topics had
+        (``_plan``): a few, whatever the number of topics; a re-registration with the same queues moves
+        nothing. The only per-topic Python code is the grouping of topics by QueueData when a broker's
+        topics have different queue settings.
         """
         if not topic_configs:
             return
         changes = self.changes
-        if changes.touched is None:
+        if not changes.in_operation:
             with changes.operation(self):
                 return self.put_broker_topics(broker_name, topic_configs, perm_mask, only_missing)
-        table = self.topic_queue_table
-        touched = changes.touched
         broker_name = intern(broker_name)
-        mine = self.broker_topics.get(broker_name)
-        if mine is None:
-            mine = self.broker_topics[broker_name] = set()
-        topics = list(map(intern, topic_configs))
-        queue_datas = bulk.queue_datas(broker_name, topic_configs.values(), perm_mask)
-        if bulk.none_known(table, topics):
-            # Topics nobody has yet (a broker's first registration): the same bookkeeping as the
-            # loop below, in bulk, in the same order.
-            created = [{broker_name: queue_data} for queue_data in queue_datas]
-            if touched:
-                touched.update(dict.fromkeys(filterfalse(touched.__contains__, topics), ()))
-            else:   # the operation's first change: its end can name the change without a scan
-                changes.created_alone(broker_name, topics, created)
-            table.update(zip(topics, created))
-            mine.update(topics)
-            self.broker_topics[broker_name] = compacted(mine)
-            self.mark_broker(broker_name)
-            changes.topic_set_changed()
-            changes.queue_datas_changed(topics)
-            return
-        queue_datas = list(queue_datas)
-        if bulk.nothing_to_put(table, topics, broker_name, queue_datas, only_missing):
-            return   # a re-registration of the same topics (new DataVersion, same queues)
-        changed = []
-        added = new_topic = False
-        for topic, queue_data in zip(topics, queue_datas):
-            qmap = table.get(topic)
-            if only_missing and qmap is not None and broker_name in qmap:
-                continue
-            if qmap is None:
-                if topic not in touched:
-                    touched[topic] = ()
-                table[topic] = {broker_name: queue_data}
-                new_topic = True
+        names = list(topic_configs)
+        queue_datas = list(bulk.queue_datas(broker_name, topic_configs.values(), perm_mask))
+        olds = list(map(self.topic_queue_table.get, names))
+        with_queue_data = self.queue_maps.with_queue_data
+        moves = []
+        for queue_data, group_names, group_olds in bulk.by_queue_data(queue_datas, names, olds):
+            if only_missing:
+                def target(old, queue_data=queue_data):
+                    return old if old is not None and broker_name in old else with_queue_data(old, queue_data)
             else:
-                old = qmap.get(broker_name)
-                if old is None:
-                    if topic not in touched:
-                        touched[topic] = tuple(qmap)
-                    qmap[broker_name] = queue_data
-                elif old is queue_data or old == queue_data:
-                    continue
-                else:
-                    qmap[broker_name] = queue_data
-                    changed.append(topic)
-                    continue
-            mine.add(topic)
-            added = True
-            changed.append(topic)
-        if not changed:
-            return
-        if added:
-            self.broker_topics[broker_name] = compacted(mine)
-            self.mark_broker(broker_name)
-        if new_topic:
-            changes.topic_set_changed()
-        changes.queue_datas_changed(changed)
+                def target(old, queue_data=queue_data):
+                    return with_queue_data(old, queue_data)
+            moves.extend(self._plan(group_names, group_olds, target))
+        self._apply(moves)
 
     def remove_queue_data(self, topic, broker_name):
         qmap = self.topic_queue_table.get(topic)
         if not qmap or broker_name not in qmap:
             return
-        self.changes.touch(topic, qmap)
-        del qmap[broker_name]
-        self._forget_topic_of(broker_name, topic)
-        if not qmap:
-            del self.topic_queue_table[topic]
-            self.changes.topic_set_changed()
-        self.changes.queue_datas_changed((topic,))
+        self._move_topic(topic, self.queue_maps.without(qmap, {broker_name}))
 
     def remove_topic(self, topic):
-        qmap = self.topic_queue_table.get(topic)
-        if qmap is None:
-            return
-        self.changes.touch(topic, qmap)
-        for name in qmap:
-            self._forget_topic_of(name, topic)
-        del self.topic_queue_table[topic]
-        self.changes.topic_set_changed()
-        self.changes.queue_datas_changed((topic,))
-
-    def _forget_topic_of(self, broker_name, topic):
-        self.mark_broker(broker_name)
-        topics = self.broker_topics.get(broker_name)
-        if topics is not None:
-            topics.discard(topic)
-            if not topics:
-                del self.broker_topics[broker_name]
+        if topic in self.topic_queue_table:
+            self._move_topic(topic, None)
 
     def set_perm(self, topic, broker_name, perm):
         qmap = self.topic_queue_table[topic]
         old = qmap[broker_name]
         if old.perm != perm:   # stored QueueData are shared: replaced, never changed in place
-            qmap[broker_name] = shared_queue_data(QueueData(old.broker_name, old.read_queue_nums,
-                                                            old.write_queue_nums, perm, old.topic_sys_flag))
-            self.changes.queue_datas_changed((topic,))
+            self._move_topic(topic, self.queue_maps.with_queue_data(qmap, _with_perm(old, perm)))
+
+    def set_perms(self, broker_name, new_perm):
+        """Set the perm of every QueueData of ``broker_name`` to ``new_perm(perm)``: a move per map holding
+        it. Returns how many topics it has."""
+        maps = self.queue_maps
+        held = list(maps.by_broker.get(broker_name, {}).values())
+        moves = []
+        for qmap in held:
+            old = qmap[broker_name]
+            perm = new_perm(old.perm)
+            if perm != old.perm:
+                moves.append((qmap.topics, qmap, maps.with_queue_data(qmap, _with_perm(old, perm))))
+        count = sum(len(qmap.topics) for qmap in held)
+        self._apply(moves)
+        return count
 
     def put_mappings(self, mappings):
         """Store static-topic mapping infos ({topic: info}), each under its ``bname``."""
@@ -504,60 +529,70 @@ class RouteTables:
         cluster, addr = key
         for broker_data in self.broker_addr_table.values():
             if broker_data.cluster == cluster and addr in broker_data.broker_addrs.values():
-                self.changes.broker_routes_changed(self.topics_of(broker_data.broker_name))
+                self.changes.broker_topic_sets_changed(self.topic_sets_of(broker_data.broker_name))
 
 
-def _shape_templates(shapes):
-    """One map brokerName -> shared QueueData per shape of ``rows.topic_shapes`` (trusted as to shape)."""
+def _moving(topics, count, wanted):
+    """Which of a map's ``topics`` move, ``count`` of them being among ``wanted`` (the names given): all of
+    them (the set itself moves), or the set minus those that stay (the stored strings, no new ones), or for
+    a few of many, those of ``wanted`` (a pass over the smaller set)."""
+    if count == len(topics):
+        return topics
+    if len(topics) <= _WHOLE_SHARE * count:
+        return topics - (topics - wanted)
+    return topics & wanted
+
+
+def _with_perm(queue_data, perm):
+    return shared_queue_data(QueueData(queue_data.broker_name, queue_data.read_queue_nums,
+                                       queue_data.write_queue_nums, perm, queue_data.topic_sys_flag))
+
+
+def _queue_datas(rows):
+    """The shared QueueData of rows (a decoded row's name is a string of its own, which the shared
+    QueueData replaces with the one already stored)."""
+    return [shared_queue_data(QueueData(*row)) for row in rows or ()]
+
+
+def _shape_maps(shapes, maps):
+    """The interned map of each shape of ``rows.topic_shapes`` (trusted as to shape), in ``maps``."""
     queue_datas = [shared_queue_data(QueueData(*row)) for row in shapes["queueDatas"]]
-    return [{queue_datas[i].broker_name: queue_datas[i] for i in indexes} for indexes in shapes["shapes"]]
+    return [maps.get([queue_datas[i] for i in indexes]) for indexes in shapes["shapes"]]
 
 
-def _tables_from_shapes(shapes, queue_maps=None):
-    """(topic_queue_table, broker_topics) from ``rows.topic_shapes``: each topic gets a copy of its shape's
-    map (the shared one, given ``queue_maps``), and each broker name's topic set is filled per shape."""
-    templates = _shape_templates(shapes)
-    if queue_maps is not None:
-        templates = [queue_maps.share(template) for template in templates]
-    table, by_shape = {}, {}
-    for topic, shape in shapes["topics"].items():
+def _by_value(targets):
+    """[(value, [keys with it]), ...] of a dict whose values are few distinct objects (or None)."""
+    groups = {}
+    for key, value in targets.items():
+        group = groups.get(id(value))
+        if group is None:
+            groups[id(value)] = (value, [key])
+        else:
+            group[1].append(key)
+    return list(groups.values())
+
+
+def _tables_from_shapes(shapes):
+    """(topic_queue_table, QueueMaps) from ``rows.topic_shapes``: each shape's map interned once, its topics
+    set in C."""
+    maps = QueueMaps()
+    templates = _shape_maps(shapes, maps)
+    by_shape = {}
+    for topic, shape in shapes.get("topics", {}).items():
         if shape is not None:
-            topic = intern(topic)
-            table[topic] = templates[shape] if queue_maps is not None else templates[shape].copy()
-            by_shape.setdefault(shape, []).append(topic)
-    broker_topics = {}
-    for shape, topics in by_shape.items():
-        for broker_name in templates[shape]:
-            names = broker_topics.get(broker_name)
+            names = by_shape.get(shape)
             if names is None:
-                broker_topics[broker_name] = set(topics)
+                by_shape[shape] = [topic]
             else:
-                names.update(topics)
-    return table, {name: compacted(names) for name, names in broker_topics.items()}
-
-
-def _queue_data_map(rows):
-    """brokerName -> shared QueueData, keyed by the shared object's own name: a decoded row's name is a
-    string of its own, which every topic's map would otherwise keep."""
-    shared = [shared_queue_data(QueueData(*row)) for row in rows or ()]
-    return {queue_data.broker_name: queue_data for queue_data in shared}
-
-
-_EMPTY_SET_BYTES = getsizeof(set())
-#: bytes per slot of a set's table (hash and pointer)
-_SET_SLOT_BYTES = 16
-
-
-def compacted(names):
-    """``names``, or a copy of it if the copy's table is smaller.
-
-    A set that grows by additions quadruples its table each time it fills (below 50,000 members), so
-    a broker's 2,000 topics added from a list sit in 8,192 slots; a copy is sized for its members at
-    once (the next power of two above twice their number: 4,096).
-    """
-    slots = 8
-    while slots <= 2 * len(names):
-        slots <<= 1
-    if getsizeof(names) > _EMPTY_SET_BYTES + _SET_SLOT_BYTES * slots:
-        return set(names)
-    return names
+                names.append(topic)
+    if "groups" in shapes:
+        by_shape = dict(enumerate(shapes["groups"]))
+    table = {}
+    for shape, names in by_shape.items():
+        qmap = templates[shape]
+        table.update(dict.fromkeys(names, qmap))
+        qmap.topics.update(names)
+    for qmap in list(maps):
+        if not qmap.topics:
+            maps.release(qmap)
+    return table, maps

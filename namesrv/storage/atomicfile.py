@@ -10,13 +10,17 @@ import tempfile
 
 
 def write_atomic(path, data, keep_backup=False):
-    """Replace ``path`` with ``data`` (bytes); with ``keep_backup`` keep the previous version as ``path.bak``."""
+    """Replace ``path`` with ``data`` (bytes, or a list of bytes written one after the other); with
+    ``keep_backup`` keep the previous version as ``path.bak``."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            if isinstance(data, (list, tuple)):
+                f.writelines(data)
+            else:
+                f.write(data)
             f.flush()
             os.fsync(f.fileno())
         if keep_backup and os.path.exists(path):

@@ -117,7 +117,7 @@ def test_no_common_version_is_refused_naming_ours():
     proto, transport, server, clock = session()
     proto.dataReceived(hello(versions=(7, 8)))
     (refusal,) = sent(transport)
-    assert "no common takeover version" in refusal["reason"] and "[1, 2]" in refusal["reason"]
+    assert "no common takeover version" in refusal["reason"] and "[1, 2, 3]" in refusal["reason"]
 
 
 def test_a_second_takeover_while_one_runs_is_refused():
@@ -281,3 +281,62 @@ def test_clients_are_on_their_way_before_the_brokers_are_detached():
         os.close(fd)
     for s in [ours, theirs] + [s for pair in spares for s in pair]:
         s.close()
+
+
+def test_version_3_writes_the_first_copy_to_a_file_while_serving_and_passes_it_open():
+    import os
+    from twisted.internet import defer
+    server = FakeServer()
+    writing = defer.Deferred()
+    server.precopy_file = lambda: (server.calls.append("precopy_file"), writing)[1]
+    proto, transport, server, clock = session(server)
+    proto.dataReceived(hello(versions=(1, 2, 3)))
+    assert server.calls == ["precopy_file"] and proto.state == "precopy" and transport.value() == b""
+    read_end, write_end = os.pipe()
+    writing.callback(read_end)                            # written (a chunk per reactor turn, elsewhere)
+    (first,) = sent(transport)
+    assert first == {"kind": "precopy", "version": 3, "snapshot": True}
+    assert transport.descriptors == [(0, read_end)]      # the file's descriptor, with the message's first byte
+    transport.clear()
+    proto.dataReceived(encode(messages.PRECOPIED))
+    server.is_settled = True
+    clock.advance(handing.SWEEP)
+    (state,) = sent(transport)
+    assert state["kind"] == "state" and state["version"] == 3 and state["delta"] == b"DELTA"
+    proto.connectionLost(None)
+    assert ("release", [read_end]) in server.calls       # the file's descriptor goes with the conversation
+    os.close(read_end)
+    os.close(write_end)
+
+
+def test_version_3_a_new_process_gone_while_the_file_is_written_gets_nothing_and_the_descriptor_closes():
+    import os
+    from twisted.internet import defer
+    server = FakeServer()
+    writing = defer.Deferred()
+    server.precopy_file = lambda: writing
+    proto, transport, server, clock = session(server)
+    proto.dataReceived(hello(versions=(3,)))
+    proto.connectionLost(None)
+    assert "abandon" in server.calls
+    read_end, write_end = os.pipe()
+    transport.connected = False
+    writing.callback(read_end)
+    assert transport.descriptors == []
+    try:
+        os.fstat(read_end)
+        raise AssertionError("the file's descriptor stayed open")
+    except OSError:
+        pass
+    os.close(write_end)
+
+
+def test_version_3_a_first_copy_that_cannot_be_written_refuses_and_stops_nothing():
+    from twisted.internet import defer
+    server = FakeServer()
+    server.precopy_file = lambda: defer.fail(OSError("disk full"))
+    proto, transport, server, clock = session(server)
+    proto.dataReceived(hello(versions=(3,)))
+    (refusal,) = sent(transport)
+    assert refusal["kind"] == "refuse" and "disk full" in refusal["reason"] and transport.disconnecting
+    assert server.calls == ["abandon"] and "begin" not in server.calls

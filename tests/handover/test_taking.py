@@ -137,3 +137,28 @@ def test_a_first_copy_that_cannot_be_restored_fails_the_takeover():
     proto.dataReceived(encode(messages.PRECOPY, version=2, routes=b"FIRST"))
     (failure,) = state
     assert failure.check(TakeoverRefused) and "corrupt" in str(failure.value) and transport.disconnecting
+
+
+def test_version_3_restores_the_first_copy_from_the_file_it_is_given():
+    restored = []
+    proto = TakeoverClient(InstanceIdentity("id-1", "127.0.0.1:9876"), lambda *a: None, None, restored.append)
+    transport = DescriptorTransport()
+    proto.makeConnection(transport)
+    state = results(proto.state)
+    read_end, write_end = os.pipe()
+    proto.fileDescriptorReceived(read_end)
+    proto.dataReceived(encode(messages.PRECOPY, version=3, snapshot=True))
+    assert restored == [read_end] and state == []
+    assert MessageReader().feed(transport.value())[-1]["kind"] == "precopied"
+    os.close(read_end)
+    os.close(write_end)
+
+
+def test_version_3_a_first_copy_without_its_file_fails_the_takeover():
+    proto = TakeoverClient(InstanceIdentity("id-1", "127.0.0.1:9876"), lambda *a: None, None, lambda fd: None)
+    transport = DescriptorTransport()
+    proto.makeConnection(transport)
+    state = results(proto.state)
+    proto.dataReceived(encode(messages.PRECOPY, version=3, snapshot=True))
+    (failure,) = state
+    assert failure.check(TakeoverRefused) and "without its file" in str(failure.value)

@@ -146,3 +146,35 @@ def test_a_killed_worker_is_replaced_and_catches_up(make_namesrv):
                 assert producer.call(route_request(topic)).code == ResponseCode.SUCCESS
     finally:
         broker.close()
+
+
+def test_a_restarted_server_serves_its_snapshot_at_once_and_its_worker_restores_the_file_itself(make_namesrv):
+    properties = dict(WORKERS, routeSnapshotEnable="true", routeSnapshotPath="routes.snapshot")
+    first = make_namesrv(properties).start()
+    wait_for_log(first, "read worker 0 listening")
+    broker = first.client()
+    try:
+        topics = ["Kept%04d" % i for i in range(3000)]
+        assert broker.call(register_request("DefaultCluster", "broker-a", "127.0.0.1:10911", topics=topics)).code == 0
+        first.stop(signal.SIGTERM)   # the broker still connected: the snapshot holds it
+    finally:
+        broker.close()
+    again = make_namesrv(properties, workdir=first.workdir, port=first.port).start()
+    try:
+        # the main process accepts at once (its worker restores the file meanwhile): never a TOPIC_NOT_EXIST
+        # for a topic the snapshot holds, whichever answers
+        with again.client() as reader:
+            for topic in ("Kept0000", "Kept2999"):
+                route = reader.call(route_request(topic))
+                assert route.code == ResponseCode.SUCCESS, route.remark
+            assert reader.call(route_request("NeverRegistered")).code == ResponseCode.TOPIC_NOT_EXIST
+        wait_for_log(again, "3000 topics restored from the route snapshot")
+        wait_for_log(again, "read worker 0 listening")
+        log = again.log()
+        assert "routes restored from routes.snapshot: 3000 topics" in log
+        with again.client() as reader:
+            for _ in range(20):
+                assert reader.call(route_request("Kept1234")).code == ResponseCode.SUCCESS
+    finally:
+        again.stop()
+    assert "full copy" not in again.log()

@@ -48,16 +48,25 @@ class Harness:
         self.service.config.add_listener(self.changed)
         self.replica = Replica(SharedGeneration(str(tmp_path / "generation")), Reactor())
         self.sizes = []
+        self.by_moves = 0   # publications built from the tracker's moves
         self.publish()
+        self.by_moves = 0
 
     def changed(self, *ignored):
         self.shared.bump()
 
-    def publish(self, part_topics=2):
+    def publish(self, part_topics=2, incremental=False):
+        """A publication of what changed; ``incremental``: as the Publisher sends it, with only the broker rows
+        that changed and the tracker's moves (no look at each topic) when they name each topic once."""
         full, topics = self.tracker.take()
+        moves = self.tracker.take_moves(topics) if incremental else None
+        brokers = self.tracker.take_brokers() if incremental else None
+        self.by_moves = getattr(self, "by_moves", 0) + (moves is not None and not full)
         started = self.service.context.started
         data = b"".join(publication(self.shared.value, self.service.routes, self.service.kv, self.service.config,
-                                    started, RouteProcessor.replicable_codes, None if full else topics, part_topics=part_topics))
+                                    started, RouteProcessor.replicable_codes, None if full else topics,
+                                    part_topics=part_topics, brokers=None if full else brokers,
+                                    moves=None if full else moves))
         self.sizes.append((full, len(topics)))
         reader = down_reader()
         messages = reader.feed(data[:7]) + reader.feed(data[7:])   # any cut of the stream

@@ -2,6 +2,8 @@
 
 from twisted.internet import task
 
+from namesrv.dispatch.scheduler import NEXT_TURN
+from namesrv.readworkers.channel.delta import ONE_MESSAGE_TOPICS, PART_TOPICS
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.service import make_service
 from tests.brokers import register_request, route_request
@@ -119,8 +121,8 @@ def test_changes_nobody_was_told_of_go_out_quietly_and_an_answer_meanwhile_settl
     publisher = pool.publisher
     clock = service.reactor   # the publisher's and its scheduler's
     connection = FakeConnection("127.0.0.1:40002")
-    service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=["T%d" % i for i in range(1200)]),
-                              connection)
+    topics = ["T%d" % i for i in range(max(2 * PART_TOPICS, ONE_MESSAGE_TOPICS) + 200)]   # several parts
+    service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=topics), connection)
     worker = pool.workers[0] = RecordingWorker(applied=publisher.generation.value)
     publisher.tracker.take()
     before = publisher.generation.read()
@@ -149,3 +151,82 @@ def test_a_full_copy_is_never_quiet(tmp_path):
     clock.advance(1)
     assert publisher.generation.read() == before + 1
     assert worker.messages[0]["reset"] and not worker.messages[0]["quiet"]
+
+
+def test_a_small_publication_is_one_message_sent_with_the_answer_that_settles_it(tmp_path):
+    service, pool = wired_pool(tmp_path)
+    publisher = pool.publisher
+    publisher.reactor = task.Clock()
+    worker = pool.workers[0] = RecordingWorker(applied=publisher.generation.value)
+    publisher.tracker.take()
+    publisher.tracker.take_brokers()
+    before = publisher.generation.read()
+    service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=["T1", "T2"]),
+                              FakeConnection("127.0.0.1:40002"))
+    # no reactor turn yet: the workers have the change as soon as it is acknowledged, before anything else runs
+    assert publisher.generation.read() == before + 1
+    assert [m["kind"] for m in worker.messages] == ["replica"]
+    message = worker.messages[0]
+    assert message["generation"] == before + 1
+    assert sorted(t for group in message["topics"]["shapes"]["groups"] for t in group) == ["T1", "T2"]
+    assert [row[0] for row in message["brokers"]] == ["b"] and message["goneBrokers"] == []   # only what changed
+
+
+def test_a_publication_of_several_parts_keeps_its_pace(tmp_path):
+    service, pool = wired_pool(tmp_path)
+    publisher = pool.publisher
+    clock = service.reactor   # the publisher's and its scheduler's
+    worker = pool.workers[0] = RecordingWorker(applied=publisher.generation.value)
+    publisher.tracker.take()
+    service.registry.dispatch(big_registration(ONE_MESSAGE_TOPICS + 10), FakeConnection("127.0.0.1:40002"))
+    assert worker.messages == []          # paced as before: from a reactor turn later, a part per turn
+    clock.advance(1)
+    assert [m["kind"] for m in worker.messages] == ["topics"]
+    for _ in range(100):
+        clock.advance(NEXT_TURN)
+    kinds = [m["kind"] for m in worker.messages]
+    assert kinds == ["topics"] * (-(-(ONE_MESSAGE_TOPICS + 10) // PART_TOPICS)) + ["replica"]
+
+
+def test_workers_restoring_the_snapshot_file_get_only_what_changed_since_with_every_broker_row(tmp_path):
+    from namesrv.readworkers.main.processes import WorkerProcess
+    service, pool = (lambda s: (s, pool_for(s)))(
+        make_service(make_config(tmp_path), clock=task.Clock(), reactor=Reactor()))
+    connection = FakeConnection("127.0.0.1:40002")
+    service.registry.dispatch(register_request("C", "b", "127.0.0.1:10911", topics=["A", "B", "C"]), connection)
+    pool.running = True
+    from namesrv.handover.coordinator import ChangedTopics
+    since = service.routes.track_topic_changes(ChangedTopics(["B"]))   # followed until the workers start
+    service.routes.delete_topic("C")
+    pool.publisher.start(SharedGeneration(str(tmp_path / "generation"), writable=True), since_baseline=since)
+    assert all(tracker is not since for tracker in service.routes.changes.trackers)
+    pool.publisher.reactor = clock = task.Clock()
+    worker = RecordingWorker(applied=None)
+    pool.workers[0] = worker
+    restoring = WorkerProcess(pool, 0)
+    restoring.from_snapshot = True
+    restoring.transport = None
+    restoring.connectionMade()
+    assert not restoring.needs_full                      # it restores the file: no full copy down the pipe
+    clock.advance(1)
+    (message,) = worker.messages
+    assert message["kind"] == "replica" and not message["full"]
+    part = message["topics"]["shapes"]
+    assert sorted(t for g in part["groups"] for t in g) == ["B"] and part["gone"] == ["C"]
+    assert "goneBrokers" not in message and [row[0] for row in message["brokers"]] == ["b"]   # every row
+
+
+def test_the_trackers_moves_are_used_only_when_they_name_each_changed_topic_once():
+    from namesrv.readworkers.main.publisher import TopicTracker
+    tracker = TopicTracker()
+    tracker.take()
+    tracker.moved({"A", "B"}, "map1")
+    tracker.update({"A", "B"})
+    _, topics = tracker.take()
+    moves = tracker.take_moves(topics)
+    assert [(sorted(names), qmap) for names, qmap in moves] == [(["A", "B"], "map1")]
+    tracker.moved({"A"}, "map1")
+    tracker.moved({"A"}, "map2")     # A moved twice, and B changed without a move (a mapping)
+    tracker.update({"A", "B"})
+    _, topics = tracker.take()
+    assert tracker.take_moves(topics) is None

@@ -48,3 +48,24 @@ def addrs_of(routes, topic_name, support_acting_master=True):
 
 def perm_of(routes, topic_name, broker_name=BROKER):
     return routes.topic_queue_table[topic_name][broker_name].perm
+
+
+def populated(clock):
+    """Tables with a bit of everything: two clusters, a slave, mappings, a wiped broker."""
+    routes = new_routes(clock)
+    register(routes, "T", "U", conn=FakeConnection(), acting=True, zone="z1", filters=["f:1"], state=3,
+             mappings={"U": {"bname": BROKER, "currIdMap": {0: 0, 1: 1}, "topic": "U", "epoch": 2}})
+    register(routes, "T", addr=SLAVE_ADDR, broker_id=1, conn=FakeConnection(), acting=True, timeout=10000)
+    register(routes, "T", "V", cluster="C2", name="broker-b", addr="127.0.0.1:2")
+    routes.wipe_write_perm_of_broker("broker-b")
+    return routes
+
+
+def same_tables(a, b):
+    """Every answer two route tables give is the same (and their live rows and mappings)."""
+    from namesrv.routes import rows
+    assert a.topic_names() == b.topic_names()
+    assert [a.route_body(t, True) for t in a.topic_names()] == [b.route_body(t, True) for t in b.topic_names()]
+    assert a.cluster_info_body() == b.cluster_info_body()
+    assert sorted(map(str, rows.live_rows(a))) == sorted(map(str, rows.live_rows(b)))
+    assert a.topic_queue_mapping_info_table == b.topic_queue_mapping_info_table

@@ -78,3 +78,11 @@ def test_whole_routes_are_kept_within_their_byte_budget():
     cache.remember_route("A", (True, False, None), b"y" * 100)
     cache.set_max_bytes(10)
     assert cache.routes == {} and cache.route_bytes == 0
+
+
+def test_untracking_one_tracker_leaves_an_equal_one_followed():
+    changes = RouteChanges()
+    publisher, snapshot = changes.track(Tracker()), changes.track(Tracker())   # both empty: equal sets
+    changes.untrack(snapshot)
+    changes.queue_datas_changed(["A"])
+    assert publisher == {"A"} and snapshot == set()

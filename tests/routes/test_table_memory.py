@@ -1,10 +1,7 @@
-"""What the route tables keep per entry: one string per topic, and brokers' sets not grown 4x
-(routes/tables.py; measured at 2,000,000 entries: 348 -> 174 MiB in one process)."""
-
-import sys
+"""What the route tables keep per entry: one string per topic, and no dict per topic nor set per broker
+(routes/tables.py, routes/queuemaps.py)."""
 
 from namesrv.routes.model import QueueData
-from namesrv.routes.tables import compacted
 from tests.routes.helpers import new_routes, register
 
 TOPICS = ["Fleet%06d" % i for i in range(300)]
@@ -15,15 +12,11 @@ def fresh(name):
     return "".join(list(name))
 
 
-def key_objects(table):
-    return {key: key for key in table}
-
-
 def assert_one_string_per_topic(tables):
-    keys = key_objects(tables.topic_queue_table)
-    for name, topics in tables.broker_topics.items():
-        for topic in topics:
-            assert topic is keys[topic], (name, topic)
+    keys = {key: key for key in tables.topic_queue_table}
+    for qmap in tables.queue_maps:
+        for topic in qmap.topics:
+            assert topic is keys[topic], topic
 
 
 def test_brokers_registering_the_same_topics_share_the_table_strings():
@@ -33,7 +26,7 @@ def test_brokers_registering_the_same_topics_share_the_table_strings():
         register(routes, *names, name="broker-%d" % b, addr="127.0.0.%d:10911" % (b + 1), base_topic=False)
     tables = routes.tables
     assert_one_string_per_topic(tables)
-    assert len(tables.broker_topics["broker-3"]) == 200
+    assert len(tables.topics_of("broker-3")) == 200 and tables.topic_count_of("broker-3") == 200
 
 
 def test_a_replica_part_with_its_own_strings_shares_them_too():
@@ -48,22 +41,12 @@ def test_a_replica_part_with_its_own_strings_shares_them_too():
     assert len(names) == 1     # one brokerName string, not one per decoded row
 
 
-def test_a_set_grown_by_additions_is_copied_to_a_smaller_table_once():
-    grown = set()
-    for i in range(2000):
-        grown.add(str(i))
-    copy = compacted(grown)
-    assert copy == grown and copy is not grown
-    assert sys.getsizeof(copy) * 2 <= sys.getsizeof(grown) + 1024
-    assert compacted(copy) is copy                  # already as small as a copy gets
-    small = {"a", "b"}
-    assert compacted(small) is small
-
-
-def test_registered_brokers_sets_are_no_larger_than_a_copy():
+def test_a_fleet_keeps_one_map_per_distinct_set_of_brokers_and_one_index_entry_per_topic():
     routes = new_routes()
-    register(routes, *TOPICS, name="a", addr="127.0.0.1:10911", base_topic=False)
-    register(routes, *TOPICS, *["More%03d" % i for i in range(700)], name="a", addr="127.0.0.1:10911",
-             base_topic=False, counter=2)
-    for topics in routes.tables.broker_topics.values():
-        assert compacted(topics) is topics
+    for b in range(10):   # each topic on up to 4 brokers, neighbours sharing most of theirs
+        register(routes, *TOPICS[b * 25:b * 25 + 100], name="broker-%d" % b, addr="127.0.0.%d:10911" % (b + 1),
+                 base_topic=False)
+    tables = routes.tables
+    assert len(tables.queue_maps) <= 2 * 10 + 4
+    assert sum(len(qmap.topics) for qmap in tables.queue_maps) == len(tables.topic_queue_table)
+    assert len({id(qmap) for qmap in tables.topic_queue_table.values()}) == len(tables.queue_maps)

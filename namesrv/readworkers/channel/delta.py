@@ -13,20 +13,36 @@ part per message.
 
 from namesrv.routes import rows
 
-#: topics per part: ~1 ms to encode, decode or apply
+#: topics per part of a publication of several (a mass disconnect's, a full copy): well under a ms to
+#: encode, decode or apply, one a reactor turn on each side (a worker sharing its core holds its reads
+#: for the wall time of a part: 2,500 "gone" topics were 7-12 ms there after a mass disconnect)
 PART_TOPICS = 500
+#: up to this many topics a publication is one message (a registration of a few thousand topics, or two:
+#: sent with its acknowledgement, applied in one turn, 1-3 ms)
+ONE_MESSAGE_TOPICS = 10000
 
 
-def encode_topics(routes, topics):
-    """The current QueueData of ``topics`` by shape (rows.topic_shapes; None for a topic that is gone)
-    and their mappings."""
+def encode_topics(routes, topics, moves=None):
+    """The current QueueData of ``topics`` by shape (rows.topic_shapes, grouped; "gone" for topics that are
+    gone) and the static-topic mappings those topics have (a topic of the part not named has none).
+    ``moves``: (topics, map) naming each of ``topics`` once with its map now (rows.moved_shapes)."""
     mappings = routes.topic_queue_mapping_info_table
-    return {"shapes": rows.topic_shapes(routes, topics), "mappings": {topic: mappings.get(topic) for topic in topics}}
+    shapes = rows.moved_shapes(moves) if moves is not None else rows.topic_shapes(routes, topics, grouped=True)
+    return {"shapes": shapes,
+            "mappings": {topic: mappings[topic] for topic in topics if topic in mappings} if mappings else {},
+            "partTopics": True}
 
 
-def encode_brokers(routes):
-    """The broker-level tables, whole."""
-    return rows.broker_level_rows(routes)
+def encode_brokers(routes, names=None):
+    """The broker-level tables: every broker's row (``names`` None), or the rows of the broker names given
+    (those gone listed in "goneBrokers"), with the cluster and filter-server tables whole (one row per
+    cluster and per filtered address: small)."""
+    if names is None:
+        return rows.broker_level_rows(routes)
+    table = routes.broker_addr_table
+    present = [table[name] for name in names if name in table]
+    return {"brokers": rows.broker_rows(routes, present), "goneBrokers": [name for name in names if name not in table],
+            "clusters": rows.cluster_rows(routes), "filters": rows.filter_rows(routes)}
 
 
 def apply_topics(routes, part, reset=False):
@@ -35,13 +51,20 @@ def apply_topics(routes, part, reset=False):
     The data comes from our own main process over a private pipe, so it is trusted as
     to shape; a malformed part raises (KeyError, TypeError, ValueError).
     """
+    mappings = part["mappings"]
     if reset:
-        mappings = {topic: info for topic, info in part["mappings"].items() if info is not None}
-        routes.replace_from_rows(shapes=part["shapes"], mappings=mappings)
-    else:
-        routes.apply_topic_shapes(part["shapes"], part["mappings"])
+        routes.replace_from_rows(shapes=part["shapes"], mappings={t: i for t, i in mappings.items() if i is not None})
+        return
+    if part.get("partTopics"):   # the part's topics without a mapping have none
+        table = routes.topic_queue_mapping_info_table
+        if table:
+            shapes = part["shapes"]
+            topics = shapes["gone"] + [t for group in shapes["groups"] for t in group] if "groups" in shapes \
+                else list(shapes["topics"])
+            mappings = dict(dict.fromkeys([t for t in topics if t in table and t not in mappings]), **mappings)
+    routes.apply_topic_shapes(part["shapes"], mappings)
 
 
 def apply_brokers(routes, tables):
     """Bring the broker-level tables to the main process's (the bodies of unchanged brokers' topics stay)."""
-    routes.update_broker_rows(tables["brokers"], tables["clusters"], tables["filters"])
+    routes.update_broker_rows(tables["brokers"], tables["clusters"], tables["filters"], tables.get("goneBrokers"))

@@ -23,7 +23,7 @@ import msgpack
 
 from namesrv.config import java_text
 from namesrv.protocol.lengthprefixed import LengthPrefixedReader
-from namesrv.readworkers.channel.delta import PART_TOPICS, encode_brokers, encode_topics
+from namesrv.readworkers.channel.delta import ONE_MESSAGE_TOPICS, PART_TOPICS, encode_brokers, encode_topics
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 
 _LENGTH = struct.Struct(">I")
@@ -61,32 +61,49 @@ class MessageReader(LengthPrefixedReader):
         LengthPrefixedReader.__init__(self, loads)
 
 
+def topics_part(routes, topics, reset=False, quiet=False, moves=None):
+    """One part, unencoded: the current state of ``topics`` (``reset``: the first part of a full copy;
+    ``quiet``: of changes nobody was told of yet, which a worker may apply while it goes on answering;
+    ``moves``: (topics, map) naming each of ``topics`` once, their maps now)."""
+    return dict(encode_topics(routes, topics, moves), kind="topics", reset=reset, quiet=quiet)
+
+
 def topics_message(routes, topics, reset=False, quiet=False):
-    """One part: the current state of ``topics`` (``reset``: the first part of a full copy; ``quiet``:
-    of changes nobody was told of yet, which a worker may apply while it goes on answering)."""
-    return pack_down(dict(encode_topics(routes, topics), kind="topics", reset=reset, quiet=quiet))
+    """``topics_part``, encoded."""
+    return pack_down(topics_part(routes, topics, reset, quiet))
 
 
-def replica_message(generation, routes, kv, config, started, local_codes, full):
+def replica_message(generation, routes, kv, config, started, local_codes, full, brokers=None, part=None):
     """The end of a publication: after it a worker may answer ``local_codes`` while the shared
-    counter still reads ``generation`` (the value when the publication began)."""
-    return pack_down(dict(encode_brokers(routes), kind="replica", generation=generation, full=full,
+    counter still reads ``generation`` (the value when the publication began). ``brokers``: the broker
+    names changed since the previous publication (None: every broker's row); ``part``: the publication's
+    only topics part (``topics_part``), carried in the same message (one message, one turn to apply: the
+    replica is fresh again sooner)."""
+    return pack_down(dict(encode_brokers(routes, brokers), kind="replica", generation=generation, full=full,
+                     topics=part,
                      orderTopicConfig=kv.namespace(ORDER_TOPIC_CONFIG),
                      config={name: java_text(config.get(name)) for name in config.names()},
                      started=started, localCodes=sorted(local_codes)))
 
 
 def publication(generation, routes, kv, config, started, local_codes, topics=None, part_topics=PART_TOPICS,
-                quiet=False):
+                quiet=False, brokers=None, moves=None):
     """The messages of one publication, one at a time: parts of ``topics`` (None: every topic,
-    a full copy, never ``quiet``), then the final replica message. Encoded lazily, so a caller
-    may send one per reactor turn."""
+    a full copy, never ``quiet``), then the final replica message with the rows of ``brokers``
+    (None: every broker's; a full copy has them all). Encoded lazily, so a caller may send one per
+    reactor turn. ``moves`` (Publisher: the tracker's moves naming each topic once) spares a small
+    publication the look at each topic's map.""" 
     full = topics is None
-    names = list(routes.topic_queue_table) if full else sorted(topics)
+    names = list(routes.topic_queue_table) if full else list(topics)
+    one_message = ONE_MESSAGE_TOPICS if part_topics == PART_TOPICS else part_topics   # parts of the size asked
+    if not full and len(names) <= one_message:
+        yield replica_message(generation, routes, kv, config, started, local_codes, False, brokers,
+                              topics_part(routes, names, quiet=quiet, moves=moves) if names else None)
+        return
     for start in range(0, max(len(names), 1 if full else 0), part_topics):
         yield topics_message(routes, names[start:start + part_topics], reset=full and start == 0,
                              quiet=quiet and not full)
-    yield replica_message(generation, routes, kv, config, started, local_codes, full)
+    yield replica_message(generation, routes, kv, config, started, local_codes, full, None if full else brokers)
 
 
 def resync_message():

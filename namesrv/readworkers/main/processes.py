@@ -15,6 +15,7 @@ from twisted.logger import Logger
 import namesrv
 from namesrv.dispatch.registry import record_requests
 from namesrv.readworkers.channel.feed import FeedError, MessageReader, pack_down
+from namesrv.readworkers.channel import pipes
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.readworkers.channel.scratch import make_directory
 from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
@@ -86,6 +87,11 @@ class ReadWorkerPool:
         self.divert = None             # while draining: divert(descriptor, peer, unread) instead of adopting
         self.on_listening = None       # called when a worker starts accepting
         self.on_uncovered = None       # called when no worker accepts any more (one died)
+        #: the route snapshot file this process restored (an open file), for the workers it starts first: each
+        #: restores it itself instead of receiving a full copy (its first publication has what changed since:
+        #: ``since_baseline``, the topics a takeover's last copy changed)
+        self.baseline = None
+        self.since_baseline = None
         self.publisher = Publisher(routes, kv, config, registry, holds, started, reactor, scheduler,
                                    workers=lambda: self.workers.values(),
                                    active=lambda: self.running and not self.draining)
@@ -107,10 +113,17 @@ class ReadWorkerPool:
         self.handoff_factory = HandoffFactory(self._adopt)
         self.handoff_port = self.reactor.listenUNIX(self.handoff_path, self.handoff_factory, mode=0o600,
                                                     backlog=1024)
-        self.publisher.start(self.generation)
+        self.publisher.start(self.generation, self.since_baseline if self.baseline is not None else None)
+        self.since_baseline = None
         for index in range(self.count):
-            self._spawn(index)
+            self._spawn(index, self.baseline)
+        self.release_baseline()   # the workers started have it (later ones get a full copy)
         log.info("{n} route read worker(s) share port {port}", n=self.count, port=port)
+
+    def release_baseline(self):
+        baseline, self.baseline = self.baseline, None
+        if baseline is not None:
+            baseline.close()
 
     @property
     def handoffs_open(self):
@@ -161,6 +174,7 @@ class ReadWorkerPool:
         """Stop feeding and close the workers' stdin (they then report their last counts, close
         their port and exit); the Deferred fires when every worker has ended."""
         self.running = False
+        self.release_baseline()
         self.publisher.stop()
         self._cancel_respawns()
         if self.internal_port is not None:
@@ -188,12 +202,13 @@ class ReadWorkerPool:
         if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
 
-    def _spawn(self, index):
+    def _spawn(self, index, baseline=None):
         if not self.running:
             return
         if self.draining:
             return
         worker = WorkerProcess(self, index)
+        worker.from_snapshot = baseline is not None
         config = self.config
         args = [sys.executable, "-m", "namesrv.readworkers.worker", "--index", str(index),
                 "--port", str(self.port), "--interface", config.bindAddress,
@@ -204,6 +219,9 @@ class ReadWorkerPool:
             args += ["--processor", processor.name]
         child_fds = {0: "w", 1: "r", 2: "r", 3: self.listen_socket.fileno()}
         args += ["--listen-fd", "3"]
+        if baseline is not None:
+            child_fds[4] = baseline.fileno()
+            args += ["--snapshot-fd", "4"]
         env = dict(os.environ)
         source_root = os.path.dirname(os.path.dirname(os.path.abspath(namesrv.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH")) if p)
@@ -271,13 +289,15 @@ class WorkerProcess(protocol.ProcessProtocol):
         self._kill_call = None
         self._log_tail = b""
 
+    from_snapshot = False   # it restores the snapshot file this process restored (pool.baseline)
+
     def connectionMade(self):
-        self.needs_full = True
+        self.needs_full = not self.from_snapshot
         self.pool.publisher.changed()
 
     def send(self, message):
         if not self.ended and self.transport is not None:
-            self.transport.write(message)
+            pipes.write_now(self.transport, message)   # now, not on the next reactor turn
 
     def childDataReceived(self, fd, data):
         if fd == 1:

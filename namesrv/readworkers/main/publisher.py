@@ -15,6 +15,7 @@ from twisted.logger import Logger
 from namesrv.dispatch.scheduler import CONTROL
 from namesrv.interfaces import IReplicableProcessor
 from namesrv.protocol.codes import RequestCode
+from namesrv.readworkers.channel.delta import ONE_MESSAGE_TOPICS
 from namesrv.readworkers.channel.feed import publication
 
 log = Logger()
@@ -32,18 +33,46 @@ MAX_HOLD = 1.0
 
 
 class TopicTracker(set):
-    """Topics changed since the last ``take()``; ``full`` when every topic must be sent."""
+    """Topics changed since the last ``take()``, and the broker names whose BrokerData or cluster membership
+    changed (``brokers``); ``full`` when every topic and broker must be sent."""
 
     def __init__(self):
         set.__init__(self)
         self.full = True
+        self.brokers = set()
+        self.brokers_full = False   # every broker's row next (the broker tables were replaced)
+        self.moves = []             # (topics, their map now) of each move since the last take (routes.changes)
+
+    def moved(self, topics, qmap):
+        if len(self.moves) < 64:   # a publication's worth; past it, the topics are looked up again
+            self.moves.append((list(topics), qmap))
 
     def take(self):
-        """(full, topics) since the previous take, and start over."""
+        """(full, topics) since the previous take, and start over (``take_moves``, ``take_brokers`` next)."""
         full, topics = self.full, set(self)
         self.full = False
         self.clear()
         return full, topics
+
+    def take_moves(self, topics):
+        """The moves since the previous take if they name each of ``topics`` (the last take's) exactly once:
+        then nothing else changed them (a mapping, a second move) and their maps are the topics' maps now;
+        else None (the topics are looked up)."""
+        moves, self.moves = self.moves, []
+        if not moves or sum(len(names) for names, _ in moves) != len(topics):
+            return None
+        named = set()
+        for names, _ in moves:
+            named.update(names)
+        return moves if len(named) == len(topics) else None   # no topic twice (so every one of them once)
+
+    def take_brokers(self):
+        """The broker names changed since the previous take (None: every broker's row)."""
+        brokers, self.brokers = self.brokers, set()
+        if self.brokers_full:
+            self.brokers_full = False
+            return None
+        return brokers
 
 
 def replicable_processors(registry):
@@ -100,11 +129,19 @@ class Publisher:
         self._quiet = False            # the running publication carries changes the counter was not bumped for
         self._fresh_waiters = []       # (Deferred, timeout call) of large registrations held
 
-    def start(self, generation):
-        """Follow every change a read could see, bumping ``generation`` as they are answered."""
+    def start(self, generation, since_baseline=None):
+        """Follow every change a read could see, bumping ``generation`` as they are answered.
+        ``since_baseline``: the topics that changed since the snapshot file the first workers restore
+        (pool.baseline) was taken (a tracker of the tables' changes, followed until now; ``full`` if the
+        tables were replaced since); their first publication carries them, and every broker's row."""
         self.generation = generation
         self.tracker = self.routes.track_topic_changes(TopicTracker())
-        self.tracker.take()   # each worker's first message is a full copy anyway
+        self.tracker.take()   # each worker's first message is a full copy, or has what changed since its file
+        if since_baseline is not None:
+            self.routes.untrack_topic_changes(since_baseline)
+            self.tracker.update(since_baseline)
+            self.tracker.full = bool(getattr(since_baseline, "full", False))
+            self.tracker.brokers_full = True
         self.routes.add_change_listener(self.changed)
         self.kv.change_listeners.append(self.changed)
         self.config.add_listener(self.changed)
@@ -174,7 +211,7 @@ class Publisher:
         self._unsettled = True
         self._schedule_publish()
 
-    def settle(self):
+    def settle(self, publish=True):
         """Bump the shared counter if anything changed since the last bump: from then on workers
         forward every read until their replica catches up.
 
@@ -182,26 +219,59 @@ class Publisher:
         So a change is settled before its acknowledgement leaves (read-after-write holds), but
         not while the change's own work goes on: the grouping and logging of a 100,000-topic
         registration's route changes runs while the workers still answer from the replica
-        (as they may: nobody has been told of the change yet).
+        (as they may: nobody has been told of the change yet). A change that fits one message goes to
+        the workers right here (``_publish_now``), unless a publication is running or carries it
+        (``publish`` False).
         """
         if self._unsettled or self._quiet:
             self._unsettled = self._quiet = False
             self.generation.bump()
+            if publish and self._messages is None and self.active() and self._one_message():
+                # the workers get the change right behind its acknowledgement, before this process runs
+                # anything else (the next registration): they are stale for the time they take to apply it
+                if self._publish_call is not None and self._publish_call.active():
+                    self._publish_call.cancel()
+                self._publish_call = None
+                self._publish_now()
+
+    def _publish_now(self):
+        """A publication of one message (``_one_message``), sent and ended at once: no reactor turn between
+        its message and its end, in which another change would have to wait for the next one."""
+        full, topics = self.tracker.take()
+        moves = self.tracker.take_moves(topics)
+        brokers = self.tracker.take_brokers()
+        self._published_generation = self.generation.value
+        began = self.reactor.seconds()
+        workers = list(self.workers())
+        for message in self.publication(topics, False, brokers, moves):
+            for worker in workers:
+                worker.send(message)
+        self._publish_work = self.reactor.seconds() - began
+        self._published()
 
     def _schedule_publish(self):
         if self._messages is not None:
             return   # the running publication's end looks again
         if self._publish_call is None or not self._publish_call.active():
-            delay = max(0.0, self._next_publish - self.reactor.seconds())
+            delay = 0.0 if self._one_message() else max(0.0, self._next_publish - self.reactor.seconds())
             self._publish_call = self.reactor.callLater(delay, self._publish)
+
+    def _one_message(self):
+        """The next publication is one message (a registration's changes, feed.publication): it goes out at
+        once, unpaced (about a ms of work), so the workers are fresh again before the next registration runs
+        and go on answering reads instead of forwarding them to this busy process."""
+        tracker = self.tracker
+        return not tracker.full and 0 < len(tracker) <= ONE_MESSAGE_TOPICS \
+            and not any(worker.needs_full for worker in self.workers())
 
     def local_codes(self):
         return local_codes(self.registry)
 
-    def publication(self, topics=None, quiet=False):
-        """The messages of one publication (feed.publication): ``topics`` changed, or all (None)."""
+    def publication(self, topics=None, quiet=False, brokers=None, moves=None):
+        """The messages of one publication (feed.publication): ``topics`` and ``brokers`` changed, or all (None);
+        ``moves``: the tracker's moves naming those topics (their maps, without a look at each topic)."""
         return publication(self.generation.value, self.routes, self.kv, self.config, self.started,
-                           self.local_codes(), topics, quiet=quiet)
+                           self.local_codes(), topics, quiet=quiet, brokers=brokers, moves=moves)
 
     def _publish(self):
         """Start a publication; its messages go out one per step of the scheduler (reads forwarded to
@@ -210,6 +280,8 @@ class Publisher:
         if not self.active() or self._messages is not None:
             return
         full, topics = self.tracker.take()
+        moves = self.tracker.take_moves(topics)
+        brokers = self.tracker.take_brokers()
         workers = list(self.workers())
         if any(worker.needs_full for worker in workers):
             full = True
@@ -224,9 +296,10 @@ class Publisher:
         if quiet:
             self._unsettled, self._quiet = False, True
         else:
-            self.settle()
+            self.settle(publish=False)   # this publication carries it
         self._published_generation = self.generation.value
-        self._messages = self.publication(None if full else topics, quiet)
+        self._messages = self.publication(None if full else topics, quiet, None if full else brokers,
+                                          None if full else moves)
         self._publish_work = 0.0
         self._send_next()
         if self._messages is not None:
@@ -266,7 +339,7 @@ class Publisher:
         self.publishes += 1
         spent = self._publish_work
         self._next_publish = self.reactor.seconds() + max(MIN_PUBLISH_INTERVAL, spent / PUBLISH_DUTY - spent)
-        if self.tracker or self.tracker.full or self._stale():
+        if self.tracker or self.tracker.full or self.tracker.brokers or self.tracker.brokers_full or self._stale():
             self._schedule_publish()
 
     def _stale(self):

@@ -31,8 +31,12 @@ from zope.interface import implementer
 from namesrv.dispatch.scheduler import CONTROL
 from namesrv.readworkers.channel.feed import FeedError, counts_message, down_reader, pack, resync_message
 from namesrv.readworkers.channel.generation import SharedGeneration
+from namesrv.readworkers.channel.pipes import enlarge, read_in_large_chunks
 from namesrv.readworkers.channel.scratch import remove_if_abandoned
+from namesrv.readworkers.worker.baseline import restore_baseline
 from namesrv.readworkers.worker.connections import WorkerConnectionFactory
+from namesrv.routes.slicedsnapshot import SnapshotError
+from namesrv.readworkers.worker.freshness import WaitForFresh
 from namesrv.readworkers.worker.guards import WorkerGuards, add_arguments
 from namesrv.readworkers.worker.handoff import hand_off_idle, movable, quiet, stop_reading
 from namesrv.readworkers.worker.lifeline import Lifeline
@@ -67,6 +71,8 @@ class ReadWorker(protocol.Protocol):
         self.guards = guards
         self.reader = down_reader()
         self.factory = WorkerConnectionFactory(replica, options.upstream, reactor, options.handoff)
+        # a read on a stale replica waits a moment for the publication on its way (freshness.py)
+        self.factory.dispatcher = self.fresh_reads = WaitForFresh(self.factory.dispatcher, replica, reactor)
         self.port = None
         self._pending = collections.deque()
         self._applies = replica.context.scheduler.job(self._apply_pending, CONTROL, "replica applies")
@@ -143,6 +149,7 @@ class ReadWorker(protocol.Protocol):
         self.factory.turns.stop()   # frames waiting for their turn travel with their connection, unread
         for connection in list(self.factory.connections.values()):
             stop_reading(connection)
+        self.fresh_reads.flush()    # reads waiting for a fresh replica: answered or forwarded (awaited) now
         self._drain_deadline = self.reactor.seconds() + DRAIN_GRACE
         self._drain = task.LoopingCall(self._sweep)
         self._drain.clock = self.reactor
@@ -256,6 +263,8 @@ def parse_args(argv):
                         help="a replicable processor to build through its plugin factory (repeatable)")
     parser.add_argument("--listen-fd", type=int, default=None,
                         help="the inherited listening socket to accept from (required to listen)")
+    parser.add_argument("--snapshot-fd", type=int, default=None,
+                        help="the route snapshot file the main process restored: the first replica comes from it")
     parser.add_argument("--parent-pid", type=int, default=None,
                         help="the main process's PID: the worker exits once it is no longer its parent")
     add_arguments(parser)
@@ -278,10 +287,33 @@ def main(argv=None):
     # SIGTERM (the parent-death signal, or an operator) stops the reactor: close every connection
     # and the port first, and say whether the main process is gone.
     reactor.addSystemEventTrigger("before", "shutdown", _before_shutdown, worker, lifeline)
-    stdio.StandardIO(worker, reactor=reactor)
+    unrestored = _restore_baseline(replica, options)
+    feed = stdio.StandardIO(worker, reactor=reactor)
+    # a publication in one write and one read (channel/pipes.py)
+    enlarge(0)
+    read_in_large_chunks(feed._reader)
+    if unrestored:
+        feed.write(resync_message())   # a full copy instead
     reactor.run()
     if lifeline.orphaned is not None:
         _remove_private_directory(options)
+
+
+def _restore_baseline(replica, options):
+    """The first replica from the snapshot file the main process passed (baseline.py); True if it could
+    not be restored (then a full copy is asked for)."""
+    if options.snapshot_fd is None:
+        return False
+    try:
+        topics, seconds = restore_baseline(replica, options.snapshot_fd)
+    except (OSError, SnapshotError) as e:
+        log.error("read worker {i}: the route snapshot could not be restored ({e}); asking for a full copy",
+                  i=options.index, e=e)
+        return True
+    gc.freeze()
+    log.info("read worker {i}: {n} topics restored from the route snapshot in {ms:.0f} ms", i=options.index,
+             n=topics, ms=seconds * 1000)
+    return False
 
 
 def _orphaned(worker, options):

@@ -98,6 +98,8 @@ class Replica:
         self.registry = ProcessorRegistry([factories[name].build(self.context) for name in processor_names],
                                           events=self.counts)
         self.answer_cache = FreshAnswerCache(self.registry, self)
+        #: called after each message applied (the replica may be fresh again: freshness.py)
+        self.applied_listeners = []
 
     @property
     def config(self):
@@ -114,12 +116,20 @@ class Replica:
             if message["kind"] == "topics":
                 self._apply_part(message)
                 return True
+            if message.get("topics") is not None:   # a small publication in one message: its part first
+                self._apply_part(message["topics"])
             return self._finish(message)
         except Exception:
             self.complete = False
             self.generation = None
-            self.loading = False
+            self.loading = self.in_publication = False
             raise
+        finally:
+            for listener in self.applied_listeners:
+                listener()
+
+    #: parts of a publication have come and its last message has not: staying stale (or quiet) a while
+    in_publication = False
 
     def _apply_part(self, message):
         # A quiet part carries changes the shared counter was not bumped for (nobody has been told of
@@ -129,10 +139,12 @@ class Replica:
             self.loading = True
         if message["reset"]:
             self._reset_seen = True
+        self.in_publication = message.get("kind") == "topics"
         apply_topics(self.context.routes, message, reset=message["reset"])
 
     def _finish(self, message):
         self.loading = False
+        self.in_publication = False
         if message["full"]:
             if not self._reset_seen:
                 raise ValueError("a full replica without its first part")

@@ -1,0 +1,119 @@
+"""A read that finds the replica stale waits a moment for the publication on its way (worker/freshness.py)."""
+
+from twisted.internet import task
+
+from namesrv.protocol.codes import RequestCode
+from namesrv.readworkers.worker.freshness import WAIT, WaitForFresh
+
+
+class Replica:
+    complete = True
+    held = False
+    in_publication = False
+
+    def __init__(self):
+        self.local_codes = frozenset([RequestCode.GET_ROUTEINFO_BY_TOPIC])
+        self.is_fresh = False
+        self.applied_listeners = []
+
+    def fresh(self):
+        return self.is_fresh
+
+    def apply(self, fresh):
+        self.is_fresh = fresh
+        for listener in self.applied_listeners:
+            listener()
+
+
+class Inner:
+    def __init__(self):
+        self.dispatched = []
+
+    def dispatch(self, request, connection):
+        self.dispatched.append(request)
+        return "local answer to %s" % request.opaque
+
+
+class Request:
+    is_oneway = False
+
+    def __init__(self, opaque, code=RequestCode.GET_ROUTEINFO_BY_TOPIC):
+        self.opaque, self.code = opaque, code
+
+
+class Connection:
+    closing = False
+
+    def __init__(self):
+        self.current_frame = None
+        self.forwarded = []
+
+    def forward(self, frame, expects_answer=True):
+        self.forwarded.append((frame, expects_answer))
+
+
+def setup():
+    clock, replica, inner = task.Clock(), Replica(), Inner()
+    return clock, replica, inner, WaitForFresh(inner, replica, clock)
+
+
+def ask(dispatcher, connection, opaque):
+    connection.current_frame = b"frame %d" % opaque
+    answer = dispatcher.dispatch(Request(opaque), connection)
+    connection.current_frame = None   # the protocol moves on to the next frame
+    answers = []
+    if hasattr(answer, "addCallback"):
+        answer.addCallback(answers.append)
+    else:
+        answers.append(answer)
+    return answers
+
+
+def test_a_fresh_replica_answers_at_once_and_other_codes_go_their_way():
+    clock, replica, inner, dispatcher = setup()
+    replica.is_fresh = True
+    assert ask(dispatcher, Connection(), 1) == ["local answer to 1"]
+    replica.is_fresh = False
+    assert dispatcher.dispatch(Request(2, RequestCode.REGISTER_BROKER), Connection()) == "local answer to 2"
+    replica.complete = False        # no copy yet: nothing to wait for, forwarded as before
+    assert ask(dispatcher, Connection(), 3) == ["local answer to 3"] and not dispatcher.waiting
+
+
+def test_a_stale_read_waits_for_the_publication_and_is_answered_here():
+    clock, replica, inner, dispatcher = setup()
+    connection = Connection()
+    first, second = ask(dispatcher, connection, 1), ask(dispatcher, connection, 2)
+    assert first == second == [] and inner.dispatched == []
+    replica.apply(False)             # a part of a longer publication: still stale
+    assert first == []
+    clock.advance(WAIT / 2)
+    replica.apply(True)              # its last message: fresh, both answered here, in order
+    assert first == ["local answer to 1"] and second == ["local answer to 2"]
+    assert [r.opaque for r in inner.dispatched] == [1, 2] and connection.forwarded == []
+    assert not clock.getDelayedCalls()
+
+
+def test_a_read_still_stale_after_the_wait_is_forwarded_with_its_own_frame():
+    clock, replica, inner, dispatcher = setup()
+    connection = Connection()
+    answers = ask(dispatcher, connection, 7)
+    clock.advance(WAIT)
+    assert answers == [None] and connection.forwarded == [(b"frame 7", True)] and inner.dispatched == []
+    assert dispatcher.forwarded == 1
+
+
+def test_a_drain_flushes_every_waiting_read_and_a_closed_connection_gets_nothing():
+    clock, replica, inner, dispatcher = setup()
+    open_, closed = Connection(), Connection()
+    waiting, gone = ask(dispatcher, open_, 1), ask(dispatcher, closed, 2)
+    closed.closing = True
+    dispatcher.flush()
+    assert waiting == [None] and open_.forwarded == [(b"frame 1", True)]
+    assert gone == [None] and closed.forwarded == []
+    assert not dispatcher.waiting and not clock.getDelayedCalls()
+
+
+def test_a_read_during_a_publication_of_several_parts_is_forwarded_at_once():
+    clock, replica, inner, dispatcher = setup()
+    replica.in_publication = True    # a mass disconnect's parts, one a reactor turn: stale for longer than a wait
+    assert ask(dispatcher, Connection(), 1) == ["local answer to 1"] and not dispatcher.waiting
