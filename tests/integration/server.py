@@ -43,6 +43,7 @@ class NamesrvProcess:
                 f.write("%s=%s\n" % (key, value))
         self.pythonpath = os.pathsep.join([*map(str, extra_pythonpath), REPO])
         self.process = None
+        self.hang_report = ""   # what stop() saw of a process that did not stop (its stacks, children, log)
 
     def command(self, *extra):
         return [TWISTD, "-n", "--pidfile=", "--logfile", self.log_file, "namesrv", "-c", self.config_file, *extra]
@@ -98,8 +99,6 @@ class NamesrvProcess:
         except subprocess.TimeoutExpired:
             self.hang_report = self._abort_and_report()
         return self.process.returncode
-
-    hang_report = ""
 
     def _abort_and_report(self):
         children = subprocess.run(["ps", "--ppid", str(self.process.pid), "-o", "pid,stat,etime,args"],
