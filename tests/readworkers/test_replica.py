@@ -269,3 +269,46 @@ def test_a_topic_moved_twice_and_one_changed_without_a_move_reach_the_replica(ha
     harness.assert_same_answers(["T1", "T2", "T3", "T4"])
     assert harness.replica.context.routes.topic_queue_mapping_info_table == routes.topic_queue_mapping_info_table
     harness.replica.context.routes.check_invariants()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_registrations_and_closed_connections_read_through_a_worker_connection_match_the_main_process(
+        tmp_path, seed):
+    """Brokers register on connections of their own and leave when those close (the quiet changes of
+    the publisher); after each incremental publication, reads through a worker's client connection
+    (its answer cache and kept bodies warm from the previous round, each read twice) answer as the
+    main process does."""
+    import random
+    from twisted.internet import task
+    from namesrv.protocol.codec import decode_frame, encode_frame
+    from tests.fakes import written_frames
+    from tests.readworkers.harness import Factory, connect
+    rng = random.Random(seed)
+    harness = Harness(tmp_path)
+    proto, transport = connect(Factory(harness.replica, str(tmp_path / "none.sock"), task.Clock()))
+    topics = ["T%d" % i for i in range(8)]
+    brokers = [("broker-%s" % name, "10.0.0.%d:10911" % (i + 1)) for i, name in enumerate("abc")]
+    connections = {}
+    for step in range(30):
+        for _ in range(rng.randrange(1, 3)):
+            name, addr = rng.choice(brokers)
+            if rng.random() < 0.6:
+                connection = FakeConnection("10.9.9.%d:1" % step)
+                harness.service.registry.dispatch(register_request(
+                    "C1", name, addr, topics=rng.sample(topics, rng.randrange(2, 6)), counter=rng.randrange(1, 4)),
+                    connection)
+                connections[name] = connection
+            elif name in connections:
+                harness.service.housekeeping.connection_closed(connections.pop(name))
+                harness.service.housekeeping.flush()
+        harness.publish(part_topics=rng.choice([1, 3, 500]), incremental=True)
+        for round_ in range(2):
+            requests = [route_request(t, opaque=i + 1 + 100 * round_) for i, t in enumerate(topics)]
+            requests.append(make_request(RequestCode.GET_BROKER_CLUSTER_INFO, opaque=99 + 100 * round_))
+            for request in requests:   # one at a time: a pipeline would wait for the worker's turns
+                proto.dataReceived(encode_frame(request))
+            answers = [decode_frame(f[4:]) for f in written_frames(transport)]
+            assert len(answers) == len(requests)
+            for request, ours in zip(requests, answers):
+                main = harness.main(request)
+                assert (ours.code, ours.body) == (main.code, main.body), (step, request.ext)
