@@ -47,7 +47,7 @@ def checkout(tmp_path_factory):
 
 def start(tree, home):
     port, status_port = free_port(), free_port()
-    env = dict(os.environ, HOME=str(home))
+    env = dict(os.environ, HOME=str(home), PYTHONFAULTHANDLER="1")   # a hang names itself (ended_within)
     env.pop("PYTHONPATH", None)
     env.pop("MAKEFLAGS", None)
     process = subprocess.Popen([MAKE, "run", "ARGS=--listenPort %d" % port, "STATUS_PORT=%d" % status_port],
@@ -80,6 +80,30 @@ def group_members(pgid):
     return members
 
 
+def ended_within(process, seconds):
+    """``process``'s output once it has ended; one that is still running after ``seconds`` fails the test
+    with what its group was doing: each process's state, and the Python stacks of those aborted (SIGABRT:
+    faulthandler prints every thread's stack to the output)."""
+    try:
+        return process.communicate(timeout=seconds)[0]
+    except subprocess.TimeoutExpired:
+        states = subprocess.run(["ps", "-g", str(process.pid), "-o", "pid,ppid,stat,wchan:24,etime,args"],
+                                capture_output=True, text=True).stdout
+        for pid in group_members(process.pid):
+            if pid != process.pid:
+                try:
+                    os.kill(pid, signal.SIGABRT)
+                except ProcessLookupError:
+                    pass
+        try:
+            output = process.communicate(timeout=10)[0]
+        except subprocess.TimeoutExpired:
+            stop_group(process)
+            output = process.communicate()[0]
+        raise AssertionError("not ended %d s after the signal; the group was:\n%s\noutput:\n%s"
+                             % (seconds, states, output[-12000:]))
+
+
 def stop_group(process):
     for pid in group_members(process.pid):
         try:
@@ -102,7 +126,7 @@ def test_make_run_is_lean_serves_and_stops_on_ctrl_c_without_a_make_error(checko
                                 capture_output=True, text=True, timeout=60)
         assert listed.returncode == 0 and listed.stdout.startswith("#Cluster Name"), listed
         os.killpg(process.pid, signal.SIGINT)   # Ctrl-C: the terminal signals the whole foreground group
-        output = process.communicate(timeout=60)[0]
+        output = ended_within(process, 60)
     finally:
         if process.poll() is None:
             stop_group(process)
@@ -119,7 +143,7 @@ def test_sigterm_to_the_server_ends_make_run_without_a_make_error(checkout):
         (twistd,) = [pid for pid in group_members(process.pid)
                      if b"twistd" in open("/proc/%d/cmdline" % pid, "rb").read().split(b"\0")[1]]
         os.kill(twistd, signal.SIGTERM)
-        output = process.communicate(timeout=60)[0]
+        output = ended_within(process, 60)
     finally:
         if process.poll() is None:
             stop_group(process)
