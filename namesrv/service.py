@@ -270,6 +270,9 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
         metrics = metrics_port_service(config, guards, tls, routes, factory, events, registry, reactor, readiness)
         http_ports.append(metrics)
     controller = _make_controller(config, reactor, events, clock, plugin_package, metrics)
+    if controller is not None:
+        # a slave whose master registered only with the other name servers yet is told of it (registration.py)
+        routes.registrations.master_hint = controller.committed_master_address
     if config.statusListenPort:
         from namesrv.status.web import status_page_service
         http_ports.append(status_page_service(config, routes, kv, registry, events, context, guards.acl_store,

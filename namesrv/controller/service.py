@@ -207,6 +207,12 @@ class ControllerService(service.MultiService):
         self.registry.add_policy(ControllerAdminAclPolicy(AclPolicy(store, RequestClassifier(), config)))
         FileWatcher([store.path], store.reload, watch_interval(config), clock=reactor).setServiceParent(self)
 
+    def committed_master_address(self, broker_name):
+        """The broker address of the master this member's state holds for ``broker_name`` (None: no group, or
+        no master): what the replicated log committed, as far as this member has applied it."""
+        group = self.state.group(broker_name)
+        return group.master_address if group is not None else None
+
     @property
     def listening_port(self):
         """The bound port (after start), e.g. when the configuration named port 0."""

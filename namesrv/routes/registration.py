@@ -91,7 +91,7 @@ class BrokerRegistrations:
         register_first = register_first or placed
         self._put_topics(request, broker_data, register_first or changed)
         self._refresh_live(request)
-        self._tell_master(result, request.cluster, addrs, request.broker_id)
+        self._tell_master(result, request.cluster, addrs, request.broker_id, request.broker_name, request.broker_addr)
         return result
 
     def _broker_data(self, request):
@@ -161,15 +161,32 @@ class BrokerRegistrations:
         if request.filter_server_list is not None:
             self.tables.set_filter_servers(request.key, request.filter_server_list)
 
-    def _tell_master(self, result, cluster, addrs, broker_id):
-        """A slave's answer names its live master (masterAddr, haServerAddr)."""
-        if broker_id != MASTER_ID:
-            master_addr = addrs.get(MASTER_ID)
-            if master_addr is not None:
-                master = self.tables.broker_live_table.get((cluster, master_addr))
-                if master is not None:
-                    result.master_addr = master_addr
-                    result.ha_server_addr = master.ha_server_addr
+    #: ``master_hint(broker_name)``: the master's broker address a controller committed for the group, or
+    #: None (set by the service when a controller runs in this process: routes never import it)
+    master_hint = None
+
+    def _tell_master(self, result, cluster, addrs, broker_id, broker_name, broker_addr):
+        """A slave's answer names its live master (masterAddr, haServerAddr).
+
+        Where no master has registered here, a group in controller mode may still have one: one that
+        was elected while this name server could not hear it (a partition) registers here only at its
+        next period. A 5.x slave takes its master's HA address from the first name server that answers
+        its registration, so answering "no master" would leave it without one for that long. With a
+        controller in this process, the master it committed is named, if this name server has a live
+        entry for that address (its HA address comes from there) and it is not the asker itself.
+        """
+        if broker_id == MASTER_ID:
+            return
+        master_addr = addrs.get(MASTER_ID)
+        if master_addr is None and self.master_hint is not None:
+            master_addr = self.master_hint(broker_name)
+            if master_addr == broker_addr:
+                return
+        if master_addr is not None:
+            master = self.tables.broker_live_table.get((cluster, master_addr))
+            if master is not None:
+                result.master_addr = master_addr
+                result.ha_server_addr = master.ha_server_addr
 
     def refresh_unchanged_registration(self, cluster, broker_addr, token, connection=None,
                                        heartbeat_timeout_millis=None):
@@ -194,7 +211,7 @@ class BrokerRegistrations:
         tables.bind_live(key, BrokerLiveInfo(self.clock.seconds(), timeout, live.data_version, connection,
                                              live.ha_server_addr, live.broker_name, live.broker_id))
         result = RegisterBrokerResult(first=False, changed=False)
-        self._tell_master(result, cluster, broker_data.broker_addrs, live.broker_id)
+        self._tell_master(result, cluster, broker_data.broker_addrs, live.broker_id, live.broker_name, broker_addr)
         return result
 
     # -- UNREGISTER_BROKER, connection close, expiry ------------------------------------

@@ -42,6 +42,48 @@ def test_slave_without_live_master_gets_no_master_address(routes):
     assert result.master_addr is None and result.ha_server_addr is None
 
 
+NEW_MASTER = "127.0.0.1:50911"
+NEW_MASTER_HA = "127.0.0.1:50912"
+
+
+def controller_group(routes, hinted):
+    """A controller-mode group as a name server cut off from its new master sees it: the new master is
+    live here only as the slave it was (id 2), no id 0; the process's controller names ``hinted``."""
+    register(routes, "T", addr=NEW_MASTER, broker_id=2, ha=NEW_MASTER_HA)
+    asked = []
+    routes.registrations.master_hint = lambda name: asked.append(name) or hinted
+    return asked
+
+
+def test_a_slave_with_no_master_here_is_told_the_one_its_controller_committed(routes):
+    asked = controller_group(routes, NEW_MASTER)
+    result = slave(routes, "T")
+    assert (result.master_addr, result.ha_server_addr) == (NEW_MASTER, NEW_MASTER_HA)
+    assert asked == [BROKER]
+    result = slave(routes, "T")   # unchanged: the short path answers the same
+    assert (result.first, result.changed, result.master_addr) == (False, False, NEW_MASTER)
+
+
+def test_the_controllers_master_is_not_named_to_itself_nor_without_a_live_entry_here(routes):
+    controller_group(routes, SLAVE_ADDR)   # a member behind the log: the asker was the master
+    assert slave(routes, "T").master_addr is None
+    routes.registrations.master_hint = lambda name: "127.0.0.1:60911"   # never registered here
+    result = slave(routes, "T", counter=2)
+    assert result.master_addr is None and result.ha_server_addr is None
+
+
+def test_a_master_registered_here_is_named_whatever_the_controller_says(routes):
+    master(routes, "T")
+    controller_group(routes, NEW_MASTER)
+    assert slave(routes, "T").master_addr == MASTER_ADDR
+
+
+def test_without_a_controller_in_the_process_a_slave_with_no_master_here_gets_none(routes):
+    register(routes, "T", addr=NEW_MASTER, broker_id=2, ha=NEW_MASTER_HA)
+    result = slave(routes, "T")
+    assert result.master_addr is None and result.ha_server_addr is None
+
+
 def test_slave_registration_adds_its_address_not_queue_data(routes):
     master(routes, "TestTopic")
     assert set(addrs_of(routes, "TestTopic")) == {0}
