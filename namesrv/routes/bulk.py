@@ -12,6 +12,7 @@ from operator import attrgetter, is_
 from namesrv.routes.model import QueueData, shared_queue_data
 
 _SETTINGS = attrgetter("read_queue_nums", "write_queue_nums", "perm", "topic_sys_flag")
+_SETTING_FIELDS = tuple(map(attrgetter, ("read_queue_nums", "write_queue_nums", "perm", "topic_sys_flag")))
 
 
 class _SharedQueueDatas(dict):
@@ -32,6 +33,22 @@ def queue_datas(broker_name, topic_configs, perm_mask):
     if perm_mask != -1:
         settings = ((read, write, perm & perm_mask, flag) for read, write, perm, flag in settings)
     return map(_SharedQueueDatas(broker_name).__getitem__, settings)
+
+
+def uniform_queue_data(broker_name, topic_configs, perm_mask):
+    """The shared QueueData of every TopicConfig of ``topic_configs`` (a list) when they all have the same
+    queue settings (a broker's usual case), else None: a pass in C per field (no tuple per topic)."""
+    if not topic_configs:
+        return None
+    first, count = topic_configs[0], len(topic_configs)
+    settings = []
+    for field in _SETTING_FIELDS:
+        value = field(first)
+        if list(map(field, topic_configs)).count(value) != count:
+            return None
+        settings.append(value)
+    read, write, perm, flag = settings
+    return shared_queue_data(QueueData(broker_name, read, write, perm & perm_mask, flag))
 
 
 def by_queue_data(queue_datas, names, olds):

@@ -250,11 +250,8 @@ class RouteTables:
         own set moves), or its topics minus those that stay (the stored strings), or, for a few of many,
         the names given."""
         moves = []
-        counts = Counter(map(id, olds))
-        by_id = dict(zip(map(id, olds), olds))
         wanted = None
-        for key, count in counts.items():
-            old = by_id[key]
+        for old, count in Counter(olds).items():   # maps are hashable by identity (queuemaps.QueueMap)
             new = target(old)
             if new is old:
                 continue
@@ -434,11 +431,16 @@ class RouteTables:
                 return self.put_broker_topics(broker_name, topic_configs, perm_mask, only_missing)
         broker_name = intern(broker_name)
         names = list(topic_configs)
-        queue_datas = list(bulk.queue_datas(broker_name, topic_configs.values(), perm_mask))
         olds = list(map(self.topic_queue_table.get, names))
+        shared = bulk.uniform_queue_data(broker_name, list(topic_configs.values()), perm_mask)
+        if shared is not None:
+            groups = [(shared, names, olds)]
+        else:
+            groups = bulk.by_queue_data(list(bulk.queue_datas(broker_name, topic_configs.values(), perm_mask)),
+                                        names, olds)
         with_queue_data = self.queue_maps.with_queue_data
         moves = []
-        for queue_data, group_names, group_olds in bulk.by_queue_data(queue_datas, names, olds):
+        for queue_data, group_names, group_olds in groups:
             if only_missing:
                 def target(old, queue_data=queue_data):
                     return old if old is not None and broker_name in old else with_queue_data(old, queue_data)
