@@ -114,6 +114,9 @@ def run_fleet(layout, workdir, event_log=False, profile=None, check=False, log=p
         protocol = service.factory.buildProtocol(None)
         transport = StringTransport()
         protocol.makeConnection(transport)
+        # no idle timeout: task.Clock sorts every pending call at each reset (a reactor's heap does not),
+        # which with a thousand connections would be the figure
+        protocol.setTimeout(None)
         gc.collect()
         if profiler:
             profiler.enable()
