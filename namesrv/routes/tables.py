@@ -187,7 +187,7 @@ class RouteTables:
         set the static-topic mappings. Moves are planned per target map, in C."""
         table, moves = self.topic_queue_table, []
         for target, names in targets:
-            moves.extend(self._plan(names, list(map(table.get, names)), lambda old, target=target: target))
+            moves.extend(self._plan(names, None, lambda old, target=target: target))
         self.changes.begin()   # one notification for the part
         try:
             self._apply(moves, report)
@@ -244,12 +244,21 @@ class RouteTables:
     # -- moves: every change of QueueData ---------------------------------------------------
     def _plan(self, names, olds, target):
         """The moves that give each topic of ``names`` (distinct; their maps are ``olds``, None where there is
-        none) the map ``target(old)`` (None: the topic goes; ``old``: it stays), as [(topics, old, new)].
+        none; ``olds`` None: looked up here) the map ``target(old)`` (None: the topic goes; ``old``: it stays),
+        as [(topics, old, new)].
 
         One step per distinct current map, in C: the topics that have ``old`` are all of its topics (its
         own set moves), or its topics minus those that stay (the stored strings), or, for a few of many,
-        the names given."""
+        the names given. Without ``olds``, the maps whose topics are all named come first, found without a
+        look-up per topic (bulk.whole_maps)."""
         moves = []
+        if olds is None:
+            whole, names = bulk.whole_maps(self.topic_queue_table, names)
+            for old in whole:
+                new = target(old)
+                if new is not old:
+                    moves.append((old.topics, old, new))
+            olds = list(map(self.topic_queue_table.get, names))
         wanted = None
         for old, count in Counter(olds).items():   # maps are hashable by identity (queuemaps.QueueMap)
             new = target(old)
@@ -431,13 +440,12 @@ class RouteTables:
                 return self.put_broker_topics(broker_name, topic_configs, perm_mask, only_missing)
         broker_name = intern(broker_name)
         names = list(topic_configs)
-        olds = list(map(self.topic_queue_table.get, names))
         shared = bulk.uniform_queue_data(broker_name, list(topic_configs.values()), perm_mask)
-        if shared is not None:
-            groups = [(shared, names, olds)]
+        if shared is not None:   # the topics' maps are found by _plan (whole maps first)
+            groups = [(shared, names, None)]
         else:
             groups = bulk.by_queue_data(list(bulk.queue_datas(broker_name, topic_configs.values(), perm_mask)),
-                                        names, olds)
+                                        names, list(map(self.topic_queue_table.get, names)))
         with_queue_data = self.queue_maps.with_queue_data
         moves = []
         for queue_data, group_names, group_olds in groups:
