@@ -301,13 +301,24 @@ class NamesrvConfig:
         object.__setattr__(self, "_extras", {})
         object.__setattr__(self, "_listeners", [])
         object.__setattr__(self, "_explicit", set())   # per-instance paths someone set
+        object.__setattr__(self, "_texts", None)       # texts(), until the next change
         # Every property is also a plain instance attribute: handlers read several per request,
         # and a __getattr__ hook would cost each of them (bench/results/design-figures.md#config-attributes).
         self.__dict__.update(values)
         self._derive_instance_paths()
 
+    def texts(self):
+        """{name: its value as Java prints it} of every property and extra key: the copy each publication to
+        the read workers carries, built once per change (do not change it)."""
+        texts = self._texts
+        if texts is None:
+            texts = {name: java_text(self.get(name)) for name in self.names()}
+            object.__setattr__(self, "_texts", texts)
+        return texts
+
     def _derive_instance_paths(self):
         """Per-instance defaults follow ``listenPort`` until set (``-c``, command line) or pinned."""
+        object.__setattr__(self, "_texts", None)
         for prop in PROPERTIES:
             if prop.per_instance and prop.name not in self._explicit:
                 value = instance_path(parse_value(prop, java_text(prop.default)), self.listenPort)
@@ -371,6 +382,7 @@ class NamesrvConfig:
             except ValueError as e:
                 raise ConfigError("%s: bad value %r for %s (%s): %s" % (source, text, key, prop.kind, e))
         self._explicit.update(key for key in parsed if _BY_NAME[key].per_instance)
+        object.__setattr__(self, "_texts", None)
         changes = {}
         for table, updates in ((self._values, parsed), (self._extras, extras)):
             for key, value in updates.items():
@@ -420,6 +432,7 @@ class NamesrvConfig:
         known["configStorePath"] = os.path.abspath(os.path.expanduser(path))
         self.update(known, source=path)
         self._extras.update((key, java_text(mapping[key])) for key in unknown)
+        object.__setattr__(self, "_texts", None)
         return unknown
 
     def unknown_keys(self, keys, source):

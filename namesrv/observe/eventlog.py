@@ -22,6 +22,7 @@ import queue
 import threading
 import time
 
+import msgspec
 from twisted.logger import Logger
 from zope.interface import implementer
 
@@ -39,8 +40,20 @@ def histogram_bucket(micros):
     return 1 << (micros - 1).bit_length()
 
 
+#: events made of strings, ints and lists of them only: msgspec writes them as ``json.dumps`` does, byte for byte,
+#: 8 times faster (a fleet's first registration logs four of 1,000 topics each per broker). Not for other events:
+#: a float is written otherwise.
+_PLAIN_EVENTS = frozenset(["topic_route_changed"])
+_PLAIN = msgspec.json.Encoder()
+
+
 def encode_line(record):
     """The record as one line of UTF-8 JSON (unencodable text is escaped, never an error)."""
+    if record.get("event") in _PLAIN_EVENTS:
+        try:
+            return _PLAIN.encode(record) + b"\n"
+        except (TypeError, ValueError, OverflowError):   # a lone surrogate, an object: json.dumps's way below
+            pass
     text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
     return text.encode("utf-8", "backslashreplace") + b"\n"
 

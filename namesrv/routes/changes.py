@@ -159,7 +159,7 @@ class RouteChanges:
         for tracker in self.trackers:
             heard = getattr(tracker, "moved", None)
             if heard is not None:
-                heard(topics, after)
+                heard(topics, after, batch)
 
     def route_events_wanted(self):
         """An event log that drops topic_route_changed (``NullEventLog``) spares us grouping them."""

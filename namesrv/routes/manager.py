@@ -268,10 +268,10 @@ class RouteInfoManager:
         self._restored()
         self.tables.apply_topic_rows(topics, mappings)
 
-    def update_broker_rows(self, brokers, clusters, filters, gone=None):
+    def update_broker_rows(self, brokers, clusters, filters, gone=None, memberships=None):
         """Bring the broker-level tables to these rows; see ``RouteTables.update_broker_rows``."""
         self._restored()
-        self.tables.update_broker_rows(brokers, clusters, filters, gone)
+        self.tables.update_broker_rows(brokers, clusters, filters, gone, memberships)
 
     def apply_topic_shapes(self, shapes, mappings=None):
         """The same, with the topics given by shape (``rows.topic_shapes``)."""

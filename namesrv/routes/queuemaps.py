@@ -21,6 +21,11 @@ class QueueMap(dict):
 
     __slots__ = ("topics", "key")
 
+    #: hashable by identity (a dict is not): a registration counts its 4,000 topics' maps with a Counter in C,
+    #: not by their ``id``s and a dict back from them. Equality stays a dict's; within one QueueMaps two maps
+    #: are never equal (one map per set of shared QueueData), so hash and equality agree where maps meet.
+    __hash__ = object.__hash__
+
     def _read_only(self, *args, **kwargs):
         raise TypeError("a shared queue map is read-only: replace the topic's map instead")
 

@@ -121,13 +121,14 @@ class RouteTables:
         self.epoch += 1
         self.changes.everything_changed()
 
-    def update_broker_rows(self, brokers, clusters, filters, gone=None):
+    def update_broker_rows(self, brokers, clusters, filters, gone=None, memberships=None):
         """Bring the broker-level tables to these rows (a replica's publication, after its topics),
         telling the change tracker only what differs: the kept bodies of every topic whose brokers
         did not change stay (``replace_from_rows`` would drop them all, and a read worker would
         join 100,000 routes again after any change). With ``gone`` (a list, maybe empty), ``brokers``
         are only the rows of the brokers that changed, ``gone`` the names of those removed; the other
-        BrokerData stay as they are."""
+        BrokerData stay as they are. ``memberships`` ([[brokerName, [cluster, ...]], ...]) instead of
+        ``clusters`` (every cluster's names): the clusters of those brokers only, the others' stay."""
         changes, old_table = self.changes, self.broker_addr_table
         table, changed = ({}, []) if gone is None else (dict(old_table), list(gone))
         for name, cluster, zone, acting, addrs in brokers:
@@ -141,24 +142,50 @@ class RouteTables:
         else:
             for name in gone:
                 table.pop(name, None)
-        clusters = {cluster: set(names) for cluster, names in clusters.items()}
-        members = {(cluster, name) for cluster, names in clusters.items() for name in names}
-        members ^= {(cluster, name) for cluster, names in self.cluster_addr_table.items() for name in names}
+        if memberships is not None:
+            joined, clusters = self._move_memberships(memberships), self.cluster_addr_table
+        else:
+            clusters = {cluster: set(names) for cluster, names in clusters.items()}
+            members = {(cluster, name) for cluster, names in clusters.items() for name in names}
+            members ^= {(cluster, name) for cluster, names in self.cluster_addr_table.items() for name in names}
+            joined = [name for _, name in members]
         filters = {(cluster, addr): list(servers) for cluster, addr, servers in filters}
         moved = {key for key in filters.keys() | self.filter_server_table.keys()
                  if filters.get(key) != self.filter_server_table.get(key)}
         self.broker_addr_table, self.cluster_addr_table, self.filter_server_table = table, clusters, filters
         served = {addr for _, addr in moved}
         filtered = [broker_data.broker_name for broker_data in table.values()
-                    if served and served.intersection(broker_data.broker_addrs.values())]
+                    if served.intersection(broker_data.broker_addrs.values())] if served else []
         changes.begin()
-        touched = set(changed).union((name for _, name in members), filtered)
+        touched = set(changed).union(joined, filtered)
         for name in touched:
             self.mark_broker(name)
             changes.brokers_changed(name)
         if touched:
             changes.routes_of_brokers_changed([topics for name in touched for topics in self.topic_sets_of(name)])
         changes.end()
+
+    def _move_memberships(self, memberships):
+        """Put each broker name of ``memberships`` in exactly the clusters listed with it, in place (a cluster's
+        thousand names are not copied); returns the names whose membership changed."""
+        clusters, moved = self.cluster_addr_table, []
+        for name, now in memberships:
+            before = len(moved)
+            for cluster in [c for c, names in clusters.items() if name in names and c not in now]:
+                names = clusters[cluster]
+                names.discard(name)
+                if not names:
+                    del clusters[cluster]
+                moved.append(name)
+            for cluster in now:
+                names = clusters.get(cluster)
+                if names is None:
+                    names = clusters[cluster] = set()
+                if name not in names:
+                    names.add(name)
+                    if len(moved) == before:
+                        moved.append(name)
+        return moved
 
     def apply_topic_rows(self, topics, mappings=None, report=True):
         """Set the QueueData of each topic of ``topics`` ({topic: queue_data_rows, or None: the topic is
@@ -187,7 +214,7 @@ class RouteTables:
         set the static-topic mappings. Moves are planned per target map, in C."""
         table, moves = self.topic_queue_table, []
         for target, names in targets:
-            moves.extend(self._plan(names, list(map(table.get, names)), lambda old, target=target: target))
+            moves.extend(self._plan(names, None, lambda old, target=target: target))
         self.changes.begin()   # one notification for the part
         try:
             self._apply(moves, report)
@@ -244,17 +271,23 @@ class RouteTables:
     # -- moves: every change of QueueData ---------------------------------------------------
     def _plan(self, names, olds, target):
         """The moves that give each topic of ``names`` (distinct; their maps are ``olds``, None where there is
-        none) the map ``target(old)`` (None: the topic goes; ``old``: it stays), as [(topics, old, new)].
+        none; ``olds`` None: looked up here) the map ``target(old)`` (None: the topic goes; ``old``: it stays),
+        as [(topics, old, new)].
 
         One step per distinct current map, in C: the topics that have ``old`` are all of its topics (its
         own set moves), or its topics minus those that stay (the stored strings), or, for a few of many,
-        the names given."""
+        the names given. Without ``olds``, the maps whose topics are all named come first, found without a
+        look-up per topic (bulk.whole_maps)."""
         moves = []
-        counts = Counter(map(id, olds))
-        by_id = dict(zip(map(id, olds), olds))
+        if olds is None:
+            whole, names = bulk.whole_maps(self.topic_queue_table, names)
+            for old in whole:
+                new = target(old)
+                if new is not old:
+                    moves.append((old.topics, old, new))
+            olds = list(map(self.topic_queue_table.get, names))
         wanted = None
-        for key, count in counts.items():
-            old = by_id[key]
+        for old, count in Counter(olds).items():   # maps are hashable by identity (queuemaps.QueueMap)
             new = target(old)
             if new is old:
                 continue
@@ -434,11 +467,15 @@ class RouteTables:
                 return self.put_broker_topics(broker_name, topic_configs, perm_mask, only_missing)
         broker_name = intern(broker_name)
         names = list(topic_configs)
-        queue_datas = list(bulk.queue_datas(broker_name, topic_configs.values(), perm_mask))
-        olds = list(map(self.topic_queue_table.get, names))
+        shared = bulk.uniform_queue_data(broker_name, list(topic_configs.values()), perm_mask)
+        if shared is not None:   # the topics' maps are found by _plan (whole maps first)
+            groups = [(shared, names, None)]
+        else:
+            groups = bulk.by_queue_data(list(bulk.queue_datas(broker_name, topic_configs.values(), perm_mask)),
+                                        names, list(map(self.topic_queue_table.get, names)))
         with_queue_data = self.queue_maps.with_queue_data
         moves = []
-        for queue_data, group_names, group_olds in bulk.by_queue_data(queue_datas, names, olds):
+        for queue_data, group_names, group_olds in groups:
             if only_missing:
                 def target(old, queue_data=queue_data):
                     return old if old is not None and broker_name in old else with_queue_data(old, queue_data)

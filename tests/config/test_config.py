@@ -321,3 +321,24 @@ def test_the_property_reference_lists_every_property_once():
         text = f.read()
     for prop in PROPERTIES:
         assert text.count("\n| `%s` |" % prop.name) == 1, prop.name
+
+
+def test_texts_are_every_value_as_java_prints_it_and_follow_every_change(tmp_path):
+    """The read workers' copy of the properties is built once per change: after an update, a port change (the
+    per-instance paths follow it) and a file's unknown keys, it is what the values print as then."""
+    from namesrv.config import java_text
+
+    def plain(config):
+        return {name: java_text(config.get(name)) for name in config.names()}
+
+    config = NamesrvConfig()
+    texts = config.texts()
+    assert texts == plain(config) and config.texts() is texts
+    config.update({"orderMessageEnable": "true"})
+    assert config.texts()["orderMessageEnable"] == "true" and config.texts() == plain(config)
+    config.update({"listenPort": "19877"})
+    assert config.texts() == plain(config) and "19877" in config.texts()["kvConfigPath"]
+    path = tmp_path / "n.properties"
+    path.write_text("myCustomKey=x\n")
+    config.load_file(str(path))
+    assert config.texts()["myCustomKey"] == "x" and config.texts() == plain(config)

@@ -1,5 +1,7 @@
 import json
 
+from hypothesis import given, settings, strategies as st
+
 from namesrv.observe.eventlog import EventLog, histogram_bucket
 from tests.fakes import CallableClock
 
@@ -184,3 +186,20 @@ def test_stop_is_bounded_and_idempotent(tmp_path):
     log.stop(timeout=1.0)
     log.stop()
     assert log.written + log.dropped == 50
+
+
+@settings(max_examples=300, deadline=None)
+@given(topics=st.lists(st.text(), max_size=8), brokers=st.lists(st.text(max_size=5), max_size=3),
+       lone=st.booleans(), ts=st.integers(0, 1 << 70))
+def test_a_route_change_line_is_written_as_json_dumps_writes_it(topics, brokers, lone, ts):
+    """topic_route_changed lines (msgspec) are byte for byte json.dumps's: control characters, any plane,
+    a lone surrogate (escaped the json way), an int past 64 bits."""
+    import json
+    from namesrv.observe.eventlog import encode_line
+    if lone:
+        topics = topics + ["x\udc80"]
+    for fields in ({"topics": topics}, {"topic": "".join(topics)}):
+        record = dict({"ts": ts, "event": "topic_route_changed", "server": "127.0.0.1:9876"}, before=brokers,
+                      after=brokers[:1], **fields)
+        expected = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+        assert encode_line(record) == expected.encode("utf-8", "backslashreplace") + b"\n"

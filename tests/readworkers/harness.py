@@ -85,6 +85,8 @@ class Harness:
         for request in requests:
             ours = encode_frame(self.replica.registry.dispatch(request, FakeConnection("127.0.0.1:40000")))
             assert ours == encode_frame(self.main(request)), request
+        assert self.replica.context.routes.cluster_addr_table == self.service.routes.cluster_addr_table
+        assert self.replica.context.routes.broker_addr_table == self.service.routes.broker_addr_table
 
 
 class FakeUpstream:

@@ -230,3 +230,45 @@ def test_the_trackers_moves_are_used_only_when_they_name_each_changed_topic_once
     tracker.update({"A", "B"})
     _, topics = tracker.take()
     assert tracker.take_moves(topics) is None
+
+
+def test_moves_of_one_batch_of_the_tables_are_used_without_a_look_at_each_topic():
+    """The tables' batches name each topic once (changes.moved): moves all of one batch are taken as they are;
+    moves of two batches (or told without theirs) are checked topic by topic, and one topic moved twice in them
+    is caught."""
+    from namesrv.readworkers.main.publisher import TopicTracker
+    tracker = TopicTracker()
+    tracker.take()
+    tracker.moved(["A", "B"], "map1", 7)
+    tracker.moved(["C"], "map2", 7)
+    tracker.update({"A", "B", "C"})
+    _, topics = tracker.take()
+    assert [(names, qmap) for names, qmap in tracker.take_moves(topics)] == [(["A", "B"], "map1"), (["C"], "map2")]
+    tracker.moved(["A"], "map1", 8)
+    tracker.moved(["A"], "map2", 9)   # two batches: A twice, B changed without a move
+    tracker.update({"A", "B"})
+    _, topics = tracker.take()
+    assert tracker.take_moves(topics) is None
+    tracker.moved(["A"], "map1", 10)
+    tracker.moved(["B"], "map2", 11)   # two batches, each topic once: still used
+    tracker.update({"A", "B"})
+    _, topics = tracker.take()
+    assert [names for names, _ in tracker.take_moves(topics)] == [["A"], ["B"]]
+
+
+def test_a_registrations_moves_reach_the_tracker_with_their_batch():
+    """Through the tables: one registration is one batch, and its publication uses its moves."""
+    from namesrv.readworkers.main.publisher import TopicTracker
+    from tests.fakes import FakeConnection
+    from tests.routes.helpers import new_routes, wrapper
+    routes = new_routes()
+    tracker = routes.track_topic_changes(TopicTracker())
+    routes.register_broker("c1", "h:1", "a", 0, "h:10", wrapper("T1", "T2"), [], FakeConnection())
+    tracker.take()
+    tracker.take_moves(set())
+    routes.register_broker("c1", "h:2", "b", 0, "h:20", wrapper("T2", "T3"), [], FakeConnection())
+    assert len(tracker._batches) == 1 and None not in tracker._batches
+    _, topics = tracker.take()
+    moves = tracker.take_moves(topics)
+    assert sorted(t for names, _ in moves for t in names) == ["T2", "T3"]
+    assert all(routes.topic_queue_table[t] is qmap for names, qmap in moves for t in names)

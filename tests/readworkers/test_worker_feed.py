@@ -46,3 +46,19 @@ def test_a_burst_of_parts_is_applied_a_step_per_turn_and_listening_follows_the_f
     assert listened == [shared.value] and replica.fresh()
     run_turns(clock)
     assert not clock.getDelayedCalls()
+
+
+def test_a_message_down_reads_back_as_it_was_sent():
+    """``pack_down`` pickles without a memo: the same values come back (a name twice is two equal strings), with
+    the length prefix of the bytes that follow."""
+    import pickle
+    import struct
+    from namesrv.readworkers.channel.feed import down_reader, pack_down
+    names = ["T%04d" % i for i in range(3000)] + ["\udc80lone", "é"]
+    message = {"kind": "topics", "shapes": {"groups": [names, names[:5]], "gone": []}, "big": 1 << 70,
+               "rows": [["b", 8, 8, 6, 0]] * 3}
+    data = pack_down(message)
+    assert struct.unpack(">I", data[:4])[0] == len(data) - 4
+    assert pickle.loads(data[4:]) == message
+    reader = down_reader()
+    assert list(reader.feed(data[:10]) or ()) + list(reader.feed(data[10:]) or ()) == [message]

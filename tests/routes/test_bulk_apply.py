@@ -102,6 +102,8 @@ def plainest():
     patch = pytest.MonkeyPatch()
     patch.setattr(tables_module, "_moving", lambda topics, count, wanted: set(wanted or topics) & topics)
     patch.setattr(bulk, "by_queue_data", _plain_grouping)
+    patch.setattr(bulk, "uniform_queue_data", lambda broker_name, topic_configs, perm_mask: None)
+    patch.setattr(bulk, "whole_maps", lambda table, names: ([], names))
     patch.setattr(RouteChanges, "_report", _plain_report)
     try:
         yield
@@ -115,7 +117,10 @@ def test_bulk_paths_change_nothing_observable(operations):
     fast_events, slow_events = Events(), Events()
     fast, slow = new_routes(Clock(), fast_events), new_routes(Clock(), slow_events)
     for op in operations:
-        fast_result = apply(fast, op)
+        with pytest.MonkeyPatch.context() as patch:   # whole maps looked for at these sizes too
+            patch.setattr(bulk, "WHOLE_MAPS_FROM", 4)
+            patch.setattr(bulk, "WHOLE_MAP_SAMPLES", 3)
+            fast_result = apply(fast, op)
         with plainest():
             slow_result = apply(slow, op)
         assert repr(fast_result) == repr(slow_result)
@@ -192,3 +197,72 @@ def test_a_map_that_takes_other_queue_data_in_place_is_no_other_moves_target():
         assert state(fast) == state(slow)
     assert fast.topic_queue_table["t000"]["a"].perm == 4 and fast.topic_queue_table["baseTopic"]["a"].perm == 6
     fast.check_invariants()
+
+
+class _Map(dict):
+    __hash__ = object.__hash__
+
+
+@settings(max_examples=200, deadline=None)
+@given(owners=st.lists(st.integers(0, 5), min_size=1, max_size=60), named=st.lists(st.booleans(), min_size=60,
+                                                                                  max_size=60),
+       order=st.randoms(use_true_random=False), samples=st.integers(1, 8))
+def test_whole_maps_are_the_maps_all_of_whose_topics_are_named(owners, named, order, samples):
+    """``bulk.whole_maps`` against its definition: every map it takes has all its topics named, the rest are
+    the other names in their order, and a map it leaves has a topic not named (or was not sampled)."""
+    maps = [_Map(broker=i) for i in range(6)]
+    for qmap in maps:
+        qmap.topics = set()
+    table = {}
+    for i, owner in enumerate(owners):
+        if owner:   # 0: a topic the table does not have
+            table["t%02d" % i] = maps[owner]
+            maps[owner].topics.add("t%02d" % i)
+    names = ["t%02d" % i for i in range(len(owners)) if named[i]]
+    order.shuffle(names)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bulk, "WHOLE_MAPS_FROM", 1)
+        patch.setattr(bulk, "WHOLE_MAP_SAMPLES", samples)
+        taken, rest = bulk.whole_maps(table, names)
+    assert len(set(map(id, taken))) == len(taken)
+    for qmap in taken:
+        assert qmap.topics <= set(names)
+    covered = set().union(*(qmap.topics for qmap in taken))
+    assert rest == [name for name in names if name not in covered]
+    sampled = {id(table[name]) for name in names[::max(1, len(names) // samples)] if name in table}
+    for qmap in maps:
+        if id(qmap) in sampled and qmap.topics and qmap.topics <= set(names):
+            assert qmap in taken
+
+
+def test_a_registration_of_topics_on_a_few_maps_moves_them_whole():
+    """A broker's first registration of topics its neighbours have: each map they are on moves as a whole
+    (no look-up per topic), the new topics keep their order, and the tables are as the plainest path makes them."""
+    events = Events()
+    fast, slow = new_routes(Clock(), events), new_routes(Clock(), Events())
+    names = ["n%04d" % i for i in range(1200)]
+    for routes, plain in ((fast, False), (slow, True)):
+        with (plainest() if plain else pytest.MonkeyPatch.context()):
+            routes.register_broker("c1", "h:1", "a", 0, "h:10", wrapper(*names[:600]), [], Conn())
+            routes.register_broker("c1", "h:2", "b", 0, "h:20", wrapper(*names[300:900]), [], Conn())
+            looked_up = []
+            routes.tables.topic_queue_table = _Counting(routes.tables.topic_queue_table, looked_up)
+            routes.register_broker("c1", "h:3", "c", 0, "h:30", wrapper(*names[::-1]), [], Conn())
+            routes.tables.topic_queue_table = dict(routes.tables.topic_queue_table)
+            if not plain:   # the 900 topics on a, b or both were in three maps, taken whole
+                assert len(looked_up) < 400
+    assert state(fast) == state(slow)
+    assert list(fast.topic_queue_table) == names[:900] + names[:899:-1]
+    fast.check_invariants()
+
+
+class _Counting(dict):
+    """A topic table that counts the look-ups of its topics."""
+
+    def __init__(self, table, looked_up):
+        dict.__init__(self, table)
+        self.looked_up = looked_up
+
+    def get(self, key, default=None):
+        self.looked_up.append(key)
+        return dict.get(self, key, default)

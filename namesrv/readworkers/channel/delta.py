@@ -35,14 +35,18 @@ def encode_topics(routes, topics, moves=None):
 
 def encode_brokers(routes, names=None):
     """The broker-level tables: every broker's row (``names`` None), or the rows of the broker names given
-    (those gone listed in "goneBrokers"), with the cluster and filter-server tables whole (one row per
-    cluster and per filtered address: small)."""
+    (those gone listed in "goneBrokers") with the clusters each of them is in ("memberships": a broker's cluster
+    membership changes only with its name among those given), and the filter-server table whole (one row per
+    filtered address: small). Not the cluster table whole: a fleet's 1,000 brokers registering one after
+    another would each send (and a worker compare) every cluster's 1,000 names."""
     if names is None:
         return rows.broker_level_rows(routes)
-    table = routes.broker_addr_table
+    table, clusters = routes.broker_addr_table, routes.cluster_addr_table
     present = [table[name] for name in names if name in table]
     return {"brokers": rows.broker_rows(routes, present), "goneBrokers": [name for name in names if name not in table],
-            "clusters": rows.cluster_rows(routes), "filters": rows.filter_rows(routes)}
+            "memberships": [[name, sorted(cluster for cluster, members in clusters.items() if name in members)]
+                            for name in names],
+            "filters": rows.filter_rows(routes)}
 
 
 def apply_topics(routes, part, reset=False):
@@ -67,4 +71,5 @@ def apply_topics(routes, part, reset=False):
 
 def apply_brokers(routes, tables):
     """Bring the broker-level tables to the main process's (the bodies of unchanged brokers' topics stay)."""
-    routes.update_broker_rows(tables["brokers"], tables["clusters"], tables["filters"], tables.get("goneBrokers"))
+    routes.update_broker_rows(tables["brokers"], tables.get("clusters"), tables["filters"], tables.get("goneBrokers"),
+                              tables.get("memberships"))

@@ -42,10 +42,12 @@ class TopicTracker(set):
         self.brokers = set()
         self.brokers_full = False   # every broker's row next (the broker tables were replaced)
         self.moves = []             # (topics, their map now) of each move since the last take (routes.changes)
+        self._batches = set()       # the batches of those moves (None: a move told without its batch)
 
-    def moved(self, topics, qmap):
+    def moved(self, topics, qmap, batch=None):
         if len(self.moves) < 64:   # a publication's worth; past it, the topics are looked up again
             self.moves.append((list(topics), qmap))
+            self._batches.add(batch)
 
     def take(self):
         """(full, topics) since the previous take, and start over (``take_moves``, ``take_brokers`` next)."""
@@ -59,8 +61,11 @@ class TopicTracker(set):
         then nothing else changed them (a mapping, a second move) and their maps are the topics' maps now;
         else None (the topics are looked up)."""
         moves, self.moves = self.moves, []
+        batches, self._batches = self._batches, set()
         if not moves or sum(len(names) for names, _ in moves) != len(topics):
             return None
+        if len(batches) == 1 and None not in batches:
+            return moves   # one batch of the tables' moves names each topic once (changes.moved)
         named = set()
         for names, _ in moves:
             named.update(names)
