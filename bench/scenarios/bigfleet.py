@@ -1,6 +1,6 @@
 """A real fleet's size, not a time-compressed one: B brokers × their own topics, any name server.
 
-    python -m bench.bigfleet [--target HOST:PORT | --server default|one|workers=N[,shared]
+    python -m bench bigfleet [--target HOST:PORT | --server default|one|workers=N[,shared]
                               | --java PEER_DIR [--java-heap 4g]]
                              [--brokers 1000] [--topics 100000] [--brokers-per-topic 10]
                              [--cycle 30] [--rate 0] [--seconds 20] [--read-connections 3] [--depth 32]
@@ -370,7 +370,7 @@ class RestartedServer(TakingServer):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m bench.bigfleet", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench bigfleet", description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", help="HOST:PORT of a running name server (default: start ours)")
     parser.add_argument("--server", default="default", help="default, one, workers=N or workers=N,shared")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",

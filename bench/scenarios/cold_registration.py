@@ -1,6 +1,6 @@
 """The main process's cost of a fleet's first registration, in process: ``python -m bench cold_registration``.
 
-``bench.bigfleet --scenario cold`` times the whole fleet's first REGISTER_BROKER from outside, with Java
+``python -m bench bigfleet --scenario cold`` times the whole fleet's first REGISTER_BROKER from outside, with Java
 beside it; this is its inside, without sockets or a second machine's noise. An unstarted NameServer
 (a ``task.Clock`` as its reactor) gets the fleet's frames (``FleetLayout``: B brokers, T topics, K brokers
 per topic, 600 KB and 4,000 topics a broker at a million), each on its own connection, one after another,
