@@ -180,3 +180,13 @@ def result_of(d):
 def failure_of(d, *expected):
     """The Failure of a Deferred that has already failed: trial's ``failureResultOf``."""
     return _trial.failureResultOf(d, *expected)
+
+
+def answers_so_far(deferred_or_answer):
+    """A list that holds the answer now, or once the Deferred fires (then it stays empty until it does)."""
+    found = []
+    if hasattr(deferred_or_answer, "addCallback"):
+        deferred_or_answer.addCallback(found.append)
+    else:
+        found.append(deferred_or_answer)
+    return found

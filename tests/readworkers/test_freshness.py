@@ -4,6 +4,7 @@ from twisted.internet import task
 
 from namesrv.protocol.codes import RequestCode
 from namesrv.readworkers.worker.freshness import WAIT, WaitForFresh
+from tests.fakes import answers_so_far
 
 
 class Replica:
@@ -61,12 +62,7 @@ def ask(dispatcher, connection, opaque):
     connection.current_frame = b"frame %d" % opaque
     answer = dispatcher.dispatch(Request(opaque), connection)
     connection.current_frame = None   # the protocol moves on to the next frame
-    answers = []
-    if hasattr(answer, "addCallback"):
-        answer.addCallback(answers.append)
-    else:
-        answers.append(answer)
-    return answers
+    return answers_so_far(answer)
 
 
 def test_a_fresh_replica_answers_at_once_and_other_codes_go_their_way():

@@ -14,7 +14,7 @@ from namesrv.storage.snapshotfile import RouteSnapshotFile
 from processors.route import RouteProcessor
 from tests.brokers import register_request, route_request
 from tests.config_for import make_config
-from tests.fakes import FakeConnection, RecordingEventLog
+from tests.fakes import FakeConnection, RecordingEventLog, answers_so_far
 from tests.processors.world import FakeKV
 from tests.routes.helpers import register
 
@@ -58,15 +58,6 @@ def restarted(tmp_path, **kwargs):
     return world
 
 
-def answers(deferred_or_answer):
-    found = []
-    if hasattr(deferred_or_answer, "addCallback"):
-        deferred_or_answer.addCallback(found.append)
-    else:
-        found.append(deferred_or_answer)
-    return found
-
-
 def steps_until_restored(world):
     while world.routes.restoring is not None:
         world.turn()
@@ -92,10 +83,10 @@ def test_a_topic_not_restored_yet_is_never_answered_topic_not_exist_before_the_e
     world.turn()                                  # a chunk in
     restored = next(iter(world.routes.topic_queue_table))
     waiting = [t for t in TOPICS if t not in world.routes.topic_queue_table][0]
-    now = answers(world.processor.process_request(route_request(restored), FakeConnection()))
+    now = answers_so_far(world.processor.process_request(route_request(restored), FakeConnection()))
     assert now[0].code == ResponseCode.SUCCESS             # restored: answered at once
-    held = answers(world.processor.process_request(route_request(waiting), FakeConnection()))
-    unknown = answers(world.processor.process_request(route_request("NotInTheSnapshot"), FakeConnection()))
+    held = answers_so_far(world.processor.process_request(route_request(waiting), FakeConnection()))
+    unknown = answers_so_far(world.processor.process_request(route_request("NotInTheSnapshot"), FakeConnection()))
     while world.routes.restoring is not None:
         assert held == [] and unknown == []                # not before the end, whatever the chunk
         world.turn()
@@ -107,9 +98,9 @@ def test_a_topic_not_restored_yet_is_never_answered_topic_not_exist_before_the_e
 def test_writes_and_whole_lists_wait_for_the_end_and_then_apply(tmp_path):
     world = restarted(tmp_path)
     world.turn()
-    registration = answers(world.processor.process_request(
+    registration = answers_so_far(world.processor.process_request(
         register_request("C", "b9", "127.0.0.9:10911", topics=["T0000", "Fresh"]), FakeConnection()))
-    listing = answers(world.processor.process_request(make_request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
+    listing = answers_so_far(world.processor.process_request(make_request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
                                                       FakeConnection()))
     assert registration == [] and listing == []
     steps_until_restored(world)
@@ -144,7 +135,7 @@ def test_no_snapshot_is_written_while_one_is_restored(tmp_path):
 def test_a_chunk_that_fails_its_checks_leaves_empty_tables_and_frees_the_waiters(tmp_path, monkeypatch):
     from namesrv.routes import slicedsnapshot
     world = restarted(tmp_path)
-    held = answers(world.processor.process_request(route_request("T0299"), FakeConnection()))
+    held = answers_so_far(world.processor.process_request(route_request("T0299"), FakeConnection()))
     real = slicedsnapshot.SlicedSnapshot.chunk
 
     def bad(self, index):
