@@ -172,8 +172,10 @@ class RouteProcessor:
             result, last = refreshed
             return self._registered(request, result, cluster, broker_name, broker_id, broker_addr,
                                     last.topics, last.data_version, body, compressed, started)
-        if body_crc32 != 0 and decode.crc32(body) != body_crc32:
-            return self._error(request, CRC_MISMATCH % (decode.crc32(body), body_crc32))
+        if body_crc32 != 0:
+            crc = decode.crc32(body)
+            if crc != body_crc32:
+                return self._error(request, CRC_MISMATCH % (crc, body_crc32))
         try:
             decoded = decode.decode_register_broker_body(
                 body, compressed, request.version,

@@ -318,7 +318,6 @@ class NamesrvConfig:
 
     def _derive_instance_paths(self):
         """Per-instance defaults follow ``listenPort`` until set (``-c``, command line) or pinned."""
-        object.__setattr__(self, "_texts", None)
         for prop in PROPERTIES:
             if prop.per_instance and prop.name not in self._explicit:
                 value = instance_path(parse_value(prop, java_text(prop.default)), self.listenPort)

@@ -11,8 +11,9 @@ from operator import attrgetter, is_
 
 from namesrv.routes.model import QueueData, shared_queue_data
 
-_SETTINGS = attrgetter("read_queue_nums", "write_queue_nums", "perm", "topic_sys_flag")
-_SETTING_FIELDS = tuple(map(attrgetter, ("read_queue_nums", "write_queue_nums", "perm", "topic_sys_flag")))
+_SETTING_NAMES = ("read_queue_nums", "write_queue_nums", "perm", "topic_sys_flag")
+_SETTINGS = attrgetter(*_SETTING_NAMES)
+_SETTING_FIELDS = tuple(map(attrgetter, _SETTING_NAMES))
 
 
 class _SharedQueueDatas(dict):
@@ -91,12 +92,10 @@ def whole_maps(table, names):
     candidates = dict.fromkeys(filter(None, map(get, names[::max(1, len(names) // WHOLE_MAP_SAMPLES)])))
     if not candidates:
         return [], names
-    wanted = None
+    wanted = set(names)
     taken = []
     for qmap in candidates:
         topics = qmap.topics
-        if wanted is None:
-            wanted = set(names)
         if len(topics) <= len(wanted) and topics <= wanted:
             wanted.difference_update(topics)
             taken.append(qmap)
