@@ -45,6 +45,13 @@ def checkout(tmp_path_factory):
     return tree, home
 
 
+def _as_a_terminal_starts_it():
+    """A shell's foreground job gets Ctrl-C (SIGINT) at its default, whatever ran pytest: a pytest started
+    in the background by a shell without job control ignores SIGINT, its children inherit that, and
+    twistd then keeps running after Ctrl-C (Twisted leaves an ignored SIGINT alone)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(tree, home):
     port, status_port = free_port(), free_port()
     env = dict(os.environ, HOME=str(home), PYTHONFAULTHANDLER="1")   # a hang names itself (ended_within)
@@ -52,7 +59,7 @@ def start(tree, home):
     env.pop("MAKEFLAGS", None)
     process = subprocess.Popen([MAKE, "run", "ARGS=--listenPort %d" % port, "STATUS_PORT=%d" % status_port],
                                cwd=str(tree), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=_as_a_terminal_starts_it)
     deadline = time.monotonic() + 600
     while True:
         try:
