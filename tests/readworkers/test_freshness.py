@@ -7,21 +7,39 @@ from namesrv.readworkers.worker.freshness import WAIT, WaitForFresh
 from tests.fakes import answers_so_far
 
 
+class Shared:
+    """The shared counter: the main process has acknowledged changes up to ``value``."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def read(self):
+        return self.value
+
+
 class Replica:
+    """Applied up to ``generation``; the counter is ahead of it (stale) until ``apply``."""
     complete = True
     held = False
     in_publication = False
 
-    def __init__(self):
+    def __init__(self, registry):
         self.local_codes = frozenset([RequestCode.GET_ROUTEINFO_BY_TOPIC])
-        self.is_fresh = False
+        self.shared = Shared(5)
+        self.generation = 4
+        self.registry = registry
         self.applied_listeners = []
 
     def fresh(self):
-        return self.is_fresh
+        return self.generation == self.shared.value
 
-    def apply(self, fresh):
-        self.is_fresh = fresh
+    def holds(self, needed):
+        return not self.in_publication and needed <= self.generation <= self.shared.value
+
+    def apply(self, generation=None):
+        """A publication's message: its last one (``generation``) or a part of a longer one (None)."""
+        if generation is not None:
+            self.generation = generation
         for listener in self.applied_listeners:
             listener()
 
@@ -54,7 +72,8 @@ class Connection:
 
 
 def setup():
-    clock, replica, inner = task.Clock(), Replica(), Inner()
+    clock, inner = task.Clock(), Inner()
+    replica = Replica(inner)
     return clock, replica, inner, WaitForFresh(inner, replica, clock)
 
 
@@ -67,9 +86,9 @@ def ask(dispatcher, connection, opaque):
 
 def test_a_fresh_replica_answers_at_once_and_other_codes_go_their_way():
     clock, replica, inner, dispatcher = setup()
-    replica.is_fresh = True
+    replica.generation = 5
     assert ask(dispatcher, Connection(), 1) == ["local answer to 1"]
-    replica.is_fresh = False
+    replica.shared.value = 6
     assert dispatcher.dispatch(Request(2, RequestCode.REGISTER_BROKER), Connection()) == "local answer to 2"
     replica.complete = False        # no copy yet: nothing to wait for, forwarded as before
     assert ask(dispatcher, Connection(), 3) == ["local answer to 3"] and not dispatcher.waiting
@@ -80,10 +99,10 @@ def test_a_stale_read_waits_for_the_publication_and_is_answered_here():
     connection = Connection()
     first, second = ask(dispatcher, connection, 1), ask(dispatcher, connection, 2)
     assert first == second == [] and inner.dispatched == []
-    replica.apply(False)             # a part of a longer publication: still stale
+    replica.apply()                  # a part of a longer publication: still stale
     assert first == []
     clock.advance(WAIT / 2)
-    replica.apply(True)              # its last message: fresh, both answered here, in order
+    replica.apply(5)                 # its last message: fresh, both answered here, in order
     assert first == ["local answer to 1"] and second == ["local answer to 2"]
     assert [r.opaque for r in inner.dispatched] == [1, 2] and connection.forwarded == []
     assert not clock.getDelayedCalls()
@@ -113,3 +132,31 @@ def test_a_read_during_a_publication_of_several_parts_is_forwarded_at_once():
     clock, replica, inner, dispatcher = setup()
     replica.in_publication = True    # a mass disconnect's parts, one a reactor turn: stale for longer than a wait
     assert ask(dispatcher, Connection(), 1) == ["local answer to 1"] and not dispatcher.waiting
+
+
+def test_a_waiting_read_needs_what_was_acknowledged_before_it_came_not_what_came_after():
+    # A fleet registering back to back: the main process acknowledges the next registration (the counter
+    # moves on) before the worker has applied the previous one's publication.
+    clock, replica, inner, dispatcher = setup()
+    connection, later = Connection(), Connection()
+    first = ask(dispatcher, connection, 1)        # came while the counter read 5
+    replica.shared.value = 6                      # the next registration acknowledged
+    second = ask(dispatcher, later, 2)            # came while it read 6
+    replica.apply(5)                              # stale still (6), but it holds all the first read needs
+    assert first == ["local answer to 1"] and second == [] and connection.forwarded == []
+    replica.apply(6)
+    assert second == ["local answer to 2"] and later.forwarded == []
+    assert [r.opaque for r in inner.dispatched] == [1, 2] and not clock.getDelayedCalls()
+
+
+def test_a_waiting_read_is_not_answered_from_a_half_applied_publication():
+    clock, replica, inner, dispatcher = setup()
+    connection = Connection()
+    answers = ask(dispatcher, connection, 1)
+    replica.generation = 5
+    replica.in_publication = True                 # the next publication's first part applied, not its end
+    replica.shared.value = 6
+    replica.apply()
+    assert answers == []
+    clock.advance(WAIT)
+    assert answers == [None] and connection.forwarded == [(b"frame 1", True)] and inner.dispatched == []

@@ -92,6 +92,23 @@ def test_nothing_is_answered_before_a_full_copy(harness):
     assert not replica.fresh()
 
 
+def test_a_replica_a_change_behind_still_holds_what_was_acknowledged_before_it(harness):
+    harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2"]))
+    harness.publish()
+    before = harness.shared.value
+    assert harness.replica.fresh() and harness.replica.holds(before)
+    harness.main(register_request("C1", "broker-b", "10.0.0.2:10911", topics=["T1", "T2"]))
+    after = harness.shared.value
+    assert after > before and not harness.replica.fresh()
+    # a read that came before broker-b's acknowledgement may be answered; one that came after may not
+    assert harness.replica.holds(before) and not harness.replica.holds(after)
+    harness.publish()
+    assert harness.replica.holds(before) and harness.replica.holds(after)
+    part = down_reader().feed(topics_message(harness.service.routes, ["T1"]))[0]
+    harness.replica.apply(part)
+    assert not harness.replica.holds(before)   # the tables are between two states
+
+
 def test_a_half_applied_publication_is_not_fresh(harness):
     harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2"]))
     harness.publish()

@@ -109,6 +109,16 @@ class Replica:
         return (not self.loading and not self.held and self.generation is not None
                 and self.shared.read() == self.generation)
 
+    def holds(self, needed):
+        """Has every change acknowledged while the shared counter read ``needed`` or less, and no
+        publication half applied: a read that arrived when the counter read ``needed`` may be answered
+        from this, even if the main process has acknowledged more since (the answer is the state at a
+        moment between the read's arrival and its answer). ``fresh()`` asks for the newest generation,
+        which a fleet registering back to back moves again before each publication is applied."""
+        generation = self.generation
+        return (not self.loading and not self.in_publication and not self.held and generation is not None
+                and needed <= generation <= self.shared.read())
+
     def apply(self, message):
         """Apply one message of a publication (feed.publication). Returns False when the replica
         cannot be used until a full copy arrives; raises (and forgets everything) if it is malformed."""
