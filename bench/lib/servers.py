@@ -130,7 +130,9 @@ class _Subprocess:
 
     def cleanup(self):
         self.stop()
-        if self.own_workdir:
+        if os.environ.get("BENCH_KEEP_WORKDIR"):
+            print("kept %s's working directory (BENCH_KEEP_WORKDIR): %s" % (self.name, self.workdir), file=sys.stderr)
+        elif self.own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def log(self):

@@ -45,8 +45,11 @@ from namesrv.server.sharedport import close_listening
 
 log = Logger()
 COUNTS_INTERVAL = 1.0
-#: while draining, how often connections are looked at, and how long the drain may take
-DRAIN_SWEEP = 0.005
+#: while draining, how often connections are looked at, and how long the drain may take: every client
+#: connection is paused from the drain's start until the new process reads it, and the drain takes two
+#: looks at least (hand over, then see the handovers finished), so the look is frequent (it only runs
+#: during a drain, a few ms)
+DRAIN_SWEEP = 0.001
 DRAIN_GRACE = 5.0
 #: after stdin ends, how long the last counts may take to leave before the worker exits anyway
 LAST_WORDS = 0.5
