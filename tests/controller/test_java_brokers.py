@@ -112,8 +112,11 @@ def _tally(line, acked, failed):
 
 
 def stored_keys(classpath, namesrv):
-    reader = traffic(classpath, "read", namesrv, "FailoverTopic", "5000")
-    out, _ = reader.communicate(timeout=120)
+    """Every key the topic's queues hold, each queue read to its end offset (errors retried for up to 60 s)."""
+    reader = traffic(classpath, "read", namesrv, "FailoverTopic", "60000")
+    out, _ = reader.communicate(timeout=180)
+    incomplete = [line for line in out.splitlines() if line.startswith("INCOMPLETE ")]
+    assert not incomplete, "queues not readable to their end within 60 s: %s" % incomplete
     return {line.split()[1] for line in out.splitlines() if line.startswith("MSG ")}
 
 

@@ -44,6 +44,13 @@ def test_an_acknowledged_message_missing_from_the_final_master_is_caught():
     assert not lost and "k2" in lost.details[0]
 
 
+def test_a_read_back_that_could_not_reach_a_queue_says_so_beside_the_missing_keys():
+    read_back = dict(log(["k1"]), incomplete=["broker-a 3 0 12 0"])
+    lost = checkers.no_acknowledged_message_lost([send("k1"), send("k2"), read_back])
+    assert not lost and "k2" in lost.details[0] and "broker-a 3 0 12 0" in lost.details[1]
+    assert checkers.no_acknowledged_message_lost([send("k1"), dict(log(["k1"]), incomplete=["broker-a 3 0 12 0"])])
+
+
 def test_a_route_to_a_broker_never_made_master_is_caught():
     brokers = {"b0": [{"event": "started", "t": 0, "address": "10.0.0.11:20911"}, role(1, 1, 1)],
                "b1": [{"event": "started", "t": 0, "address": "10.0.0.12:20911"}, role(1, 2, 1, "slave")]}

@@ -89,6 +89,9 @@ def no_acknowledged_message_lost(agent):
     lost = sorted(set(acked) - set(held), key=lambda k: int(k[1:]))
     details = ["%d of %d acknowledged messages are not in %s: %s" % (len(lost), len(acked), where, lost[:20])] \
         if lost else []
+    unread = [queue for r in logs for queue in r.get("incomplete") or ()]
+    if lost and unread:
+        details.append("queues the reader could not read to their end (broker, id, first, end, read): %s" % unread)
     return Check("no acknowledged message lost", not lost, details, value={"acked": len(acked), "lost": len(lost)})
 
 

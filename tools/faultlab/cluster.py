@@ -238,12 +238,15 @@ class TrafficProcess:
             self.process.wait(10)
 
 
-def read_back_java(lab, host, classpath, namesrvs, idle_ms=8000):
-    """Every message the topic's queues hold now (Traffic.java's reader): a ``log`` record."""
+def read_back_java(lab, host, classpath, namesrvs, limit_ms=60000):
+    """Every message the topic's queues hold now (Traffic.java's reader: each queue to its end offset, errors
+    retried for up to ``limit_ms``): a ``log`` record; "incomplete" names the queues it could not read to
+    their end."""
     argv = ["java", "-Xmx128m", "-Drocketmq.client.logUseSlf4j=false", "-cp", classpath, "Traffic", "read",
-            ";".join(namesrvs), "LabTopic", str(idle_ms)]
+            ";".join(namesrvs), "LabTopic", str(limit_ms)]
     process = lab.spawn(host, argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    out, _ = process.communicate(timeout=180)
+    out, _ = process.communicate(timeout=limit_ms / 1000.0 + 120)
     keys = [line.split()[1] for line in out.splitlines() if line.startswith("MSG ")]
+    incomplete = [line.split(None, 1)[1] for line in out.splitlines() if line.startswith("INCOMPLETE ")]
     return {"kind": "log", "t": time.monotonic(), "broker": "topic LabTopic", "keys": keys, "role": "master",
-            "epoch": 0}
+            "epoch": 0, "incomplete": incomplete}

@@ -1,11 +1,11 @@
 // A producer and a reader for the controller's failover tests, compiled by the test against the
 // Java peer's jars (nothing of it is built into the repository).
 //   send NAMESRV TOPIC COUNT PAUSE_MS   prints "ACK key" for each SEND_OK, "FAIL key reason" otherwise
-//   read NAMESRV TOPIC IDLE_MS          prints "MSG key" for every message stored in the topic's queues
-import java.util.ArrayList;
-import java.util.Collection;
-import java.util.List;
-import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+//   read NAMESRV TOPIC LIMIT_MS         prints "MSG key" for every message stored in the topic's queues
+import java.util.Set;
+import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
+import org.apache.rocketmq.client.consumer.PullResult;
+import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
@@ -50,23 +50,52 @@ public class Traffic {
         producer.shutdown();
     }
 
-    static void read(String namesrv, String topic, long idle) throws Exception {
-        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer("failover_test_reader");
+    // Every queue read from its first offset to the end offset its broker reports, retrying errors until
+    // LIMIT_MS have passed (a reader that stops after an idle time misses a queue whose pulls fail a while,
+    // as they do just after a failover while the client's route still names the old master). Prints
+    // "QUEUE broker id first end read" per queue, and "INCOMPLETE ..." for one not read to its end.
+    static void read(String namesrv, String topic, long limit) throws Exception {
+        DefaultMQPullConsumer consumer = new DefaultMQPullConsumer("failover_test_reader");
         consumer.setNamesrvAddr(namesrv);
-        consumer.setAutoCommit(false);
         consumer.start();
-        Collection<MessageQueue> queues = consumer.fetchMessageQueues(topic);
-        consumer.assign(new ArrayList<>(queues));
-        for (MessageQueue queue : queues) {
-            consumer.seekToBegin(queue);
-        }
-        long last = System.currentTimeMillis();
-        while (System.currentTimeMillis() - last < idle) {
-            List<MessageExt> messages = consumer.poll(500);
-            for (MessageExt message : messages) {
-                System.out.println("MSG " + message.getKeys());
-                last = System.currentTimeMillis();
+        long deadline = System.currentTimeMillis() + limit;
+        Set<MessageQueue> queues = null;
+        while (queues == null) {
+            try {
+                queues = consumer.fetchSubscribeMessageQueues(topic);
+            } catch (Exception e) {
+                if (System.currentTimeMillis() > deadline) throw e;
+                Thread.sleep(200);
             }
+        }
+        for (MessageQueue queue : queues) {
+            long first = -1, end = -1, offset = -1, read = 0;
+            while (System.currentTimeMillis() < deadline) {
+                try {
+                    if (end < 0) {
+                        first = consumer.minOffset(queue);
+                        end = consumer.maxOffset(queue);
+                        offset = first;
+                    }
+                    if (offset >= end) break;
+                    PullResult result = consumer.pull(queue, "*", offset, 32);
+                    if (result.getPullStatus() == PullStatus.FOUND) {
+                        for (MessageExt message : result.getMsgFoundList()) {
+                            System.out.println("MSG " + message.getKeys());
+                            read++;
+                        }
+                    }
+                    if (result.getNextBeginOffset() > offset) {
+                        offset = result.getNextBeginOffset();
+                    } else {
+                        Thread.sleep(100);   // nothing yet where the broker said the end is: ask again
+                    }
+                } catch (Exception e) {
+                    Thread.sleep(200);
+                }
+            }
+            String where = queue.getBrokerName() + " " + queue.getQueueId() + " " + first + " " + end + " " + read;
+            System.out.println((end >= 0 && offset >= end ? "QUEUE " : "INCOMPLETE ") + where);
             System.out.flush();
         }
         consumer.shutdown();
