@@ -328,7 +328,8 @@ class FakeBroker:
         while True:
             counter += 1
             with self.lock:
-                broker_id = 0 if self.role == "master" else self.broker_id
+                role = self.role
+                broker_id = 0 if role == "master" else self.broker_id
             body = json.dumps({"filterServerList": [], "topicConfigSerializeWrapper": {
                 "dataVersion": {"counter": counter, "timestamp": int(time.time() * 1000)},
                 "topicConfigTable": {name: {"order": False, "perm": 6, "readQueueNums": 1,
@@ -344,7 +345,10 @@ class FakeBroker:
                     _call(self._namesrv_channels, address, make_request(RequestCode.REGISTER_BROKER, ext, body=body))
                 except OSError:
                     pass
-            time.sleep(1.0)
+            # every second, and at once after a role change, as a 5.3.3 broker registers from changeToMaster
+            # and changeToSlave (without waiting for its period)
+            with self.lock:
+                self.lock.wait_for(lambda: self.role != role, timeout=1.0)
 
     # -- HA: the master's log to its slaves -------------------------------------------------------------------
     def ha_server(self, conn):
