@@ -151,8 +151,20 @@ def test_no_ready_in_time_closes_and_resumes():
 def test_a_drain_that_never_settles_goes_on_after_the_grace():
     proto, transport, server, clock = session()
     proto.dataReceived(hello())
-    clock.pump([handing.SWEEP] * int(handing.DRAIN_GRACE / handing.SWEEP + 2))
+    clock.pump([handing.SLOW_SWEEP] * int(handing.DRAIN_GRACE / handing.SLOW_SWEEP + 2))
     assert sent(transport)[0]["kind"] == "state"
+
+
+def test_a_drain_is_looked_at_every_ms_at_first_then_less_often():
+    proto, transport, server, clock = session()
+    looks = []
+    server.settled = lambda: looks.append(clock.seconds()) and False
+    proto.dataReceived(hello())
+    assert len(looks) == 1                    # at once
+    clock.pump([handing.SWEEP] * (handing.QUICK_LOOKS - 1))
+    assert len(looks) == handing.QUICK_LOOKS  # then every ms
+    clock.pump([handing.SWEEP] * 10)          # 10 ms more: two looks, not ten
+    assert len(looks) == handing.QUICK_LOOKS + 2 and not sent(transport)
 
 
 def test_garbage_or_a_message_out_of_order_closes_without_draining():

@@ -47,9 +47,11 @@ log = Logger()
 COUNTS_INTERVAL = 1.0
 #: while draining, how often connections are looked at, and how long the drain may take: every client
 #: connection is paused from the drain's start until the new process reads it, and the drain takes two
-#: looks at least (hand over, then see the handovers finished), so the look is frequent (it only runs
-#: during a drain, a few ms)
+#: looks at least (hand over, then see the handovers finished), so the first ``QUICK_LOOKS`` are 1 ms
+#: apart; one that lasts longer (answers still awaited) is looked at every ``SLOW_DRAIN_SWEEP``
 DRAIN_SWEEP = 0.001
+QUICK_LOOKS = 20
+SLOW_DRAIN_SWEEP = 0.005
 DRAIN_GRACE = 5.0
 #: after stdin ends, how long the last counts may take to leave before the worker exits anyway
 LAST_WORDS = 0.5
@@ -156,6 +158,7 @@ class ReadWorker(protocol.Protocol):
         self._drain_deadline = self.reactor.seconds() + DRAIN_GRACE
         self._drain = task.LoopingCall(self._sweep)
         self._drain.clock = self.reactor
+        self._looks = 0
         # Not now: we run inside an I/O batch, and a read event of this batch for a connection
         # stopped above is still delivered (Twisted reads on any reported event); detaching in
         # the same batch would drop those bytes. From a timer call, the next poll is fresh.
@@ -163,6 +166,9 @@ class ReadWorker(protocol.Protocol):
 
     def _sweep(self):
         """Hand over (or close, for TLS) every connection whose answers are all out."""
+        self._looks += 1
+        if self._looks == QUICK_LOOKS:
+            self._drain.interval = SLOW_DRAIN_SWEEP
         late = self.reactor.seconds() >= self._drain_deadline
         for connection in list(self.factory.connections.values()):
             if connection.closing:
