@@ -11,9 +11,9 @@ a complete copy, waits up to ``WAIT`` for that: answered here once the replica h
 acknowledged before the read arrived (read-after-write holds, as for any local answer), else forwarded as
 before. What a read waits for is the counter as it read at the read's arrival, not its newest value: while
 a fleet registers back to back, the main process acknowledges the next registration before the worker has
-applied the previous one's publication, and a read waiting for the newest would wait for ever. Not while a publication of several parts is being applied (a mass disconnect's, a
-part per reactor turn): the replica stays stale for longer than a read should wait, so it is forwarded
-at once. Everything else goes on as ``WorkerDispatcher`` decides.
+applied the previous one's publication, and a read waiting for the newest would wait for ever. Not while
+a publication of several parts is being applied (a mass disconnect's, a part per reactor turn): the
+replica stays stale for longer than a read should wait, so it is forwarded at once. Everything else goes on as ``WorkerDispatcher`` decides.
 """
 
 import collections
@@ -57,12 +57,11 @@ class WaitForFresh:
         """A publication's message was applied: answer every waiting read the replica now holds enough
         for (they are in arrival order, so in the order of the counter values they need)."""
         waiting, holds = self.waiting, self.replica.holds
-        if not waiting or not holds(waiting[0][1]):
-            return
-        while waiting and holds(waiting[0][1]):
-            _, _, request, connection, frame, answer = waiting.popleft()
-            answer.callback(self._answer(request, connection, frame, waiting_for=None))
-        self._arm()
+        if waiting and holds(waiting[0][1]):
+            while waiting and holds(waiting[0][1]):
+                _, needed, request, connection, frame, answer = waiting.popleft()
+                answer.callback(self._answer(request, connection, frame, needed))
+            self._arm()
 
     def flush(self):
         """Answer or forward every waiting read now (a drain: no read may stay behind)."""
@@ -83,15 +82,14 @@ class WaitForFresh:
             answer.callback(self._answer(request, connection, frame, needed))
         self._arm()
 
-    def _answer(self, request, connection, frame, waiting_for):
-        """Answer here if the replica holds what the read waited for (``waiting_for`` None: known to),
-        else forward it."""
+    def _answer(self, request, connection, frame, needed):
+        """Answer here if the replica holds what the read waited for (``needed``), else forward it."""
         if connection.closing:
             return None
         replica = self.replica
         if replica.fresh():
             return self.inner.dispatch(request, connection)
-        if waiting_for is None or replica.holds(waiting_for):
+        if replica.holds(needed):
             return replica.registry.dispatch(request, connection)
         self.forwarded += 1
         connection.forward(frame, expects_answer=not request.is_oneway)
