@@ -6,6 +6,8 @@ starts and stops them, as ``TimerService`` does in Twisted's own services. Unlik
 the first call waits ``first_delay`` seconds (Java's NamesrvController schedules the scan 5 s
 and the KV print 1 min after start) and the interval is read when the timer (re)starts, so a
 property changed at run time applies from the next start (``restart``).
+
+``EasingLoop`` is the other kind of timer here: a wait someone is paused on, looked at often at first.
 """
 
 from twisted.application import service
@@ -53,3 +55,38 @@ class PeriodicCall(service.Service):
         self._delayed = None
         if self.looping:
             self.call.stop()
+
+
+class EasingLoop:
+    """``function`` every ``quick`` seconds for its first ``quick_calls`` calls, then every ``slow``.
+
+    For a wait that usually ends within a few looks and that someone is paused on (a takeover's
+    drain: every client waits from its start), but that may last longer when answers are still in
+    flight. Each look goes over every connection, so a long wait is looked at less often and leaves
+    the reactor to the work it waits for. ``function`` stops the loop (``stop``) when the wait is over.
+    """
+
+    def __init__(self, function, clock, quick, slow, quick_calls):
+        self.function = function
+        self.slow = slow
+        self.quick_calls = quick_calls
+        self.calls = 0
+        self._call = task.LoopingCall(self._look)
+        self._call.clock = clock
+        self._quick = quick
+
+    @property
+    def running(self):
+        return self._call.running
+
+    def start(self, now):
+        return self._call.start(self._quick, now=now)
+
+    def stop(self):
+        self._call.stop()
+
+    def _look(self):
+        self.calls += 1
+        if self.calls == self.quick_calls:
+            self._call.interval = self.slow
+        return self.function()

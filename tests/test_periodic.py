@@ -1,9 +1,10 @@
-"""A timer as a child service: first call after its delay, then every interval; restart and stop."""
+"""A timer as a child service: first call after its delay, then every interval; restart and stop. A loop
+that looks often at first, then less often."""
 
 from twisted.application import service
 from twisted.internet import task
 
-from namesrv.periodic import PeriodicCall
+from namesrv.periodic import EasingLoop, PeriodicCall
 
 
 def test_first_call_after_the_delay_then_every_interval_and_nothing_after_stop():
@@ -33,3 +34,21 @@ def test_stopped_before_its_first_call_never_calls():
     timer.stopService()
     clock.advance(100)
     assert calls == [] and not clock.getDelayedCalls()
+
+
+def test_an_easing_loop_looks_quickly_for_its_first_calls_then_slowly_until_stopped():
+    clock, calls = task.Clock(), []
+
+    def look():
+        calls.append(round(clock.seconds(), 3))
+        if len(calls) == 6:
+            loop.stop()
+
+    loop = EasingLoop(look, clock, quick=0.001, slow=0.005, quick_calls=3)
+    loop.start(now=False)
+    assert calls == [] and loop.running
+    clock.pump([0.001] * 13)
+    # after the third look, one every 5 ms (on LoopingCall's grid from the start)
+    assert calls == [0.001, 0.002, 0.003, 0.005, 0.010]
+    clock.pump([0.001] * 5)
+    assert calls[5:] == [0.015] and not loop.running and loop.calls == 6

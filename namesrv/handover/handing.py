@@ -18,13 +18,14 @@ reconnect; peers.py).
 import os
 import socket
 
-from twisted.internet import protocol, task
+from twisted.internet import protocol
 from twisted.internet.interfaces import IFileDescriptorReceiver
 from twisted.logger import Logger
 from zope.interface import implementer
 
 from namesrv.handover import messages, peers
 from namesrv.handover.messages import HandoverProtocolError, MessageReader, choose_version, encode
+from namesrv.periodic import EasingLoop
 
 #: how often the drain is looked at, how long it may take, how long ``ready`` may take. Every client waits
 #: for the drain: at a million topics, 5 ms looks here and in the workers made it 23 ms of a takeover's
@@ -156,17 +157,12 @@ class HandingSession(protocol.Protocol):
         self.state = "draining"
         self.server.begin()
         self._deadline = self.clock.seconds() + DRAIN_GRACE
-        self._looks = 0
-        self._sweep = task.LoopingCall(self._check_drained)
-        self._sweep.clock = self.clock
-        self._sweep.start(SWEEP, now=True)
+        self._sweep = EasingLoop(self._check_drained, self.clock, SWEEP, SLOW_SWEEP, QUICK_LOOKS)
+        self._sweep.start(now=True)
 
     def _check_drained(self):
         late = self.clock.seconds() >= self._deadline
         if not (self.server.settled() or late):
-            self._looks += 1
-            if self._looks == QUICK_LOOKS:
-                self._sweep.interval = SLOW_SWEEP
             return
         self._sweep.stop()
         if late:

@@ -42,6 +42,7 @@ from namesrv.readworkers.worker.handoff import hand_off_idle, movable, quiet, st
 from namesrv.readworkers.worker.lifeline import Lifeline
 from namesrv.readworkers.worker.replica import Replica
 from namesrv.server.sharedport import close_listening
+from namesrv.periodic import EasingLoop
 
 log = Logger()
 COUNTS_INTERVAL = 1.0
@@ -156,19 +157,14 @@ class ReadWorker(protocol.Protocol):
             stop_reading(connection)
         self.fresh_reads.flush()    # reads waiting for a fresh replica: answered or forwarded (awaited) now
         self._drain_deadline = self.reactor.seconds() + DRAIN_GRACE
-        self._drain = task.LoopingCall(self._sweep)
-        self._drain.clock = self.reactor
-        self._looks = 0
+        self._drain = EasingLoop(self._sweep, self.reactor, DRAIN_SWEEP, SLOW_DRAIN_SWEEP, QUICK_LOOKS)
         # Not now: we run inside an I/O batch, and a read event of this batch for a connection
         # stopped above is still delivered (Twisted reads on any reported event); detaching in
         # the same batch would drop those bytes. From a timer call, the next poll is fresh.
-        self._drain.start(DRAIN_SWEEP, now=False)
+        self._drain.start(now=False)
 
     def _sweep(self):
         """Hand over (or close, for TLS) every connection whose answers are all out."""
-        self._looks += 1
-        if self._looks == QUICK_LOOKS:
-            self._drain.interval = SLOW_DRAIN_SWEEP
         late = self.reactor.seconds() >= self._drain_deadline
         for connection in list(self.factory.connections.values()):
             if connection.closing:
