@@ -29,6 +29,7 @@ from twisted.logger import FilteringLogObserver, LogLevel, LogLevelFilterPredica
 from zope.interface import implementer
 
 from namesrv.dispatch.scheduler import CONTROL
+from namesrv.periodic import EasingLoop
 from namesrv.readworkers.channel.feed import FeedError, counts_message, down_reader, pack, resync_message
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.readworkers.channel.pipes import enlarge, read_in_large_chunks
@@ -42,7 +43,6 @@ from namesrv.readworkers.worker.handoff import hand_off_idle, movable, quiet, st
 from namesrv.readworkers.worker.lifeline import Lifeline
 from namesrv.readworkers.worker.replica import Replica
 from namesrv.server.sharedport import close_listening
-from namesrv.periodic import EasingLoop
 
 log = Logger()
 COUNTS_INTERVAL = 1.0
