@@ -13,7 +13,8 @@ before. What a read waits for is the counter as it read at the read's arrival, n
 a fleet registers back to back, the main process acknowledges the next registration before the worker has
 applied the previous one's publication, and a read waiting for the newest would wait for ever. Not while
 a publication of several parts is being applied (a mass disconnect's, a part per reactor turn): the
-replica stays stale for longer than a read should wait, so it is forwarded at once. Everything else goes on as ``WorkerDispatcher`` decides.
+replica stays stale for longer than a read should wait, so it is forwarded at once. Everything else goes
+on as ``WorkerDispatcher`` decides.
 """
 
 import collections
@@ -56,28 +57,22 @@ class WaitForFresh:
     def release(self):
         """A publication's message was applied: answer every waiting read the replica now holds enough
         for (they are in arrival order, so in the order of the counter values they need)."""
-        waiting, holds = self.waiting, self.replica.holds
-        if waiting and holds(waiting[0][1]):
-            while waiting and holds(waiting[0][1]):
-                _, needed, request, connection, frame, answer = waiting.popleft()
-                answer.callback(self._answer(request, connection, frame, needed))
-            self._arm()
+        holds = self.replica.holds
+        self._answer_oldest(lambda entry: holds(entry[1]))
 
     def flush(self):
         """Answer or forward every waiting read now (a drain: no read may stay behind)."""
-        self._answer_all()
-
-    def _answer_all(self):
-        waiting, self.waiting = self.waiting, collections.deque()
-        for _, needed, request, connection, frame, answer in waiting:
-            answer.callback(self._answer(request, connection, frame, needed))
-        self._arm()
+        self._answer_oldest(lambda entry: True)
 
     def _expired(self):
         self._timer = None
         now = self.reactor.seconds()
+        self._answer_oldest(lambda entry: entry[0] <= now)
+
+    def _answer_oldest(self, ready):
+        """Answer (or forward) waiting reads from the oldest on, while ``ready(entry)``; then re-arm the timer."""
         waiting = self.waiting
-        while waiting and waiting[0][0] <= now:
+        while waiting and ready(waiting[0]):
             _, needed, request, connection, frame, answer = waiting.popleft()
             answer.callback(self._answer(request, connection, frame, needed))
         self._arm()
