@@ -273,6 +273,8 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
     if controller is not None:
         # a slave whose master registered only with the other name servers yet is told of it (registration.py)
         routes.registrations.master_hint = controller.committed_master_address
+        # and producers are routed to a master the controllers elected before it registers as one
+        controller.follow_elections_in_routes(routes)
     if config.statusListenPort:
         from namesrv.status.web import status_page_service
         http_ports.append(status_page_service(config, routes, kv, registry, events, context, guards.acl_store,

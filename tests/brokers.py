@@ -13,11 +13,14 @@ def topic_config(name, queues=4, perm=6, sys_flag=0, order=False):
             "topicName": name, "topicSysFlag": sys_flag, "writeQueueNums": queues}
 
 
-def plain_body(topics, counter=1, timestamp=1700000000000, filter_servers=()):
+def plain_body(topics, counter=1, timestamp=1700000000000, filter_servers=(), state_version=None):
+    """``state_version``: a 5.x broker in controller mode writes its master epoch there (else absent)."""
     table = {t["topicName"]: t for t in topics}
+    version = {"counter": counter, "timestamp": timestamp}
+    if state_version is not None:
+        version["stateVersion"] = state_version
     body = {"filterServerList": list(filter_servers),
-            "topicConfigSerializeWrapper": {"dataVersion": {"counter": counter, "timestamp": timestamp},
-                                            "topicConfigTable": table}}
+            "topicConfigSerializeWrapper": {"dataVersion": version, "topicConfigTable": table}}
     return json.dumps(body, separators=(",", ":")).encode()
 
 
@@ -39,9 +42,14 @@ def crc32(body):
 
 
 def register_request(cluster, broker_name, broker_addr, broker_id=0, topics=(), counter=1,
-                     compressed=False, ha_addr=None, version=Version.V4_9_8, extra_ext=None, **kwargs):
+                     compressed=False, ha_addr=None, version=Version.V4_9_8, extra_ext=None, state_version=None,
+                     **kwargs):
     topics = [t if isinstance(t, dict) else topic_config(t) for t in topics]
-    body = (compressed_body if compressed else plain_body)(topics, counter)
+    if compressed:
+        assert state_version is None, "the compressed body has no stateVersion"
+        body = compressed_body(topics, counter)
+    else:
+        body = plain_body(topics, counter, state_version=state_version)
     ext = {"brokerName": broker_name, "brokerAddr": broker_addr, "clusterName": cluster,
            "haServerAddr": ha_addr or broker_addr, "brokerId": str(broker_id),
            "compressed": "true" if compressed else "false", "bodyCrc32": str(crc32(body))}

@@ -26,6 +26,7 @@ from namesrv.controller.heartbeats import BrokerHeartbeats
 from namesrv.controller.notifier import RoleChangeNotifier
 from namesrv.controller.replication import peer_table, split_address
 from namesrv.controller.replication.members import MemberSniffingFactory
+from namesrv.controller.routing import CommittedMasterRouting
 from namesrv.controller.state import ReplicaState
 from namesrv.dispatch.registry import ProcessorRegistry, load_processor_factories
 from namesrv.periodic import PeriodicCall
@@ -173,6 +174,7 @@ class ControllerService(service.MultiService):
         self.controller = Controller(config, self.state, self.replicated, self.heartbeats, reactor, self.notifier,
                                      events)
         self.context = ControllerContext(config=config, controller=self.controller, reactor=reactor, events=events)
+        self.routing = None        # a CommittedMasterRouting, once a name server's routes follow this member
         processors = [factory.build(self.context)
                       for factory in load_processor_factories(plugin_package, port=CONTROLLER_PORT)]
         self.registry = ProcessorRegistry(processors, events=events)
@@ -207,6 +209,11 @@ class ControllerService(service.MultiService):
         self.registry.add_policy(ControllerAdminAclPolicy(AclPolicy(store, RequestClassifier(), config)))
         FileWatcher([store.path], store.reload, watch_interval(config), clock=reactor).setServiceParent(self)
 
+    def follow_elections_in_routes(self, routes):
+        """The name server's ``routes`` list each master this member sees elected (routing.py)."""
+        self.routing = CommittedMasterRouting(self.state, self.replicated, routes, self.events, self.reactor)
+        return self.routing
+
     def committed_master_address(self, broker_name):
         """The broker address of the master this member's state holds for ``broker_name`` (None: no group, or
         no master): what the replicated log committed, as far as this member has applied it."""
@@ -230,6 +237,8 @@ class ControllerService(service.MultiService):
     def stopService(self):
         d = service.MultiService.stopService(self)
         self.controller.stop()
+        if self.routing is not None:
+            self.routing.stop()
         self.heartbeats.stop()
         self.factory.close_all()
         stopped = self.replicated.stop()

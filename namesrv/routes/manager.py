@@ -165,6 +165,11 @@ class RouteInfoManager:
         self._restored()
         return self.registrations.scan_not_active_brokers()
 
+    def route_committed_master(self, broker_name, master_addr, master_epoch):
+        """A master the controllers committed, listed before it registers as one (registration.py)."""
+        self._restored()
+        return self.registrations.route_committed_master(broker_name, master_addr, master_epoch)
+
     # -- liveness refreshes and admin operations -------------------------------------------
     def is_broker_topic_config_changed(self, cluster, broker_addr, data_version):
         return self.admin.is_broker_topic_config_changed(cluster, broker_addr, data_version)

@@ -10,7 +10,11 @@ deliberate differences, each noted where it happens:
   that live entry (5.x searches BrokerDatas of the same cluster for the address, and leaves
   a live entry that no BrokerData lists in place forever, re-closing it on every scan);
 - a broker name losing its last address leaves every cluster set (Java: only the
-  request's cluster).
+  request's cluster);
+- a master's late registration as a slave, from an older master epoch (stateVersion) than
+  the one it is master at here, is refused (Java unlists the master);
+- a master the controller in this process committed is listed before its own registration
+  (``route_committed_master``).
 """
 
 from namesrv.routes.model import (
@@ -109,9 +113,16 @@ class BrokerRegistrations:
         return broker_data, new
 
     def _place_address(self, request, addrs):
-        """List the broker's address under its id. None: refused by the stale-address guard (its live entry
-        is dropped); else True when the id had no address before."""
+        """List the broker's address under its id. None: refused, as a registration from an older master
+        epoch than the holder's (by the stale-address guard, its live entry is dropped); else True when the
+        id had no address before."""
         tables, broker_id, broker_addr = self.tables, request.broker_id, request.broker_addr
+        if broker_id != MASTER_ID and addrs.get(MASTER_ID) == broker_addr:
+            live = tables.broker_live_table.get(request.key)
+            if live is not None and live.data_version.state_version > request.wrapper.data_version.state_version:
+                # A master's registration from before its election (an older master epoch) arriving late:
+                # it would unlist the master (Java takes it). Its live entry stays as it is.
+                return None
         # Role switch: one ip:port is listed under one id only.
         for other_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
             del addrs[other_id]
@@ -187,6 +198,55 @@ class BrokerRegistrations:
             if master is not None:
                 result.master_addr = master_addr
                 result.ha_server_addr = master.ha_server_addr
+
+    # -- a master the controllers elected, before it registers as one --------------------
+    def route_committed_master(self, broker_name, master_addr, master_epoch):
+        """List ``master_addr`` as the master (brokerId 0) of ``broker_name``: controllers committed it at
+        ``master_epoch`` and it has not registered here as master yet. Returns True when the route changed.
+
+        Why: a 5.x broker registers as brokerId 0 only once its role change has run to the end, and that
+        waits on the broker's own lock, which a registration to an unreachable name server holds for up to
+        registerBrokerTimeoutMills (24 s). Until then every route names the old master, cut off or dead,
+        and producers get no SEND_OK.
+
+        What decides is the master epoch, which a 5.x broker in controller mode writes into its
+        DataVersion's stateVersion. It acts only when the elected broker is live here, listed as another
+        member of the group, registered at an older epoch, and the current brokerId 0 (if any) too: a
+        registration made at this epoch or later always wins. The elected broker's live entry takes the
+        epoch, so that the old master's late registrations meet the stale-address guard, as they would
+        after the new master's own registration; its changed DataVersion also makes its next registration
+        a full one.
+        """
+        tables = self.tables
+        broker_data = tables.broker_addr_table.get(broker_name)
+        if broker_data is None:
+            return False
+        addrs = broker_data.broker_addrs
+        if addrs.get(MASTER_ID) == master_addr:
+            return False
+        listed = [i for i, a in addrs.items() if a == master_addr]
+        if not listed:
+            return False
+        key = (broker_data.cluster, master_addr)
+        elected = tables.broker_live_table.get(key)
+        if elected is None or elected.data_version.state_version >= master_epoch:
+            return False
+        holder_addr = addrs.get(MASTER_ID)
+        if holder_addr is not None:
+            holder = tables.broker_live_table.get((broker_data.cluster, holder_addr))
+            if holder is not None and holder.data_version.state_version >= master_epoch:
+                return False
+        with self.changes.operation(tables):
+            for broker_id in listed:
+                del addrs[broker_id]
+            addrs[MASTER_ID] = master_addr
+            tables.broker_data_changed(broker_name)
+            version = elected.data_version
+            tables.bind_live(key, BrokerLiveInfo(
+                elected.last_update, elected.heartbeat_timeout_millis,
+                DataVersion(version.timestamp, version.counter, master_epoch), elected.connection,
+                elected.ha_server_addr, broker_name, MASTER_ID))
+        return True
 
     def refresh_unchanged_registration(self, cluster, broker_addr, token, connection=None,
                                        heartbeat_timeout_millis=None):

@@ -1,0 +1,75 @@
+"""The name server's routes follow the master elections the controller in its process applies.
+
+A 5.x broker elected master registers with the name servers as brokerId 0 only when its role
+change is complete, and that can wait 24 s on the broker's own lock (a registration to a name
+server it cannot reach holds it). Meanwhile producers are routed to the old master, cut off or
+dead. So when this member applies an election, the route tables here list the elected broker as
+master at once (``RouteInfoManager.route_committed_master``, which lets any registration made at
+that master epoch or later win).
+
+Only a member sure that its state is current acts: the leader within its lease, or a follower that
+heard the leader within the election timeout. A member replaying its log at a restart, or cut off
+from the others, applies nothing to the routes. The tables are changed as a registration changes
+them, so the route bodies cached, the answer cache and the read workers' replicas follow as usual.
+"""
+
+from twisted.logger import Logger
+
+log = Logger()
+
+
+class CommittedMasterRouting:
+    """Listens to ``state`` (a ReplicaState) and routes each elected master through ``routes``."""
+
+    def __init__(self, state, replicated, routes, events, reactor):
+        self.state = state
+        self.replicated = replicated
+        self.routes = routes
+        self.events = events
+        self.reactor = reactor
+        self.routed = 0            # masters listed here before their own registration
+        self._due = set()          # broker names whose election was applied since the last pass
+        self._call = None
+        state.listeners.append(self._applied)
+
+    def _applied(self, event, group):
+        """A state listener: runs inside the log's apply, so it only notes the group; the routes change
+        in a call of its own, after the whole batch of entries is applied (the latest master counts)."""
+        if group is None or event.get("type") != "elect_master":
+            return
+        self._due.add(group.broker_name)
+        if self._call is None:
+            self._call = self.reactor.callLater(0, self._route_due)
+
+    def sure(self):
+        """This member's state is current: it leads within its lease, or a leader was heard lately."""
+        replicated = self.replicated
+        return bool(replicated.is_leader or replicated.leader_id is not None)
+
+    def _route_due(self):
+        self._call = None
+        due, self._due = self._due, set()
+        if not self.sure():
+            log.info("controller: {count} election(s) applied while this member is not sure it is current; "
+                     "routes wait for the brokers' registrations", count=len(due))
+            return
+        for broker_name in sorted(due):
+            group = self.state.group(broker_name)
+            if group is None or group.master_id is None:
+                continue
+            address = group.master_address
+            if address is None:
+                continue
+            if self.routes.route_committed_master(broker_name, address, group.master_epoch):
+                self.routed += 1
+                self.events.emit("route_master_from_controller", brokerName=broker_name, masterAddr=address,
+                                 masterBrokerId=group.master_id, masterEpoch=group.master_epoch)
+                log.info("routes: {name}'s master is {addr} (brokerId {id}, epoch {epoch}), as the controllers "
+                         "committed, before its own registration", name=broker_name, addr=address,
+                         id=group.master_id, epoch=group.master_epoch)
+
+    def stop(self):
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+        self._call = None
+        self._due.clear()
