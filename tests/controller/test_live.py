@@ -7,15 +7,8 @@ import subprocess
 
 from namesrv.codec.fastjson import loads
 from namesrv.protocol.codes import RequestCode, ResponseCode
-from tests.controller.wire import controller_ports
-from tests.controller.wire import WireBroker
+from tests.controller.wire import WireBroker, controller_ports, controller_properties
 from tests.integration.server import TWISTD, NamesrvProcess, free_port
-
-
-def controller_properties(tmp_path, port, peers=None, self_id="n0"):
-    return {"enableControllerInNamesrv": "true", "controllerDLegerGroup": "groupW",
-            "controllerDLegerPeers": peers or "n0-127.0.0.1:%d" % port, "controllerDLegerSelfId": self_id,
-            "controllerStorePath": str(tmp_path / ("ctrl-" + self_id)), "routeReadWorkers": "0"}
 
 
 def test_embedded_controller_fails_a_group_over_and_a_restart_keeps_ids_and_epochs(tmp_path):

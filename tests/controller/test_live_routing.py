@@ -8,8 +8,7 @@ import time
 
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from tests.brokers import register_request, route_request
-from tests.controller.test_live import controller_properties
-from tests.controller.wire import WireBroker, controller_ports
+from tests.controller.wire import WireBroker, controller_ports, controller_properties
 from tests.integration.server import NamesrvProcess
 from tests.integration.workers import WORKERS, answered_by_workers
 

@@ -23,6 +23,14 @@ def controller_ports(count):
     return ports
 
 
+def controller_properties(tmp_path, port, peers=None, self_id="n0"):
+    """A name server's properties with its embedded controller listening on ``port`` (one member unless
+    ``peers``), and no read workers."""
+    return {"enableControllerInNamesrv": "true", "controllerDLegerGroup": "groupW",
+            "controllerDLegerPeers": peers or "n0-127.0.0.1:%d" % port, "controllerDLegerSelfId": self_id,
+            "controllerStorePath": str(tmp_path / ("ctrl-" + self_id)), "routeReadWorkers": "0"}
+
+
 def secret_file(directory, secret=b"a-group-secret-of-32-bytes-long!"):
     """A controllerPeerSecretFile (mode 600) holding ``secret``; its path."""
     path = directory / "controller.secret"

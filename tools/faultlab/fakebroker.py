@@ -330,8 +330,10 @@ class FakeBroker:
             with self.lock:
                 role = self.role
                 broker_id = 0 if role == "master" else self.broker_id
+                epoch = self.master_epoch
+            # stateVersion: the master epoch, as a 5.3.3 broker's DataVersion.nextVersion(masterEpoch) writes it
             body = json.dumps({"filterServerList": [], "topicConfigSerializeWrapper": {
-                "dataVersion": {"counter": counter, "timestamp": int(time.time() * 1000)},
+                "dataVersion": {"counter": counter, "timestamp": int(time.time() * 1000), "stateVersion": epoch},
                 "topicConfigTable": {name: {"order": False, "perm": 6, "readQueueNums": 1,
                                             "topicFilterType": "SINGLE_TAG", "topicName": name, "topicSysFlag": 0,
                                             "writeQueueNums": 1} for name in TOPICS}}},
