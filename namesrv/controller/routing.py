@@ -9,13 +9,20 @@ that master epoch or later win).
 
 Only a member sure that its state is current acts: the leader within its lease, or a follower that
 heard the leader within the election timeout. A member replaying its log at a restart, or cut off
-from the others, applies nothing to the routes. The tables are changed as a registration changes
+from the others, applies nothing to the routes; it asks again for a few seconds (``RETRY_FOR``), and
+then routes the group's master as its state holds it by then. The tables are changed as a registration changes
 them, so the route bodies cached, the answer cache and the read workers' replicas follow as usual.
 """
 
 from twisted.logger import Logger
 
 log = Logger()
+
+#: a member not sure of its state when an election is applied asks again this often, for this long: a
+#: leader applies the election it was elected to make a moment before it serves, and a member that catches
+#: up hears the leader a moment after
+RETRY_EVERY = 0.2
+RETRY_FOR = 10.0
 
 
 class CommittedMasterRouting:
@@ -30,6 +37,7 @@ class CommittedMasterRouting:
         self.routed = 0            # masters listed here before their own registration
         self._due = set()          # broker names whose election was applied since the last pass
         self._call = None
+        self._unsure_since = None  # reactor time of the first pass that found this member not sure
         state.listeners.append(self._applied)
 
     def _applied(self, event, group):
@@ -48,11 +56,21 @@ class CommittedMasterRouting:
 
     def _route_due(self):
         self._call = None
-        due, self._due = self._due, set()
         if not self.sure():
-            log.info("controller: {count} election(s) applied while this member is not sure it is current; "
-                     "routes wait for the brokers' registrations", count=len(due))
+            now = self.reactor.seconds()
+            if self._unsure_since is None:
+                self._unsure_since = now
+            if now - self._unsure_since < RETRY_FOR:
+                self._call = self.reactor.callLater(RETRY_EVERY, self._route_due)
+                return
+            log.info("controller: {count} election(s) applied while this member was not sure its state is "
+                     "current for {seconds:.0f} s; routes wait for the brokers' registrations",
+                     count=len(self._due), seconds=RETRY_FOR)
+            self._due.clear()
+            self._unsure_since = None
             return
+        self._unsure_since = None
+        due, self._due = self._due, set()
         for broker_name in sorted(due):
             group = self.state.group(broker_name)
             if group is None or group.master_id is None:
@@ -73,3 +91,4 @@ class CommittedMasterRouting:
             self._call.cancel()
         self._call = None
         self._due.clear()
+        self._unsure_since = None

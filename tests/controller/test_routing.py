@@ -3,7 +3,7 @@ sure its state is current (namesrv/controller/routing.py)."""
 
 from twisted.internet.task import Clock
 
-from namesrv.controller.routing import CommittedMasterRouting
+from namesrv.controller.routing import RETRY_EVERY, RETRY_FOR, CommittedMasterRouting
 from namesrv.controller.state import ReplicaState
 from tests.fakes import FakeConnection, RecordingEventLog
 from tests.routes.helpers import CLUSTER, addrs_of, new_routes, register
@@ -52,10 +52,41 @@ def test_a_follower_that_heard_its_leader_routes_too_and_one_that_did_not_waits(
     elect(state, 2)
     clock.advance(0)
     assert addrs_of(routes, "T") == {0: NEW}
-    routing, routes, state, clock, _ = setup(Member(is_leader=False, leader_id=None))   # cut off, or replaying
+    member = Member(is_leader=False, leader_id=None)      # cut off, or replaying its log
+    routing, routes, state, clock, _ = setup(member)
     elect(state, 2)
     clock.advance(0)
     assert addrs_of(routes, "T") == {0: OLD, 2: NEW} and routing.routed == 0
+    clock.advance(RETRY_FOR / 2)
+    assert addrs_of(routes, "T") == {0: OLD, 2: NEW}
+    member.leader_id = "n1"                                # it hears the leader: the state it holds now counts
+    clock.advance(RETRY_EVERY)
+    assert addrs_of(routes, "T") == {0: NEW} and routing.routed == 1
+
+
+def test_a_new_leader_routes_the_election_it_applied_just_before_it_serves():
+    member = Member(is_leader=False, leader_id=None)
+    routing, routes, state, clock, _ = setup(member)
+    elect(state, 2)
+    clock.advance(0)
+    member.is_leader = True
+    clock.advance(RETRY_EVERY)
+    assert addrs_of(routes, "T") == {0: NEW}
+
+
+def test_a_member_never_sure_gives_up_after_a_while_and_routes_later_elections_afresh():
+    member = Member(is_leader=False, leader_id=None)
+    routing, routes, state, clock, _ = setup(member)
+    elect(state, 2)
+    clock.pump([RETRY_EVERY] * int(RETRY_FOR / RETRY_EVERY + 2))
+    assert not clock.getDelayedCalls() and routing.routed == 0
+    member.leader_id = "n1"
+    clock.advance(60)
+    assert addrs_of(routes, "T") == {0: OLD, 2: NEW}        # nothing is asked again without a new election
+    elect(state, 1)                                          # epoch 3: OLD, already brokerId 0 here
+    elect(state, 2)                                          # epoch 4: NEW
+    clock.advance(0)
+    assert addrs_of(routes, "T") == {0: NEW} and routing.routed == 1
 
 
 def test_the_last_election_of_a_batch_counts():
@@ -79,3 +110,8 @@ def test_stopping_drops_a_pass_not_run_yet():
     routing.stop()
     clock.advance(1)
     assert addrs_of(routes, "T") == {0: OLD, 2: NEW}
+    routing, routes, state, clock, _ = setup(Member(is_leader=False))
+    elect(state, 2)
+    clock.advance(1)                                         # asking again
+    routing.stop()
+    assert not clock.getDelayedCalls()
