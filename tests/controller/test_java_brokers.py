@@ -79,10 +79,15 @@ def kill_master_while_sending(tmp_path, brokers, namesrv_ports, also_kill=()):
     # on every member, as a topic made long before a failure is: a slave copies its master's topic
     # configuration only every few seconds, and a master elected before that serves the topic with the
     # default 4 queues, hiding the messages of the others (the broker's behaviour with Java's controller too)
-    for broker in brokers:
+    # The master first: the slave replaces its whole table with its master's every 10 s, and a copy taken
+    # before the master had the topic would drop it from the slave; elected, the slave would make it anew
+    # with 4 queues, and a read would find half of the messages.
+    for broker in (master, survivor):
         created = mqadmin("5.3.3", "updateTopic", "-n", namesrv, "-b", "127.0.0.1:%d" % broker.port, "-t",
                           "FailoverTopic", "-r", "8", "-w", "8", home=str(tmp_path))
         assert "success" in created.stdout, created.stdout + created.stderr
+    wait_for(lambda: _both_hold(master.port, survivor.port, "FailoverTopic"), 40,
+             "FailoverTopic with 8 queues on the master and the slave")
     sender = traffic(classpath, "send", namesrv, "FailoverTopic", "300", "20")
     acked, failed = [], []
     while len(acked) < 60:
@@ -102,6 +107,21 @@ def kill_master_while_sending(tmp_path, brokers, namesrv_ports, also_kill=()):
         _tally(line, acked, failed)
     sender.wait(120)
     return routed_after, acked, failed, master, survivor, classpath
+
+
+GET_ALL_TOPIC_CONFIG = 21   # a broker's own request code (Java's RequestCode.GET_ALL_TOPIC_CONFIG)
+
+
+def _topic_table(port):
+    """A broker's topic table as it answers GET_ALL_TOPIC_CONFIG ({topic: config}; empty if no answer)."""
+    answer = ask(port, GET_ALL_TOPIC_CONFIG, timeout=5.0)
+    if answer is None or answer.code != 0 or not answer.body:
+        return {}
+    return loads(answer.body).get("topicConfigTable") or {}
+
+
+def _both_hold(master_port, slave_port, topic):
+    return all(_topic_table(port).get(topic, {}).get("writeQueueNums") == 8 for port in (master_port, slave_port))
 
 
 def _tally(line, acked, failed):

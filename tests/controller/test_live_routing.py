@@ -37,7 +37,8 @@ def test_an_elected_master_is_routed_by_the_workers_before_it_registers_as_maste
     try:
         assert a1.start().code == ResponseCode.SUCCESS and a1.elect().code == ResponseCode.SUCCESS   # epoch 1
         a2.start()
-        altered = a1.call(RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET, {"brokerName": "broker-a", "masterBrokerId": 1, "masterEpoch": 1},
+        altered = a1.call(RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET,
+                          {"brokerName": "broker-a", "masterBrokerId": 1, "masterEpoch": 1},
                           json.dumps({"syncStateSet": [1, 2], "syncStateSetEpoch": 1}).encode())
         assert altered.code == ResponseCode.SUCCESS
         assert register(registrations, a1, 0, 1, 1).code == ResponseCode.SUCCESS
