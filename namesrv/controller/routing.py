@@ -74,9 +74,7 @@ class CommittedMasterRouting:
         due, self._due = self._due, set()
         for broker_name in sorted(due):
             group = self.state.group(broker_name)
-            if group is None or group.master_id is None:
-                continue
-            address = group.master_address
+            address = group.master_address if group is not None else None   # None: no master
             if address is None:
                 continue
             if self.routes.route_committed_master(broker_name, address, group.master_epoch):
