@@ -226,6 +226,11 @@ class RouteProcessor:
                 topics=topics, dataVersion=data_version,
                 changed=result.changed, bodyBytes=len(body) if body else 0, compressed=compressed,
                 us=int((self.timer() - started) * 1e6))
+            if result.became_master:
+                # the report's failovers: when each name server routed a newly elected master
+                self.context.events.emit(
+                    "route_master_changed", cluster=cluster, brokerName=broker_name, masterAddress=broker_addr,
+                    masterBrokerId=broker_id, masterEpoch=result.master_epoch, trigger="registration")
         return response
 
     def unregister_broker(self, request, connection):

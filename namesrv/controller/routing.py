@@ -79,8 +79,9 @@ class CommittedMasterRouting:
                 continue
             if self.routes.route_committed_master(broker_name, address, group.master_epoch):
                 self.routed += 1
-                self.events.emit("route_master_from_controller", brokerName=broker_name, masterAddr=address,
-                                 masterBrokerId=group.master_id, masterEpoch=group.master_epoch)
+                self.events.emit("route_master_changed", cluster=group.cluster, brokerName=broker_name,
+                                 masterAddress=address, masterBrokerId=group.master_id,
+                                 masterEpoch=group.master_epoch, trigger="controller")
                 log.info("routes: {name}'s master is {addr} (brokerId {id}, epoch {epoch}), as the controllers "
                          "committed, before its own registration", name=broker_name, addr=address,
                          id=group.master_id, epoch=group.master_epoch)

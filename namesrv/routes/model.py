@@ -192,7 +192,9 @@ class RegisterBrokerResult:
     - ``first``: no live entry existed for (cluster, brokerAddr) before (event ``broker_registered``);
     - ``changed``: the DataVersion differed from the stored one (or there was none);
     - ``stale``: refused by the stale-address guard (5.x answers SUCCESS, nothing stored);
-    - ``min_broker_id_changed``: the group's smallest id went down (5.x NOTIFY_MIN_BROKER_ID_CHANGE).
+    - ``min_broker_id_changed``: the group's smallest id went down (5.x NOTIFY_MIN_BROKER_ID_CHANGE);
+    - ``became_master``: this registration made its address the group's brokerId 0 here (none or another
+      address was before), at the master epoch ``master_epoch`` (its stateVersion): event ``route_master_changed``.
     """
 
     master_addr = attr.ib(default=None)
@@ -201,6 +203,8 @@ class RegisterBrokerResult:
     changed = attr.ib(default=False)
     stale = attr.ib(default=False)
     min_broker_id_changed = attr.ib(default=False)
+    became_master = attr.ib(default=False)
+    master_epoch = attr.ib(default=None)
 
 
 @attr.s(slots=True, weakref_slot=False, eq=False)

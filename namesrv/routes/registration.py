@@ -88,10 +88,13 @@ class BrokerRegistrations:
         broker_data, register_first = self._broker_data(request)
         addrs = broker_data.broker_addrs
         result.min_broker_id_changed = bool(addrs) and request.broker_id < min(addrs)
+        master_before = addrs.get(MASTER_ID)
         placed = self._place_address(request, addrs)
         if placed is None:
             result.stale = True
             return result
+        if request.broker_id == MASTER_ID and master_before != request.broker_addr:
+            result.became_master, result.master_epoch = True, request.wrapper.data_version.state_version
         register_first = register_first or placed
         self._put_topics(request, broker_data, register_first or changed)
         self._refresh_live(request)

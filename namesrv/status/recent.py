@@ -1,8 +1,9 @@
 """The last events the page shows, fed by the same ``emit`` calls that write the event log.
 
 Only the events an operator watches are kept (registrations, expirations, unregistrations,
-closes of brokers' connections, bad frames, configuration and KV changes), in a bounded ring
-with a sequence number so that the page can ask "what is new since N". A connection that no
+closes of brokers' connections, bad frames, configuration and KV changes, the controller's failovers and
+the routes naming a new master), in a bounded ring with a sequence number so that the page can ask
+"what is new since N". A connection that no
 broker registered on (a client's, a tool's, a probe's) closing is not news: it is never kept,
 so that it cannot push a broker's events off the list. Members removed because their heartbeats
 expired or because their connection closed (a crashed broker) are remembered (bounded), with why
@@ -16,7 +17,9 @@ SHOWN_EVENTS = frozenset(["broker_registered", "broker_expired", "broker_unregis
                           "bad_frame", "config_changed", "kv_changed", "server_started",
                           # the controller's failovers (namesrv/controller/core.py)
                           "controller_master_inactive", "controller_master_elected", "controller_master_unavailable",
-                          "controller_role_changed"])
+                          "controller_role_changed",
+                          # when this name server's routes named a new master (a registration, or the controller)
+                          "route_master_changed"])
 
 
 class RecentEvents:

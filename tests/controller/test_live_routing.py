@@ -71,6 +71,8 @@ def test_an_elected_master_is_routed_by_the_workers_before_it_registers_as_maste
     logs = tmp_path / "logs"
     events = [json.loads(line) for name in os.listdir(logs) if name.startswith("namesrv-events")
               for line in open(logs / name)]
-    [routed] = [e for e in events if e["event"] == "route_master_from_controller"]
-    assert (routed["masterAddr"], routed["masterEpoch"]) == (a2.address, 2)
+    # a1 routed by its registration; a2 by the controller, and not again by its own registration as master
+    routed = [(e["trigger"], e["masterAddress"], e["masterBrokerId"], e["masterEpoch"]) for e in events
+              if e["event"] == "route_master_changed"]
+    assert routed == [("registration", a1.address, 0, 1), ("controller", a2.address, 2, 2)]
     assert "Traceback" not in server.log()

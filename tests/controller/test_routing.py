@@ -43,8 +43,9 @@ def test_a_leader_routes_the_master_it_applies_after_the_batch():
     clock.advance(0)
     assert addrs_of(routes, "T") == {0: NEW}
     assert routing.routed == 1
-    [(name, fields)] = [e for e in events.emitted if e[0] == "route_master_from_controller"]
-    assert dict(fields) == {"brokerName": "broker-a", "masterAddr": NEW, "masterBrokerId": 2, "masterEpoch": 2}
+    [(name, fields)] = [e for e in events.emitted if e[0] == "route_master_changed"]
+    assert dict(fields) == {"cluster": CLUSTER, "brokerName": "broker-a", "masterAddress": NEW, "masterBrokerId": 2,
+                            "masterEpoch": 2, "trigger": "controller"}
 
 
 def test_a_follower_that_heard_its_leader_routes_too_and_one_that_did_not_waits():

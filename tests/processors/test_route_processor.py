@@ -170,6 +170,23 @@ def test_registration_events(world):
     assert {e["topic"] for e in topic_changes(world.events.named("topic_route_changed"))} == {"A", "B"}
 
 
+def test_a_registration_that_makes_a_new_master_logs_the_route_change(world):
+    a, b = "127.0.0.1:10911", "127.0.0.1:10921"
+    register = lambda addr, broker_id, epoch, counter, connection_id: world.call(  # noqa: E731
+        register_request("C", "broker-a", addr, broker_id=broker_id, topics=["A", "B"], counter=counter,
+                         state_version=epoch), FakeConnection(connection_id=connection_id))
+    register(a, 0, 1, 1, 1)      # the group's first master
+    register(a, 0, 1, 1, 1)      # its heartbeat: no change
+    register(b, 1, 1, 1, 2)      # a slave: no change
+    register(b, 0, 2, 2, 2)      # the slave, elected: the route names it
+    register(a, 0, 1, 2, 1)      # the old master's late registration from epoch 1: refused, no change
+    register(a, 1, 2, 3, 1)      # it comes back as the slave: no change
+    assert [(e["masterAddress"], e["masterBrokerId"], e["masterEpoch"], e["trigger"])
+            for e in world.events.named("route_master_changed")] == [(a, 0, 1, "registration"),
+                                                                     (b, 0, 2, "registration")]
+    assert world.events.named("route_master_changed")[0]["cluster"] == "C"
+
+
 # -- UNREGISTER / connection ------------------------------------------------------------
 
 def test_unregister_requires_fields_and_emits(world):

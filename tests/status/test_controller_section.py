@@ -99,7 +99,10 @@ def test_recent_events_show_the_controller_s_failovers():
     recent.event("controller_master_inactive", {"brokerName": "broker-a", "masterBrokerId": 1})
     recent.event("controller_master_elected", {"brokerName": "broker-a", "masterBrokerId": 2, "masterEpoch": 2})
     recent.event("broker_heartbeat_noise", {})
-    assert [entry[2] for entry in recent.latest()] == ["controller_master_elected", "controller_master_inactive"]
+    recent.event("route_master_changed", {"brokerName": "broker-a", "masterAddress": "127.0.0.1:10921",
+                                          "masterEpoch": 2, "trigger": "controller"})
+    assert [entry[2] for entry in recent.latest()] == ["route_master_changed", "controller_master_elected",
+                                                       "controller_master_inactive"]
 
 
 def test_raft_members_say_whether_they_are_authenticated_and_what_was_refused():
