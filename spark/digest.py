@@ -12,6 +12,7 @@ import os
 
 from pyspark.sql import functions as F
 
+from spark import failovers
 from spark.schema import KIND_MALFORMED
 
 MAX_POINTS = 500
@@ -143,7 +144,7 @@ def collect(tables, top=20):
     d["disagreement_top"] = _rows(tables["ns_disagreement"], [("durationMs", "desc"), "brokerAddr"], top)
     d["failovers_top"] = _rows(tables["controller_failovers"], ["recovered", ("masterlessMs", "desc"), "lostAt"], top)
     d["no_master_top"] = _rows(tables["controller_no_master"], ["masterBackAt", ("attempts", "desc"), "firstAt"], top)
-    d["controller_events"] = len(tables["_controller_events"])
+    d["controller_events"] = failovers.controller_event_count(tables["_controller_events"])
     return d
 
 

@@ -18,6 +18,13 @@ of the servers that logged it (``returned`` false, as a vanished topic's), and i
 a group without a master at the end of the logs. Elections with no loss before them (the first
 election, an admin's ``electMaster`` of a live master) are not failovers.
 
+Clients follow the route, not the controller: every name server writes ``route_master_changed`` when its
+routes start naming a new master for a group, from the master's registration as brokerId 0 (``trigger``
+"registration") or from an election the controller in its process applied ("controller"). A failover is
+*routed* at the first of those naming the elected address, between its loss and the group's next loss, on
+any server (``routedAt``, ``routedMs`` from the loss, ``routedVia``), and ``lastRoutedAt`` is when the last of
+the servers that did (``routedBy``) followed. NULL where no name server logged it (Java's, or before it).
+
 No-master periods (``controller_no_master``): per group, consecutive ``controller_master_unavailable``
 events until the next election (``masterBackAt``, NULL if none came).
 """
@@ -29,15 +36,21 @@ from spark.collect import LocalTable, last_events, sql_max
 
 INACTIVE, ELECTED, UNAVAILABLE = ("controller_master_inactive", "controller_master_elected",
                                   "controller_master_unavailable")
-#: at one millisecond: a loss, then the failed attempts, then the election
-_ORDER = {INACTIVE: 0, UNAVAILABLE: 1, ELECTED: 2}
+ROUTED = "route_master_changed"
+#: at one millisecond: a loss, then the failed attempts, then the election, then the routes
+_ORDER = {INACTIVE: 0, UNAVAILABLE: 1, ELECTED: 2, ROUTED: 3}
 COLUMNS = ("ts", "server", "event", "cluster", "brokerName", "masterBrokerId", "masterAddress", "masterEpoch",
            "trigger", "masterlessMillis")
 
 
 def controller_events(events):
     """The controllers' master events as they are (a few per failover): collected, then paired on the driver."""
-    return events.filter(F.col("event").isin(INACTIVE, ELECTED, UNAVAILABLE)).select(*COLUMNS)
+    return events.filter(F.col("event").isin(INACTIVE, ELECTED, UNAVAILABLE, ROUTED)).select(*COLUMNS)
+
+
+def controller_event_count(rows):
+    """How many of the collected rows are the controller's own (the routes' events are every name server's)."""
+    return sum(1 for event in rows.column("event") if event != ROUTED)
 
 
 _S, _L = T.StringType(), T.LongType()
@@ -48,6 +61,8 @@ FAILOVER_SCHEMA = T.StructType([
     T.StructField("newEpoch", _L), T.StructField("trigger", _S), T.StructField("masterlessMs", _L),
     T.StructField("recovered", T.BooleanType()), T.StructField("failedElections", _L),
     T.StructField("lossInferred", T.BooleanType()), T.StructField("servers", T.ArrayType(_S)),
+    T.StructField("routedAt", _L), T.StructField("routedMs", _L), T.StructField("routedVia", _S),
+    T.StructField("lastRoutedAt", _L), T.StructField("routedBy", T.ArrayType(_S)),
 ])
 NO_MASTER_SCHEMA = T.StructType([
     T.StructField("cluster", _S), T.StructField("brokerName", _S), T.StructField("firstAt", _L),
@@ -73,8 +88,11 @@ def failovers(rows, servers):
     last = last_events(servers)
     lost, no_master = [], []
     for name, events in sorted(_by_group(rows).items(), key=lambda kv: kv[0] or ""):
+        routes = [r for r in events if r["event"] == ROUTED]
+        events = [r for r in events if r["event"] != ROUTED]
         cluster = _cluster(events)
         episode, unavailable = None, None
+        first = len(lost)
         for r in events:
             if r["event"] == INACTIVE:
                 if episode is None:
@@ -105,7 +123,28 @@ def failovers(rows, servers):
             lost.append(_failover(cluster, name, episode, None, until))
         if unavailable is not None:
             no_master.append(_no_master(cluster, name, unavailable, None))
+        lost[first:] = _routed(lost[first:], routes)
     return LocalTable(FAILOVER_SCHEMA, lost), LocalTable(NO_MASTER_SCHEMA, no_master)
+
+
+def _routed(group_failovers, routes):
+    """One group's failover rows (in time order) with the routing columns: see the module's docstring."""
+    out = []
+    for i, row in enumerate(group_failovers):
+        lost_at, address = row[2], row[8]
+        until = group_failovers[i + 1][2] if i + 1 < len(group_failovers) else None
+        firsts = {}
+        if address is not None:
+            for r in routes:   # in time order
+                if r["masterAddress"] == address and r["ts"] >= lost_at and (until is None or r["ts"] < until):
+                    firsts.setdefault(r["server"], r)
+        if not firsts:
+            out.append(row + (None, None, None, None, None))
+            continue
+        earliest = min(firsts.values(), key=lambda r: r["ts"])
+        out.append(row + (earliest["ts"], earliest["ts"] - lost_at, earliest["trigger"],
+                          max(r["ts"] for r in firsts.values()), sorted(s for s in firsts if s is not None)))
+    return out
 
 
 def _failover(cluster, name, episode, elected, until=None):

@@ -10,15 +10,20 @@ makes one for every other broker name) are its groups, with controller ids 1 (th
   (``controller_master_unavailable``) 5 s apart; every other one gets its master back when a broker
   returns 1-5 min later (``trigger: broker``), the others have none until the logs end.
 
+Every JSON name server then routes the elected master (``route_master_changed``): the leader 5-300 ms
+after the election through the controller in its process (``trigger: controller``), the others 0.5-3 s
+after it through the master's registration (``trigger: registration``).
+
 Draws come from their own ``random.Random(seed + 1000)``, so the rest of a fleet with the same seed is
-the same with or without them. ``plan`` returns the events to write, (ms, event, fields), for
-``gen_logs.run`` to write in time order, and what the truth records of them.
+the same with or without them. ``plan`` returns the events to write, (ms, JSON server index (0: the
+leader), event, fields), for ``gen_logs.run`` to write in time order, and what the truth records of them.
 """
 
 import random
 
 INACTIVE, ELECTED, UNAVAILABLE = ("controller_master_inactive", "controller_master_elected",
                                   "controller_master_unavailable")
+ROUTED = "route_master_changed"
 #: how far apart two incidents of one group are, at least
 PAD_MS = 5 * 60000
 
@@ -55,6 +60,11 @@ def _place(rng, groups, start, end, length, until_end=False):
     return None, None
 
 
+def _on_leader(event):
+    ms, name, fields = event
+    return ms, 0, name, fields
+
+
 def _lost(group, t0):
     return (t0, INACTIVE, dict(brokerName=group.name, cluster=group.cluster, masterBrokerId=group.master,
                                masterAddress=group.addresses[group.master], masterEpoch=group.epoch))
@@ -68,13 +78,21 @@ def _elected(group, at, trigger, lost_at):
                               masterlessMillis=at - lost_at))
 
 
-def plan(fleet, seed, start, end, failovers=0, no_master=0):
-    """(events to write on the leader, truth rows): see the module's docstring."""
+def _routes(rng, group, at, servers):
+    """Each JSON name server's ``route_master_changed`` for the master ``group`` just elected at ``at``."""
+    fields = dict(brokerName=group.name, cluster=group.cluster, masterBrokerId=0,
+                  masterAddress=group.addresses[group.master], masterEpoch=group.epoch)
+    return [(at + (rng.randint(5, 300) if k == 0 else rng.randint(500, 3000)), k, ROUTED,
+             dict(fields, trigger="controller" if k == 0 else "registration")) for k in range(servers)]
+
+
+def plan(fleet, seed, start, end, failovers=0, no_master=0, servers=1):
+    """(events to write on the JSON name servers, truth rows): see the module's docstring."""
     rng = random.Random(seed + 1000)
     groups = controller_groups(fleet)
     if not groups or not (failovers or no_master):
         return [], []
-    events = [(start + 1, "controller_role_changed", dict(role="leader", controllerId="n0"))]
+    events = [(start + 1, 0, "controller_role_changed", dict(role="leader", controllerId="n0"))]
     specs = [("failover", True)] * failovers + [("no_master", i % 2 == 0) for i in range(no_master)]
     incidents = []
     for kind, recovers in sorted(specs, key=lambda spec: spec[1]):   # the groups kept to the end first
@@ -85,16 +103,22 @@ def plan(fleet, seed, start, end, failovers=0, no_master=0):
     truth = []
     for t0, kind, group, length, recovers in sorted(incidents, key=lambda item: item[0]):
         old = (group.master, group.addresses[group.master], group.epoch)
-        events.append(_lost(group, t0))
+        events.append(_on_leader(_lost(group, t0)))
         failed = 0 if kind == "failover" else 3
         for attempt in range(failed):
-            events.append((t0 + 1000 + 5000 * attempt, UNAVAILABLE, dict(brokerName=group.name, trigger="controller")))
+            events.append((t0 + 1000 + 5000 * attempt, 0, UNAVAILABLE,
+                           dict(brokerName=group.name, trigger="controller")))
         row = {"kind": kind, "brokerName": group.name, "cluster": group.cluster, "lostAt": t0, "oldMasterId": old[0],
                "oldMasterAddress": old[1], "oldEpoch": old[2], "failedElections": failed, "recovered": recovers}
         if recovers:
             at = t0 + length
-            events.append(_elected(group, at, "controller" if kind == "failover" else "broker", t0))
+            events.append(_on_leader(_elected(group, at, "controller" if kind == "failover" else "broker", t0)))
+            routes = _routes(rng, group, at, servers)
+            events.extend(routes)
+            routed_at = [ms for ms, _, _, _ in routes]
             row.update(electedAt=at, masterlessMs=length, newMasterId=group.master,
-                       newMasterAddress=group.addresses[group.master], newEpoch=group.epoch)
+                       newMasterAddress=group.addresses[group.master], newEpoch=group.epoch,
+                       routedAt=min(routed_at), routedMs=min(routed_at) - t0, routedVia="controller",
+                       lastRoutedAt=max(routed_at), routers=servers)
         truth.append(row)
     return events, truth

@@ -243,6 +243,9 @@ class Server:
                        brokerName=b.name, brokerId=b.broker_id, brokerAddr=b.addr, topics=len(b.topics),
                        dataVersion={"timestamp": b.dv_ts, "counter": b.dv_counter}, changed=first,
                        bodyBytes=120 + 180 * len(b.topics), compressed=False, us=us)
+        if first and b.broker_id == 0:   # the routes name this master again
+            self.sink.emit(ms, "route_master_changed", cluster=b.cluster, brokerName=b.name, masterBrokerId=0,
+                           masterAddress=b.addr, masterEpoch=0, trigger="registration")
 
     def scan(self, ms):
         self.scans += 1
@@ -469,10 +472,11 @@ def generate(out, servers=3, brokers=6, topics=20, hours=2.0, seed=1, flaps=3, o
     truth["injected"] = inject(fleet, [s.id for s in sims], rng, start_ms, end_ms, flaps, outages, partitions,
                                restarts, drifts)
     truth["injected"] += inject_error_spikes(sims, rng, start_ms, end_ms, error_spikes)
-    leader = next((s for s in sims if not s.java), None)
-    planned, truth["controller"] = gen_controller.plan(fleet, seed, start_ms, end_ms, failovers, no_master) \
-        if leader is not None else ([], [])
-    run(sims, fleet, rng, start_ms, end_ms, route_qps, [(ms, leader, event, fields) for ms, event, fields in planned])
+    json_sims = [s for s in sims if not s.java]   # the first leads the controllers
+    planned, truth["controller"] = gen_controller.plan(fleet, seed, start_ms, end_ms, failovers, no_master,
+                                                       len(json_sims)) if json_sims else ([], [])
+    run(sims, fleet, rng, start_ms, end_ms, route_qps,
+        [(ms, json_sims[k], event, fields) for ms, k, event, fields in planned])
     truth["lines"] = {s.id: s.sink.lines for s in sims}
     truth["events"] = sum(truth["lines"].values())
     with open(os.path.join(out, "_truth.json"), "w") as f:

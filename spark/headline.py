@@ -15,6 +15,8 @@ the collected tables (plain Python over a few hundred rows, no Spark job):
 A period with none of these is healthy.
 """
 
+from spark.failovers import controller_event_count
+
 SHOWN = 5
 SPIKE_MIN_ERRORS = 20
 SPIKE_FACTOR = 5
@@ -87,7 +89,7 @@ def what_happened(tables, late_ms):
     found = {"brokers": troubled_brokers(liveness), "gaps": longest_gaps(liveness, late_ms),
              "disagreement": disagreement(tables["ns_disagreement"], tables["ns_disagreement_minutes"]),
              "errors": error_spikes(tables["_requests"]), "late_ms": late_ms, "shown": SHOWN,
-             "controller": len(tables["_controller_events"]) > 0,
+             "controller": controller_event_count(tables["_controller_events"]) > 0,
              "failovers": lost_masters(tables["controller_failovers"])}
     found["healthy"] = not (found["brokers"] or found["gaps"] or found["disagreement"]["intervals"]
                             or found["errors"] or found["failovers"])

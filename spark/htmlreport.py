@@ -10,7 +10,8 @@ import html
 
 TIME_COLUMNS = {"firstTs", "lastTs", "firstSeen", "lastSeen", "start", "end", "expiredAt", "reRegisteredAt",
                 "firstLateAt", "lastLateAt", "minute", "firstMinute", "lastMinute", "vanishedAt", "returnedAt",
-                "firstChange", "lastChange", "lostAt", "electedAt", "firstAt", "lastAt", "masterBackAt"}
+                "firstChange", "lastChange", "lostAt", "electedAt", "firstAt", "lastAt", "masterBackAt", "routedAt",
+                "lastRoutedAt"}
 
 SECTIONS = [
     ("inputs", "Inputs", ["lines_by_kind"], ["input_lines", "servers"],
@@ -40,8 +41,10 @@ SECTIONS = [
      "not to others: the window in which clients may get different routes depending on the server they ask."),
     ("failovers", "6. Controller failovers", [], ["controller_failovers", "controller_no_master"],
      "Broker groups whose master the controller (RIP-44) found gone: when, how long the group had no master, "
-     "who was elected (id, address, epoch) and by what trigger; groups not given a master back first. Then the "
-     "periods in which the controller could elect no master. {controller_note}"),
+     "who was elected (id, address, epoch) and by what trigger, and when the name servers' routes named it "
+     "(clients find a master from then on: routedMs from the loss, via the master's registration or the "
+     "controller in the name server); groups not given a master back first. Then the periods in which the "
+     "controller could elect no master. {controller_note}"),
 ]
 
 _TOPS = {"inputs": "servers", "liveness": "liveness_top", "heartbeat": "drift_top", "requests": "codes",
@@ -111,9 +114,11 @@ def failover_text(f):
     failed = "; %d failed election(s)" % f["failedElections"] if f["failedElections"] else ""
     if not f["recovered"]:
         return "%s, no master since (%s until the logs end)%s" % (lost, duration(f["masterlessMs"]), failed)
-    return "%s, broker %s (%s) elected after %s, epoch %s (%s)%s" % (
+    routed = "; routed after %s (via %s)" % (duration(f["routedMs"]), f["routedVia"]) \
+        if f.get("routedMs") is not None else "; no name server logged its route"
+    return "%s, broker %s (%s) elected after %s, epoch %s (%s)%s%s" % (
         lost, f["newMasterId"], f["newMasterAddress"], duration(f["masterlessMs"]), f["newEpoch"], f["trigger"],
-        failed)
+        routed, failed)
 
 
 def what_happened(h, span):

@@ -74,7 +74,7 @@ TABLES = {
     "topic_churn": (("firstChange", "lastChange"), ("topic",)),
     "ns_disagreement": (("start", "end"), ("brokerAddr", "start")),
     "ns_disagreement_minutes": (("minute",), ("minute", "brokerAddr")),
-    "controller_failovers": (("lostAt", "electedAt"), ("lostAt", "brokerName")),
+    "controller_failovers": (("lostAt", "electedAt", "routedAt", "lastRoutedAt"), ("lostAt", "brokerName")),
     "controller_no_master": (("firstAt", "lastAt", "masterBackAt"), ("firstAt", "brokerName")),
 }
 

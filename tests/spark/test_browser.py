@@ -5,6 +5,7 @@ import os
 import pytest
 
 from spark import digest
+from spark.htmlreport import duration
 from tests.spark import browser
 
 CHROMIUM = browser.find_chromium()
@@ -110,4 +111,5 @@ def test_failovers_are_in_what_happened_worst_first_and_have_their_section(failo
     assert "no master since" in entries[0] and "3 failed election(s)" in entries[0]
     longest = max((f for f in truth["controller"] if f["recovered"]), key=lambda f: f["masterlessMs"])
     assert "broker %s (%s) elected after" % (longest["newMasterId"], longest["newMasterAddress"]) in entries[1]
+    assert "routed after %s (via controller)" % duration(longest["routedMs"]) in entries[1]
     assert "failovers" in result["ids"] and browser.broken_links(page, result) == []
