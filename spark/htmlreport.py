@@ -84,7 +84,10 @@ def figure(chart_dir, image, title, caption):
 
 
 def duration(ms):
-    """``2 h 5 min``, ``4 min 20 s``, ``45.2 s``: a gap or an interval as a reader says it."""
+    """``2 h 5 min``, ``4 min 20 s``, ``45.2 s``, ``14 ms``: a gap or an interval as a reader says it (a
+    failover's election and routing take milliseconds)."""
+    if ms < 1000:
+        return "%d ms" % ms
     seconds = ms / 1000.0
     if seconds < 60:
         return "%.1f s" % seconds

@@ -115,3 +115,15 @@ def test_the_report_finds_every_injected_failover(failover_report, read_table):
     assert sorted((r["brokerName"], r["attempts"], r["masterBackAt"] is None) for r in no_master) == sorted(
         (w["brokerName"], 3, not w["recovered"]) for w in truth["controller"] if w["kind"] == "no_master")
     assert summary["healthy"] is False
+
+
+def test_the_headline_says_when_clients_were_routed_in_milliseconds():
+    from spark.htmlreport import failover_text
+    row = dict(cluster="C", brokerName="broker-a", lostAt=1795815467357, oldMasterId=1, oldMasterAddress="a1",
+               newMasterId=2, newMasterAddress="a2", newEpoch=2, trigger="controller", masterlessMs=10,
+               recovered=True, failedElections=0, routedMs=14, routedVia="controller")
+    assert failover_text(row).endswith("broker 2 (a2) elected after 10 ms, epoch 2 (controller); routed after 14 ms "
+                                       "(via controller)")
+    row.update(routedMs=None, routedVia=None, masterlessMs=61500)
+    assert failover_text(row).endswith("elected after 1 min 2 s, epoch 2 (controller); no name server logged its "
+                                       "route")
