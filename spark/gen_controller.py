@@ -60,20 +60,15 @@ def _place(rng, groups, start, end, length, until_end=False):
     return None, None
 
 
-def _on_leader(event):
-    ms, name, fields = event
-    return ms, 0, name, fields
-
-
 def _lost(group, t0):
-    return (t0, INACTIVE, dict(brokerName=group.name, cluster=group.cluster, masterBrokerId=group.master,
+    return (t0, 0, INACTIVE, dict(brokerName=group.name, cluster=group.cluster, masterBrokerId=group.master,
                                masterAddress=group.addresses[group.master], masterEpoch=group.epoch))
 
 
 def _elected(group, at, trigger, lost_at):
     group.master = 3 - group.master
     group.epoch += 1
-    return (at, ELECTED, dict(brokerName=group.name, cluster=group.cluster, masterBrokerId=group.master,
+    return (at, 0, ELECTED, dict(brokerName=group.name, cluster=group.cluster, masterBrokerId=group.master,
                               masterAddress=group.addresses[group.master], masterEpoch=group.epoch, trigger=trigger,
                               masterlessMillis=at - lost_at))
 
@@ -103,7 +98,7 @@ def plan(fleet, seed, start, end, failovers=0, no_master=0, servers=1):
     truth = []
     for t0, kind, group, length, recovers in sorted(incidents, key=lambda item: item[0]):
         old = (group.master, group.addresses[group.master], group.epoch)
-        events.append(_on_leader(_lost(group, t0)))
+        events.append(_lost(group, t0))
         failed = 0 if kind == "failover" else 3
         for attempt in range(failed):
             events.append((t0 + 1000 + 5000 * attempt, 0, UNAVAILABLE,
@@ -112,7 +107,7 @@ def plan(fleet, seed, start, end, failovers=0, no_master=0, servers=1):
                "oldMasterAddress": old[1], "oldEpoch": old[2], "failedElections": failed, "recovered": recovers}
         if recovers:
             at = t0 + length
-            events.append(_on_leader(_elected(group, at, "controller" if kind == "failover" else "broker", t0)))
+            events.append(_elected(group, at, "controller" if kind == "failover" else "broker", t0))
             routes = _routes(rng, group, at, servers)
             events.extend(routes)
             routed_at = [ms for ms, _, _, _ in routes]

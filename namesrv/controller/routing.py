@@ -10,7 +10,7 @@ that master epoch or later win).
 Only a member sure that its state is current acts: the leader within its lease, or a follower that
 heard the leader within the election timeout. A member replaying its log at a restart, or cut off
 from the others, applies nothing to the routes; it asks again for a few seconds (``RETRY_FOR``), and
-then routes the group's master as its state holds it by then. The tables are changed as a
+then leaves those elections to the brokers' registrations. The tables are changed as a
 registration changes them, so the route bodies cached, the answer cache and the read workers'
 replicas follow as usual.
 """
