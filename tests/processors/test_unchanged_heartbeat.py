@@ -145,6 +145,31 @@ def test_a_different_registration_is_decoded(world, change):
     assert world.processor.unchanged.skipped == 0
 
 
+def test_a_body_that_fails_its_crc_is_refused_as_by_java_not_taken_for_the_last_one(world):
+    """The shortcut knows a body by the header's checked CRC: the same header with other bytes is a CRC error."""
+    world.call(master())
+    corrupt = master()
+    corrupt.body = corrupt.body.replace(b'"A"', b'"Z"')        # same length, same header
+    answer = world.call(corrupt)
+    assert answer.code == ResponseCode.SYSTEM_ERROR and answer.remark.startswith("crc32 not match")
+    assert world.processor.unchanged.skipped == 0
+
+
+def test_a_body_without_a_crc_is_compared_whole(world):
+    """bodyCrc32 0 (not checked): another body of the same length and header is decoded, not skipped."""
+    first = master(extra_ext={"bodyCrc32": "0"})
+    world.call(first)
+    other = master(extra_ext={"bodyCrc32": "0"})
+    other.body = other.body.replace(b'"C"', b'"D"')
+    assert len(other.body) == len(first.body)
+    world.call(other)
+    assert world.processor.unchanged.skipped == 0
+    assert world.call(route_request("D")).code == ResponseCode.SUCCESS
+    world.call(master(extra_ext={"bodyCrc32": "0"}))
+    world.call(master(extra_ext={"bodyCrc32": "0"}))
+    assert world.processor.unchanged.skipped == 1
+
+
 def test_a_new_connection_is_bound(world):
     world.call(master())
     other = FakeConnection(connection_id=7)
