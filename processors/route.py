@@ -35,6 +35,8 @@ FAQ_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 ZONE_MODE = "__ZONE_MODE"
 #: a registration with at least this many topics freezes the collector's generations afterwards
 FREEZE_AFTER_TOPICS = 1000
+#: the part of a checked JSON body the unchanged-registration fingerprint reads: its dataVersion is there
+FINGERPRINT_HEAD_BYTES = 512
 ZONE_NAME = "__ZONE_NAME"
 
 # Refusals that explain themselves: Java's remark first (whatever matches it still does),
@@ -169,7 +171,7 @@ class RouteProcessor:
             crc = decode.crc32(body)
             if crc != body_crc32:
                 return self._error(request, CRC_MISMATCH % (crc, body_crc32))
-        fingerprint = self._fingerprint(request, delete_topics, body_crc32)
+        fingerprint = self._fingerprint(request, delete_topics, body_crc32, compressed)
         refreshed = self.unchanged.refresh(cluster, broker_addr, fingerprint, connection, heartbeat_timeout)
         if refreshed is not None:
             result, last = refreshed
@@ -202,23 +204,24 @@ class RouteProcessor:
                                 body, compressed, started)
 
     @staticmethod
-    def _fingerprint(request, delete_topics, body_crc32):
+    def _fingerprint(request, delete_topics, body_crc32, compressed):
         """What must be identical for a registration to be "the same as last time": header, body and
         the one property that changes what applying it does.
 
-        A body whose CRC the header carries (every 4.9 and 5.x broker sends ``bodyCrc32``) and
-        which has just been checked against it is identified by that CRC and its length, both in
-        the header part: a changed topic table that kept the same header would have to keep the
-        same 31-bit CRC and length too. Hashing its 600 KB again cost a million-topic fleet's first
-        registration 0.37 ms a broker (bench/results/issue41-cold-registration.md). A body without
-        a CRC is hashed whole (SHA-256).
+        A plain JSON body whose CRC the header carries (every 4.9 and 5.x broker sends ``bodyCrc32``),
+        just checked against it, is known by that CRC, its length and its first 512 bytes, where a Java
+        broker writes the ``dataVersion`` (fastjson orders keys by name): the dataVersion is all Java
+        compares to decide a table is unchanged, so a change Java would apply always changes this
+        fingerprint. Hashing all 600 KB cost a million-topic fleet's first registration 0.37 ms a broker
+        (bench/results/issue41-cold-registration.md, section 8). A body without a CRC, or deflated (4.9's
+        ``compressedRegister``, a tenth of the size), is hashed whole.
         """
         body = request.body or b""
         digest = hashlib.sha256(repr((request.version, int(request.serialize_type),
                                       sorted((request.ext or {}).items()), delete_topics,
                                       len(body))).encode("utf-8", "surrogatepass"))
-        if not body_crc32:
-            digest.update(body)   # ~1 ms per MB (SHA-NI); blake2b is 3x slower here
+        # SHA-256: ~1 ms per MB (SHA-NI); blake2b is 3x slower here
+        digest.update(body if not body_crc32 or compressed else body[:FINGERPRINT_HEAD_BYTES])
         return digest.digest()
 
     def _registered(self, request, result, cluster, broker_name, broker_id, broker_addr, topics, data_version,

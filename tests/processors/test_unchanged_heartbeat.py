@@ -4,6 +4,7 @@ Every answer and table state must be what the full path would give; only the bod
 """
 
 import random
+import zlib
 
 import pytest
 
@@ -12,6 +13,7 @@ from namesrv.routes.bodies import decode
 from tests.brokers import register_request, route_request
 from tests.fakes import FakeConnection
 from tests.processors.world import req, world  # noqa: F401 (fixture)
+from tests.vectors import vector
 
 
 C = RequestCode
@@ -168,6 +170,63 @@ def test_a_body_without_a_crc_is_compared_whole(world):
     world.call(master(extra_ext={"bodyCrc32": "0"}))
     world.call(master(extra_ext={"bodyCrc32": "0"}))
     assert world.processor.unchanged.skipped == 1
+
+
+def _crc_table():
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+def forge_crc_tail(prefix, target):
+    """Four bytes that give ``prefix + them`` the zlib CRC-32 ``target`` (CRC-32 is linear: the register
+    is walked back four steps from the wanted end, then forward from ``prefix``'s)."""
+    table = _crc_table()
+    by_top = {entry >> 24: i for i, entry in enumerate(table)}
+    register, indexes = target ^ 0xFFFFFFFF, []
+    for _ in range(4):
+        i = by_top[register >> 24]
+        indexes.append(i)
+        register = ((register ^ table[i]) << 8) & 0xFFFFFFFF
+    register, tail = zlib.crc32(prefix) ^ 0xFFFFFFFF, bytearray()
+    for i in reversed(indexes):
+        tail.append((register ^ i) & 0xFF)
+        register = (register >> 8) ^ table[i]
+    return bytes(tail)
+
+
+def test_a_new_data_version_is_never_taken_for_the_last_registration(world):
+    """Known by its checked CRC, length and head: a body with another dataVersion but the same CRC and
+    length (forged here) still takes the full path, as Java applies a table whose dataVersion moved."""
+    first = master()
+    world.call(first)
+    changed = first.body.replace(b'"counter":1', b'"counter":2', 1)
+    assert changed != first.body
+    changed = changed[:-4] + forge_crc_tail(changed[:-4], zlib.crc32(first.body))
+    assert (zlib.crc32(changed), len(changed)) == (zlib.crc32(first.body), len(first.body))
+    again = master()
+    again.body = changed                      # the same header: bodyCrc32 matches the forged body
+    answer = world.call(again)
+    assert world.processor.unchanged.skipped == 0
+    assert answer.code == ResponseCode.SYSTEM_ERROR   # decoded, and its forged tail is no JSON
+
+
+@pytest.mark.parametrize("name", ["req_register_plain_json", "req_register_slave_rocketmq"])
+def test_a_java_brokers_data_version_is_within_the_fingerprinted_head(name):
+    """Captured from a Java broker: fastjson writes filterServerList, then the wrapper's dataVersion first."""
+    from namesrv.protocol.codec import decode_frame
+    from processors.route import FINGERPRINT_HEAD_BYTES
+    try:
+        frame = vector(name)
+    except OSError:
+        pytest.skip("the captured vectors are absent")
+    body = decode_frame(frame[4:]).body
+    start = body.index(b'"dataVersion":{')
+    assert body.index(b"}", start) < FINGERPRINT_HEAD_BYTES
 
 
 def test_a_new_connection_is_bound(world):
