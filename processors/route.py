@@ -209,12 +209,13 @@ class RouteProcessor:
         the one property that changes what applying it does.
 
         A plain JSON body whose CRC the header carries (every 4.9 and 5.x broker sends ``bodyCrc32``),
-        just checked against it, is known by that CRC, its length and its first 512 bytes, where a Java
-        broker writes the ``dataVersion`` (fastjson orders keys by name): the dataVersion is all Java
-        compares to decide a table is unchanged, so a change Java would apply always changes this
-        fingerprint. Hashing all 600 KB cost a million-topic fleet's first registration 0.37 ms a broker
-        (bench/results/issue41-cold-registration.md, section 8). A body without a CRC, or deflated (4.9's
-        ``compressedRegister``, a tenth of the size), is hashed whole.
+        just checked against it, is known by that CRC, its length and its first 512 bytes. A Java broker
+        writes the ``dataVersion`` there (fastjson orders keys by name: ``filterServerList``, then the
+        wrapper's ``dataVersion``), and a new dataVersion is how Java tells a changed table, so such a
+        change always changes this fingerprint; other bytes would have to keep a 31-bit CRC and the
+        length. Hashing all 600 KB cost a million-topic fleet's first registration 0.37 ms a broker
+        (bench/results/issue41-cold-registration.md, section 8). A body without a CRC, or deflated
+        (4.9's ``compressedRegister``), is hashed whole.
         """
         body = request.body or b""
         digest = hashlib.sha256(repr((request.version, int(request.serialize_type),
