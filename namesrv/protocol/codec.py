@@ -32,15 +32,20 @@ def decode_frame(frame):
     header_length = word & 0xFFFFFF
     if header_length > len(frame) - 4:
         raise FrameDecodeError("bad header length %d for a frame of %d bytes" % (header_length, len(frame) + 4))
-    header = frame[4:4 + header_length]
     body = frame[4 + header_length:] or None
+    command = decode_header(serialize_type, frame[4:4 + header_length])
+    command.body = bytes(body) if body is not None else None
+    return command
+
+
+def decode_header(serialize_type, header):
+    """The command a JSON or ROCKETMQ header describes (no body)."""
     if serialize_type == SerializeType.JSON:
         command = decode_json_header(header)
     elif serialize_type == SerializeType.ROCKETMQ:
         command = decode_rocketmq_header(header)
     else:
         raise FrameDecodeError("unknown serialize type %d" % serialize_type)
-    command.body = bytes(body) if body is not None else None
     command.serialize_type = serialize_type
     return command
 

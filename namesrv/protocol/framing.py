@@ -111,6 +111,7 @@ class FrameReader:
         self._data = b""   # the chunk being framed, and where its next frame starts
         self._next = 0
         self._partial_checked = False
+        self._header_told = False
 
     @property
     def waiting(self):
@@ -172,7 +173,7 @@ class FrameReader:
                     self._check_partial(data, offset, length)
                 return
             self._next = end
-            self._partial_checked = False
+            self._partial_checked = self._header_told = False
             yield data[offset + 4:end]
             offset = end
 
@@ -191,6 +192,23 @@ class FrameReader:
     def clear(self):
         self.buffer = bytearray()
         self._data, self._next = b"", 0
+        self._header_told = False
+
+    def started_header(self):
+        """(serialize type, header bytes) of the frame that starts the buffer and is not complete yet,
+        once its header is in; None before that, for a complete frame, and after the first time for the
+        same frame. A read worker looks at a started frame's code to hand a broker's connection over
+        before the rest of a large registration is read (readworkers/worker/handoff.py)."""
+        buffer = self.buffer
+        if self._header_told or len(buffer) < 8:
+            return None
+        (length,) = LENGTH.unpack_from(buffer, 0)
+        (word,) = LENGTH.unpack_from(buffer, 4)
+        header_length = word & 0xFFFFFF
+        if len(buffer) >= length + 4 or len(buffer) < 8 + header_length:
+            return None
+        self._header_told = True
+        return (word >> 24) & 0xFF, bytes(buffer[8:8 + header_length])
 
     def _check_partial(self, buffer, offset, length):
         """Refuse an oversized frame from its header, before its body is buffered."""

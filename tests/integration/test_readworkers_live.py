@@ -120,9 +120,27 @@ def test_a_brokers_connection_moves_to_the_main_process_with_what_followed(make_
                 break
     server.stop(signal.SIGTERM)
     log = server.log()
-    assert "1 broker connections handed over" in log
+    assert "1 broker connections handed over (0 of them before their first frame was all read)" in log
     # the main process served the broker's connection itself: its close ran the housekeeping there
     assert re.search(r"broker 127.0.0.1:10915 \(broker-e\) removed: its connection 127.0.0.1:\d+ closed", log)
+
+
+def test_a_large_first_registration_moves_with_its_header_and_the_main_process_reads_the_rest(make_namesrv):
+    """The worker hands the connection over once the header is in; the body's remaining bytes are read
+    from the socket by the main process, which answers the whole registration."""
+    server = make_namesrv(WORKERS).start()
+    topics = ["Big%04d" % i for i in range(3000)]
+    frame = encode_frame(register_request("DefaultCluster", "broker-g", "127.0.0.1:10917", topics=topics, opaque=1))
+    header_end = 8 + (int.from_bytes(frame[4:8], "big") & 0xFFFFFF)
+    with server.client() as broker:
+        broker.sock.sendall(frame[:header_end + 100])
+        time.sleep(0.3)   # let the worker read the start alone (the answer is the same if it reads more)
+        broker.sock.sendall(frame[header_end + 100:])
+        assert broker.receive().code == ResponseCode.SUCCESS
+        with server.client() as producer:
+            assert producer.call(route_request("Big2999")).code == ResponseCode.SUCCESS
+    server.stop(signal.SIGTERM)
+    assert "1 broker connections handed over (1 of them before their first frame was all read)" in server.log()
 
 
 def test_a_killed_worker_is_replaced_and_catches_up(make_namesrv):

@@ -120,3 +120,31 @@ def test_frames_takes_n_at_most_and_keeps_the_rest():
     assert list(reader.frames(reader.take(), 0)) == []
     reader.keep_rest()
     assert list(reader.frames(reader.take(), 5)) == [b"c"]
+
+
+def test_a_started_frames_header_is_told_once_when_it_is_in_and_again_for_the_next_frame():
+    from namesrv.protocol.codec import encode_frame
+    from namesrv.protocol.command import make_request
+    first = encode_frame(make_request(17, {"k": "v"}, body=b"b" * 1000))
+    second = encode_frame(make_request(18, {}, body=b"c" * 1000))
+    word = struct.unpack(">i", first[4:8])[0]
+    header = first[8:8 + (word & 0xFFFFFF)]
+    reader = FrameReader()
+    assert read_all(reader, first[:12]) == []
+    assert reader.started_header() is None                 # the header is not all in yet
+    assert read_all(reader, first[12:8 + len(header) + 5]) == []
+    assert reader.started_header() == (word >> 24, header)
+    assert reader.started_header() is None                 # once per frame
+    assert read_all(reader, first[8 + len(header) + 5:] + second[:200]) == [first[4:]]
+    assert reader.started_header()[1] == second[8:8 + (struct.unpack(">i", second[4:8])[0] & 0xFFFFFF)]
+    assert read_all(reader, second[200:]) == [second[4:]]
+    assert reader.started_header() is None                 # nothing started
+
+
+def test_a_whole_frame_waiting_in_the_buffer_is_not_a_started_one():
+    reader = FrameReader()
+    chunk = reader.feed(framed(b"\x00\x00\x00\x02{}") + framed(b"\x00\x00\x00\x02{}xyz")[:9])
+    frames = reader.frames(chunk, limit=0)   # handled nothing: the whole frame is still first
+    list(frames)
+    reader.keep_rest()
+    assert reader.started_header() is None

@@ -170,3 +170,75 @@ def test_no_connection_keeps_a_reads_bytes_alive(tmp_path):
     proto.dataReceived(frame + encode_frame(route_request("T1")))
     assert proto.unread() == b""
     assert proto.reader._data == b""   # not even a reference to the read
+
+
+def _handing(tmp_path, monkeypatch, wait_clock=None):
+    import namesrv.readworkers.worker.connections as forwarding
+    from namesrv.readworkers.worker.freshness import WaitForFresh
+    handed = []
+    monkeypatch.setattr(forwarding, "hand_off", lambda reactor, path, conn, unread: handed.append(unread))
+    harness, factory = worker(tmp_path)
+    factory.handoff_path = "/run/handoff.sock"
+    if wait_clock is not None:   # as the worker runs it (entry.py)
+        factory.dispatcher = WaitForFresh(factory.dispatcher, harness.replica, wait_clock)
+    proto = factory.buildProtocol(None)
+    proto.makeConnection(TcpLikeTransport())
+    return harness, factory, proto, handed
+
+
+def _header_end(frame):
+    return 8 + (int.from_bytes(frame[4:8], "big") & 0xFFFFFF)
+
+
+def test_a_registration_is_handed_over_as_soon_as_its_header_is_in(tmp_path, monkeypatch):
+    """The rest of its body (600 KB at 4,000 topics) is read once, by the main process, not here."""
+    harness, factory, proto, handed = _handing(tmp_path, monkeypatch)
+    register = encode_frame(register_request("C1", "broker-z", "10.0.0.9:10911",
+                                             topics=["T%d" % i for i in range(200)], opaque=1))
+    read = encode_frame(route_request("T1", opaque=0))
+    cut = _header_end(register)
+    proto.dataReceived(read + register[:cut - 1])
+    assert handed == [] and proto.state is ConnectionState.READING     # the header is not all in
+    proto.dataReceived(register[cut - 1:cut + 10])
+    assert handed == [register[:cut + 10]]                              # what was read of it, and no more
+    assert proto.state is ConnectionState.MOVED and factory.handoffs == 1
+    proto.dataReceived(register[cut + 10:])                             # not ours any more: dropped
+    assert handed == [register[:cut + 10]]
+    assert [decode_frame(f[4:]).opaque for f in written_frames(proto.transport)] == [0]
+
+
+def test_a_started_frame_of_another_request_is_read_whole_and_forwarded(tmp_path, monkeypatch):
+    harness, factory, proto, handed = _handing(tmp_path, monkeypatch)
+    put = encode_frame(make_request(RequestCode.PUT_KV_CONFIG, {"namespace": "N", "key": "k"}, opaque=3,
+                                    body=b"x" * 5000))
+    proto.dataReceived(put[:_header_end(put) + 5])
+    proto.dataReceived(put[_header_end(put) + 5:])
+    assert handed == [] and factory.upstream.frames == [put[4:]]
+
+
+def test_a_started_registration_whose_header_does_not_decode_is_answered_as_java_would(tmp_path, monkeypatch):
+    """No early move: the whole frame arrives here and gets the usual treatment (a bad header closes)."""
+    harness, factory, proto, handed = _handing(tmp_path, monkeypatch)
+    header = b'{"code":103,'                                      # cut short: not JSON
+    frame = (4 + len(header) + 100).to_bytes(4, "big") + len(header).to_bytes(4, "big") + header + b"b" * 100
+    proto.dataReceived(frame[:-50])
+    assert handed == [] and proto.state is ConnectionState.READING
+    proto.dataReceived(frame[-50:])
+    assert handed == [] and proto.transport.disconnecting
+
+
+def test_no_handoff_while_a_read_on_the_connection_waits_for_a_fresh_replica(tmp_path, monkeypatch):
+    """Its answer would have nowhere to go once the socket has moved: the registration is forwarded."""
+    from twisted.internet import task
+    from namesrv.readworkers.worker.freshness import WAIT
+    clock = task.Clock()
+    harness, factory, proto, handed = _handing(tmp_path, monkeypatch, clock)
+    harness.shared.bump()                                          # acknowledged, not yet published
+    proto.dataReceived(encode_frame(route_request("T1", opaque=5)))
+    assert proto.waiting_reads == 1
+    register = encode_frame(register_request("C1", "broker-z", "10.0.0.9:10911", topics=["T1"], opaque=6))
+    proto.dataReceived(register)
+    assert handed == [] and factory.upstream.frames == [register[4:]]
+    clock.advance(WAIT)                                            # the read gives up waiting: forwarded too
+    assert proto.waiting_reads == 0
+    assert len(factory.upstream.frames) == 2

@@ -14,6 +14,7 @@ from twisted.logger import Logger
 
 import namesrv
 from namesrv.dispatch.registry import record_requests
+from namesrv.protocol.framing import complete_frames
 from namesrv.readworkers.channel.feed import FeedError, MessageReader, pack_down
 from namesrv.readworkers.channel import pipes
 from namesrv.readworkers.channel.generation import SharedGeneration
@@ -79,6 +80,7 @@ class ReadWorkerPool:
         self.handoff_port = None
         self.handoff_factory = None
         self.handoffs = 0
+        self.handoffs_at_header = 0
         self.forwarded = None
         self.port = None
         self._respawns = []
@@ -147,6 +149,8 @@ class ReadWorkerPool:
             return
         if adopt_connection(self.reactor, self.factory, descriptor, peer, unread) is not None:
             self.handoffs += 1
+            if not complete_frames(unread, 1)[1]:
+                self.handoffs_at_header += 1   # the rest of its first frame is read here, from the socket
 
     def drain(self):
         """A takeover: every worker stops accepting, hands its connections to us and exits; none is
@@ -195,8 +199,8 @@ class ReadWorkerPool:
 
     def _stopped(self, ignored):
         log.info("route read workers stopped: {p} replica messages published, {a} requests answered by workers, "
-                 "{h} broker connections handed over", p=self.publisher.publishes, a=sum(self.answered.values()),
-                 h=self.handoffs)
+                 "{h} broker connections handed over ({e} of them before their first frame was all read)",
+                 p=self.publisher.publishes, a=sum(self.answered.values()), h=self.handoffs, e=self.handoffs_at_header)
         if self.generation is not None:
             self.generation.close()
         if self.directory is not None:

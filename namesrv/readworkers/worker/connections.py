@@ -14,7 +14,7 @@ from namesrv.context import NullEventLog
 from namesrv.protocol import writethrough
 from namesrv.protocol.framing import complete_frames, framed
 from namesrv.protocol.remoting import ConnectionState, RemotingProtocol
-from namesrv.readworkers.worker.handoff import HANDOFF_CODES, can_hand_off, hand_off
+from namesrv.readworkers.worker.handoff import HANDOFF_CODES, can_hand_off, hand_off, started_request
 from namesrv.readworkers.channel.unix import PEER, connect_unix, first_line
 from namesrv.readworkers.worker.turns import TURN_READ_LIMIT, Turns
 from namesrv.server.factory import NoHousekeeping, RemotingServerFactory
@@ -24,6 +24,12 @@ _READING, _WAITING, _WAITING_UNREAD = ConnectionState.READING, ConnectionState.W
 
 def _waiting(state):
     return state is _WAITING or state is _WAITING_UNREAD
+
+
+def moves_to_main(replica, request, connection):
+    """A broker's request (never one the replica answers) on a connection that may move to the main process now."""
+    return (request.code in HANDOFF_CODES and request.code not in replica.local_codes
+            and connection.factory.handoff_path and can_hand_off(connection))
 
 
 class WorkerDispatcher:
@@ -37,7 +43,7 @@ class WorkerDispatcher:
         replica = self.replica
         if request.code in replica.local_codes and replica.fresh():
             return replica.registry.dispatch(request, connection)
-        if request.code in HANDOFF_CODES and connection.factory.handoff_path and can_hand_off(connection):
+        if moves_to_main(replica, request, connection):
             connection.hand_off()
             return None
         connection.forward(connection.current_frame, expects_answer=not request.is_oneway)
@@ -58,6 +64,7 @@ class WorkerConnection(RemotingProtocol):
     upstream = None
     current_frame = None
     awaiting = 0
+    waiting_reads = 0   # reads waiting for a fresh replica (freshness.py)
 
     def dataReceived(self, data):
         if self.state is not _READING:
@@ -76,6 +83,18 @@ class WorkerConnection(RemotingProtocol):
     def handle_buffered(self):
         """Resumed (its peer reads its answers again): what it read meanwhile goes as a new read."""
         self._read(None)
+
+    def handle_frames(self, data=None, limit=None):
+        RemotingProtocol.handle_frames(self, data, limit)
+        if self.state is _READING and self.reader.waiting:
+            self._hand_off_started()
+
+    def _hand_off_started(self):
+        """A broker's frame whose header is in and whose body is still arriving: hand the connection over
+        now, with the bytes read so far (handoff.started_request). Every frame before it was handled."""
+        request = started_request(self.reader)
+        if request is not None and moves_to_main(self.factory.replica, request, self):
+            self.hand_off()
 
     def _read(self, data):
         """Handle what the turns allow of ``data`` (after anything buffered); wait for a turn with the rest."""
@@ -124,8 +143,9 @@ class WorkerConnection(RemotingProtocol):
             self.current_frame = None
 
     def hand_off(self):
-        """Give this connection (and what was read after the current frame) to the main process."""
-        unread = framed(self.current_frame) + self.unread()
+        """Give this connection (the frame being handled, if any, and what was read after it) to the main process."""
+        frame = self.current_frame
+        unread = self.unread() if frame is None else framed(frame) + self.unread()
         self.moved()   # handle nothing more here
         self.factory.handoffs += 1
         hand_off(self.factory.reactor, self.factory.handoff_path, self, unread)

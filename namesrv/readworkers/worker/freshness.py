@@ -47,6 +47,7 @@ class WaitForFresh:
         if (request.code in replica.local_codes and replica.complete and not replica.held and self.wait > 0
                 and not replica.in_publication and not replica.fresh() and not connection.closing):
             answer = defer.Deferred()
+            connection.waiting_reads = getattr(connection, "waiting_reads", 0) + 1   # its socket stays here until they are answered (handoff.py)
             self.waiting.append((self.reactor.seconds() + self.wait, replica.shared.read(), request, connection,
                                  connection.current_frame, answer))
             self.waited += 1
@@ -74,6 +75,7 @@ class WaitForFresh:
         waiting = self.waiting
         while waiting and ready(waiting[0]):
             _, needed, request, connection, frame, answer = waiting.popleft()
+            connection.waiting_reads = getattr(connection, "waiting_reads", 1) - 1
             answer.callback(self._answer(request, connection, frame, needed))
         self._arm()
 
