@@ -1,6 +1,7 @@
 """A worker's client connections (local answer or forward) and the main side of a forwarded one."""
 
 import pytest
+from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
 from namesrv.protocol.codec import decode_frame, encode_frame
@@ -242,3 +243,21 @@ def test_no_handoff_while_a_read_on_the_connection_waits_for_a_fresh_replica(tmp
     clock.advance(WAIT)                                            # the read gives up waiting: forwarded too
     assert proto.waiting_reads == 0
     assert len(factory.upstream.frames) == 2
+
+
+def test_a_waiting_read_released_while_the_main_process_moves_the_counter_again_is_answered(tmp_path, monkeypatch):
+    """The shared counter is written by the main process at any moment: a replica fresh at one look may be
+    stale at the next. A read released then was handed to the dispatcher, which forwarded the frame of
+    whatever request was being handled (none: a TypeError in the middle of applying a publication, which
+    made the replica unusable until a full copy, and lost the read)."""
+    clock = task.Clock()
+    harness, factory, proto, handed = _handing(tmp_path, monkeypatch, clock)
+    harness.shared.bump()
+    proto.dataReceived(encode_frame(route_request("T1", opaque=5)))
+    assert proto.waiting_reads == 1 and written_frames(proto.transport) == []
+    looks = iter([True])                                    # fresh at the first look, then the counter moves
+    monkeypatch.setattr(harness.replica, "fresh", lambda: next(looks, False))
+    harness.publish()                                       # applied: the waiting read is released
+    assert proto.waiting_reads == 0
+    answers = [decode_frame(f[4:]) for f in written_frames(proto.transport)]
+    assert [(a.opaque, a.code) for a in answers] == [(5, ResponseCode.SUCCESS)]
