@@ -15,10 +15,20 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TWISTD = os.path.join(os.path.dirname(sys.executable), "twistd")
 
 
+_GIVEN = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nobody listens on now, never one this process was given before: two calls in a
+    row could otherwise return the same port (the first probe is closed before the second binds), and
+    a server given it twice (``listenPort`` and ``statusListenPort``) refuses to start."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 class NamesrvProcess:

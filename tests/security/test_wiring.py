@@ -1,6 +1,5 @@
 """The guards, TLS and metrics as make_service wires them, end to end: real ports on 127.0.0.1, a signed admin write, TLS and a Prometheus scrape."""
 
-import socket
 
 import pytest
 import pytest_twisted
@@ -20,6 +19,7 @@ from namesrv.server.tlsmode import TlsSniffingFactory
 from tests.config_for import make_config
 from tests.security import fakes
 from tests.security.certs import write_pair, client_options
+from tests.integration.server import free_port
 
 
 ACL = """
@@ -28,12 +28,6 @@ accounts:
     secretKey: 12345678
     admin: true
 """
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_defaults_install_isolation_and_allow_list_only():

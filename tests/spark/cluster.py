@@ -8,22 +8,16 @@ The master and worker logs are kept in the cluster directory to explain a failed
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
 import pyspark
+from tests.integration.server import free_port
 
 SPARK_HOME = os.path.dirname(os.path.abspath(pyspark.__file__))
 START_TIMEOUT_S = 90
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def spark_env(base=None):
