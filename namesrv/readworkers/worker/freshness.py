@@ -23,8 +23,12 @@ from twisted.internet import defer
 
 #: how long a read may wait for the replica to be fresh before it is forwarded (seconds): a registration's
 #: publication is applied 2-5 ms after its acknowledgement, more when the worker shares its core; a read
-#: forwarded then waits for the main process's next registration (5-7 ms at a million topics)
-WAIT = 0.008
+#: forwarded then waits behind the main process's registrations (7-10 ms each at a million topics, end to
+#: end). While a fleet registers back to back the worker lags by more than 8 ms at times, and with 8 ms
+#: four times as many reads went to the busy main process: reads p99 during the burst 38-51 ms, with 25 ms
+#: 26-27 ms (bench/results/issue41-cold-registration.md, section 9). A read still waits only until the
+#: replica holds what it needs.
+WAIT = 0.025
 
 
 class WaitForFresh:
