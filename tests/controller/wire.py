@@ -9,18 +9,12 @@ from namesrv.client import BlockingRemotingClient, recv_until_closed
 from namesrv.protocol.codec import decode_frame
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
+from tests.integration.server import free_port
 
 
 def controller_ports(count):
     """``count`` distinct free ports on 127.0.0.1 for controllers (Raft shares each controller's port)."""
-    ports = []
-    while len(ports) < count:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in ports:
-            ports.append(port)
-    return ports
+    return [free_port() for _ in range(count)]   # never the same one twice
 
 
 def controller_properties(tmp_path, port, peers=None, self_id="n0"):
