@@ -92,6 +92,8 @@ class WorkerConnection(RemotingProtocol):
     def _hand_off_started(self):
         """A broker's frame whose header is in and whose body is still arriving: hand the connection over
         now, with the bytes read so far (handoff.started_request). Every frame before it was handled."""
+        if self.current_frame is not None:
+            return   # called while a frame is being handled: it goes first, the whole-frame way
         request = started_request(self.reader)
         if request is not None and moves_to_main(self.factory.replica, request, self):
             self.hand_off()

@@ -51,7 +51,8 @@ class WaitForFresh:
         if (request.code in replica.local_codes and replica.complete and not replica.held and self.wait > 0
                 and not replica.in_publication and not replica.fresh() and not connection.closing):
             answer = defer.Deferred()
-            connection.waiting_reads = getattr(connection, "waiting_reads", 0) + 1   # its socket stays here until they are answered (handoff.py)
+            # its socket stays in this process until they are answered (handoff.can_hand_off)
+            connection.waiting_reads = getattr(connection, "waiting_reads", 0) + 1
             self.waiting.append((self.reactor.seconds() + self.wait, replica.shared.read(), request, connection,
                                  connection.current_frame, answer))
             self.waited += 1
