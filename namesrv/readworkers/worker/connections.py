@@ -26,10 +26,9 @@ def _waiting(state):
     return state is _WAITING or state is _WAITING_UNREAD
 
 
-def moves_to_main(replica, request, connection):
-    """A broker's request (never one the replica answers) on a connection that may move to the main process now."""
-    return (request.code in HANDOFF_CODES and request.code not in replica.local_codes
-            and connection.factory.handoff_path and can_hand_off(connection))
+def moves_to_main(request, connection):
+    """A broker's request on a connection that may move to the main process now."""
+    return request.code in HANDOFF_CODES and connection.factory.handoff_path and can_hand_off(connection)
 
 
 class WorkerDispatcher:
@@ -43,7 +42,7 @@ class WorkerDispatcher:
         replica = self.replica
         if request.code in replica.local_codes and replica.fresh():
             return replica.registry.dispatch(request, connection)
-        if moves_to_main(replica, request, connection):
+        if moves_to_main(request, connection):
             connection.hand_off()
             return None
         connection.forward(connection.current_frame, expects_answer=not request.is_oneway)
@@ -95,7 +94,7 @@ class WorkerConnection(RemotingProtocol):
         if self.current_frame is not None:
             return   # called while a frame is being handled: it goes first, the whole-frame way
         request = started_request(self.reader)
-        if request is not None and moves_to_main(self.factory.replica, request, self):
+        if request is not None and moves_to_main(request, self):
             self.hand_off()
 
     def _read(self, data):
