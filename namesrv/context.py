@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from typing import Any
 
-from namesrv.dispatch.scheduler import TurnScheduler
+from namesrv.timing.scheduler import TurnScheduler
 from namesrv.observe.eventlog import NullEventLog
 
 
@@ -19,7 +19,7 @@ class NamesrvContext:
     - ``server_id``: ``host:port`` of this server, for the event log;
     - ``started``: when the server started (``reactor.seconds()``), for the start-up grace;
       a read worker's replica carries the main process's;
-    - ``scheduler``: the process's one TurnScheduler (namesrv/dispatch/scheduler.py), for work
+    - ``scheduler``: the process's one TurnScheduler (namesrv/timing/scheduler.py), for work
       that runs over several reactor turns (made from ``config`` and ``reactor`` when not given).
     """
 

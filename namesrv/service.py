@@ -18,14 +18,14 @@ from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from namesrv.clock import MonotonicClock
+from namesrv.timing.clock import MonotonicClock
 from namesrv.context import NamesrvContext
-from namesrv.dispatch.scheduler import BULK, TurnScheduler
+from namesrv.timing.scheduler import BULK, TurnScheduler
 from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.handover.inflight import InFlightDispatcher
 from namesrv.observe.eventlog import event_log_for
 from namesrv.observe.health import Readiness
-from namesrv.periodic import PeriodicCall
+from namesrv.timing.periodic import PeriodicCall
 from namesrv.security.wiring import RequestGuards, TlsListening
 from namesrv.server.endpoint import RemotingEndpoint, RemotingPortService
 from namesrv.server.factory import RemotingServerFactory
@@ -297,7 +297,7 @@ def _make_controller(config, reactor, events, clock, plugin_package, metrics_por
     from namesrv.controller.service import ControllerService
     controller = ControllerService(config, reactor, events, clock=clock, plugin_package=plugin_package)
     if metrics_port is not None:
-        from namesrv.observe.controller_metrics import ControllerCollector
+        from namesrv.controller.metrics import ControllerCollector
         metrics_port.metrics.add_collector(ControllerCollector(controller.controller))
     return controller
 

@@ -3,7 +3,7 @@
 A whole-table answer at a million topics is a second of one core (namesrv/routes/topiclists.py).
 Built in one go it would hold the main process's reactor that long: every registration,
 heartbeat and every route read a worker forwards (its replica being behind) would wait behind it.
-Here its generator is a job of the process's scheduler (namesrv/dispatch/scheduler.py, ``BULK``):
+Here its generator is a job of the process's scheduler (namesrv/timing/scheduler.py, ``BULK``):
 a slice per step, what arrived meanwhile handled between two turns. Askers of the same question
 while it is being built wait for that build rather than start another (an operator's script
 polling the topic list from ten hosts costs one build). Java builds these under its route table's
@@ -12,7 +12,7 @@ read lock, which holds every registration for as long.
 
 from twisted.internet import defer
 
-from namesrv.dispatch.scheduler import BULK
+from namesrv.timing.scheduler import BULK
 
 
 class SlicedAnswers:

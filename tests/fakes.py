@@ -97,19 +97,19 @@ class StepTimer:
 
 def turn_scheduler(clock, budget=0.001, timer=None):
     """A TurnScheduler on ``clock`` (a task.Clock): ``one_turn(clock)`` runs one of its turns."""
-    from namesrv.dispatch.scheduler import TurnScheduler
+    from namesrv.timing.scheduler import TurnScheduler
     return TurnScheduler(clock, budget if callable(budget) else (lambda: budget), timer or StepTimer())
 
 
 def one_turn(clock):
     """One reactor turn on a task.Clock: the scheduler's next turn and what was due with it."""
-    from namesrv.dispatch.scheduler import NEXT_TURN
+    from namesrv.timing.scheduler import NEXT_TURN
     clock.advance(NEXT_TURN)
 
 
 def run_turns(clock, limit=100000):
     """Reactor turns on ``clock`` until nothing is due at once (every sliced job has ended or waits)."""
-    from namesrv.dispatch.scheduler import NEXT_TURN
+    from namesrv.timing.scheduler import NEXT_TURN
     for _ in range(limit):
         if not any(call.getTime() <= clock.seconds() + NEXT_TURN for call in clock.getDelayedCalls()):
             return

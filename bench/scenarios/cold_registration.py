@@ -101,7 +101,7 @@ def _frame(layout, broker):
 
 def run_fleet(layout, workdir, event_log=False, profile=None, check=False, log=print, profile_worker=None):
     """{"handle": [s per registration], "publish": [...], "apply": [...]}."""
-    from namesrv.dispatch.scheduler import NEXT_TURN
+    from namesrv.timing.scheduler import NEXT_TURN
 
     service, clock = build(workdir, event_log)
     publication = _Publication(service, clock)

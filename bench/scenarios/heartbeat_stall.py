@@ -42,7 +42,7 @@ def build(brokers, topics, workdir):
 
 
 def one_round(service, clock, links, piece=65536):
-    from namesrv.dispatch.scheduler import NEXT_TURN
+    from namesrv.timing.scheduler import NEXT_TURN
     reading = worst = 0.0
     for protocol, frame in links:
         for at in range(0, len(frame), piece):

@@ -20,7 +20,7 @@ from twisted.web.test.requesthelper import DummyRequest
 
 from bench.lib.brokers import compressed_body, register_request, topic_names
 from namesrv.config import NamesrvConfig
-from namesrv.dispatch.scheduler import NEXT_TURN
+from namesrv.timing.scheduler import NEXT_TURN
 from namesrv.service import make_service
 from namesrv.status.views import PageConnection
 

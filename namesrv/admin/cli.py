@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from namesrv.admin import controller   # noqa: F401 (declares the controller sub-commands)
+from namesrv.controller import admin as controller_admin   # noqa: F401 (declares the controller sub-commands)
 from namesrv.admin.commands import COMMANDS
 from namesrv.admin.connection import AdminClient, AdminError
 from namesrv.admin.output import to_json

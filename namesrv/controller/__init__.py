@@ -10,7 +10,8 @@ A module apart from the route tables, as Java's ``controller`` module is: nothin
 - ``heartbeats``: which brokers are alive (kept by each controller for itself, as Java does);
 - ``replication``: the replicated log at one edge (one node with a file, or Raft through pysyncobj);
 - ``core``: the leader's serial queue of operations, the inactive-master handling and notifications;
-- ``service``: the controller's own port, timers and start-up, embedded in ``twistd namesrv`` or alone.
-
-The request codes are answered by the ``controller`` processor plugin (``processors/controller.py``).
+- ``processor``: the request codes, answered on the controller's port (Java's ``ControllerRequestProcessor``;
+  found as the ``controller`` processor plugin, whose dropin names this module);
+- ``service``: the controller's own port, timers and start-up, embedded in ``twistd namesrv`` or alone;
+- ``metrics``: its Prometheus families; ``admin``: mqadmin's controller sub-commands for ``namesrv-admin``.
 """

@@ -7,7 +7,7 @@ the listeners hear ``(cluster, broker_name, broker_id)`` so the leader can elect
 
 Java notices an expired broker at its next scan (``scanNotActiveBrokerInterval``, 5 s), so a
 master cut off from the controllers is replaced up to 5 s after its timeout. Here each entry sits
-in a deadline queue (namesrv/deadlines.py) and a timer wakes at the earliest deadline, within
+in a deadline queue (namesrv/timing/deadlines.py) and a timer wakes at the earliest deadline, within
 ``EXPIRY_GRANULARITY``: the master is replaced a tenth of a second after its timeout. ``scan``
 stays, on the ``scanNotActiveBrokerInterval`` timer, as a backstop.
 
@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from twisted.logger import Logger
 
-from namesrv.deadlines import DeadlineQueue
+from namesrv.timing.deadlines import DeadlineQueue
 
 #: Java's DEFAULT_BROKER_CHANNEL_EXPIRED_TIME, for a beat that carries no timeout
 DEFAULT_TIMEOUT_MILLIS = 120000

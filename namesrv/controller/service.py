@@ -19,7 +19,7 @@ from twisted.internet import defer
 from twisted.internet.error import CannotListenError
 from twisted.logger import Logger
 
-from namesrv.clock import MonotonicClock
+from namesrv.timing.clock import MonotonicClock
 from namesrv.config import CONTROLLER_CONFIG_KEYS
 from namesrv.controller.core import Controller
 from namesrv.controller.heartbeats import BrokerHeartbeats
@@ -29,7 +29,7 @@ from namesrv.controller.replication.members import MemberSniffingFactory
 from namesrv.controller.routing import CommittedMasterRouting
 from namesrv.controller.state import ReplicaState
 from namesrv.dispatch.registry import ProcessorRegistry, load_processor_factories
-from namesrv.periodic import PeriodicCall
+from namesrv.timing.periodic import PeriodicCall
 from namesrv.server.factory import RemotingServerFactory
 
 log = Logger()

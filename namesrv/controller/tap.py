@@ -98,7 +98,7 @@ def _metrics_port(config, controller, events, reactor):
     if not config.prometheusListenPort:
         return None
     from namesrv.dispatch.classes import RequestClassifier
-    from namesrv.observe.controller_metrics import ControllerCollector
+    from namesrv.controller.metrics import ControllerCollector
     from namesrv.observe.metrics import MetricsHttpService, NamesrvMetrics
     metrics = NamesrvMetrics(RequestClassifier.from_registry(controller.registry), factory=controller.factory,
                              events=events)

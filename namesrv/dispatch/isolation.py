@@ -12,7 +12,7 @@ We have one reactor thread, so isolation has two parts:
 - ``PriorityDispatcher`` sits between the connections and the registry. Route reads (and
   codes no processor declared) are answered at once; broker-control and admin requests
   wait in one FIFO queue per class and are run by one job of the process's scheduler
-  (namesrv/dispatch/scheduler.py, ``CONTROL``), a request per step, round-robin between
+  (namesrv/timing/scheduler.py, ``CONTROL``), a request per step, round-robin between
   classes, giving the reactor back between turns. A storm of registrations therefore
   delays a route read by at most one turn plus one request, instead of by the whole storm.
 """
@@ -27,7 +27,7 @@ from zope.interface import implementer
 from namesrv.interfaces import IRequestPolicy
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.dispatch.classes import ADMIN_READ, ADMIN_WRITE, ALL_CLASSES, BROKER_CONTROL, ROUTE_READ
-from namesrv.dispatch.scheduler import CONTROL
+from namesrv.timing.scheduler import CONTROL
 
 log = Logger()
 

@@ -25,7 +25,7 @@ from zope.interface import implementer
 
 from namesrv.handover import messages, peers
 from namesrv.handover.messages import HandoverProtocolError, MessageReader, choose_version, encode
-from namesrv.periodic import EasingLoop
+from namesrv.timing.periodic import EasingLoop
 
 #: how often the drain is looked at, how long it may take, how long ``ready`` may take. Every client waits
 #: for the drain: at a million topics, 5 ms looks here and in the workers made it 23 ms of a takeover's

@@ -1,5 +1,5 @@
-"""The route tables' deadline queue: the one in namesrv/deadlines.py (the controller's heartbeats use it too)."""
+"""The route tables' deadline queue: the one in namesrv/timing/deadlines.py (the controller's heartbeats use it too)."""
 
-from namesrv.deadlines import DeadlineQueue
+from namesrv.timing.deadlines import DeadlineQueue
 
 __all__ = ["DeadlineQueue"]

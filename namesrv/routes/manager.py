@@ -16,7 +16,7 @@ and passes each call on:
 - ``admin`` (admin.py): liveness refreshes and admin operations.
 """
 
-from namesrv.clock import MonotonicClock
+from namesrv.timing.clock import MonotonicClock
 from namesrv.routes.admin import RouteAdmin
 from namesrv.routes.bodycache import DEFAULT_MAX_BYTES as DEFAULT_BODY_CACHE_MAX_BYTES, RouteBodyCache
 from namesrv.routes.changes import RouteChanges

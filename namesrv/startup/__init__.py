@@ -52,4 +52,7 @@ def configure(program, config_file=None, overrides=None, printing=False):
     log = Logger(namespace=program)
     for note in notes:
         log.warn("{note}", note=note)
+    for name, text in config.informational_settings():
+        log.warn("{name}={text} is set, but {name} tunes the Java server only (its threads, pools or Netty "
+                 "buffers): accepted, it changes nothing here", name=name, text=text)
     return config

@@ -10,7 +10,7 @@ import heapq
 
 from namesrv.codec import fastjson
 from namesrv.config import java_text
-from namesrv.dispatch.scheduler import BULK
+from namesrv.timing.scheduler import BULK
 from namesrv.protocol.codes import RequestCode, ResponseCode, Version
 from namesrv.protocol.command import make_request
 

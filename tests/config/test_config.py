@@ -342,3 +342,37 @@ def test_texts_are_every_value_as_java_prints_it_and_follow_every_change(tmp_pat
     path.write_text("myCustomKey=x\n")
     config.load_file(str(path))
     assert config.texts()["myCustomKey"] == "x" and config.texts() == plain(config)
+
+
+def test_the_tables_follow_the_java_classes():
+    """A Java maintainer finds NamesrvConfig's, NettyServerConfig's and ControllerConfig's fields each in the
+    module named after the class; ours hold none of them."""
+    from namesrv.config.controllerconfig import CONTROLLER_CONFIG
+    from namesrv.config.namesrvconfig import NAMESRV_CONFIG
+    from namesrv.config.nettyserverconfig import NETTY_SERVER_CONFIG
+    from namesrv.config.ours import OURS
+    names = lambda table: {p.name for p in table}  # noqa: E731
+    assert {"kvConfigPath", "orderMessageEnable", "enableControllerInNamesrv"} <= names(NAMESRV_CONFIG)
+    assert {"listenPort", "bindAddress", "serverWorkerThreads"} <= names(NETTY_SERVER_CONFIG)
+    assert {"controllerDLegerPeers", "scanInactiveMasterInterval"} <= names(CONTROLLER_CONFIG)
+    java = names(NAMESRV_CONFIG) | names(NETTY_SERVER_CONFIG) | names(CONTROLLER_CONFIG)
+    assert not names(OURS) & java
+    assert [p.name for p in PROPERTIES] == [p.name for p in NAMESRV_CONFIG + CONTROLLER_CONFIG
+                                            + NETTY_SERVER_CONFIG + OURS]
+
+
+def test_an_informational_property_set_away_from_its_default_is_warned_about_at_start(tmp_path):
+    from twisted.logger import globalLogPublisher
+
+    from namesrv.startup import configure
+    path = tmp_path / "namesrv.properties"
+    path.write_text("serverWorkerThreads=32\nlistenPort=9999\nclientRequestThreadPoolNums=8\n")
+    seen = []
+    globalLogPublisher.addObserver(seen.append)
+    try:
+        config = configure("namesrv", str(path))
+    finally:
+        globalLogPublisher.removeObserver(seen.append)
+    assert config.informational_settings() == [("serverWorkerThreads", "32")]
+    warned = [event for event in seen if event.get("name") is not None]
+    assert [(event["name"], event["text"]) for event in warned] == [("serverWorkerThreads", "32")]

@@ -7,7 +7,7 @@ from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
-from processors.controller import ControllerProcessor
+from namesrv.controller.processor import ControllerProcessor
 from tests.controller.fakes import make_controller
 from tests.fakes import FakeConnection, result_of
 

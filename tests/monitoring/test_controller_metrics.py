@@ -2,7 +2,7 @@
 live brokers, read from a controller whose brokers start, die and get a new master (task.Clock)."""
 
 from namesrv.dispatch.classes import RequestClassifier
-from namesrv.observe.controller_metrics import ControllerCollector
+from namesrv.controller.metrics import ControllerCollector
 from namesrv.observe.metrics import NamesrvMetrics
 from namesrv.protocol.codes import ResponseCode
 from namesrv.service import make_service
@@ -87,7 +87,7 @@ def test_no_controller_no_controller_metrics(tmp_path):
 
 
 def test_raft_members_term_lease_and_refusals_are_exported():
-    from namesrv.observe.controller_metrics import raft_families
+    from namesrv.controller.metrics import raft_families
     families = {f.name: f for f in raft_families({
         "mode": "raft", "term": 7, "connectedPeers": ["n1", "n2"], "leaseSeconds": 0.3, "authenticated": True,
         "refusedLinks": 4, "dropped": {"stale_ack": 2, "bad": 1}})}

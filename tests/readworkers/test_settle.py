@@ -2,7 +2,7 @@
 
 from twisted.internet import task
 
-from namesrv.dispatch.scheduler import NEXT_TURN
+from namesrv.timing.scheduler import NEXT_TURN
 from namesrv.readworkers.channel.delta import ONE_MESSAGE_TOPICS, PART_TOPICS
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.service import make_service

@@ -10,7 +10,7 @@ from namesrv.protocol.codes import RequestCode, request_name
 from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.security.wiring import RequestGuards, TlsListening
 from namesrv.server.factory import RemotingServerFactory
-from namesrv.dispatch.scheduler import TurnScheduler
+from namesrv.timing.scheduler import TurnScheduler
 from tests.config_for import make_config
 from tests.fakes import RecordingEventLog
 

@@ -10,7 +10,7 @@ from namesrv.protocol.command import make_request
 from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.dispatch.classes import RequestClassifier
 from tests.config_for import make_config
-from namesrv.dispatch.scheduler import TurnScheduler
+from namesrv.timing.scheduler import TurnScheduler
 from tests.fakes import FakeConnection, RecordingEventLog, StepTimer, one_turn
 from tests.security.fakes import Echo
 

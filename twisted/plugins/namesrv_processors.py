@@ -8,5 +8,5 @@ kvconfig = ProcessorPlugin("kvconfig", "processors.kvconfig", "KVConfigProcessor
                            "PUT/GET/DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE")
 route = ProcessorPlugin("route", "processors.route", "RouteProcessor",
                         "broker registration and every route query")
-controller = ProcessorPlugin("controller", "processors.controller", "ControllerProcessor",
+controller = ProcessorPlugin("controller", "namesrv.controller.processor", "ControllerProcessor",
                              "the controller's codes (RIP-44), on the controller's port", port="controller")

@@ -12,7 +12,7 @@ stop answering from a replica that misses an acknowledged write. A large registr
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from namesrv.dispatch.scheduler import CONTROL
+from namesrv.timing.scheduler import CONTROL
 from namesrv.interfaces import IReplicableProcessor
 from namesrv.protocol.codes import RequestCode
 from namesrv.readworkers.channel.delta import ONE_MESSAGE_TOPICS

@@ -28,8 +28,8 @@ from twisted.logger import FilteringLogObserver, LogLevel, LogLevelFilterPredica
 
 from zope.interface import implementer
 
-from namesrv.dispatch.scheduler import CONTROL
-from namesrv.periodic import EasingLoop
+from namesrv.timing.scheduler import CONTROL
+from namesrv.timing.periodic import EasingLoop
 from namesrv.readworkers.channel.feed import FeedError, counts_message, down_reader, pack, resync_message
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.readworkers.channel.pipes import enlarge, read_in_large_chunks

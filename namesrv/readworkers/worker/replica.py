@@ -1,7 +1,7 @@
 """A read worker's copy of what route reads are answered from, and how fresh it is."""
 
 from namesrv.protocol.answercache import AnswerCache
-from namesrv.clock import MonotonicClock
+from namesrv.timing.clock import MonotonicClock
 from namesrv.config import NamesrvConfig
 from namesrv.context import NamesrvContext
 from namesrv.dispatch.registry import ProcessorRegistry, load_processor_factories

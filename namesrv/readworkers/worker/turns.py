@@ -10,7 +10,7 @@ the sockets is within the scheduler's budget and nobody waits, and queues the re
 ``FIRST`` frames it handles them, and if more it queues them all (cut in two, a pipeline costs two writes); what it reads
 meanwhile waits behind (past ``TURN_READ_LIMIT`` bytes, its socket is not read until its turn is done).
 The queued connections take turns, ``QUANTUM`` frames each, round robin: that is one job of the worker's
-scheduler (namesrv/dispatch/scheduler.py, ``READS``: before replica applies), a connection's turn per
+scheduler (namesrv/timing/scheduler.py, ``READS``: before replica applies), a connection's turn per
 step, so its turns share the one budget per reactor turn with everything else, then the reactor reads
 its sockets again. A client with one read waiting is answered in the pass that reads it, and a pass
 costs at most its budget plus one read per busy connection. When the worker keeps up, nothing waits
@@ -22,7 +22,7 @@ from collections import deque
 
 from twisted.logger import Logger
 
-from namesrv.dispatch.scheduler import READS
+from namesrv.timing.scheduler import READS
 
 log = Logger()
 

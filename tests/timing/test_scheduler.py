@@ -1,4 +1,4 @@
-"""One scheduler for the sliced work of a process (namesrv/dispatch/scheduler.py): a turn is never longer
+"""One scheduler for the sliced work of a process (namesrv/timing/scheduler.py): a turn is never longer
 than the budget plus one step, whatever runs, and the priorities order a turn without starving anyone.
 
 Every job here spends time on a StepTimer (the scheduler's timer) as its steps run; the reactor is a
@@ -8,7 +8,7 @@ task.Clock, on which ``one_turn`` runs exactly one turn of the scheduler.
 from twisted.internet import defer, task
 from twisted.logger import globalLogPublisher
 
-from namesrv.dispatch.scheduler import BULK, CONTROL, READS, TurnScheduler
+from namesrv.timing.scheduler import BULK, CONTROL, READS, TurnScheduler
 from tests.fakes import StepTimer, one_turn, run_turns, turn_scheduler
 
 

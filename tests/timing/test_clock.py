@@ -11,7 +11,7 @@ import time
 import pytest
 from twisted.internet import task
 
-from namesrv.clock import MonotonicClock
+from namesrv.timing.clock import MonotonicClock
 from namesrv.routes import DataVersion, RouteInfoManager, TopicConfig, TopicConfigSerializeWrapper
 
 

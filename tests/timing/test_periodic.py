@@ -4,7 +4,7 @@ that looks often at first, then less often."""
 from twisted.application import service
 from twisted.internet import task
 
-from namesrv.periodic import EasingLoop, PeriodicCall
+from namesrv.timing.periodic import EasingLoop, PeriodicCall
 
 
 def test_first_call_after_the_delay_then_every_interval_and_nothing_after_stop():

@@ -1,0 +1,38 @@
+"""Java's ``ControllerConfig`` (org.apache.rocketmq.common.ControllerConfig, 5.x): the controller's properties,
+for the embedded controller (``enableControllerInNamesrv``) and ``twistd controller`` alike.
+
+``CONTROLLER_CONFIG_KEYS`` is what GET_CONTROLLER_CONFIG answers: Java's ControllerConfig and
+NettyServerConfig keys we have.
+"""
+
+from namesrv.config.table import Bool, Int, Long, Str
+
+CONTROLLER_CONFIG = (
+    Str("controllerType", "DLedger", "DLedger: controllers listed in controllerDLegerPeers, replicated by Raft (pysyncobj, on the controller port); jRaft is refused"),
+    Str("controllerDLegerGroup", "", "name of the controllers' group, as 1005 answers it"),
+    Str("controllerDLegerPeers", "", "every controller as id-host:port;... (brokers' controllerAddr lists the same addresses)"),
+    Str("controllerDLegerSelfId", "", "this controller's id in controllerDLegerPeers"),
+    Str("controllerStorePath", "", "directory of the controller's state (empty: ~/DLedgerController, ~/DLedgerController-<port> on a port other than 9876); one controller keeps a JSON file, several a Raft journal", path=True),
+    Long("scanInactiveMasterInterval", 5000, "ms between the leader's scans for groups whose master is gone"),
+    Bool("enableElectUncleanMaster", False, "elect from every replica when no in-sync one is alive (may lose messages)"),
+    Bool("notifyBrokerRoleChanged", True, "send NOTIFY_BROKER_ROLE_CHANGED to the group's live members after an election"),
+    Int("electMasterMaxRetryCount", 3, "Java's retries of a controller-made election (informational here: an election commits or is refused)", informational=True),
+    Bool("isProcessReadEvent", False, "reads (1004, 1006) commit an empty entry first, as Java's; off, the leader answers them under its lease, never from a state a newer leader may have changed"),
+    Int("controllerThreadPoolNums", 16, "Java controller request pool size (informational here)", informational=True),
+    Int("controllerRequestThreadPoolQueueCapacity", 50000, "Java controller request queue capacity (informational here)", informational=True),
+    Int("mappedFileSize", 1073741824, "Java DLedger file size (informational here)", informational=True),
+    Str("controllerPeerSecretFile", "", "file holding the controllers' shared secret (at least 16 bytes, the same on every member): members prove it to each other before any Raft message is read; required with several controllers", path=True),
+    Bool("controllerPeerAuthDisabled", False, "let controllers join without the shared secret (a closed network only: anyone reaching a controller port could join); warned at every start"),
+    Int("controllerRaftPortOffset", 1, "no longer used: controllers talk Raft on the controller port itself (kept so that older files load)", informational=True),
+)
+
+CONTROLLER_CONFIG_KEYS = (
+    "rocketmqHome", "configStorePath", "controllerType", "scanNotActiveBrokerInterval", "controllerThreadPoolNums",
+    "controllerRequestThreadPoolQueueCapacity", "controllerDLegerGroup", "controllerDLegerPeers",
+    "controllerDLegerSelfId", "mappedFileSize", "controllerStorePath", "electMasterMaxRetryCount",
+    "enableElectUncleanMaster", "isProcessReadEvent", "notifyBrokerRoleChanged", "scanInactiveMasterInterval",
+    "configBlackList", "controllerPeerAuthDisabled",
+    "bindAddress", "listenPort", "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
+    "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverChannelMaxIdleTimeSeconds",
+    "serverSocketSndBufSize", "serverSocketRcvBufSize", "serverSocketBacklog", "serverPooledByteBufAllocatorEnable",
+    "useEpollNativeSelector")
