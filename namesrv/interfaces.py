@@ -3,6 +3,11 @@
 Processors are found as plugins: a dropin in ``twisted/plugins/`` provides an
 ``IRequestProcessorFactory``; at start the service builds one processor per factory with
 the shared ``NamesrvContext`` and the registry maps each declared request code to it.
+
+A request meets a chain of ``IDispatcher``s (namesrv/dispatch/chain.py builds it for every port);
+the last one, the registry, runs the ``IRequestPolicy``s and the processor, and tells the
+``IRequestObserver``s. What a part may do beyond its interface is a small interface of its own
+(``ICachedAnswerPolicy``, ``IStoppableProcessor``...), asked with ``providedBy``.
 """
 
 from zope.interface import Attribute, Interface
@@ -24,6 +29,33 @@ class IRemotingConnection(Interface):
         """Close the connection (used when a broker expires)."""
 
 
+class IDispatcher(Interface):
+    """One link of the request path: answers a decoded request, itself or through the next link."""
+
+    def dispatch(request, connection):
+        """Answer ``request`` (a RemotingCommand) from ``connection`` (an IRemotingConnection): a response
+        command, ``None`` (oneway, or answered another way: forwarded, handed over), or a Deferred of either."""
+
+
+class IInFlightDispatcher(IDispatcher):
+    """Counts the answers still to come (Deferred answers), so a takeover waits for them."""
+
+    count = Attribute("Answers dispatched and not yet given.")
+
+
+class IQueueingDispatcher(IDispatcher):
+    """Queues some requests to run later (the isolation dispatcher), and can be told to wait."""
+
+    def add_hold(hold):
+        """``hold(request)`` -> None, or a Deferred to wait for before ``request`` (and its class) runs."""
+
+    def pending():
+        """Requests queued now."""
+
+    def stop():
+        """Forget the queued requests (shutdown): each is answered with nothing."""
+
+
 class IRequestProcessor(Interface):
     """Answers the request codes it declares."""
 
@@ -42,6 +74,20 @@ class IRequestProcessor(Interface):
         """
 
 
+class IClassifiedProcessor(IRequestProcessor):
+    """A processor whose own codes (a plugin's) belong to request classes it names; without it a
+    code no table knows is ``admin_write`` (namesrv/dispatch/classes.py)."""
+
+    code_classes = Attribute("{request code: request class name}.")
+
+
+class IStoppableProcessor(IRequestProcessor):
+    """A processor with state to flush when the server stops."""
+
+    def stop():
+        """Write what is pending (synchronously: the server is stopping)."""
+
+
 class IReplicableProcessor(IRequestProcessor):
     """A processor some of whose answers a read worker may give from its replica.
 
@@ -55,14 +101,16 @@ class IReplicableProcessor(IRequestProcessor):
 
 
 class IRequestProcessorFactory(Interface):
-    """What a dropin provides: builds a processor for one running server."""
+    """What a dropin provides: builds a processor for one running server's name-server port."""
 
     name = Attribute("Short name of the processor it builds.")
-    # Optional: ``port``, the listening port whose registry the processor joins: "namesrv" (the
-    # default) or "controller" (the controller's own port; its context is a ControllerContext).
 
     def build(context):
         """Return an IRequestProcessor bound to ``context`` (a NamesrvContext)."""
+
+
+class IControllerProcessorFactory(IRequestProcessorFactory):
+    """A dropin whose processor joins the controller's port instead (its context is a ControllerContext)."""
 
 
 class IRequestPolicy(Interface):
@@ -77,8 +125,18 @@ class IRequestPolicy(Interface):
     def done(request, connection, response_code):
         """Called once for every request ``check`` let through, when its answer is ready."""
 
-    # Optional: ``allows_cached_answer(code)`` -> True when an answer to ``code`` may be replayed
-    # by the AnswerCache without calling ``check`` again. A policy without it turns caching off.
+
+class ICachedAnswerPolicy(IRequestPolicy):
+    """A policy that lets some answers be replayed by the AnswerCache without ``check`` running again;
+    a policy that does not provide this turns caching off for every code."""
+
+    def allows_cached_answer(code):
+        """True when an answer to ``code`` may be replayed without asking this policy."""
+
+
+class IWorkerCheckedPolicy(IRequestPolicy):
+    """A policy that read workers run themselves, the same way (the ACL check from the same file): a code
+    it guards may still be answered by a worker."""
 
 
 class IRequestObserver(Interface):
@@ -87,11 +145,24 @@ class IRequestObserver(Interface):
     def record_request(code, response_code, micros, peer):
         """``response_code`` is -1 when a oneway request got no answer."""
 
-    # Optional: ``record_requests(code, response_code, count, micros, peer)``, ``count`` requests
-    # at once (answers replayed by the AnswerCache); without it record_request is called ``count`` times.
+
+class IBulkRequestObserver(IRequestObserver):
+    """An observer told of many answers at once (replayed by the AnswerCache, counted by a read worker);
+    other observers hear of each (``record_request`` ``count`` times)."""
+
+    def record_requests(code, response_code, count, micros, peer):
+        """``count`` requests at once, taking ``micros`` in all."""
 
 
-class IEventLog(IRequestObserver):
+class IAnswerObserver(Interface):
+    """Sees each request the registry answered, with its answer, just before it leaves (the status page's
+    broker versions; the read workers' shared generation)."""
+
+    def answered(request, response_code, connection):
+        """``response_code`` is -1 when a oneway request got no answer."""
+
+
+class IEventLog(IBulkRequestObserver):
     """The structured event log (``namesrv/observe/eventlog.py``) as the rest of the server uses it.
 
     Two implementations: ``EventLog`` writes JSON lines for the Spark reports, ``NullEventLog``
@@ -106,9 +177,6 @@ class IEventLog(IRequestObserver):
 
     def emit(event, **fields):
         """Log ``event`` (a short name such as ``broker_expired``) with ``fields``; tell the listeners."""
-
-    def record_requests(code, response_code, count, micros, peer):
-        """``count`` requests at once, each taking ``micros`` (answers replayed by the AnswerCache)."""
 
     def add_listener(callback):
         """Call ``callback(event, fields)`` on every ``emit`` (metrics count expirations this way)."""

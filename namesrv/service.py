@@ -1,322 +1,232 @@
-"""One running NameServer: ``make_service`` builds its parts in order, ``NamesrvService`` runs them.
+"""One running NameServer: ``make_service`` builds every part whole, in the order each needs the ones
+before; ``NamesrvService`` only orders their start and stop.
 
-Built in the order each part needs the previous ones, and handed to constructors; nothing
-is patched in afterwards::
+The request path the parts make, from bytes to answer, is told once in namesrv/dispatch/chain.py. The
+build order::
 
-    event log -> KV store (loaded) -> route tables -> context (with the process's scheduler)
-      -> processors (plugins) -> guards (policies, priority dispatcher) -> in-flight counter
-      -> answer cache -> remoting factory -> TLS -> metrics -> the controller
-      (enableControllerInNamesrv, its own port; its collector on the metrics) -> status page
-      -> address service -> read workers (their collector on the metrics) -> the service
+    event log -> tables (KV store loaded, route tables) -> context (with the process's scheduler)
+      -> the embedded controller (enableControllerInNamesrv: its own port) -> ACL file -> processors
+      -> the request chain -> remoting factory (with the answer cache) -> TLS -> metrics port
+      -> status page -> address service -> read workers -> timers -> the serving side (port, takeover)
 """
 
-import functools
 import gc
 import os
+from dataclasses import dataclass
+from typing import Any
 
 from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from namesrv.timing.clock import MonotonicClock
+from namesrv.addressing.wiring import address_service
 from namesrv.context import NamesrvContext
-from namesrv.timing.scheduler import BULK, TurnScheduler
-from namesrv.dispatch.registry import ProcessorRegistry
-from namesrv.handover.inflight import InFlightDispatcher
+from namesrv.controller.metrics import ControllerCollector
+from namesrv.controller.service import ControllerService
+from namesrv.dispatch.chain import namesrv_chain
+from namesrv.dispatch.registry import load_processor_factories
+from namesrv.interfaces import IStoppableProcessor
+from namesrv.kvconfig import KVConfigManager
 from namesrv.observe.eventlog import event_log_for
 from namesrv.observe.health import Readiness
-from namesrv.timing.periodic import PeriodicCall
-from namesrv.security.wiring import RequestGuards, TlsListening
-from namesrv.server.endpoint import RemotingEndpoint, RemotingPortService
+from namesrv.observe.metrics import metrics_port_service
+from namesrv.protocol.answercache import AnswerCache
+from namesrv.readworkers.main.processes import ReadWorkerPool
+from namesrv.readworkers.main.service import ReadWorkersService
+from namesrv.readworkers.worker.guards import worker_arguments
+from namesrv.routes import RouteInfoManager
+from namesrv.security.wiring import AclFile, GuardListeners, TlsListening
 from namesrv.server.factory import RemotingServerFactory
 from namesrv.server.housekeeping import BrokerHousekeeping
+from namesrv.server.serving import ServingSide
+from namesrv.server.timers import ServerTimers
+from namesrv.status.web import status_page_service
+from namesrv.storage.instance import InstanceIdentity
+from namesrv.storage.snapshotfile import RouteSnapshotFile
+from namesrv.timing.clock import MonotonicClock
+from namesrv.timing.scheduler import BULK, TurnScheduler
 
 log = Logger()
 
 
-class NamesrvService(service.MultiService):
-    """The NameServer as an IService: start listens, stop undoes it all.
+@dataclass(frozen=True)
+class NamesrvParts:
+    """Every part of one server, built whole by ``make_service`` (None where a feature is off)."""
 
-    Start-up order follows Java's NamesrvController: the KV file is loaded before this is built
-    (a corrupt file refuses to start), the route snapshot is restored at start, then the port
-    listens. Its children, started in this order and stopped in the reverse one: the guards
-    (with the ACL watcher), TLS (certificate watcher), the metrics and status ports, the address
-    service's prober (namesrv/addressing), the timers
-    (PeriodicCall: the liveness scan first after 5 s, the KV print after 1 min, route
-    snapshots, the event log's aggregates), the read workers, and last the remoting port.
+    config: Any
+    reactor: Any
+    events: Any
+    tables: Any
+    context: Any
+    chain: Any
+    housekeeping: Any
+    factory: Any
+    readiness: Any
+    serving: Any
+    timers: Any
+    answer_cache: Any = None
+    acl: Any = None
+    tls: Any = None
+    metrics: Any = None
+    status: Any = None
+    addresses: Any = None
+    controller: Any = None
+    pool: Any = None
+    workers: Any = None
+    snapshots: Any = None
+
+    def children(self):
+        """The child services in start order: the remoting port (in ``serving``) last, stopped first."""
+        prober = self.addresses.prober if self.addresses is not None else None
+        return [child for child in (self.acl, self.controller, self.tls, self.metrics, self.status, prober,
+                                    self.timers, self.workers, self.serving) if child is not None]
+
+
+class NamesrvService(service.MultiService):
+    """The NameServer as an IService: its ``parts``' children start in order (the serving side, last,
+    listens) and stop in the reverse one; what must survive is saved before connections close.
+
+    Start-up order follows Java's NamesrvController: the KV file is loaded before this is built (a corrupt
+    file refuses to start), the route snapshot is restored at start, then the port listens. ``state_files``
+    (the instance's claimed files, namesrv/startup/ownership.py) are held as long as the service lives.
     """
 
     name = "namesrv"
 
-    def __init__(self, *, config, reactor, clock, events, kv, routes, context, registry, housekeeping,
-                 guards, inflight, factory, answer_cache=None, tls=None, http_ports=(), snapshots=None,
-                 read_workers=None, readiness=None, takeover=False, address_service=None,
-                 controller=None):
+    def __init__(self, parts, state_files=None):
         service.MultiService.__init__(self)
-        self.config = config
-        self.reactor = reactor
-        self.clock = clock
-        self.events = events
-        self.kv = kv
-        self.routes = routes
-        self.context = context
-        self.registry = registry
-        self.housekeeping = housekeeping
-        self.security = guards
-        self.factory = factory
-        self.answer_cache = answer_cache
-        self.tls = tls
-        self.snapshots = snapshots
-        self.read_workers = read_workers
-        self.readiness = readiness if readiness is not None else Readiness()
-        self.listen_factory = tls.factory if tls is not None else factory
-        from namesrv.handover.coordinator import Handover, ServerParts
-        #: runs sliced jobs (restoring and writing route snapshots, a takeover's first copy) a step at a time
-        #: on the process's one scheduler, after the reads and the brokers' requests of each turn
-        self.cooperate = functools.partial(context.scheduler.cooperate, priority=BULK, name="route snapshot")
-        self._routes_restored = False
-        parts = ServerParts(reactor=reactor, config=config, routes=routes, kv=kv, factory=factory,
-                            housekeeping=housekeeping, read_workers=read_workers, port_now=lambda: self.port,
-                            running_now=lambda: self.running, cooperate=self.cooperate,
-                            restore_routes=self.restore_routes)
-        self.handover = Handover(parts, inflight, takeover=takeover)
+        self.parts = parts
+        self.state_files = state_files
+        for child in parts.children():
+            child.setServiceParent(self)
 
-        guards.setServiceParent(self)
-        #: the embedded controller (namesrv/controller/service.py), when enableControllerInNamesrv
-        self.controller = controller
-        if controller is not None:
-            controller.setServiceParent(self)
-        if tls is not None:
-            tls.setServiceParent(self)
-        for http in http_ports:
-            http.setServiceParent(self)
-        self.address_service = address_service   # namesrv/addressing: its prober probes while we run
-        if address_service is not None:
-            address_service.prober.setServiceParent(self)
-        self._scan = self._every("liveness scan", self._scan_not_active_brokers,
-                                 lambda: config.scanNotActiveBrokerInterval / 1000.0, 5)
-        self._every("KV print", self.kv.print_all, lambda: config.kvConfigPrintInterval, 60)
-        if snapshots is not None:
-            self._every("route snapshot", self._save_snapshot, lambda: config.routeSnapshotInterval,
-                        config.routeSnapshotInterval)
-        self._every("event log aggregates", self.events.flush_aggregates, lambda: 1.0, 1.0)
-        self.workers = None
-        if read_workers is not None:
-            from namesrv.readworkers.main.service import ReadWorkersService
-            self.workers = ReadWorkersService(read_workers)
-            self.workers.setServiceParent(self)
-        self.remoting = RemotingPortService(self._endpoint(), self.listen_factory, self._serving,
-                                            self._takeover_failed)
-        self.remoting.setServiceParent(self)
-        config.add_listener(self._config_changed)
-
-    @property
-    def port(self):
-        """The remoting port (a RemotingPort) while listening, else None."""
-        return self.remoting.port
-
-    @property
-    def listen_socket(self):
-        port = self.remoting.port
-        return port.socket if port is not None else None
-
-    def _endpoint(self):
-        config = self.config
-        return RemotingEndpoint(
-            self.reactor, config.listenPort, config.bindAddress, config.serverSocketBacklog or 50,
-            # exclusive read workers accept on the socket; this process only holds it (see startService)
-            hold=self.read_workers is not None and config.routeReadWorkersExclusive,
-            inherit=self.handover.take_over if self.handover.takeover else None)
-
-    # -- lifecycle -------------------------------------------------------------
     def startService(self):
-        if not self.handover.will_take_over():   # else the tables come from the process taken over
-            self.restore_routes()
+        self.parts.serving.prepare()   # the route snapshot, unless a takeover brings the tables
         gc.freeze()
-        self.events.start()
-        service.MultiService.startService(self)   # the guards first, the remoting port last
-
-    def restore_routes(self):
-        """The route snapshot file, once: sliced (version 3), the broker-level tables now and the topics while
-        serving (storage/restoring.py), the file kept open for the first read workers (they restore it too)."""
-        if self.snapshots is None or self._routes_restored:
-            return
-        self._routes_restored = True
-        self.snapshots.restore()
-        if self.read_workers is not None and self.snapshots.baseline is not None:
-            self.read_workers.baseline, self.snapshots.baseline = self.snapshots.baseline, None
-        self.snapshots.release_baseline()
-        self.snapshots.continue_restore()
-        if self.routes.broker_addr_table or self.routes.topic_queue_table:
-            # Tables to serve already: accept here until a read worker listens (its first replica takes a
-            # moment), so a restarted server answers as soon as it listens. A fresh one has nothing to serve
-            # yet: its workers take every connection from the first.
-            self.remoting.endpoint.hold = False
-        gc.freeze()
-
-    def _serving(self, port):
-        """The port listens (a new socket, or a takeover's): start the workers, say so."""
-        address = port.getHost()
-        self.context.server_id = "%s:%s" % (address.host, address.port)
-        self.readiness.serving_address = (address.host, address.port)
-        self.events.server_id = self.context.server_id
-        log.info("The Name Server boot success. serializeType=JSON, address {addr}",
-                 addr=self.context.server_id)
-        self.events.emit("server_started", listen=self.context.server_id)
-        moving = self.handover.serving()
-        if self.workers is None:
-            return
-        # Exclusive: this process accepts only until a worker does (at start, after a takeover), so that
-        # no connection waits in the queue while the workers start; and again while no worker listens
-        # after one died (a client would otherwise wait until the replacement has its replica).
-        exclusive = self.config.routeReadWorkersExclusive
-
-        def start_workers(result=None):
-            if self.running:
-                self.workers.serve(address.port, port.socket, on_listening=port.hold if exclusive else None,
-                                   on_uncovered=port.accept if exclusive else None)
-            return result
-        if moving is None:
-            start_workers()
-        else:
-            # A takeover's clients are paused until their sockets arrive here: the workers (a fork of
-            # this process, then a full copy of the tables to feed them) start once they have.
-            moving.addBoth(start_workers)
-
-    def _takeover_failed(self, failure):
-        log.error("namesrv: takeover failed, not starting: {why}", why=failure.getErrorMessage())
-        self.reactor.callLater(0, self.reactor.stop)
-
-    def _every(self, name, function, interval, first_delay):
-        """A child timer: ``function`` every ``interval()`` seconds, the first after ``first_delay``."""
-        timer = PeriodicCall(name, function, interval, first_delay, self.reactor)
-        timer.setServiceParent(self)
-        return timer
+        self.parts.events.start()
+        service.MultiService.startService(self)
 
     def stopService(self):
-        self.readiness.serving_address = None
-        # the port, the read workers (fires once they have ended), the timers, ..., the guards
-        children = service.MultiService.stopService(self)
+        parts = self.parts
+        children = service.MultiService.stopService(self)   # the port first, ..., the ACL file last
         stopping = [children, defer.maybeDeferred(self.handover.stop)]
-        # Save before closing connections: closing them is not brokers leaving (those that closed
-        # before are forgotten first). After a takeover the tables are the new process's, which
-        # saves them itself.
-        self.housekeeping.flush()
-        if self.snapshots is not None and not self.handover.handed_over:
-            self.snapshots.save_now()
-        self.kv.flush_sync()
-        for processor in self.registry.processors:
-            stop = getattr(processor, "stop", None)  # optional: processors with state to flush
-            if stop is not None:
-                stop()
-        self.factory.close_all()
+        parts.chain.stop()
+        # Save before closing connections: closing them is not brokers leaving (those that closed before
+        # are forgotten first). After a takeover the tables are the new process's, which saves them itself.
+        parts.housekeeping.flush()
+        if parts.snapshots is not None and not self.handover.handed_over:
+            parts.snapshots.save_now()
+        parts.tables.kv.flush_sync()
+        for processor in parts.chain.registry.processors:
+            if IStoppableProcessor.providedBy(processor):
+                processor.stop()
+        parts.factory.close_all()
         # The event log closes after the workers: their last request counts arrive as they exit.
         children.addCallback(self._close_event_log)
         return defer.DeferredList(stopping)
 
     def _close_event_log(self, ignored=None):
-        self.events.emit("server_stopped", listen=self.context.server_id)
-        self.events.stop()
+        self.parts.events.emit("server_stopped", listen=self.parts.context.server_id)
+        self.parts.events.stop()
         log.info("The Name Server stopped")
 
-    # -- timers ------------------------------------------------------------------
-    def _scan_not_active_brokers(self):
-        self.housekeeping.scan_not_active_brokers()
-        # Route tables are long-lived: moving them out of the collector's reach keeps full
-        # collections (bench/results/design-figures.md#frozen-tables) off the reactor thread.
-        gc.freeze()
+    # -- the parts, read-only, for the tools and tests that look inside ---------------------------------
+    config = property(lambda self: self.parts.config)
+    reactor = property(lambda self: self.parts.reactor)
+    events = property(lambda self: self.parts.events)
+    context = property(lambda self: self.parts.context)
+    routes = property(lambda self: self.parts.tables.routes)
+    clock = property(lambda self: self.parts.tables.routes.clock)
+    kv = property(lambda self: self.parts.tables.kv)
+    chain = property(lambda self: self.parts.chain)
+    registry = property(lambda self: self.parts.chain.registry)
+    housekeeping = property(lambda self: self.parts.housekeeping)
+    factory = property(lambda self: self.parts.factory)
+    answer_cache = property(lambda self: self.parts.answer_cache)
+    tls = property(lambda self: self.parts.tls)
+    acl = property(lambda self: self.parts.acl)
+    controller = property(lambda self: self.parts.controller)
+    read_workers = property(lambda self: self.parts.pool)
+    workers = property(lambda self: self.parts.workers)
+    snapshots = property(lambda self: self.parts.snapshots)
+    readiness = property(lambda self: self.parts.readiness)
+    handover = property(lambda self: self.parts.serving.handover)
+    port = property(lambda self: self.parts.serving.port)
+    listen_factory = property(lambda self: self.parts.serving.remoting.factory)
+    listen_socket = property(lambda self: self.parts.serving.listen_socket)
 
-    def _save_snapshot(self):
-        """Only while serving: during a takeover the tables are not ours yet (an empty copy must
-        never replace the last good snapshot)."""
-        if self.readiness.serving_address is not None:
-            return self.snapshots.save_in_background()
 
-    def _config_changed(self, name, old, new):
-        if name == "scanNotActiveBrokerInterval":
-            self._scan.restart()
+class ServerTables:
+    """The KV store (loaded: a corrupt file refuses the start) and the route tables of one server."""
+
+    def __init__(self, config, clock, events, reactor, master_hint=None):
+        self.kv = KVConfigManager(config.kvConfigPath, reactor=reactor, events=events)
+        self.kv.load()
+        self.routes = RouteInfoManager(clock=clock, events=events, master_hint=master_hint,
+                                       default_heartbeat_timeout_millis=config.brokerChannelExpiredTime,
+                                       body_cache_max_bytes=config.routeBodyCacheMaxBytes)
+        config.add_listener(lambda *ignored: self.routes.body_cache.set_max_bytes(config.routeBodyCacheMaxBytes))
 
 
-def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False):
+def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False,
+                 state_files=None):
     """The tap-style factory: one NameServer service for ``config`` (``takeover``: namesrv/handover)."""
-    from namesrv.kvconfig import KVConfigManager
-    from namesrv.routes import RouteInfoManager
     if reactor is None:
-        from twisted.internet import reactor
+        from twisted.internet import reactor   # the one twistd installed: imported only once it has
     clock = clock or MonotonicClock()
     config.pin_instance_paths()
     events = events if events is not None else event_log_for(config, reactor)
-    kv = KVConfigManager(config.kvConfigPath, reactor=reactor, events=events)
-    kv.load()
-    routes = RouteInfoManager(clock=clock, events=events,
-                              default_heartbeat_timeout_millis=config.brokerChannelExpiredTime,
-                              body_cache_max_bytes=config.routeBodyCacheMaxBytes)
-    config.add_listener(lambda *ignored: routes.body_cache.set_max_bytes(config.routeBodyCacheMaxBytes))
-    context = NamesrvContext(config=config, routes=routes, kv=kv, reactor=reactor, events=events,
+    acl, listeners = AclFile.for_config(config, reactor), GuardListeners()
+    controller = ControllerService(config, reactor, events, clock=clock, plugin_package=plugin_package, acl=acl) \
+        if config.enableControllerInNamesrv else None
+    tables = ServerTables(config, clock, events, reactor,
+                          master_hint=controller.committed_master_address if controller is not None else None)
+    context = NamesrvContext(config=config, routes=tables.routes, kv=tables.kv, reactor=reactor, events=events,
                              server_id="%s:%s" % (config.bindAddress, config.listenPort),
                              scheduler=TurnScheduler.for_config(config, reactor))
-    registry = ProcessorRegistry.from_plugins(context, plugin_package)
-    guards = RequestGuards(config, registry, reactor, context.scheduler)
-    inflight = InFlightDispatcher(guards.dispatcher)   # a takeover waits for the answers it counts
-    answer_cache = _make_answer_cache(config, registry, routes, kv)
-    housekeeping = BrokerHousekeeping(routes, events, reactor)
-    factory = RemotingServerFactory(inflight, config, housekeeping, events, reactor, answer_cache=answer_cache)
-    tls = TlsListening.for_config(config, factory, reactor)
-    readiness = Readiness()
-    http_ports = []
-    metrics = None
-    if config.prometheusListenPort:
-        from namesrv.observe.metrics import metrics_port_service
-        metrics = metrics_port_service(config, guards, tls, routes, factory, events, registry, reactor, readiness)
-        http_ports.append(metrics)
-    controller = _make_controller(config, reactor, events, clock, plugin_package, metrics)
+    processors = [factory.build(context) for factory in load_processor_factories(plugin_package)]
+    chain = namesrv_chain(processors, config, context.scheduler, events, reactor,
+                          acl_store=acl.store if acl is not None else None, listeners=[listeners])
+    housekeeping = BrokerHousekeeping(tables.routes, events, reactor)
+    factory = RemotingServerFactory(chain.entry, config, housekeeping, events, reactor,
+                                    answer_cache=answer_cache_for(config, chain.registry, tables))
+    tls, readiness = TlsListening.for_config(config, factory, reactor), Readiness()
+    metrics = metrics_port_service(config, chain, listeners, acl, tls, tables.routes, factory, events, reactor,
+                                   readiness) if config.prometheusListenPort else None
     if controller is not None:
-        # a slave whose master registered only with the other name servers yet is told of it (registration.py)
-        routes.registrations.master_hint = controller.committed_master_address
-        # and producers are routed to a master the controllers elected before it registers as one
-        controller.follow_elections_in_routes(routes)
-    if config.statusListenPort:
-        from namesrv.status.web import status_page_service
-        http_ports.append(status_page_service(config, routes, kv, registry, events, context, guards.acl_store,
-                                              reactor, controller.controller if controller is not None else None))
-    from namesrv.addressing.wiring import address_service
+        controller.follow_elections_in_routes(tables.routes)   # routes name the master it elected at once
+        if metrics is not None:
+            metrics.metrics.add_collector(ControllerCollector(controller.controller))
+    status = status_page_service(config, tables.routes, tables.kv, chain.registry, events, context,
+                                 acl.store if acl is not None else None, reactor,
+                                 controller.controller if controller is not None else None) \
+        if config.statusListenPort else None
     addresses = address_service(config, metrics, clock, reactor)
-    return NamesrvService(
-        config=config, reactor=reactor, clock=clock, events=events, kv=kv, routes=routes, context=context,
-        registry=registry, housekeeping=housekeeping, guards=guards, inflight=inflight, factory=factory,
-        answer_cache=answer_cache, tls=tls, http_ports=http_ports, snapshots=_make_snapshotter(config, routes, context, reactor),
-        read_workers=_make_read_workers(config, routes, kv, registry, factory, guards, tls, metrics, context, reactor),
-        readiness=readiness, takeover=takeover, address_service=addresses, controller=controller)
+    pool = read_worker_pool_for(config, tables, chain, factory, tls, metrics, context, reactor)
+    workers = ReadWorkersService(pool) if pool is not None else None
+    snapshots = snapshots_for(config, tables.routes, context, reactor)
+    serving = ServingSide(config, reactor, tables, factory, tls.factory if tls is not None else factory, housekeeping,
+                          context, events, readiness, chain.inflight, pool, workers, snapshots, takeover)
+    timers = ServerTimers(config, reactor, housekeeping, tables.kv, events, snapshots, readiness)
+    return NamesrvService(NamesrvParts(
+        config, reactor, events, tables, context, chain, housekeeping, factory, readiness, serving, timers,
+        answer_cache=factory.answer_cache, acl=acl, tls=tls, metrics=metrics, status=status, addresses=addresses,
+        controller=controller, pool=pool, workers=workers, snapshots=snapshots), state_files)
 
 
-def _make_controller(config, reactor, events, clock, plugin_package, metrics_port):
-    """The embedded controller (RIP-44) on its own port, when ``enableControllerInNamesrv``, with its
-    families on the metrics port (``metrics_port``, or None)."""
-    if not config.enableControllerInNamesrv:
-        return None
-    from namesrv.controller.service import ControllerService
-    controller = ControllerService(config, reactor, events, clock=clock, plugin_package=plugin_package)
-    if metrics_port is not None:
-        from namesrv.controller.metrics import ControllerCollector
-        metrics_port.metrics.add_collector(ControllerCollector(controller.controller))
-    return controller
-
-
-def _make_answer_cache(config, registry, routes, kv):
+def answer_cache_for(config, registry, tables):
     """Whole answers for repeated route reads, dropped on any change to what they were built from."""
     if not config.answerCacheEnable:
         return None
-    from namesrv.protocol.answercache import AnswerCache
     cache = AnswerCache(registry, max_entries=config.answerCacheMaxEntries, max_bytes=config.answerCacheMaxBytes)
-    registry.change_listeners.append(cache.invalidate)
-    routes.add_change_listener(cache.invalidate)
-    kv.change_listeners.append(cache.invalidate)
+    tables.routes.add_change_listener(cache.invalidate)
+    tables.kv.change_listeners.append(cache.invalidate)
     config.add_listener(cache.invalidate)
     config.add_listener(lambda *ignored: cache.set_limits(config.answerCacheMaxEntries, config.answerCacheMaxBytes))
     return cache
 
 
-def _make_read_workers(config, routes, kv, registry, factory, guards, tls, metrics, context, reactor):
+def read_worker_pool_for(config, tables, chain, factory, tls, metrics, context, reactor):
     """Route read workers on the same port (namesrv/readworkers), when ``routeReadWorkers`` > 0.
 
     They terminate TLS and check ACL signatures themselves, from the same files
@@ -325,22 +235,17 @@ def _make_read_workers(config, routes, kv, registry, factory, guards, tls, metri
     count = int(config.routeReadWorkers or 0)
     if count <= 0:
         return None
-    from namesrv.readworkers.main.processes import ReadWorkerPool
-    from namesrv.readworkers.worker.guards import worker_arguments
-    return ReadWorkerPool(count, routes=routes, kv=kv, config=config, registry=registry, factory=factory,
-                          holds=guards.dispatcher.holds, started=context.started, reactor=reactor,
-                          scheduler=context.scheduler,
-                          tls_factory=tls.factory if tls is not None else None,
+    return ReadWorkerPool(count, routes=tables.routes, kv=tables.kv, config=config, registry=chain.registry,
+                          factory=factory, priority=chain.priority, started=context.started, reactor=reactor,
+                          scheduler=context.scheduler, tls_factory=tls.factory if tls is not None else None,
                           metrics=metrics.metrics if metrics is not None else None,
                           worker_arguments=worker_arguments(config))
 
 
-def _make_snapshotter(config, routes, context, reactor):
+def snapshots_for(config, routes, context, reactor):
+    """The route snapshot file (a warm restart), when ``routeSnapshotEnable`` and a path are set."""
     if not config.routeSnapshotEnable or not config.routeSnapshotPath:
         return None
-    from namesrv.storage.snapshotfile import RouteSnapshotFile
-    from namesrv.storage.instance import InstanceIdentity
     return RouteSnapshotFile(os.path.expanduser(config.routeSnapshotPath), routes, reactor,
-                             owner=InstanceIdentity.for_config(config),
-                             cooperate=functools.partial(context.scheduler.cooperate, priority=BULK,
-                                                         name="route snapshot"))
+                             owner=InstanceIdentity.for_config(config), scheduler=context.scheduler,
+                             priority=BULK)

@@ -7,6 +7,14 @@ daemonizes: no traceback and no usage text (namesrv/startup).
 
 from twisted.python import usage
 
+from namesrv.dispatch.registry import ProcessorConflictError
+from namesrv.kvconfig import KVConfigError
+from namesrv.optional import missing_part
+from namesrv.startup import StartupError, configure, refuse
+from namesrv.startup.ownership import check_directory, claim_state_files
+from namesrv.startup.plan import listen_address, log_directories, namesrv_listens, namesrv_state_files
+from namesrv.startup.ports import check_ports
+
 PROGRAM = "namesrv"
 
 
@@ -30,7 +38,6 @@ class Options(usage.Options):
     ]
 
     def postOptions(self):
-        from namesrv.startup import configure
         overrides = {name: self[option] for option, name in (("listenPort", "listenPort"), ("host", "bindAddress"),
                                                                ("statusListenPort", "statusListenPort"))
                      if self[option] is not None}
@@ -38,25 +45,18 @@ class Options(usage.Options):
 
 
 def makeService(options):
-    from namesrv.dispatch.registry import ProcessorConflictError
-    from namesrv.kvconfig import KVConfigError
-    from namesrv.optional import missing_part
-    from namesrv.service import make_service
-    from namesrv.startup import StartupError, refuse
-    from namesrv.startup.ownership import check_directory, claim_state_files
-    from namesrv.startup.plan import listen_address, log_directories, namesrv_listens, namesrv_state_files
-    from namesrv.startup.ports import check_ports
-
     config = options.config
     takeover = bool(options["takeover"])
     try:
+        # here, not at the top: a part that is not installed (prometheus-client, ...) is one line, not a traceback
+        from namesrv.service import make_service
         # files first: a second instance started from the same -c file hears of that, not of its ports
         claims = claim_state_files(namesrv_state_files(config, options["configFile"]), listen_address(config),
                                    takeover)
         check_ports(namesrv_listens(config, takeover))
         for prop, directory in log_directories(config):
             check_directory(prop, directory)
-        service = make_service(config, takeover=takeover)
+        service = make_service(config, takeover=takeover, state_files=claims)
     except (StartupError, KVConfigError, ProcessorConflictError, ValueError) as e:
         refuse(PROGRAM, e)
     except ImportError as e:
@@ -64,5 +64,4 @@ def makeService(options):
         if reason is None:
             raise
         refuse(PROGRAM, reason)
-    service.state_files = claims   # held as long as the service lives (the process)
     return service

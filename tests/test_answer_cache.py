@@ -13,10 +13,13 @@ from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, SerializeType
 from namesrv.protocol.command import make_request
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
+from namesrv.interfaces import IBulkRequestObserver, IRequestObserver
+from zope.interface import implementer
 from tests.answercache import _raw, answers, ask, connect, register, route, server  # noqa: F401 (fixtures)
 from tests.brokers import register_request
 
 
+@implementer(IRequestObserver)
 class Recorder:
     def __init__(self):
         self.requests = []
@@ -139,7 +142,7 @@ def test_json_and_rocketmq_and_versions_do_not_share_answers(server):
 def test_observers_see_cached_answers(server):
     svc = server()
     recorder = Recorder()
-    svc.registry.add_observer(recorder)
+    svc.registry.observers.add(recorder)
     proto, transport = connect(svc)
     register(proto, transport)
     ask(proto, transport, route("T1", 1), route("T1", 2), route("T1", 3))
@@ -201,7 +204,7 @@ def test_not_ready_answers_are_not_cached(server):
 def test_acl_keeps_every_request_on_the_slow_path(server, tmp_path):
     acl = tmp_path / "plain_acl.yml"
     acl.write_text("accounts:\n- accessKey: rocketmq2\n  secretKey: '12345678'\n  admin: true\n")
-    svc = server(aclEnable="true", aclFile=str(acl))
+    svc = server(aclEnable="true", aclFile=str(acl), aclSignedClasses="adminWrite")   # reads unsigned: still checked
     proto, transport = connect(svc)
     register(proto, transport)
     ask(proto, transport, route("T1", 1), route("T1", 2))
@@ -309,13 +312,14 @@ def test_a_snapshot_restore_keeps_invalidating(server, tmp_path):
 
 
 def test_bulk_observers_get_one_call_per_batch(server):
+    @implementer(IBulkRequestObserver)
     class Bulk(Recorder):
         def record_requests(self, code, response_code, count, micros, peer):
             self.requests.append((code, response_code, count))
 
     svc = server()
     bulk = Bulk()
-    svc.registry.add_observer(bulk)
+    svc.registry.observers.add(bulk)
     proto, transport = connect(svc)
     register(proto, transport)
     ask(proto, transport, route("T1", 1))

@@ -9,7 +9,7 @@ import pytest
 from twisted.internet import defer
 from zope.interface import implementer
 
-from namesrv.interfaces import IRequestProcessor
+from namesrv.interfaces import IRequestPolicy, IRequestProcessor
 from namesrv.protocol.codes import ResponseCode
 from namesrv.protocol.command import HeaderFieldError, make_request
 from namesrv.dispatch.registry import ProcessorConflictError, ProcessorRegistry, load_processor_factories
@@ -124,7 +124,7 @@ def test_third_party_processor_from_a_dropin_directory(tmp_path):
         factories = load_processor_factories(extra_plugins)
         assert [f.name for f in factories] == ["echo"]
         context = types.SimpleNamespace(events=RecordingEventLog())
-        registry = ProcessorRegistry.from_plugins(context, extra_plugins)
+        registry = ProcessorRegistry([factory.build(context) for factory in factories], events=context.events)
         answer = registry.dispatch(make_request(7001, body=b"ping"), FakeConnection())
         assert answer.body == b"ping"
     finally:
@@ -134,6 +134,7 @@ def test_third_party_processor_from_a_dropin_directory(tmp_path):
                 del sys.modules[name]
 
 
+@implementer(IRequestPolicy)
 class Policy:
     def __init__(self, refuse_codes=()):
         self.refuse_codes = set(refuse_codes)

@@ -178,14 +178,13 @@ def spawn_server(port, scheduler, minimal, workdir, settings=()):
 
 def build_minimal_service(reactor, config):
     """A guarded request path with the route processor alone (no KV store, no event log):
-    ``factory`` dispatches through ``security`` (the guards) as in ``make_service``."""
+    ``factory`` dispatches through the request chain (``chain``) as in ``make_service``."""
     import types
     from namesrv.context import NamesrvContext
     from namesrv.observe.eventlog import NullEventLog
     from namesrv.server.housekeeping import BrokerHousekeeping
-    from namesrv.dispatch.registry import ProcessorRegistry
+    from namesrv.dispatch.chain import namesrv_chain
     from namesrv.routes import RouteInfoManager
-    from namesrv.security.wiring import RequestGuards
     from namesrv.server.factory import RemotingServerFactory
     from processors.route import RouteProcessor
 
@@ -199,11 +198,10 @@ def build_minimal_service(reactor, config):
     events = NullEventLog()
     routes = RouteInfoManager(events=events)
     context = NamesrvContext(config=config, routes=routes, kv=NoKV(), reactor=reactor, events=events)
-    registry = ProcessorRegistry([RouteProcessor(context)], events=events)
-    guards = RequestGuards(config, registry, reactor, context.scheduler)
-    factory = RemotingServerFactory(guards.dispatcher, config, BrokerHousekeeping(routes, events), events, reactor)
-    return types.SimpleNamespace(config=config, reactor=reactor, routes=routes, events=events, registry=registry,
-                                 security=guards, factory=factory)
+    chain = namesrv_chain([RouteProcessor(context)], config, context.scheduler, events, reactor)
+    factory = RemotingServerFactory(chain.entry, config, BrokerHousekeeping(routes, events), events, reactor)
+    return types.SimpleNamespace(config=config, reactor=reactor, routes=routes, events=events, registry=chain.registry,
+                                 chain=chain, factory=factory)
 
 
 def serve_minimal(port, scheduler, settings=()):

@@ -48,9 +48,9 @@ def test_storm_answers_every_registration_and_every_route_read():
             assert [a.code for a in answers] == [ResponseCode.SUCCESS] * len(answers)
             assert all(b'"brokerName":"storm-broker-1000000"' in a.body for a in answers[len(registrations):])
         assert len(svc.routes.topic_queue_table) == 30 * 200 + 2
-        limits = svc.security.limits
+        limits = svc.chain.limits
         assert sum(limits.in_flight.values()) == 0 and sum(limits.waiting.values()) == 0
-        assert svc.security.dispatcher.pending() == 0
+        assert svc.chain.priority.pending() == 0
     finally:
         for client in clients:
             client.transport.loseConnection()

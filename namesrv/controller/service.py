@@ -28,13 +28,14 @@ from namesrv.controller.replication import peer_table, split_address
 from namesrv.controller.replication.members import MemberSniffingFactory
 from namesrv.controller.routing import CommittedMasterRouting
 from namesrv.controller.state import ReplicaState
-from namesrv.dispatch.registry import ProcessorRegistry, load_processor_factories
+from namesrv.dispatch.chain import controller_chain
+from namesrv.dispatch.registry import load_processor_factories
+from namesrv.plugin import CONTROLLER_PORT
+from namesrv.security.wiring import AclFile, GuardListeners
 from namesrv.timing.periodic import PeriodicCall
 from namesrv.server.factory import RemotingServerFactory
 
 log = Logger()
-
-CONTROLLER_PORT = "controller"
 
 
 class ControllerConfigError(ValueError):
@@ -161,7 +162,8 @@ class ControllerPort(TCPServer):
 class ControllerService(service.MultiService):
     name = "controller"
 
-    def __init__(self, config, reactor, events, clock=None, plugin_package=None, replicated=None, notifier=None):
+    def __init__(self, config, reactor, events, clock=None, plugin_package=None, replicated=None, notifier=None,
+                 acl=None):
         service.MultiService.__init__(self)
         self.config = config
         self.reactor = reactor
@@ -177,10 +179,16 @@ class ControllerService(service.MultiService):
         self.routing = None        # a CommittedMasterRouting, once a name server's routes follow this member
         processors = [factory.build(self.context)
                       for factory in load_processor_factories(plugin_package, port=CONTROLLER_PORT)]
-        self.registry = ProcessorRegistry(processors, events=events)
-        if config.aclEnable:
-            self._guard_admin_writes(config, reactor)
-        self.factory = RemotingServerFactory(self.registry, config, ControllerHousekeeping(self.heartbeats), events,
+        if acl is None and config.aclEnable:
+            # alone (twistd controller): its own watched ACL file; embedded, the name server's
+            acl = AclFile(config, reactor)
+            acl.setServiceParent(self)
+        #: who hears of refusals and queue waits (the metrics add themselves)
+        self.listeners = GuardListeners()
+        self.chain = controller_chain(processors, config, events, reactor,
+                                      acl_store=acl.store if acl is not None else None, listeners=[self.listeners])
+        self.registry = self.chain.registry
+        self.factory = RemotingServerFactory(self.chain.entry, config, ControllerHousekeeping(self.heartbeats), events,
                                              reactor)
         host, port = split_address(self.replicated.peers[self.replicated.self_id])
         self.address = (host, port)
@@ -197,17 +205,6 @@ class ControllerService(service.MultiService):
         PeriodicCall("controller inactive-master scan", self.controller.scan_inactive_masters,
                      lambda: config.scanInactiveMasterInterval / 1000.0, config.scanInactiveMasterInterval / 1000.0,
                      reactor).setServiceParent(self)
-
-    def _guard_admin_writes(self, config, reactor):
-        """``aclEnable``: mqadmin's controller writes need an admin's signature, from the name server's aclFile."""
-        from namesrv.dispatch.classes import RequestClassifier
-        from namesrv.security.acl import AclPolicy, AclStore, ControllerAdminAclPolicy
-        from namesrv.security.filewatch import FileWatcher
-        from namesrv.security.wiring import resolve_acl_path, watch_interval
-        store = AclStore(resolve_acl_path(config))
-        store.load()
-        self.registry.add_policy(ControllerAdminAclPolicy(AclPolicy(store, RequestClassifier(), config)))
-        FileWatcher([store.path], store.reload, watch_interval(config), clock=reactor).setServiceParent(self)
 
     def follow_elections_in_routes(self, routes):
         """The name server's ``routes`` list each master this member sees elected (routing.py)."""

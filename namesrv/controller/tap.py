@@ -12,6 +12,15 @@ from twisted.application import service
 from twisted.python import usage
 from twisted.logger import Logger
 
+from namesrv.controller.metrics import ControllerCollector
+from namesrv.controller.service import ControllerConfigError, ControllerService, controller_peers
+from namesrv.observe.eventlog import event_log_for
+from namesrv.observe.metrics import MetricsHttpService, NamesrvMetrics
+from namesrv.startup import StartupError, configure, refuse
+from namesrv.startup.ownership import check_directory, claim_state_files
+from namesrv.startup.plan import controller_listens, controller_store, listen_address, log_directories
+from namesrv.startup.ports import check_ports
+
 log = Logger()
 
 PROGRAM = "controller"
@@ -30,9 +39,6 @@ class Options(usage.Options):
     ]
 
     def postOptions(self):
-        from namesrv.controller.service import ControllerConfigError, controller_peers
-        from namesrv.startup import configure, refuse
-
         config = configure(PROGRAM, self["configFile"], printing=bool(self["printConfigItem"]))
         try:
             self_id, peers = controller_peers(config)
@@ -45,12 +51,14 @@ class Options(usage.Options):
 
 
 class StandaloneController(service.MultiService):
-    """The controller service, its Prometheus port (``prometheusListenPort``) and the event log's start and stop."""
+    """The controller service, its Prometheus port (``prometheusListenPort``) and the event log's start and stop;
+    ``state_files`` (the store it claimed) are held as long as it lives."""
 
-    def __init__(self, controller, events, metrics=None):
+    def __init__(self, controller, events, metrics=None, state_files=None):
         service.MultiService.__init__(self)
         self.controller = controller
         self.events = events
+        self.state_files = state_files
         controller.setServiceParent(self)
         self.metrics = metrics
         if metrics is not None:
@@ -68,14 +76,7 @@ class StandaloneController(service.MultiService):
 
 
 def makeService(options):
-    from twisted.internet import reactor
-
-    from namesrv.controller.service import ControllerService
-    from namesrv.observe.eventlog import event_log_for
-    from namesrv.startup import StartupError, refuse
-    from namesrv.startup.ownership import check_directory, claim_state_files
-    from namesrv.startup.plan import controller_listens, controller_store, listen_address, log_directories
-    from namesrv.startup.ports import check_ports
+    from twisted.internet import reactor   # the one twistd installed: imported only once it has
 
     config = options.config
     try:
@@ -87,22 +88,19 @@ def makeService(options):
         controller = ControllerService(config, reactor, events)
     except (StartupError, ValueError) as e:
         refuse(PROGRAM, e)
-    controller.state_files = claims   # held as long as the service lives (the process)
     log.info("controller state in {path}", path=os.path.abspath(os.path.expanduser(
         config.controllerStorePath or "~")))
-    return StandaloneController(controller, events, _metrics_port(config, controller, events, reactor))
+    return StandaloneController(controller, events, _metrics_port(config, controller, events, reactor), claims)
 
 
 def _metrics_port(config, controller, events, reactor):
     """``/metrics`` with the controller's families and its requests, as the embedded one has them."""
     if not config.prometheusListenPort:
         return None
-    from namesrv.dispatch.classes import RequestClassifier
-    from namesrv.controller.metrics import ControllerCollector
-    from namesrv.observe.metrics import MetricsHttpService, NamesrvMetrics
-    metrics = NamesrvMetrics(RequestClassifier.from_registry(controller.registry), factory=controller.factory,
-                             events=events)
+    metrics = NamesrvMetrics(controller.chain.classifier, factory=controller.factory, events=events,
+                             limits=controller.chain.limits)
     metrics.add_collector(ControllerCollector(controller.controller))
-    controller.registry.add_observer(metrics)
+    controller.chain.registry.observers.add(metrics)
+    controller.listeners.add(metrics)
     events.add_listener(metrics.event)
     return MetricsHttpService(metrics, config.prometheusListenPort, config.bindAddress or "127.0.0.1", reactor)

@@ -24,7 +24,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from namesrv.interfaces import IRequestPolicy
+from namesrv.interfaces import ICachedAnswerPolicy, IQueueingDispatcher
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.dispatch.classes import ADMIN_READ, ADMIN_WRITE, ALL_CLASSES, BROKER_CONTROL, ROUTE_READ
 from namesrv.timing.scheduler import CONTROL
@@ -50,7 +50,7 @@ def _size(request):
     return len(request.body) if request.body else 0
 
 
-@implementer(IRequestPolicy)
+@implementer(ICachedAnswerPolicy)
 class ClassLimitPolicy:
     """Bounded admission per request class (limits are read live from the config)."""
 
@@ -116,6 +116,7 @@ class ClassLimitPolicy:
         self.in_flight_bytes[request_class] -= _size(request)
 
 
+@implementer(IQueueingDispatcher)
 class PriorityDispatcher:
     """The connections' dispatcher: route reads at once, the other classes in time-boxed turns."""
 
@@ -153,6 +154,9 @@ class PriorityDispatcher:
         self.queues[request_class].append((request, connection, answer, size, self.timer()))
         self._schedule()
         return answer
+
+    def add_hold(self, hold):
+        self.holds.append(hold)
 
     def pending(self):
         return sum(len(queue) for queue in self.queues.values())

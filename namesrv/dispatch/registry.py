@@ -7,62 +7,57 @@ from twisted.logger import Logger
 from twisted.plugin import getPlugins
 from zope.interface.verify import verifyObject
 
+from namesrv.dispatch.observers import AnswerObservers, RequestObservers
+from namesrv.dispatch.refusals import RefusalLog
+from namesrv.interfaces import (ICachedAnswerPolicy, IControllerProcessorFactory, IDispatcher, IRequestPolicy,
+                                IRequestProcessor, IRequestProcessorFactory)
 from namesrv.observe.eventlog import NullEventLog
-from namesrv.interfaces import IRequestProcessor, IRequestProcessorFactory
+from namesrv.plugin import CONTROLLER_PORT, NAMESRV_PORT
 from namesrv.protocol.codes import ResponseCode, request_name
 from namesrv.protocol.command import HeaderFieldError
-from namesrv.dispatch.refusals import RefusalLog
+from zope.interface import implementer
 
 log = Logger()
-
-
-def record_requests(observers, code, response_code, count, micros, peer):
-    """Tell ``observers`` about ``count`` answers at once: ``record_requests`` where an observer has
-    it, else ``record_request`` per answer (each with its share of ``micros``)."""
-    for observer in observers:
-        bulk = getattr(observer, "record_requests", None)
-        if bulk is not None:
-            bulk(code, response_code, count, micros, peer)
-        else:
-            for _ in range(count):
-                observer.record_request(code, response_code, micros // max(1, count), peer)
 
 
 class ProcessorConflictError(Exception):
     """Two processors claim one request code: a start-up error naming both."""
 
 
-def load_processor_factories(package=None, port="namesrv"):
-    """Every IRequestProcessorFactory dropin found in ``package`` (default ``twisted.plugins``) for
-    ``port``: a factory's ``port`` attribute says which (absent: "namesrv", the name server's)."""
+def load_processor_factories(package=None, port=NAMESRV_PORT):
+    """Every processor dropin found in ``package`` (default ``twisted.plugins``) for ``port``: the name
+    server's (IRequestProcessorFactory) or the controller's (IControllerProcessorFactory)."""
     if package is None:
-        import twisted.plugins as package
+        import twisted.plugins as package   # the dropins' package, imported only when asked (twistd --help)
+    controller = port == CONTROLLER_PORT
     factories = [factory for factory in getPlugins(IRequestProcessorFactory, package)
-                 if getattr(factory, "port", "namesrv") == port]
+                 if IControllerProcessorFactory.providedBy(factory) == controller]
     return sorted(factories, key=lambda factory: factory.name)
 
 
+@implementer(IDispatcher)
 class ProcessorRegistry:
-    """Dispatches each request to the processor that declared its code.
+    """Dispatches each request to the processor that declared its code, after the policies.
 
     Unknown codes answer REQUEST_CODE_NOT_SUPPORTED with the 5.x remark (4.9.8 sent
     nothing and let the client time out). Oneway requests are processed but never
-    answered, errors included, as in Java.
+    answered, errors included, as in Java. The policies are fixed when it is built
+    (namesrv/dispatch/chain.py); observers may join later (the metrics, the status page).
     """
 
     def __init__(self, processors, events=None, timer=time.perf_counter, policies=(), observers=(), refusals=None):
         self.events = events if events is not None else NullEventLog()
         self.refusals = refusals if refusals is not None else RefusalLog()
         self.timer = timer
-        self.policies = list(policies)
-        self.observers = [self.events, *observers]
-        self.processors = list(processors)
-        #: called with no arguments when a policy or observer is added (the answer cache empties
-        #: itself, read workers republish)
-        self.change_listeners = []
-        #: called with no arguments just before each answer leaves (read workers' generation: an
-        #: answer that shows a change is never followed by a read that does not)
-        self.answer_hooks = []
+        self.policies = tuple(policies)
+        for policy in self.policies:
+            verifyObject(IRequestPolicy, policy)
+        #: every answer is counted here (metrics, the event log); answers replayed by the answer cache
+        #: or given by a read worker are told to it too
+        self.observers = RequestObservers([self.events, *observers])
+        #: told of each answer just before it leaves (the status page's versions, read workers' generation)
+        self.answer_observers = AnswerObservers()
+        self.processors = tuple(processors)
         self._cache_allowed = {}
         self._by_code = {}
         for processor in self.processors:
@@ -75,34 +70,16 @@ class ProcessorRegistry:
                         % (code, request_name(code), other.name, processor.name))
                 self._by_code[code] = processor
 
-    @classmethod
-    def from_plugins(cls, context, package=None, policies=(), observers=()):
-        processors = [factory.build(context) for factory in load_processor_factories(package)]
-        return cls(processors, events=context.events, policies=policies, observers=observers)
-
-    def add_policy(self, policy):
-        self.policies.append(policy)
-        self._policies_changed()
-
-    def add_observer(self, observer):
-        self.observers.append(observer)
-        self._policies_changed()
-
-    def _policies_changed(self):
-        self._cache_allowed = {}
-        for callback in self.change_listeners:
-            callback()
-
     def allows_cached_answer(self, code):
         """May an answer to ``code`` be replayed without running the policies again?
 
-        Only if every policy says so (``allows_cached_answer(code)``); a policy that does not
-        know the method (the ACL check, third-party policies) keeps every request on the slow path.
+        Only if every policy says so (ICachedAnswerPolicy); a policy that does not provide it (the
+        ACL check, third-party policies) keeps every request on the slow path.
         """
         allowed = self._cache_allowed.get(code)
         if allowed is None:
             allowed = self._cache_allowed[code] = self._by_code.get(code) is not None and all(
-                getattr(policy, "allows_cached_answer", None) is not None and policy.allows_cached_answer(code)
+                ICachedAnswerPolicy.providedBy(policy) and policy.allows_cached_answer(code)
                 for policy in self.policies)
         return allowed
 
@@ -162,12 +139,10 @@ class ProcessorRegistry:
     def _finish(self, request, response, connection, started):
         micros = int((self.timer() - started) * 1e6)
         response_code = response.code if response is not None else -1
-        for observer in self.observers:
-            observer.record_request(request.code, response_code, micros, connection.peer)
+        self.observers.record_request(request.code, response_code, micros, connection.peer)
         if response_code > 0:
             self.refusals.note(request, response, connection.peer)
-        for hook in self.answer_hooks:
-            hook()
+        self.answer_observers.answered(request, response_code, connection)
         if request.is_oneway:
             return None
         return response

@@ -6,7 +6,7 @@ import os
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from twisted.internet import defer, threads
 from twisted.logger import Logger
@@ -15,6 +15,7 @@ from namesrv.handover import peers
 from namesrv.handover.drain import ServerDrain
 from namesrv.handover.handing import HandingFactory
 from namesrv.handover.taking import OldProcessLeft, TakeoverClient
+from namesrv.timing.scheduler import BULK
 from namesrv.storage.instance import InstanceIdentity
 from namesrv.readworkers.main.handoff import adopt_connection
 from namesrv.readworkers.channel.unix import connect_unix
@@ -81,8 +82,9 @@ class NothingToTakeOver(Exception):
 class ServerParts:
     """What a takeover reads and drives of one server, by name (not the whole service).
 
-    ``port_now()`` and ``running_now()`` are asked when needed: the remoting port exists only while
-    the service listens.
+    ``serving`` is the remoting port's side (namesrv/server/serving.py): its port exists only while the
+    service listens, and it restores the route snapshot file once (a takeover that finds nothing to take
+    over starts from it). ``scheduler`` runs a takeover's first copy a step at a time while serving.
     """
 
     reactor: Any
@@ -92,27 +94,28 @@ class ServerParts:
     factory: Any
     housekeeping: Any
     read_workers: Any
-    port_now: Callable[[], Any]
-    running_now: Callable[[], bool]
-    #: runs a sliced job (a generator) a step at a time across reactor turns: its CooperativeTask
-    #: (a takeover's first copy, written while serving)
-    cooperate: Callable[[Any], Any] = None
-    #: restores the route snapshot file once (a takeover that finds nothing to take over starts from it)
-    restore_routes: Callable[[], None] = lambda: None
+    serving: Any
+    scheduler: Any
 
     @property
     def port(self):
         """The remoting port (a RemotingPort) while listening, else None."""
-        return self.port_now()
+        return self.serving.port
 
     @property
     def listen_socket(self):
-        port = self.port_now()
-        return port.socket if port is not None else None
+        return self.serving.listen_socket
 
     @property
     def running(self):
-        return self.running_now()
+        return self.serving.running
+
+    def restore_routes(self):
+        self.serving.restore_routes()
+
+    def cooperate(self, job):
+        """A sliced job (a generator) run a step at a time across reactor turns: its CooperativeTask."""
+        return self.scheduler.cooperate(job, BULK, "takeover copy")
 
 
 class Handover:

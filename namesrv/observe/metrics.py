@@ -25,7 +25,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import generate_latest, make_wsgi_app
 from twisted.logger import Logger
 from twisted.web import resource, wsgi
+from zope.interface import implementer
 
+from namesrv.interfaces import IRequestObserver
 from namesrv.observe.httpport import HttpPortService
 from namesrv.protocol.codes import RequestCode
 from namesrv.dispatch.classes import ALL_CLASSES
@@ -33,6 +35,10 @@ from namesrv.dispatch.classes import ALL_CLASSES
 log = Logger()
 
 PREFIX = "rocketmq_namesrv_"
+#: why a request was refused before its processor ran: the trust policy's steps (namesrv/security/trust.py),
+#: the broker address list, the per-class limits
+REJECTION_REASONS = ("acl_unsigned", "acl_bad_signature", "acl_unknown_account", "acl_disabled_account",
+                     "acl_not_allowed", "acl_unclassified", "broker_allowlist", "overload")
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -44,6 +50,7 @@ _ROUTE_GAUGES = (
 )
 
 
+@implementer(IRequestObserver)
 class NamesrvMetrics:
     """An IRequestObserver plus the listeners the policies, the scheduler and the event log call."""
 
@@ -68,7 +75,7 @@ class NamesrvMetrics:
                                     "before processing.", ["request_class"], buckets=LATENCY_BUCKETS,
                                     registry=self.registry)
         self.rejected_requests = Counter(PREFIX + "rejected_requests", "Requests refused before processing, by "
-                                         "class and reason (acl, broker_allowlist, overload).",
+                                         "class and reason (%s)." % ", ".join(REJECTION_REASONS),
                                          ["request_class", "reason"], registry=self.registry)
         self.expirations = Counter(PREFIX + "broker_expirations", "Brokers removed because their heartbeat "
                                    "was too old.", registry=self.registry)
@@ -86,7 +93,7 @@ class NamesrvMetrics:
                                   "decoded (or a peer that stopped reading).", registry=self.registry)
         for request_class in ALL_CLASSES:
             self.latency.labels(request_class)
-            for reason in ("acl", "broker_allowlist", "overload"):
+            for reason in REJECTION_REASONS:
                 self.rejected_requests.labels(request_class, reason)
         self._children = {}
         self._snapshot = {}
@@ -279,14 +286,15 @@ class MetricsHttpService(HttpPortService):
         return root
 
 
-def metrics_port_service(config, guards, tls, routes, factory, events, registry, reactor, readiness=None):
-    """The Prometheus port (``prometheusListenPort``) for one server, fed by the request guards'
-    refusals, every finished request (a registry observer) and every event."""
-    metrics = NamesrvMetrics(guards.classifier, routes=routes, factory=factory, events=events,
-                             limits=guards.limits, dispatcher=guards.dispatcher,
-                             tls=tls.factory if tls is not None else None, acl_store=guards.acl_store)
-    guards.listeners.add(metrics)
-    registry.add_observer(metrics)
+def metrics_port_service(config, chain, listeners, acl, tls, routes, factory, events, reactor, readiness=None):
+    """The Prometheus port (``prometheusListenPort``) for one server, fed by the request chain's refusals
+    (``listeners``), every finished request (an observer of ``chain``'s registry) and every event."""
+    metrics = NamesrvMetrics(chain.classifier, routes=routes, factory=factory, events=events,
+                             limits=chain.limits, dispatcher=chain.priority,
+                             tls=tls.factory if tls is not None else None,
+                             acl_store=acl.store if acl is not None else None)
+    listeners.add(metrics)
+    chain.registry.observers.add(metrics)
     events.add_listener(metrics.event)
     return MetricsHttpService(metrics, config.prometheusListenPort, config.bindAddress or "127.0.0.1",
                               reactor, readiness=readiness)

@@ -48,7 +48,6 @@ import struct
 from namesrv.protocol.answershapes import Shapes
 from namesrv.protocol.codec import encode_frame, encode_json_header
 from namesrv.protocol.codes import SerializeType
-from namesrv.dispatch.registry import record_requests
 
 _PAIR = struct.Struct(">ii")
 _INT = struct.Struct(">i")
@@ -217,7 +216,7 @@ class AnswerCache:
         """
         counts, self._counts = self._counts, {}
         for (code, response_code), count in counts.items():
-            record_requests(self.registry.observers, code, response_code, count, 0, peer)
+            self.registry.observers.record_requests(code, response_code, count, 0, peer)
 
     # -- filling ------------------------------------------------------------------
     def remember(self, frame, request, response):

@@ -56,14 +56,14 @@ class RouteInfoManager:
     topic_queue_mapping_info_table = _table("topic_queue_mapping_info_table")
 
     def __init__(self, clock=None, events=None, default_heartbeat_timeout_millis=DEFAULT_HEARTBEAT_TIMEOUT_MILLIS,
-                 body_cache_max_bytes=DEFAULT_BODY_CACHE_MAX_BYTES, share_queue_maps=False):
+                 body_cache_max_bytes=DEFAULT_BODY_CACHE_MAX_BYTES, share_queue_maps=False, master_hint=None):
         self.clock = clock if clock is not None else MonotonicClock()
         # survives resets: listeners stay subscribed
         self.changes = RouteChanges(body_cache=RouteBodyCache(body_cache_max_bytes), events=events)
         # a replica, whose topics' maps are only ever replaced whole, shares them (queuemaps.py)
         self.tables = RouteTables(self.changes, share_queue_maps)
         self.registrations = BrokerRegistrations(self.tables, self.changes, self.clock,
-                                                 default_heartbeat_timeout_millis)
+                                                 default_heartbeat_timeout_millis, master_hint=master_hint)
         self.queries = RouteQueries(self.tables, self.changes.body_cache)
         self.unchanged = UnchangedRegistrations(self)
         self.admin = RouteAdmin(self.tables, self.changes, self.clock)

@@ -49,11 +49,15 @@ class _Registration:
 class BrokerRegistrations:
     """Registration, unregistration and expiry on ``tables`` (a RouteTables), reported to ``changes``."""
 
-    def __init__(self, tables, changes, clock, default_heartbeat_timeout_millis=DEFAULT_HEARTBEAT_TIMEOUT_MILLIS):
+    def __init__(self, tables, changes, clock, default_heartbeat_timeout_millis=DEFAULT_HEARTBEAT_TIMEOUT_MILLIS,
+                 master_hint=None):
         self.tables = tables
         self.changes = changes
         self.clock = clock
         self.default_heartbeat_timeout_millis = default_heartbeat_timeout_millis
+        #: ``master_hint(broker_name)``: the master's broker address a controller committed for the group, or
+        #: None (given by the service when a controller runs in this process: routes never import it)
+        self.master_hint = master_hint
 
     # -- REGISTER_BROKER --------------------------------------------------------------
     def register_broker(self, cluster, broker_addr, broker_name, broker_id, ha_server_addr,
@@ -174,10 +178,6 @@ class BrokerRegistrations:
             request.broker_name, request.broker_id))
         if request.filter_server_list is not None:
             self.tables.set_filter_servers(request.key, request.filter_server_list)
-
-    #: ``master_hint(broker_name)``: the master's broker address a controller committed for the group, or
-    #: None (set by the service when a controller runs in this process: routes never import it)
-    master_hint = None
 
     def _tell_master(self, result, cluster, addrs, broker_id, broker_name, broker_addr):
         """A slave's answer names its live master (masterAddr, haServerAddr).

@@ -1,14 +1,13 @@
-"""The guards in front of the processors, built once by ``make_service`` and passed on.
+"""The files security reads, as services that watch them: the ACL file and the TLS material.
 
-``RequestGuards``: who may ask what (ACL, the broker allow list) and how much at once (the
-per-class limits and the priority dispatcher), with the ACL file's watcher as a child.
-``TlsListening``: the remoting factory behind TLS sniffing, with the certificate watcher.
+``AclFile``: the credentials the trust policy checks (the policies themselves are built with the
+rest of the request path, namesrv/dispatch/chain.py). ``GuardListeners``: who hears of refusals
+and queue waits (the metrics). ``TlsListening``: the remoting factory behind TLS sniffing, with the
+certificate watcher.
 
 Startup-only properties (read here, once): aclEnable, aclFile, tlsMode and the TLS paths,
-fileWatchIntervalMillis. Live properties (read per request): aclSignedClasses,
-brokerAllowedAddresses, the *MaxInFlight limits, isolationSchedulerEnable (the turns'
-budget is the process scheduler's: schedulerTurnBudgetMillis). A configuration that cannot be honoured (no usable ACL file, bad
-TLS material) raises: better not to start than to start unguarded.
+fileWatchIntervalMillis. A configuration that cannot be honoured (no usable ACL file, bad TLS
+material) raises: better not to start than to start unguarded.
 """
 
 import os
@@ -16,9 +15,8 @@ import os
 from twisted.application import service as app_service
 from twisted.logger import Logger
 
-from namesrv.dispatch.classes import RequestClassifier
-from namesrv.dispatch.isolation import ClassLimitPolicy, PriorityDispatcher
-from namesrv.security.acl import AclPolicy, AclStore, BrokerAllowListPolicy
+from namesrv.security.acl import AclStore
+from namesrv.security.certs import ServerTlsMaterial
 from namesrv.security.filewatch import FileWatcher
 from namesrv.server import tlsmode
 
@@ -58,35 +56,22 @@ class GuardListeners:
             listener.queue_waited(request_class, seconds)
 
 
-class RequestGuards(app_service.MultiService):
-    """The request policies installed into ``registry`` and the dispatcher in front of it.
+class AclFile(app_service.MultiService):
+    """``aclEnable``: the credentials (``store``, an AclStore loaded now: a file that cannot be used refuses
+    the start), reloaded by a watcher child when the file changes."""
 
-    ``dispatcher`` is what the remoting factory dispatches to. ``listeners`` hear about
-    refusals and queue waits (``listeners.add``: the metrics); stopping drops queued work.
-    """
+    name = "acl"
 
-    name = "security"
-
-    def __init__(self, config, registry, reactor, scheduler):
+    def __init__(self, config, reactor):
         app_service.MultiService.__init__(self)
-        self.listeners = GuardListeners()
-        self.classifier = classifier = RequestClassifier.from_registry(registry)
-        self.acl_store = None
-        if config.aclEnable:
-            self.acl_store = AclStore(resolve_acl_path(config))
-            self.acl_store.load()
-            registry.add_policy(AclPolicy(self.acl_store, classifier, config, [self.listeners]))
-            FileWatcher([self.acl_store.path], self.acl_store.reload, watch_interval(config),
-                        clock=reactor).setServiceParent(self)
-        registry.add_policy(BrokerAllowListPolicy(classifier, config, [self.listeners]))
-        self.limits = ClassLimitPolicy(classifier, config, [self.listeners])
-        registry.add_policy(self.limits)
-        self.dispatcher = PriorityDispatcher(registry, classifier, self.limits, config, scheduler,
-                                             listeners=[self.listeners])
+        self.store = AclStore(resolve_acl_path(config))
+        self.store.load()
+        FileWatcher([self.store.path], self.store.reload, watch_interval(config), clock=reactor).setServiceParent(self)
 
-    def stopService(self):
-        self.dispatcher.stop()
-        return app_service.MultiService.stopService(self)
+    @classmethod
+    def for_config(cls, config, reactor):
+        """An AclFile, or None when ``aclEnable`` is off."""
+        return cls(config, reactor) if config.aclEnable else None
 
 
 class TlsListening(app_service.MultiService):
@@ -97,7 +82,6 @@ class TlsListening(app_service.MultiService):
 
     def __init__(self, config, factory, reactor):
         app_service.MultiService.__init__(self)
-        from namesrv.security.certs import ServerTlsMaterial
         mode = tlsmode.parse_mode(config.tlsMode)
         self.material = ServerTlsMaterial(
             cert_path=config.tlsServerCertPath, key_path=config.tlsServerKeyPath,

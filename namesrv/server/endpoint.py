@@ -85,6 +85,10 @@ class RemotingEndpoint:
         self.hold = hold
         self.inherit = inherit
 
+    def accept_here(self):
+        """A new socket is accepted from by this process too (a restart with tables to serve already)."""
+        self.hold = False
+
     def listen(self, factory):
         inherited = defer.maybeDeferred(self.inherit) if self.inherit is not None else defer.succeed(None)
         return inherited.addCallback(self._listen, factory)

@@ -3,9 +3,10 @@
 With ``aclEnable`` and ``adminRead`` in ``aclSignedClasses``, a browser cannot sign
 requests, so it sends the same account's ``accessKey``/``secretKey`` as HTTP Basic
 credentials (user = accessKey, password = secretKey), checked against the same
-``AclStore`` (reloads included) and the same white lists as ``AclPolicy``. No admin flag
-is needed: admin reads do not need one either. Use it over loopback or a TLS proxy:
-Basic credentials are readable on the wire.
+``AclStore`` (reloads included), white lists and policies as the trust policy's: the
+account must be enabled and allowed admin reads (of everything: the page shows every
+cluster) from the browser's address. Use it over loopback or a TLS proxy: Basic
+credentials are readable on the wire.
 """
 
 import base64
@@ -42,10 +43,14 @@ class PageAccess:
         account = table.account(access_key)
         if account is None:
             return "No acl config for %s" % access_key
-        if account.white_addresses.matches(host):
-            return None
-        if not hmac.compare_digest(account.secret_key.encode("utf-8"), secret_key.encode("utf-8")):
+        if not account.enabled:
+            return "User:%s is disabled" % access_key
+        if not account.white_addresses.matches(host) and not hmac.compare_digest(
+                account.secret_key.encode("utf-8"), secret_key.encode("utf-8")):
             return "wrong secretKey for accessKey=%s" % access_key
+        refusal = account.refusal(ADMIN_READ, [], host)
+        if refusal is not None:
+            return "accessKey %s may not read everything (admin_read on %s): %s" % (access_key, *refusal)
         return None
 
 

@@ -190,13 +190,13 @@ class StatusHttpService(HttpPortService):
 
 
 def status_page_service(config, routes, kv, registry, events, context, acl_store, reactor, controller=None):
-    """The page's port as a service, fed by ``events`` (recent events) and by a request policy
-    that refuses nothing (``RegistrationVersions``), both installed here. The reactor is the wall
+    """The page's port as a service, fed by ``events`` (recent events) and by an answer observer of the
+    registry (``RegistrationVersions``: which release each broker registered with), both joined here. The reactor is the wall
     clock; the route tables' clock the monotonic one."""
     recent = RecentEvents(wall=reactor)
     events.add_listener(recent.event)
     versions = RegistrationVersions()
-    registry.add_policy(versions)
+    registry.answer_observers.add(versions)
     page = StatusPage(routes, kv, config, registry, recent, versions, server_id=lambda: context.server_id,
                       wall=reactor, monotonic=routes.clock, scheduler=context.scheduler, controller=controller)
     access = PageAccess(config, acl_store)

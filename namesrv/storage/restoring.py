@@ -18,19 +18,10 @@ empties the tables: as if there had been no snapshot (logged).
 import gc
 import time
 
-from twisted.internet import defer, task
+from twisted.internet import defer
 from twisted.logger import Logger
 
 from namesrv.routes.slicedsnapshot import SnapshotError
-
-
-def one_step_per_turn(reactor):
-    """A ``cooperate`` (Twisted's Cooperator) that runs one step of its jobs per reactor turn on ``reactor``: a
-    step of these jobs is a chunk of ~5 ms, and the reads waiting meanwhile go first. (One scheduler for
-    all sliced work is issue 40's: these jobs are generators, ready to join it.)"""
-    cooperator = task.Cooperator(terminationPredicateFactory=lambda: (lambda: True),
-                                 scheduler=lambda call: reactor.callLater(0, call))
-    return cooperator.cooperate
 
 
 class SnapshotRestore:

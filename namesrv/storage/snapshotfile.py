@@ -13,25 +13,27 @@ are still read, at once. The file a restore read stays open (``baseline``) for t
 with it: they restore the same bytes themselves instead of receiving a copy.
 """
 
+import functools
 import os
 
 from twisted.internet import threads
 from twisted.logger import Logger
 
 from namesrv.storage.atomicfile import write_atomic
+from namesrv.timing.scheduler import BULK
 
 
 class RouteSnapshotFile:
     log = Logger()
 
-    def __init__(self, path, routes, reactor, owner=None, cooperate=None):
-        """``cooperate``: how the sliced jobs run (default: a step per reactor turn, restoring.one_step_per_turn)."""
-        from namesrv.storage.restoring import one_step_per_turn
+    def __init__(self, path, routes, reactor, scheduler, owner=None, priority=BULK):
+        """``scheduler``: the process's TurnScheduler, which runs the sliced jobs (a restore's topics, an
+        encoding) a step at a time at ``priority``, after the reads and the brokers' requests of each turn."""
         self.path = path
         self.routes = routes
         self.owner = owner
         self.reactor = reactor
-        self.cooperate = cooperate if cooperate is not None else one_step_per_turn(reactor)
+        self.cooperate = functools.partial(scheduler.cooperate, priority=priority, name="route snapshot")
         self.baseline = None       # the open file a sliced restore read (read workers restore it too)
         self.restore_in_progress = None
         self._writing = False
@@ -86,6 +88,11 @@ class RouteSnapshotFile:
         """The topics of a sliced restore, a chunk per reactor turn (from now)."""
         if self.restore_in_progress is not None and not self.restore_in_progress.done:
             self.restore_in_progress.start()
+
+    def take_baseline(self):
+        """The open file the restore read, now the caller's to close (the read workers restore it too)."""
+        baseline, self.baseline = self.baseline, None
+        return baseline
 
     def release_baseline(self):
         """The read workers have the file (or none will take it): close ours."""

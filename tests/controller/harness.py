@@ -2,8 +2,11 @@
 
 import json
 
+from twisted.internet import task
+
 from namesrv.controller.service import ControllerContext
-from namesrv.dispatch.registry import ProcessorRegistry
+from namesrv.dispatch.chain import controller_chain
+from namesrv.security.signature import sign_request_ext
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
@@ -13,14 +16,22 @@ from tests.fakes import FakeConnection, result_of
 
 
 class ControllerHarness:
-    def __init__(self, **properties):
+    """The controller's processor behind the controller port's chain (its policies; ``acl_store`` when ACL is on)."""
+
+    def __init__(self, acl_store=None, **properties):
         self.controller, self.clock = make_controller(**properties)
         self.context = ControllerContext(config=self.controller.config, controller=self.controller,
                                          reactor=self.clock, events=self.controller.events)
-        self.registry = ProcessorRegistry([ControllerProcessor(self.context)])
+        self.chain = controller_chain([ControllerProcessor(self.context)], self.controller.config,
+                                      self.controller.events, task.Clock(), acl_store=acl_store)
+        self.registry = self.chain.registry
 
-    def call(self, code, ext=None, body=None, connection=None, oneway=False):
-        """The answer as a client decodes it (encoded and decoded again: what the wire carries)."""
+    def call(self, code, ext=None, body=None, connection=None, oneway=False, credentials=None):
+        """The answer as a client decodes it (encoded and decoded again: what the wire carries); signed with
+        ``credentials`` (accessKey, secretKey) when given, as AclClientRPCHook signs."""
+        if credentials is not None:
+            ext = sign_request_ext({key: str(value) for key, value in (ext or {}).items() if value is not None},
+                                   body, *credentials)
         request = decode_frame(encode_frame(make_request(code, ext=ext, body=body, oneway=oneway))[4:])
         answer = self.registry.dispatch(request, connection or FakeConnection())
         if answer is not None and hasattr(answer, "addCallback"):
@@ -39,8 +50,9 @@ class ControllerHarness:
 class FakeBroker:
     """A 5.x broker in controller mode, as far as the controller sees it."""
 
-    def __init__(self, harness, name="broker-a", port=30911, cluster="DefaultCluster"):
+    def __init__(self, harness, name="broker-a", port=30911, cluster="DefaultCluster", credentials=None):
         self.h = harness
+        self.credentials = credentials
         self.name = name
         self.cluster = cluster
         self.address = "127.0.0.1:%d" % port
@@ -49,7 +61,7 @@ class FakeBroker:
         self.master_epoch = None
 
     def call(self, code, ext=None, body=None, oneway=False):
-        return self.h.call(code, ext, body, self.connection, oneway)
+        return self.h.call(code, ext, body, self.connection, oneway, credentials=self.credentials)
 
     def start(self, check_code_time=1700000000000):
         """1012 -> 1013 -> 1003 -> heartbeat, as ReplicasManager.startBasicService does."""

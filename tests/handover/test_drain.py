@@ -7,7 +7,7 @@ from twisted.internet.interfaces import ISSLTransport
 from zope.interface import implementer
 
 from namesrv.handover.drain import ServerDrain
-from namesrv.handover.inflight import InFlightDispatcher
+from namesrv.dispatch.inflight import InFlightDispatcher
 from namesrv.server.factory import NoHousekeeping
 
 

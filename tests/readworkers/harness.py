@@ -10,6 +10,7 @@ from namesrv.readworkers.channel.feed import down_reader, publication
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.readworkers.main.publisher import TopicTracker
 from namesrv.readworkers.worker.connections import WorkerConnectionFactory
+from namesrv.readworkers.worker.freshness import WAIT
 from namesrv.readworkers.worker.replica import Replica
 from namesrv.service import make_service
 from processors.route import RouteProcessor
@@ -39,14 +40,17 @@ class RecordingWorker(FakeWorker):
 class Harness:
     """The main service, a shared counter and one replica fed by explicit ``publish()`` calls."""
 
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, acl=None, reactor=None):
+        """``reactor``: the replica's, which a read waiting for a fresh replica waits on (freshness.py); without
+        one, reads on a stale replica are forwarded at once."""
         self.service = make_service(service_config(tmp_path), clock=task.Clock(), reactor=Reactor())
         self.shared = SharedGeneration(str(tmp_path / "generation"), writable=True)
         self.tracker = self.service.routes.track_topic_changes(TopicTracker())
         self.service.routes.add_change_listener(self.changed)
         self.service.kv.change_listeners.append(self.changed)
         self.service.config.add_listener(self.changed)
-        self.replica = Replica(SharedGeneration(str(tmp_path / "generation")), Reactor())
+        self.replica = Replica(SharedGeneration(str(tmp_path / "generation")), reactor or Reactor(), acl=acl,
+                               fresh_wait=WAIT if reactor is not None else 0)
         self.sizes = []
         self.by_moves = 0   # publications built from the tracker's moves
         self.publish()
@@ -115,8 +119,8 @@ def connect(factory):
     return proto, transport
 
 
-def worker(tmp_path):
-    harness = Harness(tmp_path)
+def worker(tmp_path, reactor=None):
+    harness = Harness(tmp_path, reactor=reactor)
     harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2"]))
     harness.publish()
     return harness, Factory(harness.replica, str(tmp_path / "none.sock"), task.Clock())

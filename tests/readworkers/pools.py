@@ -8,6 +8,6 @@ def pool_for(service, count=1):
     metrics = http.metrics if http is not None else None
     return ReadWorkerPool(count, routes=service.routes, kv=service.kv, config=service.config,
                           registry=service.registry, factory=service.factory,
-                          holds=service.security.dispatcher.holds, started=service.context.started,
+                          priority=service.chain.priority, started=service.context.started,
                           reactor=service.reactor, scheduler=service.context.scheduler, tls_factory=service.tls.factory if service.tls else None,
                           metrics=metrics)

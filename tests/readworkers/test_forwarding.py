@@ -175,13 +175,10 @@ def test_no_connection_keeps_a_reads_bytes_alive(tmp_path):
 
 def _handing(tmp_path, monkeypatch, wait_clock=None):
     import namesrv.readworkers.worker.connections as forwarding
-    from namesrv.readworkers.worker.freshness import WaitForFresh
     handed = []
     monkeypatch.setattr(forwarding, "hand_off", lambda reactor, path, conn, unread: handed.append(unread))
-    harness, factory = worker(tmp_path)
+    harness, factory = worker(tmp_path, reactor=wait_clock)   # with a clock, stale reads wait as in a worker
     factory.handoff_path = "/run/handoff.sock"
-    if wait_clock is not None:   # as the worker runs it (entry.py)
-        factory.dispatcher = WaitForFresh(factory.dispatcher, harness.replica, wait_clock)
     proto = factory.buildProtocol(None)
     proto.makeConnection(TcpLikeTransport())
     return harness, factory, proto, handed

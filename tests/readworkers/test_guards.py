@@ -7,10 +7,13 @@ import pytest
 from twisted.internet import protocol, task
 from twisted.internet.interfaces import ISSLTransport
 from twisted.internet.testing import StringTransport
-from zope.interface import alsoProvides
+from zope.interface import alsoProvides, implementer
 
 from namesrv.config import NamesrvConfig
 from namesrv.dispatch.classes import RequestClassifier
+from namesrv.dispatch.observers import RequestObservers
+from namesrv.dispatch.registry import ProcessorRegistry
+from namesrv.interfaces import IRequestPolicy
 from namesrv.observe.metrics import NamesrvMetrics
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
@@ -18,10 +21,10 @@ from namesrv.protocol.command import make_request
 from namesrv.readworkers.channel.feed import MessageReader, counts_message
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.readworkers.main.processes import ReadWorkerPool
-from namesrv.readworkers.main.publisher import TopicTracker
+from namesrv.readworkers.main.publisher import TopicTracker, local_codes
 from namesrv.readworkers.worker.connections import WorkerConnection
 from namesrv.readworkers.worker.entry import parse_args
-from namesrv.readworkers.worker.guards import WorkerGuards, worker_arguments
+from namesrv.readworkers.worker.guards import RejectionCounts, WorkerAcl, WorkerGuards, worker_arguments
 from namesrv.readworkers.worker.replica import Replica
 from namesrv.security.signature import sign_request_ext
 from namesrv.server import tlsmode
@@ -52,9 +55,10 @@ def config(**values):
 def test_nothing_to_pass_when_tls_and_acl_are_off():
     assert worker_arguments(config()) == []
     options = parse_args(BASE_ARGS)
-    guards = WorkerGuards(options, None, task.Clock())
+    assert WorkerAcl.for_options(options, task.Clock()) is None
+    guards = WorkerGuards(options, task.Clock(), RejectionCounts())
     wrapped = protocol.Factory()
-    assert guards.listen_factory(wrapped) is wrapped and list(guards) == []
+    assert guards.listen_factory(wrapped, config()) is wrapped and list(guards) == []
 
 
 def test_paths_travel_absolute_and_the_worker_loads_the_same_files(tmp_path, monkeypatch):
@@ -72,28 +76,29 @@ def test_paths_travel_absolute_and_the_worker_loads_the_same_files(tmp_path, mon
     assert options.tls_key_password_file == str(tmp_path / "key.pass") and options.tls_trust == ca
     assert options.tls_client_auth == "require" and not options.tls_test_mode
     assert options.acl_file == str(tmp_path / "acl.yml") and options.file_watch_interval == 200
-    replica = Replica(SharedGeneration(str(tmp_path / "g"), writable=True), task.Clock())
-    guards = WorkerGuards(options, replica, task.Clock())
+    guards = WorkerGuards(options, task.Clock(), RejectionCounts(), WorkerAcl.for_options(options, task.Clock()))
     assert guards.material.options is not None and guards.material.client_auth == "require"
     assert len(guards.acl_store.table.accounts) == 1
-    assert sorted(w.paths for w in guards) == sorted([[cert, key, ca, str(tmp_path / "key.pass")],
-                                                      [str(tmp_path / "acl.yml")]])
-    assert isinstance(guards.listen_factory(protocol.Factory()), tlsmode.TlsSniffingFactory)
+    watched = [w.paths for w in guards if hasattr(w, "paths")] + [w.paths for w in guards.acl]
+    assert sorted(watched) == sorted([[cert, key, ca, str(tmp_path / "key.pass")], [str(tmp_path / "acl.yml")]])
+    assert isinstance(guards.listen_factory(protocol.Factory(), config()), tlsmode.TlsSniffingFactory)
 
 
 def test_a_worker_never_serves_unguarded(tmp_path):
     with pytest.raises(ValueError):   # no certificate: the worker exits (and is started again later)
-        WorkerGuards(parse_args(BASE_ARGS + ["--tls-mode", "permissive"]), None, task.Clock())
+        WorkerGuards(parse_args(BASE_ARGS + ["--tls-mode", "permissive"]), task.Clock(), RejectionCounts())
 
 
 def test_an_unreadable_acl_file_sends_everything_to_the_main_process_until_it_reads(tmp_path):
-    harness = Harness(tmp_path)
+    acl = tmp_path / "acl.yml"
+    clock = task.Clock()
+    worker_acl = WorkerAcl.for_options(parse_args(BASE_ARGS + ["--acl-file", str(acl)]), clock)
+    assert worker_acl.unreadable
+    harness = Harness(tmp_path, acl=worker_acl)
     answer = harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2"]))
     assert answer.code == ResponseCode.SUCCESS, answer.remark
     harness.publish()
-    acl = tmp_path / "acl.yml"
-    clock = task.Clock()
-    guards = WorkerGuards(parse_args(BASE_ARGS + ["--acl-file", str(acl)]), harness.replica, clock)
+    guards = WorkerGuards(parse_args(BASE_ARGS), clock, RejectionCounts(), worker_acl)
     factory = Factory(harness.replica, str(tmp_path / "none.sock"), task.Clock())
     proto, transport = connect(factory)
     frame = encode_frame(signed_route("T1"))
@@ -125,8 +130,12 @@ class AclHarness(Harness):
         self.service.kv.change_listeners.append(self.changed)
         self.service.config.add_listener(self.changed)
         self.clock = task.Clock()
-        self.replica = Replica(SharedGeneration(str(tmp_path / "generation")), Reactor())
-        self.guards = WorkerGuards(parse_args(BASE_ARGS + worker_arguments(main_config)), self.replica, self.clock)
+        options = parse_args(BASE_ARGS + worker_arguments(main_config))
+        rejections = RejectionCounts()
+        worker_acl = WorkerAcl.for_options(options, self.clock)
+        self.replica = Replica(SharedGeneration(str(tmp_path / "generation")), Reactor(), acl=worker_acl,
+                               rejections=rejections)
+        self.guards = WorkerGuards(options, self.clock, rejections, worker_acl)
         self.sizes = []
         self.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2"]))
         self.publish()
@@ -151,7 +160,9 @@ def test_signed_reads_are_answered_by_the_worker_exactly_as_by_the_main_process(
     codes = [ResponseCode.SUCCESS, ResponseCode.NO_PERMISSION, ResponseCode.NO_PERMISSION,
              ResponseCode.NO_PERMISSION, ResponseCode.SUCCESS]
     assert [harness.main(r).code for r in requests] == codes
-    assert harness.guards.rejections.take() == {("route_read", "acl"): 3}
+    assert harness.guards.rejections.take() == {("route_read", "acl_bad_signature"): 1,
+                                                 ("route_read", "acl_unsigned"): 1,
+                                                 ("route_read", "acl_unknown_account"): 1}
 
 
 def test_the_workers_signed_classes_follow_the_replicas_configuration(tmp_path):
@@ -217,8 +228,9 @@ def test_enforcing_worker_counts_its_refusals_for_the_main_process(tmp_path):
     cert, key, _ = write_pair(tmp_path)
     options = parse_args(BASE_ARGS + ["--tls-mode", "enforcing", "--tls-cert", cert, "--tls-key", key])
     harness = Harness(tmp_path)
-    guards = WorkerGuards(options, harness.replica, task.Clock())
-    listen = guards.listen_factory(Factory(harness.replica, str(tmp_path / "none.sock"), task.Clock()))
+    guards = WorkerGuards(options, task.Clock(), RejectionCounts())
+    listen = guards.listen_factory(Factory(harness.replica, str(tmp_path / "none.sock"), task.Clock()),
+                                   harness.replica.config)
     for _ in range(2):
         sniffer = listen.buildProtocol(None)
         transport = StringTransport()
@@ -232,20 +244,21 @@ def test_enforcing_worker_counts_its_refusals_for_the_main_process(tmp_path):
 def test_a_workers_counts_reach_the_main_metrics(tmp_path):
     metrics = NamesrvMetrics(RequestClassifier())
     main_tls = tlsmode.TlsSniffingFactory(protocol.Factory(), tlsmode.DISABLED, config=config())
-    pool = ReadWorkerPool(1, routes=None, kv=None, config=None, registry=types.SimpleNamespace(observers=[metrics]),
-                          factory=None, holds=[], started=0.0, reactor=task.Clock(),
+    pool = ReadWorkerPool(1, routes=None, kv=None, config=None,
+                          registry=types.SimpleNamespace(observers=RequestObservers([metrics])),
+                          factory=None, priority=None, started=0.0, reactor=task.Clock(),
                           scheduler=turn_scheduler(task.Clock()), tls_factory=main_tls,
                           metrics=metrics)
     data = counts_message({(RequestCode.GET_ROUTEINFO_BY_TOPIC, ResponseCode.NO_PERMISSION): [3, 90]},
-                          {"tls": 4, "refused_plain": 1}, {("route_read", "acl"): 3})
+                          {"tls": 4, "refused_plain": 1}, {("route_read", "acl_unsigned"): 3})
     message, = MessageReader().feed(data)
     pool.record_counts(0, message["counts"], message["connections"], message["rejections"])
     text = metrics.exposition().decode()
     assert main_tls.counts["tls"] == 4 and main_tls.counts["refused_plain"] == 1
-    assert 'rocketmq_namesrv_rejected_requests_total{reason="acl",request_class="route_read"} 3.0' in text
+    assert 'rocketmq_namesrv_rejected_requests_total{reason="acl_unsigned",request_class="route_read"} 3.0' in text
     assert ('rocketmq_namesrv_requests_total{code="105",name="GET_ROUTEINFO_BY_TOPIC",request_class="route_read",'
             'response_code="16"} 3.0') in text
-    assert pool.answered == {0: 3} and pool.rejected == {("route_read", "acl"): 3}
+    assert pool.answered == {0: 3} and pool.rejected == {("route_read", "acl_unsigned"): 3}
 
 
 def test_with_acl_on_workers_still_answer_the_reads(tmp_path):
@@ -253,9 +266,14 @@ def test_with_acl_on_workers_still_answer_the_reads(tmp_path):
     publisher = pool_for(harness.service).publisher
     assert sorted(publisher.local_codes()) == sorted(RouteProcessor.replicable_codes)
 
+    @implementer(IRequestPolicy)
     class Opaque:   # a third-party policy that says nothing about copies keeps reads in the main process
         def check(self, request, connection):
             return None
 
-    harness.service.registry.add_policy(Opaque())
-    assert publisher.local_codes() == []
+        def done(self, request, connection, response_code):
+            pass
+
+    guarded = ProcessorRegistry(harness.service.registry.processors, policies=[*harness.service.registry.policies,
+                                                                              Opaque()])
+    assert local_codes(guarded) == []

@@ -7,8 +7,9 @@ from zope.interface import implementer
 
 from namesrv.interfaces import IRequestProcessor
 from namesrv.protocol.codes import RequestCode, request_name
-from namesrv.dispatch.registry import ProcessorRegistry
-from namesrv.security.wiring import RequestGuards, TlsListening
+from namesrv.dispatch.chain import namesrv_chain
+from namesrv.observe.metrics import metrics_port_service
+from namesrv.security.wiring import AclFile, GuardListeners, TlsListening
 from namesrv.server.factory import RemotingServerFactory
 from namesrv.timing.scheduler import TurnScheduler
 from tests.config_for import make_config
@@ -65,15 +66,15 @@ def service(reactor, processor=None, **values):
     events = RecordingEventLog()
     cfg = make_config(**values)
     processor = processor or Echo()
-    registry = ProcessorRegistry([processor], events=events)
-    guards = RequestGuards(cfg, registry, reactor, TurnScheduler.for_config(cfg, reactor))
-    factory = RemotingServerFactory(guards.dispatcher, cfg, Housekeeping(), events, reactor)
+    acl, listeners = AclFile.for_config(cfg, reactor), GuardListeners()
+    chain = namesrv_chain([processor], cfg, TurnScheduler.for_config(cfg, reactor), events, reactor,
+                          acl_store=acl.store if acl is not None else None, listeners=[listeners])
+    factory = RemotingServerFactory(chain.entry, cfg, Housekeeping(), events, reactor)
     tls = TlsListening.for_config(cfg, factory, reactor)
     routes = Routes()
     metrics = None
     if cfg.prometheusListenPort:
-        from namesrv.observe.metrics import metrics_port_service
-        metrics = metrics_port_service(cfg, guards, tls, routes, factory, events, registry, reactor)
-    return types.SimpleNamespace(config=cfg, reactor=reactor, registry=registry, factory=factory, security=guards,
-                                 tls=tls, metrics=metrics, events=events, routes=routes, processor=processor,
-                                 listen_factory=tls.factory if tls is not None else factory)
+        metrics = metrics_port_service(cfg, chain, listeners, acl, tls, routes, factory, events, reactor)
+    return types.SimpleNamespace(config=cfg, reactor=reactor, registry=chain.registry, factory=factory, chain=chain,
+                                 acl=acl, listeners=listeners, tls=tls, metrics=metrics, events=events, routes=routes,
+                                 processor=processor, listen_factory=tls.factory if tls is not None else factory)

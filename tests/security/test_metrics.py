@@ -102,5 +102,5 @@ def test_rejections_and_queue_waits():
     assert sample(metrics, "rocketmq_namesrv_rejected_requests_total", request_class="broker_control",
                   reason="overload") == 1
     assert sample(metrics, "rocketmq_namesrv_rejected_requests_total", request_class="route_read",
-                  reason="acl") == 0
+                  reason="acl_unsigned") == 0
     assert sample(metrics, "rocketmq_namesrv_queue_wait_seconds_count", request_class="admin_read") == 1

@@ -48,7 +48,8 @@ def restarted(tmp_path, **kwargs):
     context = NamesrvContext(config=make_config(), routes=routes, kv=FakeKV(), reactor=clock, events=events)
     turns = []   # a step of the sliced jobs per "reactor turn": the test takes the turns
     cooperator = Cooperator(terminationPredicateFactory=lambda: (lambda: True), scheduler=turns.append)
-    snapshots = RouteSnapshotFile(path, routes, clock, cooperate=cooperator.cooperate)
+    scheduler = SimpleNamespace(cooperate=lambda job, priority, name: cooperator.cooperate(job))
+    snapshots = RouteSnapshotFile(path, routes, clock, scheduler)
     assert snapshots.restore()
     snapshots.release_baseline()
     snapshots.continue_restore()

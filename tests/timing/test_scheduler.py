@@ -239,7 +239,7 @@ def test_every_sliced_job_of_a_main_process_shares_its_one_scheduler(tmp_path, m
     worker = pool.workers[0] = RecordingWorker(applied=None)
     worker.needs_full = True
     pool.publisher._publish()                                    # a full copy: 400 topics in parts
-    registrations = [service.security.dispatcher.dispatch(
+    registrations = [service.chain.entry.dispatch(
         register_request("C", "b%d" % i, "10.0.0.%d:10911" % i, topics=topics[:20]), FakeConnection())
         for i in range(1, 30)]
     topic_list = service.registry.dispatch(make_request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}),

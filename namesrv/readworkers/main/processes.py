@@ -13,7 +13,6 @@ from twisted.internet import defer, protocol
 from twisted.logger import Logger
 
 import namesrv
-from namesrv.dispatch.registry import record_requests
 from namesrv.protocol.framing import complete_frames
 from namesrv.readworkers.channel.feed import FeedError, MessageReader, pack_down
 from namesrv.readworkers.channel import pipes
@@ -53,12 +52,12 @@ class ReadWorkerPool:
     ``publisher`` feeds them after every change.
 
     ``factory`` is the public RemotingServerFactory: forwarded and handed-over connections
-    are served with its dispatcher and housekeeping. ``holds`` is the dispatcher's list of
-    hold hooks, ``started`` the server's start time; ``tls_factory`` and ``metrics`` (either
+    are served with its dispatcher and housekeeping. ``priority`` is the dispatcher that may hold a
+    request until the workers are fresh (IQueueingDispatcher), ``started`` the server's start time; ``tls_factory`` and ``metrics`` (either
     may be None) take the connections and refusals the workers count.
     """
 
-    def __init__(self, count, routes, kv, config, registry, factory, holds, started, reactor, scheduler,
+    def __init__(self, count, routes, kv, config, registry, factory, priority, started, reactor, scheduler,
                  tls_factory=None, metrics=None, worker_arguments=()):
         self.count = count
         self.config = config
@@ -94,7 +93,7 @@ class ReadWorkerPool:
         #: ``since_baseline``, the topics a takeover's last copy changed)
         self.baseline = None
         self.since_baseline = None
-        self.publisher = Publisher(routes, kv, config, registry, holds, started, reactor, scheduler,
+        self.publisher = Publisher(routes, kv, config, registry, priority, started, reactor, scheduler,
                                    workers=lambda: self.workers.values(),
                                    active=lambda: self.running and not self.draining)
 
@@ -121,6 +120,11 @@ class ReadWorkerPool:
             self._spawn(index, self.baseline)
         self.release_baseline()   # the workers started have it (later ones get a full copy)
         log.info("{n} route read worker(s) share port {port}", n=self.count, port=port)
+
+    def take_baseline(self, baseline):
+        """The snapshot file this process restored (an open file, now ours to close), for the first workers."""
+        self.release_baseline()
+        self.baseline = baseline
 
     def release_baseline(self):
         baseline, self.baseline = self.baseline, None
@@ -267,7 +271,7 @@ class ReadWorkerPool:
         observers = self.registry.observers
         for code, response_code, count, micros in counts:
             self.answered[index] = self.answered.get(index, 0) + count
-            record_requests(observers, code, response_code, count, micros, peer)
+            observers.record_requests(code, response_code, count, micros, peer)
         if connections and self.tls_factory is not None:
             self.tls_factory.add_counts(connections)
         for request_class, reason, count in rejections:

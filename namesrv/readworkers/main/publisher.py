@@ -11,9 +11,10 @@ stop answering from a replica that misses an acknowledged write. A large registr
 
 from twisted.internet import defer
 from twisted.logger import Logger
+from zope.interface import implementer
 
 from namesrv.timing.scheduler import CONTROL
-from namesrv.interfaces import IReplicableProcessor
+from namesrv.interfaces import IAnswerObserver, ICachedAnswerPolicy, IReplicableProcessor, IWorkerCheckedPolicy
 from namesrv.protocol.codes import RequestCode
 from namesrv.readworkers.channel.delta import ONE_MESSAGE_TOPICS
 from namesrv.readworkers.channel.feed import publication
@@ -89,34 +90,35 @@ def replicable_processors(registry):
 
 def local_codes(registry):
     """The replicable codes every policy lets a worker answer: those that allow an answer from
-    a copy, and those a worker checks itself (``checked_by_read_workers``: the ACL check,
-    with the same file)."""
+    a copy (ICachedAnswerPolicy), and those a worker checks itself (IWorkerCheckedPolicy: the
+    ACL check, with the same file)."""
     return [code for processor in replicable_processors(registry) for code in sorted(processor.replicable_codes)
             if registry.processor_for(code) is processor
             and all(_worker_may_answer(policy, code) for policy in registry.policies)]
 
 
 def _worker_may_answer(policy, code):
-    if getattr(policy, "checked_by_read_workers", False):
+    if IWorkerCheckedPolicy.providedBy(policy):
         return True
-    allows = getattr(policy, "allows_cached_answer", None)
-    return allows is not None and allows(code)
+    return ICachedAnswerPolicy.providedBy(policy) and policy.allows_cached_answer(code)
 
 
+@implementer(IAnswerObserver)
 class Publisher:
     """Replicas of ``routes``, ``kv`` and ``config`` for ``workers()``, while ``active()``.
 
     A worker here is anything with ``send(message)``, ``needs_full`` (send it a full copy
-    next), ``applied_generation`` and ``ended``. ``holds`` is the dispatcher's list of
-    hold hooks; ``started`` the server's start time, which replicas answer with.
+    next), ``applied_generation`` and ``ended``. ``priority`` is the dispatcher that holds a
+    large registration until the replicas are fresh; ``started`` the server's start time,
+    which replicas answer with. It hears of every answer (IAnswerObserver) to settle the counter.
     """
 
-    def __init__(self, routes, kv, config, registry, holds, started, reactor, scheduler, workers, active):
+    def __init__(self, routes, kv, config, registry, priority, started, reactor, scheduler, workers, active):
         self.routes = routes
         self.kv = kv
         self.config = config
         self.registry = registry
-        self.holds = holds
+        self.priority = priority
         self.started = started
         self.reactor = reactor
         self.workers = workers
@@ -150,9 +152,8 @@ class Publisher:
         self.routes.add_change_listener(self.changed)
         self.kv.change_listeners.append(self.changed)
         self.config.add_listener(self.changed)
-        self.registry.change_listeners.append(self.changed)
-        self.registry.answer_hooks.append(self.settle)
-        self.holds.append(self.hold_large_registration)
+        self.registry.answer_observers.add(self)
+        self.priority.add_hold(self.hold_large_registration)
 
     def stop(self):
         """Publish nothing more (the workers stop or drain); let every held registration run."""
@@ -215,6 +216,10 @@ class Publisher:
             return
         self._unsettled = True
         self._schedule_publish()
+
+    def answered(self, request, response_code, connection):
+        """Just before an answer leaves: one that shows a change is never followed by a read that does not."""
+        self.settle()
 
     def settle(self, publish=True):
         """Bump the shared counter if anything changed since the last bump: from then on workers

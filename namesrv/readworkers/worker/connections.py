@@ -9,7 +9,9 @@ to the main process itself.
 
 from twisted.internet import protocol
 from twisted.logger import Logger
+from zope.interface import implementer
 
+from namesrv.interfaces import IDispatcher
 from namesrv.context import NullEventLog
 from namesrv.protocol import writethrough
 from namesrv.protocol.framing import complete_frames, framed
@@ -31,6 +33,7 @@ def moves_to_main(request, connection):
     return request.code in HANDOFF_CODES and connection.factory.handoff_path and can_hand_off(connection)
 
 
+@implementer(IDispatcher)
 class WorkerDispatcher:
     """Answers the replica's local codes while it is fresh; hands a broker's connection to the
     main process; forwards everything else."""
@@ -236,7 +239,7 @@ class WorkerConnectionFactory(RemotingServerFactory):
 
     def __init__(self, replica, socket_path, reactor, handoff_path=None):
         # the replica's config is one object, updated in place by each publication that changes it
-        RemotingServerFactory.__init__(self, WorkerDispatcher(replica), replica.config, NoHousekeeping(),
+        RemotingServerFactory.__init__(self, replica.dispatcher, replica.config, NoHousekeeping(),
                                        NullEventLog(), reactor, answer_cache=replica.answer_cache)
         self.replica = replica
         self.socket_path = socket_path

@@ -37,8 +37,7 @@ from namesrv.readworkers.channel.scratch import remove_if_abandoned
 from namesrv.readworkers.worker.baseline import restore_baseline
 from namesrv.readworkers.worker.connections import WorkerConnectionFactory
 from namesrv.routes.slicedsnapshot import SnapshotError
-from namesrv.readworkers.worker.freshness import WaitForFresh
-from namesrv.readworkers.worker.guards import WorkerGuards, add_arguments
+from namesrv.readworkers.worker.guards import RejectionCounts, WorkerAcl, WorkerGuards, add_arguments
 from namesrv.readworkers.worker.handoff import hand_off_idle, movable, quiet, stop_reading
 from namesrv.readworkers.worker.lifeline import Lifeline
 from namesrv.readworkers.worker.replica import Replica
@@ -78,7 +77,7 @@ class ReadWorker(protocol.Protocol):
         self.reader = down_reader()
         self.factory = WorkerConnectionFactory(replica, options.upstream, reactor, options.handoff)
         # a read on a stale replica waits a moment for the publication on its way (freshness.py)
-        self.factory.dispatcher = self.fresh_reads = WaitForFresh(self.factory.dispatcher, replica, reactor)
+        self.fresh_reads = replica.fresh_reads
         self.port = None
         self._pending = collections.deque()
         self._applies = replica.context.scheduler.job(self._apply_pending, CONTROL, "replica applies")
@@ -126,7 +125,7 @@ class ReadWorker(protocol.Protocol):
                 self.listen()
 
     def listen(self):
-        factory = self.guards.listen_factory(self.factory)
+        factory = self.guards.listen_factory(self.factory, self.replica.config)
         if self.options.listen_fd is None:
             raise SystemExit("a read worker accepts only from the socket it inherits (--listen-fd)")
         probe = socket.socket(fileno=os.dup(self.options.listen_fd))
@@ -280,10 +279,13 @@ def main(argv=None):
     options = parse_args(sys.argv[1:] if argv is None else argv)
     from twisted.internet import reactor
     globalLogBeginner.beginLoggingTo([_stderr_observer()], redirectStandardIO=False)
-    replica = Replica(SharedGeneration(options.generation), reactor, processor_names=options.processors)
+    rejections = RejectionCounts()
     try:
-        guards = WorkerGuards(options, replica, reactor)
-    except ValueError as e:   # TlsConfigError, AclFileError: never serve unguarded
+        acl = WorkerAcl.for_options(options, reactor)
+        replica = Replica(SharedGeneration(options.generation), reactor, processor_names=options.processors, acl=acl,
+                          rejections=rejections)
+        guards = WorkerGuards(options, reactor, rejections, acl)
+    except ValueError as e:   # TlsConfigError, a bad aclSignedClasses: never serve unguarded
         log.error("read worker {i} cannot start: {e}", i=options.index, e=e)
         sys.exit(2)
     worker = ReadWorker(options, reactor, replica, guards)

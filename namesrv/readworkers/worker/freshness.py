@@ -20,6 +20,9 @@ on as ``WorkerDispatcher`` decides.
 import collections
 
 from twisted.internet import defer
+from zope.interface import implementer
+
+from namesrv.interfaces import IDispatcher
 
 #: how long a read may wait for the replica to be fresh before it is forwarded (seconds): a registration's
 #: publication is applied 2-5 ms after its acknowledgement, more when the worker shares its core; a read
@@ -31,6 +34,7 @@ from twisted.internet import defer
 WAIT = 0.025
 
 
+@implementer(IDispatcher)
 class WaitForFresh:
     """A dispatcher in front of ``inner`` (a WorkerDispatcher): a local read on a stale but complete
     ``replica`` waits up to ``wait`` seconds for it (``replica.applied_listeners`` tell when it may be fresh)."""

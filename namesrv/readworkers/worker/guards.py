@@ -4,8 +4,8 @@ A worker terminates TLS itself, with the main process's ``TlsSniffingFactory`` r
 (first byte 0x16 starts TLS; permissive serves both kinds, enforcing closes plain
 clients) and its own ``ServerTlsMaterial`` loaded from the same files and reloaded by its
 own ``FileWatcher``. It checks ACL signatures itself for the reads it answers, with an
-``AclStore`` on the same ``aclFile`` (reloaded the same way) and the same ``AclPolicy``,
-so a refusal is the very answer the main process would give. What it forwards is checked
+``AclStore`` on the same ``aclFile`` (reloaded the same way) and the same ``TrustPolicy``
+(namesrv/dispatch/chain.py builds it), so a refusal is the very answer the main process would give. What it forwards is checked
 by the main process (the frame travels unchanged): one place decides for everything
 that changes or reads the main tables, and a worker's possibly older ``aclSignedClasses``
 never refuses what the main process would accept.
@@ -21,6 +21,11 @@ import os
 from twisted.application import service as app_service
 from twisted.logger import Logger
 
+from namesrv.security.acl import AclStore
+from namesrv.security.aclfile import AclFileError
+from namesrv.security.certs import ServerTlsMaterial
+from namesrv.security.filewatch import FileWatcher
+from namesrv.security.wiring import resolve_acl_path
 from namesrv.server import tlsmode
 
 log = Logger()
@@ -44,7 +49,6 @@ def worker_arguments(config):
         if config.tlsTestModeEnable:
             args.append("--tls-test-mode")
     if config.aclEnable:
-        from namesrv.security.wiring import resolve_acl_path
         args += ["--acl-file", _absolute(resolve_acl_path(config))]
     if args:
         args += ["--file-watch-interval", str(config.fileWatchIntervalMillis)]
@@ -64,17 +68,6 @@ def add_arguments(parser):
     parser.add_argument("--file-watch-interval", type=int, default=500)
 
 
-class ReplicaConfig:
-    """The replica's current configuration, whichever object holds it now (a publication that
-    changes a property replaces the replica's config object)."""
-
-    def __init__(self, replica):
-        self._replica = replica
-
-    def __getattr__(self, name):
-        return getattr(self._replica.config, name)
-
-
 class RejectionCounts:
     """A policy listener summing refusals per (class, reason) until ``take()``, for the main's metrics."""
 
@@ -90,32 +83,61 @@ class RejectionCounts:
         return counts
 
 
-class WorkerGuards(app_service.MultiService):
-    """The worker's TLS material and ACL store, their file watchers (children), and the counts
-    (connections by kind, ACL refusals) the main process adds to its metrics."""
+class WorkerAcl(app_service.MultiService):
+    """The worker's ACL store on the main process's ``aclFile``, reloaded by its own watcher. A file that
+    cannot be read now (the main process read it at its start, and keeps those credentials) makes the
+    replica ``unreadable``: every request goes to the main process until the file reads again."""
 
-    def __init__(self, options, replica, reactor):
+    def __init__(self, path, reactor, interval):
+        app_service.MultiService.__init__(self)
+        self.store = AclStore(path)
+        self.unreadable = False
+        try:
+            self.store.load()
+        except AclFileError as e:
+            log.error("ACL: {error}; forwarding every request to the main process until it reads", error=str(e))
+            self.unreadable = True
+        FileWatcher([path], self._reload, interval, clock=reactor).setServiceParent(self)
+
+    @classmethod
+    def for_options(cls, options, reactor):
+        """A WorkerAcl when the main process passed ``--acl-file``, else None."""
+        if not options.acl_file:
+            return None
+        return cls(options.acl_file, reactor, max(50, options.file_watch_interval) / 1000.0)
+
+    def _reload(self, changed):
+        if self.store.reload(changed):
+            self.unreadable = False
+
+
+class WorkerGuards(app_service.MultiService):
+    """The worker's TLS material (and its ACL file, ``acl``), their file watchers (children), and the counts
+    (connections by kind; ``rejections``, the ACL refusals) the main process adds to its metrics."""
+
+    def __init__(self, options, reactor, rejections, acl=None):
         app_service.MultiService.__init__(self)
         self.mode = tlsmode.parse_mode(options.tls_mode)
-        self.replica = replica
         self.reactor = reactor
         self.interval = max(50, options.file_watch_interval) / 1000.0
         self.material = None
-        self.acl_store = None
-        self.rejections = RejectionCounts()
+        self.acl = acl
+        self.rejections = rejections
         self.tls_factory = None
         self._reported = {}
         if self.mode != tlsmode.DISABLED:
             self._load_tls(options)
-        if options.acl_file:
-            self._load_acl(options.acl_file)
+        if acl is not None:
+            acl.setServiceParent(self)
+
+    @property
+    def acl_store(self):
+        return self.acl.store if self.acl is not None else None
 
     def _load_tls(self, options):
         """Raises TlsConfigError when the files cannot be used: the worker then exits, and the pool
         starts another a second later, which tries again (the main process keeps serving the
         pair it loaded; when it listens too, it takes the clients meanwhile)."""
-        from namesrv.security.certs import ServerTlsMaterial
-        from namesrv.security.filewatch import FileWatcher
         self.material = ServerTlsMaterial(cert_path=options.tls_cert, key_path=options.tls_key,
                                           key_password_path=options.tls_key_password_file,
                                           trust_path=options.tls_trust, client_auth=options.tls_client_auth,
@@ -125,35 +147,13 @@ class WorkerGuards(app_service.MultiService):
             FileWatcher(self.material.watched_paths, self.material.reload, self.interval,
                         clock=self.reactor).setServiceParent(self)
 
-    def _load_acl(self, path):
-        """The same store and check as the main process's. A file that cannot be read now (the main
-        process read it at its start, and keeps those credentials) holds the replica: every request
-        goes to the main process until the file reads again."""
-        from namesrv.security.acl import AclPolicy, AclStore
-        from namesrv.security.aclfile import AclFileError
-        from namesrv.dispatch.classes import RequestClassifier
-        from namesrv.security.filewatch import FileWatcher
-        self.acl_store = AclStore(path)
-        replica = self.replica
-        try:
-            self.acl_store.load()
-        except AclFileError as e:
-            log.error("ACL: {error}; forwarding every request to the main process until it reads", error=str(e))
-            replica.held = True
-        classifier = RequestClassifier.from_registry(replica.registry)
-        replica.registry.add_policy(AclPolicy(self.acl_store, classifier, ReplicaConfig(replica), [self.rejections]))
-        FileWatcher([path], self._reload_acl, self.interval, clock=self.reactor).setServiceParent(self)
-
-    def _reload_acl(self, changed):
-        if self.acl_store.reload(changed):
-            self.replica.held = False
-
-    def listen_factory(self, wrapped):
-        """What the worker listens with: ``wrapped`` itself, or wrapped in first-byte TLS sniffing."""
+    def listen_factory(self, wrapped, config):
+        """What the worker listens with: ``wrapped`` itself, or wrapped in first-byte TLS sniffing (with the
+        replica's ``config``, one object updated in place by the publications)."""
         if self.mode == tlsmode.DISABLED:
             return wrapped
-        self.tls_factory = tlsmode.TlsSniffingFactory(wrapped, self.mode, self.material,
-                                                      config=ReplicaConfig(self.replica), reactor=self.reactor)
+        self.tls_factory = tlsmode.TlsSniffingFactory(wrapped, self.mode, self.material, config=config,
+                                                      reactor=self.reactor)
         return self.tls_factory
 
     def take_connection_counts(self):

@@ -1,13 +1,19 @@
 """A read worker's copy of what route reads are answered from, and how fresh it is."""
 
-from namesrv.protocol.answercache import AnswerCache
-from namesrv.timing.clock import MonotonicClock
+from zope.interface import implementer
+
 from namesrv.config import NamesrvConfig
 from namesrv.context import NamesrvContext
-from namesrv.dispatch.registry import ProcessorRegistry, load_processor_factories
+from namesrv.dispatch.chain import worker_chain
+from namesrv.dispatch.registry import load_processor_factories
+from namesrv.interfaces import IBulkRequestObserver
+from namesrv.protocol.answercache import AnswerCache
+from namesrv.readworkers.channel.delta import apply_brokers, apply_topics
+from namesrv.readworkers.worker.connections import WorkerDispatcher
+from namesrv.readworkers.worker.freshness import WAIT, WaitForFresh
 from namesrv.routes import RouteInfoManager
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
-from namesrv.readworkers.channel.delta import apply_brokers, apply_topics
+from namesrv.timing.clock import MonotonicClock
 
 
 class ReplicaKV:
@@ -23,6 +29,7 @@ class ReplicaKV:
         return None   # only used by REGISTER_BROKER, which workers forward
 
 
+@implementer(IBulkRequestObserver)
 class RequestCounts:
     """An observer summing answers per (code, response code) until ``take()``."""
 
@@ -74,12 +81,16 @@ class Replica:
     ``fresh()`` is true while the shared counter still holds that generation and no
     publication is half applied: only then may a read be answered here. Until a full
     copy has been applied (``complete``), nothing is answered, nor while ``held`` (the
-    worker's ACL file could not be read yet: the main process checks everything).
+    worker's ACL file, ``acl``, could not be read yet: the main process checks everything).
+
+    Its request chain (namesrv/dispatch/chain.py ``worker_chain``): ``dispatcher``, a read waiting a
+    moment for a fresh replica (``fresh_reads``), then answered here or sent to the main process
+    (WorkerDispatcher), through the same policies as the main process's (the ACL check, against
+    ``acl``; its refusals counted in ``rejections``).
     """
 
-    held = False
-
-    def __init__(self, shared_generation, reactor, processor_names=("route",), plugin_package=None):
+    def __init__(self, shared_generation, reactor, processor_names=("route",), plugin_package=None, acl=None,
+                 rejections=None, fresh_wait=WAIT):
         self.shared = shared_generation
         self.generation = None
         self.local_codes = frozenset()
@@ -95,11 +106,22 @@ class Replica:
         if missing:
             raise ValueError("no processor plugin named %s for a replica" % ", ".join(missing))
         self.counts = RequestCounts()
-        self.registry = ProcessorRegistry([factories[name].build(self.context) for name in processor_names],
-                                          events=self.counts)
-        self.answer_cache = FreshAnswerCache(self.registry, self)
+        self.acl = acl
         #: called after each message applied (the replica may be fresh again: freshness.py)
         self.applied_listeners = []
+        self.fresh_reads = WaitForFresh(WorkerDispatcher(self), self, reactor, wait=fresh_wait)
+        self.chain = worker_chain([factories[name].build(self.context) for name in processor_names], self.config,
+                                  self.counts, lambda registry: self.fresh_reads, reactor,
+                                  acl_store=acl.store if acl is not None else None,
+                                  listeners=[rejections] if rejections is not None else [])
+        self.registry = self.chain.registry
+        self.dispatcher = self.chain.entry
+        self.answer_cache = FreshAnswerCache(self.registry, self)
+
+    @property
+    def held(self):
+        """The worker's ACL file cannot be read now: every request goes to the main process."""
+        return self.acl is not None and self.acl.unreadable
 
     @property
     def config(self):

@@ -1,14 +1,17 @@
 """Answers still to come are counted until they leave."""
 
 from twisted.internet import defer
+from zope.interface import implementer
+from zope.interface.verify import verifyObject
 
-from namesrv.handover.inflight import InFlightDispatcher
+from namesrv.dispatch.inflight import InFlightDispatcher
+from namesrv.interfaces import IDispatcher, IInFlightDispatcher
 
 
+@implementer(IDispatcher)
 class Dispatcher:
     def __init__(self):
         self.pending = []
-        self.policies = ["kept"]
 
     def dispatch(self, request, connection):
         if request == "later":
@@ -29,4 +32,5 @@ def test_only_deferred_answers_are_counted_until_they_fire_or_fail():
     second.addErrback(lambda f: None)
     inner.pending[1].errback(RuntimeError("x"))
     assert counted.count == 0
-    assert counted.policies == ["kept"]   # the rest of the dispatcher shows through
+    assert verifyObject(IInFlightDispatcher, counted)
+    assert not hasattr(counted, "pending")   # only IDispatcher shows through, never the rest of the wrapped one

@@ -1,9 +1,14 @@
 """Counting the requests being answered later (a Deferred answer), so a takeover waits for them."""
 
 from twisted.internet import defer
+from twisted.python.components import proxyForInterface
+from zope.interface import implementer
+
+from namesrv.interfaces import IDispatcher, IInFlightDispatcher
 
 
-class InFlightDispatcher:
+@implementer(IInFlightDispatcher)
+class InFlightDispatcher(proxyForInterface(IDispatcher, "dispatcher")):
     """Wraps the connections' dispatcher; ``count`` is the number of answers still to come.
 
     Most answers are immediate; the ones that are not (a registration decoded in a thread, a
@@ -14,9 +19,6 @@ class InFlightDispatcher:
     def __init__(self, dispatcher):
         self.dispatcher = dispatcher
         self.count = 0
-
-    def __getattr__(self, name):
-        return getattr(self.dispatcher, name)
 
     def dispatch(self, request, connection):
         answer = self.dispatcher.dispatch(request, connection)
