@@ -32,7 +32,7 @@ from namesrv.service import make_service
 from processors.route import RouteProcessor
 from tests.brokers import register_request, route_request
 from tests.config_for import service_config as make_config
-from tests.fakes import written_frames, FakeConnection, turn_scheduler, Reactor
+from tests.fakes import written_frames, FakeConnection, RecordingEventLog, turn_scheduler, Reactor
 from tests.readworkers.harness import Factory, connect, Harness
 from tests.readworkers.pools import pool_for
 from tests.security.certs import write_pair
@@ -277,3 +277,21 @@ def test_with_acl_on_workers_still_answer_the_reads(tmp_path):
     guarded = ProcessorRegistry(harness.service.registry.processors, policies=[*harness.service.registry.policies,
                                                                               Opaque()])
     assert local_codes(guarded) == []
+
+
+def test_a_workers_refusals_reach_the_main_event_log_checked_field_by_field(tmp_path):
+    harness = AclHarness(tmp_path)
+    harness.replica.registry.dispatch(route_request("T1"), FakeConnection("127.0.0.7:40000"))
+    refused = harness.replica.counts.take_refused()
+    assert [(e["peer"], e["reason"], e["request_class"]) for e in refused] == [("127.0.0.7:40000", "acl_unsigned",
+                                                                               "route_read")]
+    events = RecordingEventLog()
+    pool = ReadWorkerPool(1, routes=None, kv=None, config=None,
+                          registry=types.SimpleNamespace(observers=RequestObservers(), events=events),
+                          factory=None, priority=None, started=0.0, reactor=task.Clock(),
+                          scheduler=turn_scheduler(task.Clock()))
+    data = counts_message({}, {}, {}, refused + [{"peer": "x", "evil": "not a field"}, {"code": "not an int"}])
+    message, = MessageReader().feed(data)
+    pool.record_counts(0, message["counts"], message["connections"], message["rejections"], message["refused"])
+    assert [(e["worker"], e["peer"], e["reason"]) for e in events.named("request_refused")] == [
+        (0, "127.0.0.7:40000", "acl_unsigned")]

@@ -124,9 +124,31 @@ def down_reader():
     return MessageReader(loads=pickle.loads)
 
 
-def counts_message(counts, connections=None, rejections=None):
+def counts_message(counts, connections=None, rejections=None, refused=None):
+    """A worker's report: its answers, connections and refusals by kind since the last one, and ``refused``,
+    the ``request_refused`` events its trust policy wrote (the main process puts them in its event log)."""
     return pack({"kind": "counts",
                  "counts": [[code, response, n, micros] for (code, response), (n, micros) in counts.items()],
                  "connections": dict(connections or {}),
                  "rejections": [[request_class, reason, n]
-                                for (request_class, reason), n in (rejections or {}).items()]})
+                                for (request_class, reason), n in (rejections or {}).items()],
+                 "refused": list(refused or ())})
+
+
+#: the fields of a ``request_refused`` event a worker may report, and their types (a schema: nothing else
+#: from a worker reaches the main process's event log)
+REFUSED_FIELDS = {"peer": str, "code": int, "port": str, "request_class": str, "reason": str, "account": str,
+                  "unsaid": int}
+
+
+def refused_event(fields):
+    """The checked fields of one reported ``request_refused`` event, or None when it is not one."""
+    if not isinstance(fields, dict):
+        return None
+    checked = {}
+    for key, value in fields.items():
+        kind = REFUSED_FIELDS.get(key)
+        if kind is None or not (value is None or (isinstance(value, kind) and not isinstance(value, bool))):
+            return None
+        checked[key] = value
+    return checked

@@ -14,7 +14,7 @@ from twisted.logger import Logger
 
 import namesrv
 from namesrv.protocol.framing import complete_frames
-from namesrv.readworkers.channel.feed import FeedError, MessageReader, pack_down
+from namesrv.readworkers.channel.feed import FeedError, MessageReader, pack_down, refused_event
 from namesrv.readworkers.channel import pipes
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.readworkers.channel.scratch import make_directory
@@ -264,9 +264,10 @@ class ReadWorkerPool:
         return replicable_processors(self.registry)
 
     # -- counts from the workers -----------------------------------------------------------
-    def record_counts(self, index, counts, connections=None, rejections=()):
+    def record_counts(self, index, counts, connections=None, rejections=(), refused=()):
         """A worker's answers since its last report, passed on to every observer (metrics, event log);
-        its connections by kind and its refusals, added to the main process's own."""
+        its connections by kind and its refusals, added to the main process's own; the refusals it noted,
+        written to the event log."""
         peer = "read-worker-%d" % index
         observers = self.registry.observers
         for code, response_code, count, micros in counts:
@@ -279,6 +280,10 @@ class ReadWorkerPool:
             if self.metrics is not None:
                 for _ in range(count):
                     self.metrics.rejected(request_class, reason)
+        for fields in refused:
+            checked = refused_event(fields)
+            if checked is not None:
+                self.registry.events.emit("request_refused", worker=index, **checked)
 
 
 class WorkerProcess(protocol.ProcessProtocol):
@@ -319,7 +324,7 @@ class WorkerProcess(protocol.ProcessProtocol):
                 kind = message.get("kind")
                 if kind == "counts":
                     self.pool.record_counts(self.index, message.get("counts", []), message.get("connections"),
-                                            message.get("rejections", []))
+                                            message.get("rejections", []), message.get("refused", []))
                 elif kind == "applied":
                     self.applied_generation = message.get("generation")
                     self.pool.publisher.worker_applied()

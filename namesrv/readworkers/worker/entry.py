@@ -188,8 +188,9 @@ class ReadWorker(protocol.Protocol):
         counts = self.replica.counts.take()
         connections = self.guards.take_connection_counts()
         rejections = self.guards.rejections.take()
-        if (counts or connections or rejections) and self.transport is not None:
-            self.transport.write(counts_message(counts, connections, rejections))
+        refused = self.replica.counts.take_refused()
+        if (counts or connections or rejections or refused) and self.transport is not None:
+            self.transport.write(counts_message(counts, connections, rejections, refused))
 
     def readConnectionLost(self):
         """stdin ended: stop serving, write the last counts; connectionLost follows once they are out.

@@ -29,12 +29,19 @@ class ReplicaKV:
         return None   # only used by REGISTER_BROKER, which workers forward
 
 
+#: ``request_refused`` events kept between two reports at most (each is already once per peer and reason a
+#: minute); past it they are counted, not kept
+MAX_REFUSED_EVENTS = 100
+
+
 @implementer(IBulkRequestObserver)
 class RequestCounts:
-    """An observer summing answers per (code, response code) until ``take()``."""
+    """An observer summing answers per (code, response code) until ``take()``, and the event sink of the
+    worker's policies: its ``request_refused`` events wait for the next report (``take_refused()``)."""
 
     def __init__(self):
         self._counts = {}
+        self._refused = []
 
     def record_request(self, code, response_code, micros, peer):
         self.record_requests(code, response_code, 1, micros, peer)
@@ -48,7 +55,12 @@ class RequestCounts:
             entry[1] += micros
 
     def emit(self, event, **fields):
-        pass
+        if event == "request_refused" and len(self._refused) < MAX_REFUSED_EVENTS:
+            self._refused.append(fields)
+
+    def take_refused(self):
+        refused, self._refused = self._refused, []
+        return refused
 
     def take(self):
         counts, self._counts = self._counts, {}
@@ -113,7 +125,7 @@ class Replica:
         self.chain = worker_chain([factories[name].build(self.context) for name in processor_names], self.config,
                                   self.counts, lambda registry: self.fresh_reads, reactor,
                                   acl_store=acl.store if acl is not None else None,
-                                  listeners=[rejections] if rejections is not None else [])
+                                  listeners=[rejections] if rejections is not None else [], events=self.counts)
         self.registry = self.chain.registry
         self.dispatcher = self.chain.entry
         self.answer_cache = FreshAnswerCache(self.registry, self)
