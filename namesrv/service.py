@@ -177,8 +177,7 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
     config.pin_instance_paths()
     events = events if events is not None else event_log_for(config, reactor)
     acl, listeners = AclFile.for_config(config, reactor), GuardListeners()
-    controller = ControllerService(config, reactor, events, clock=clock, plugin_package=plugin_package, acl=acl) \
-        if config.enableControllerInNamesrv else None
+    controller = embedded_controller(config, reactor, events, clock, plugin_package, acl)
     tables = ServerTables(config, clock, events, reactor,
                           master_hint=controller.committed_master_address if controller is not None else None)
     context = NamesrvContext(config=config, routes=tables.routes, kv=tables.kv, reactor=reactor, events=events,
@@ -193,14 +192,8 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
     tls, readiness = TlsListening.for_config(config, factory, reactor), Readiness()
     metrics = metrics_port_service(config, chain, listeners, acl, tls, tables.routes, factory, events, reactor,
                                    readiness) if config.prometheusListenPort else None
-    if controller is not None:
-        controller.follow_elections_in_routes(tables.routes)   # routes name the master it elected at once
-        if metrics is not None:
-            metrics.metrics.add_collector(ControllerCollector(controller.controller))
-    status = status_page_service(config, tables.routes, tables.kv, chain.registry, events, context,
-                                 acl.store if acl is not None else None, reactor,
-                                 controller.controller if controller is not None else None) \
-        if config.statusListenPort else None
+    follow_controller(controller, tables.routes, metrics)
+    status = status_page_for(config, tables, chain, events, context, acl, reactor, controller)
     addresses = address_service(config, metrics, clock, reactor)
     pool = read_worker_pool_for(config, tables, chain, factory, tls, metrics, context, reactor)
     workers = ReadWorkersService(pool) if pool is not None else None
@@ -212,6 +205,32 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
         config, reactor, events, tables, context, chain, housekeeping, factory, readiness, serving, timers,
         answer_cache=factory.answer_cache, acl=acl, tls=tls, metrics=metrics, status=status, addresses=addresses,
         controller=controller, pool=pool, workers=workers, snapshots=snapshots), state_files)
+
+
+def embedded_controller(config, reactor, events, clock, plugin_package, acl):
+    """The controller in this process (``enableControllerInNamesrv``), on its own port, or None."""
+    if not config.enableControllerInNamesrv:
+        return None
+    return ControllerService(config, reactor, events, clock=clock, plugin_package=plugin_package, acl=acl)
+
+
+def follow_controller(controller, routes, metrics):
+    """The embedded controller's elections name their masters in ``routes`` at once, and its families join
+    the metrics port (``metrics``, or None)."""
+    if controller is None:
+        return
+    controller.follow_elections_in_routes(routes)
+    if metrics is not None:
+        metrics.metrics.add_collector(ControllerCollector(controller.controller))
+
+
+def status_page_for(config, tables, chain, events, context, acl, reactor, controller):
+    """The status page's port (``statusListenPort``), or None."""
+    if not config.statusListenPort:
+        return None
+    return status_page_service(config, tables.routes, tables.kv, chain.registry, events, context,
+                               acl.store if acl is not None else None, reactor,
+                               controller.controller if controller is not None else None)
 
 
 def answer_cache_for(config, registry, tables):

@@ -41,11 +41,11 @@ class Options(usage.Options):
         overrides = {name: self[option] for option, name in (("listenPort", "listenPort"), ("host", "bindAddress"),
                                                                ("statusListenPort", "statusListenPort"))
                      if self[option] is not None}
-        self.config = configure(PROGRAM, self["configFile"], overrides, printing=bool(self["printConfigItem"]))
+        self["config"] = configure(PROGRAM, self["configFile"], overrides, printing=bool(self["printConfigItem"]))
 
 
 def makeService(options):
-    config = options.config
+    config = options["config"]
     takeover = bool(options["takeover"])
     try:
         # here, not at the top: a part that is not installed (prometheus-client, ...) is one line, not a traceback

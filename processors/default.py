@@ -1,4 +1,6 @@
-"""The default processor: GET_NAMESRV_CONFIG and UPDATE_NAMESRV_CONFIG.
+"""The default processor: GET_NAMESRV_CONFIG and UPDATE_NAMESRV_CONFIG, the configuration part of Java's
+DefaultRequestProcessor (``getConfig``, ``updateConfig``; its brokers' and tools' parts are the route
+processor's, processors/route/, its KV part the kvconfig processor's).
 
 UPDATE_NAMESRV_CONFIG follows Java's order: parse the properties body, refuse the whole
 update if any key is black-listed (NO_PERMISSION), apply, persist every property to
@@ -20,7 +22,7 @@ from twisted.logger import Logger
 from zope.interface import implementer
 
 from namesrv.config import ConfigError, java_text
-from namesrv.interfaces import IRequestProcessor
+from namesrv.interfaces import IStoppableProcessor
 from namesrv.kvconfig.filewriter import SerialFileWriter
 from namesrv.config.properties import PropertiesError, parse_properties
 from namesrv.protocol.codes import RequestCode, ResponseCode
@@ -30,7 +32,7 @@ BLACK_LIST_REMARK = "Can not update config in black list."
 BLACK_LIST_HINT = " Refused keys: %s (configBlackList); set them in the -c properties file and restart."
 
 
-@implementer(IRequestProcessor)
+@implementer(IStoppableProcessor)
 class DefaultProcessor:
     name = "default"
     codes = frozenset([RequestCode.UPDATE_NAMESRV_CONFIG, RequestCode.GET_NAMESRV_CONFIG])

@@ -1,4 +1,5 @@
-"""The KV config processor: PUT/GET/DELETE_KV_CONFIG and GET_KVLIST_BY_NAMESPACE.
+"""The KV config processor: PUT/GET/DELETE_KV_CONFIG and GET_KVLIST_BY_NAMESPACE, the KV part of Java's
+DefaultRequestProcessor (``putKVConfig``, ``getKVConfig``, ``deleteKVConfig``, ``getKVListByNamespace``).
 
 PUT and DELETE change the table at once (a GET right after sees the change) and answer
 once the change is on disk, as Java answers after its synchronous write. A failed write

@@ -152,3 +152,42 @@ def test_nothing_under_tests_imports_the_benchmarks():
         if bad:
             offenders[str(path.relative_to(ROOT))] = bad
     assert offenders == {}
+
+
+def assignments_after_construction(path):
+    """``(line, target)`` of every attribute assignment in ``path`` that is not ``self.x = ...`` in an
+    ``__init__``: wiring code builds each part whole and hands it to a constructor, never patches it."""
+    tree = ast.parse(path.read_text(), str(path))
+    constructors = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            constructors.update(id(inner) for inner in ast.walk(node))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for part in ast.walk(target):
+                    if not isinstance(part, ast.Attribute):
+                        continue
+                    own = isinstance(part.value, ast.Name) and part.value.id == "self"
+                    if not (own and id(node) in constructors):
+                        yield node.lineno, ast.unparse(part)
+
+
+def test_wiring_code_assigns_no_attribute_after_construction():
+    offenders = {}
+    for name in ("namesrv/tap.py", "namesrv/service.py", "namesrv/controller/tap.py"):
+        found = list(assignments_after_construction(ROOT / name))
+        if found:
+            offenders[name] = found
+    assert offenders == {}
+
+
+def test_the_wiring_is_small():
+    """``make_service`` composes built parts (at most 40 lines); ``NamesrvService.__init__`` only adds them."""
+    tree = ast.parse((ROOT / "namesrv" / "service.py").read_text())
+    sizes = {node.name: node.end_lineno - node.lineno + 1 for node in ast.walk(tree)
+             if isinstance(node, ast.FunctionDef) and node.name in ("make_service", "__init__")}
+    service_init = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and node.name == "NamesrvService"]
+    init = [n for n in service_init[0].body if isinstance(n, ast.FunctionDef) and n.name == "__init__"][0]
+    assert sizes["make_service"] <= 40 and init.end_lineno - init.lineno + 1 <= 20, sizes

@@ -24,22 +24,22 @@ def write(path, text):
 
 
 def test_no_options_gives_the_property_table_defaults():
-    config = parsed().config
+    config = parsed()["config"]
     assert config.listenPort == 9876 and config.bindAddress == "127.0.0.1"
     assert config.scanNotActiveBrokerInterval == 10000 and config.orderMessageEnable is False
 
 
 def test_config_file_is_applied_and_becomes_the_store_for_updates(tmp_path):
     path = write(tmp_path / "namesrv.properties", "listenPort=9877\norderMessageEnable=true\n")
-    config = parsed("-c", path).config
+    config = parsed("-c", path)["config"]
     assert config.listenPort == 9877 and config.orderMessageEnable is True
     assert config.configStorePath == os.path.abspath(path)
-    assert parsed("--configFile", path).config.listenPort == 9877
+    assert parsed("--configFile", path)["config"].listenPort == 9877
 
 
 def test_listen_port_and_host_win_over_the_file(tmp_path):
     path = write(tmp_path / "namesrv.properties", "listenPort=9877\nbindAddress=127.0.0.2\n")
-    config = parsed("-c", path, "--listenPort", "9999", "--host", "127.0.0.3").config
+    config = parsed("-c", path, "--listenPort", "9999", "--host", "127.0.0.3")["config"]
     assert config.listenPort == 9999 and config.bindAddress == "127.0.0.3"
 
 
@@ -112,7 +112,7 @@ def test_a_bad_value_with_print_is_one_line_too(tmp_path, capsys):
 
 def test_unknown_keys_in_the_file_are_kept_as_extras(tmp_path):
     path = write(tmp_path / "namesrv.properties", "clientWorkerThreads=4\n")
-    assert parsed("-c", path).config.extras() == {"clientWorkerThreads": "4"}
+    assert parsed("-c", path)["config"].extras() == {"clientWorkerThreads": "4"}
 
 
 def test_print_config_item_prints_every_property_and_exits(tmp_path, capsys):

@@ -47,7 +47,7 @@ class Options(usage.Options):
         # the event log and every per-instance file are named after the controller's own port
         port = peers[self_id].rpartition(":")[2]
         config.update({"listenPort": port}, source="controller address", announce=False)
-        self.config = config
+        self["config"] = config
 
 
 class StandaloneController(service.MultiService):
@@ -78,7 +78,7 @@ class StandaloneController(service.MultiService):
 def makeService(options):
     from twisted.internet import reactor   # the one twistd installed: imported only once it has
 
-    config = options.config
+    config = options["config"]
     try:
         claims = claim_state_files([controller_store(config)], listen_address(config))
         check_ports(controller_listens(config))

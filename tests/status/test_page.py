@@ -231,7 +231,7 @@ def test_twistd_option_turns_the_page_on():
     from namesrv.tap import Options
     options = Options()
     options.parseOptions(["--statusListenPort", "9877"])
-    assert options.config.statusListenPort == 9877
+    assert options["config"].statusListenPort == 9877
     assert Options().parseOptions([]) is None and NamesrvConfig().statusListenPort == 0
 
 
