@@ -74,7 +74,7 @@ class SerialFileWriter:
 
     def _start(self):
         if self.reactor is None:
-            from twisted.internet import reactor
+            from twisted.internet import reactor   # the global one, only when none was given
             self.reactor = reactor
         waiters, self._waiters = self._waiters, []
         generation = self._generation

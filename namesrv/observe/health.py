@@ -12,12 +12,18 @@ format, so a scrape job on ``/health`` is the health check: its ``up`` is 0 when
 (conf/prometheus/prometheus.yml, alert NamesrvHealthDown).
 """
 
+import argparse
 import json
+import sys
+import time
+import urllib.error
+import urllib.request
 
 from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.web import resource, server
 
+from namesrv.client import connect
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
 
@@ -47,7 +53,6 @@ def probe_host(bind_address):
 def probe(reactor, host, port, timeout=PROBE_TIMEOUT, code=RequestCode.GET_BROKER_CLUSTER_INFO):
     """One round trip of request ``code`` on a new connection; returns the milliseconds it took,
     raises on failure (any answer counts). The address service probes its peers this way too."""
-    from namesrv.client import connect
     started = reactor.seconds()
     client = yield connect(reactor, host, port).addTimeout(timeout, reactor)
     try:
@@ -125,12 +130,6 @@ def main(argv=None):
     For a systemd ExecStartPost or a container's health check (a blocking CLI, never run
     inside the server).
     """
-    import argparse
-    import sys
-    import time
-    import urllib.error
-    import urllib.request
-
     parser = argparse.ArgumentParser(prog="python -m namesrv.observe.health", description=main.__doc__.splitlines()[0])
     parser.add_argument("url", help="the health URL, e.g. http://127.0.0.1:5557/health")
     parser.add_argument("--wait", type=float, default=0.0, help="keep asking for this many seconds (default: once)")

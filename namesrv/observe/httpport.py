@@ -54,7 +54,7 @@ class HttpPortService(service.Service):
         service.Service.startService(self)
         reactor = self.reactor
         if reactor is None:
-            from twisted.internet import reactor
+            from twisted.internet import reactor   # the global one, only when none was given
         self.port = reactor.listenTCP(self.port_number, QuietSite(self.make_root(reactor)), interface=self.interface)
         log.info("{what} on http://{host}:{port}{path}", what=self.what, host=self.interface,
                  port=self.port.getHost().port, path=self.path)

@@ -31,6 +31,7 @@ from namesrv.interfaces import IRequestObserver
 from namesrv.observe.httpport import HttpPortService
 from namesrv.protocol.codes import RequestCode
 from namesrv.dispatch.classes import ALL_CLASSES
+from namesrv.observe.health import HealthResource
 
 log = Logger()
 
@@ -279,7 +280,6 @@ class MetricsHttpService(HttpPortService):
         root = resource.Resource()
         root.putChild(b"metrics", self.metrics.resource(reactor))
         if self.readiness is not None:
-            from namesrv.observe.health import HealthResource
             root.putChild(b"health", HealthResource(self.readiness, reactor))
         for name, child in self.children.items():
             root.putChild(name, child)

@@ -181,7 +181,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
 
     def _call_later(self, delay, f, *args):
         if self._reactor is None:
-            from twisted.internet import reactor
+            from twisted.internet import reactor   # the global one, only when none was given
             self._reactor = reactor
         return self._reactor.callLater(delay, f, *args)
 

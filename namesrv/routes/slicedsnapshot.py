@@ -33,6 +33,8 @@ from operator import eq, is_
 import msgpack
 
 from namesrv.routes import rows
+from namesrv.routes.invariants import check_invariants
+from namesrv.routes.model import QueueData, shared_queue_data
 
 MAGIC = b"RMQNSv3\n"
 _PREFIX = struct.Struct(">8sII")
@@ -234,7 +236,6 @@ def restore_steps(routes, snapshot, now, emit_events=True):
     chunk's check refuses: the caller then empties the tables. The followers hear that the topic set
     changed after each chunk; topic trackers do not get the topics (a read worker restores the same
     file). ``topic_route_changed`` events name each chunk's groups (before: none)."""
-    from namesrv.routes.invariants import check_invariants
     tables, changes = routes.tables, routes.changes
     checked = snapshot.rows
     tables.replace_from_rows(topics={}, now=now, mappings=checked["mappings"], brokers=checked["brokers"],
@@ -275,7 +276,6 @@ def restore_steps(routes, snapshot, now, emit_events=True):
 
 def _shape_maps(tables, shapes):
     """The interned map of each shape of the header (checked: indexes in range, one broker once)."""
-    from namesrv.routes.model import QueueData, shared_queue_data
     queue_datas = [shared_queue_data(QueueData(*row)) for row in shapes["queueDatas"]]
     return [tables.queue_maps.get([queue_datas[i] for i in indexes]) for indexes in shapes["shapes"]]
 

@@ -46,7 +46,7 @@ class SniffingProtocol(protocol.Protocol, TimeoutMixin):
     def callLater(self, period, func):
         reactor = self.factory.reactor
         if reactor is None:
-            from twisted.internet import reactor
+            from twisted.internet import reactor   # the global one, only when none was given
         return reactor.callLater(period, func)
 
     def connectionMade(self):
@@ -141,12 +141,12 @@ class TlsSniffingFactory(protocol.Factory):
         return sniffer
 
     def tls_protocol(self, inner):
-        from twisted.protocols.tls import TLSMemoryBIOProtocol
+        from twisted.protocols.tls import TLSMemoryBIOProtocol   # pyOpenSSL: only when TLS is on
         return TLSMemoryBIOProtocol(self._current_tls_factory(), inner)
 
     def _current_tls_factory(self):
         """One TLSMemoryBIOFactory per certificate generation: a reload serves new connections only."""
-        from twisted.protocols.tls import TLSMemoryBIOFactory
+        from twisted.protocols.tls import TLSMemoryBIOFactory   # pyOpenSSL: only when TLS is on
         if self._tls_generation != self.material.generation:
             self._tls_factory = TLSMemoryBIOFactory(self.material.options, False, self.wrapped,
                                                     clock=self.reactor)

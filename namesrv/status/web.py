@@ -17,6 +17,7 @@ from namesrv.status import html, views
 from namesrv.status.auth import PageAccess
 from namesrv.status.recent import RecentEvents
 from namesrv.status.versions import RegistrationVersions
+from namesrv.status import controller
 
 log = Logger()
 
@@ -84,7 +85,6 @@ class StatusPage:
     def controller_section(self, params):
         if self.controller is None:
             return '<p class="muted">No controller runs here (enableControllerInNamesrv=false).</p>'
-        from namesrv.status import controller
         return controller.section(self.controller.status(), params, _int(params, "cp"))
 
     @defer.inlineCallbacks

@@ -68,7 +68,8 @@ class TurnScheduler:
         self.timer = timer
         self.turns = 0
         self.longest_turn = 0.0
-        self._deadline = 0.0
+        self._deadline = None        # this reactor pass's: its turn and the sockets read after it share one budget
+        self._pass_end = None
         self._ticks = {}                                   # level -> its Cooperator's tick, due next turn
         self._passed_over = dict.fromkeys(PRIORITIES, 0)   # level -> turns in a row it did not run
         self._call = None
@@ -104,12 +105,44 @@ class TurnScheduler:
         if self._call is not None and self._call.active():
             self._call.cancel()
         self._call = None
+        if self._pass_end is not None and self._pass_end.active():
+            self._pass_end.cancel()
+        self._pass_end = self._deadline = None
+
+    def remaining(self):
+        """Seconds left of this reactor pass's budget, for work done outside the jobs (a read worker's
+        connections handling what they read: readworkers/worker/turns.py). A pass is one iteration of the
+        reactor: the turn that runs in it (timed calls come first) and the sockets read after; it begins at
+        the turn, or at the first ask when no turn runs, and ends when the reactor comes round again. So a
+        pass runs one budget, whoever spends it, plus the one step or read that began before it ran out."""
+        now = self.timer()
+        if self._deadline is None:
+            self._begin_pass(now)
+        return self._deadline - now
+
+    def may_go_on(self):
+        """True while this pass's budget lasts; the first piece of work of a pass always may (as a turn runs
+        one step at least, the sockets read first in a pass handle one connection's quantum at least)."""
+        now = self.timer()
+        if self._deadline is None:
+            self._begin_pass(now)
+            return True
+        return now < self._deadline
+
+    def _begin_pass(self, now):
+        self._deadline = now + self.budget()
+        if self._pass_end is None:
+            self._pass_end = self.reactor.callLater(0, self._pass_over)
+
+    def _pass_over(self):
+        self._pass_end = None
+        self._deadline = None
 
     # -- the turn -------------------------------------------------------------------------
     def _turn(self):
         self._call = None
         started = self.timer()
-        self._deadline = started + self.budget()
+        self._begin_pass(started)   # a new pass: the sockets read after the turn share what it leaves
         passed_over = self._passed_over
         ran = False
         for level in sorted(self._ticks, key=lambda level: (-passed_over[level], level)):
@@ -132,7 +165,8 @@ class TurnScheduler:
         return self._past_deadline
 
     def _past_deadline(self):
-        return self.timer() >= self._deadline
+        deadline = self._deadline
+        return deadline is not None and self.timer() >= deadline
 
     def _want(self, level, tick):
         """A Cooperator's scheduler: run ``tick`` at the next turn."""

@@ -5,10 +5,11 @@ Every job here spends time on a StepTimer (the scheduler's timer) as its steps r
 task.Clock, on which ``one_turn`` runs exactly one turn of the scheduler.
 """
 
+import pytest
 from twisted.internet import defer, task
 from twisted.logger import globalLogPublisher
 
-from namesrv.timing.scheduler import BULK, CONTROL, READS, TurnScheduler
+from namesrv.timing.scheduler import BULK, CONTROL, NEXT_TURN, READS, TurnScheduler
 from tests.fakes import StepTimer, one_turn, run_turns, turn_scheduler
 
 
@@ -263,3 +264,42 @@ def test_every_sliced_job_of_a_main_process_shares_its_one_scheduler(tmp_path, m
     assert worker.messages[-1]["kind"] == "replica"
     assert max(took) <= BUDGET + max(costs.values()) and scheduler.longest_turn == max(took)
     assert len(took) > 20   # the work was spread over turns, not done in one
+
+
+def _iteration(clock, by):
+    """One reactor iteration as Twisted's runs it: the calls due when it begins; those they add wait for the
+    next (a task.Clock's advance would run them at once)."""
+    clock.rightNow += by
+    due = [call for call in clock.getDelayedCalls() if call.getTime() <= clock.seconds()]
+    for call in due:
+        clock.calls.remove(call)
+        call.called = 1
+        call.func(*call.args, **call.kw)
+
+
+def test_a_reactor_pass_runs_one_budget_whoever_spends_it():
+    """The turn (timed calls come first in a reactor iteration) and the sockets read after it share one
+    deadline: a read worker's connections get what the turn left, not a budget of their own."""
+    clock, timer = task.Clock(), StepTimer()
+    scheduler = TurnScheduler(clock, lambda: 0.001, timer)
+    steps = Steps(timer)
+    scheduler.cooperate(steps.job("apply", [0.0007, 0.0007]), CONTROL)
+    _iteration(clock, NEXT_TURN)         # the turn: a step of 0.7 ms, still within the budget, then another
+    assert steps.in_turn(0) == [("apply", 0.0007), ("apply", 0.0007)]
+    # the sockets read after the turn, in the same pass: the budget is spent
+    assert scheduler.remaining() < 0 and not scheduler.may_go_on()
+    _iteration(clock, 0)                 # the reactor comes round: a new pass
+    assert scheduler.may_go_on() and scheduler.remaining() == pytest.approx(0.001)
+    timer.spend(0.0004)
+    assert scheduler.may_go_on() and scheduler.remaining() == pytest.approx(0.0006)
+    timer.spend(0.0007)
+    assert not scheduler.may_go_on()
+
+
+def test_the_first_work_of_a_pass_may_always_go_on_as_a_turn_runs_one_step_at_least():
+    clock, timer = task.Clock(), StepTimer()
+    scheduler = TurnScheduler(clock, lambda: 0, timer)
+    assert scheduler.may_go_on()          # the first connection read in a pass handles its quantum
+    assert not scheduler.may_go_on()      # the next ones what is left: nothing
+    _iteration(clock, 0)
+    assert scheduler.may_go_on()

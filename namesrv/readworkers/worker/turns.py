@@ -5,8 +5,9 @@ clients pipelining 32 reads each, one pass of the reactor over its ready sockets
 and a client sending one read (a producer asking for a route) whose socket became ready just after
 the pass began waited for all of it (bench/results/million.md, "255 client connections").
 
-So a connection the reactor reads from handles ``QUANTUM`` frames of what it read while this pass over
-the sockets is within the scheduler's budget and nobody waits, and queues the rest; else, if it read at most
+So a connection the reactor reads from handles ``QUANTUM`` frames of what it read while this reactor pass is
+within the scheduler's one budget (``TurnScheduler.remaining()``: the turn that ran first in this pass spent
+part of it) and nobody waits, and queues the rest; else, if it read at most
 ``FIRST`` frames it handles them, and if more it queues them all (cut in two, a pipeline costs two writes); what it reads
 meanwhile waits behind (past ``TURN_READ_LIMIT`` bytes, its socket is not read until its turn is done).
 The queued connections take turns, ``QUANTUM`` frames each, round robin: that is one job of the worker's
@@ -43,22 +44,13 @@ class Turns:
         self.quantum = quantum
         self.queue = deque()
         self._job = scheduler.job(self._turns, READS, "a read worker's turns")
-        self._pass_deadline = None   # while the reactor reads its sockets: when this pass's budget ends
 
     def allowance(self):
         """How many frames a connection the reactor just read from may handle now: ``quantum`` while
-        nobody waits and this pass over the sockets is within its budget, else ``FIRST``."""
+        nobody waits and this reactor pass is within its budget, else ``FIRST``."""
         if self.queue:
             return FIRST
-        now = self.scheduler.timer()
-        if self._pass_deadline is None:   # the first read of this pass: it ends with the reactor turn
-            self._pass_deadline = now + self.scheduler.budget()
-            self.scheduler.reactor.callLater(0, self._pass_over)
-            return self.quantum
-        return self.quantum if now < self._pass_deadline else FIRST
-
-    def _pass_over(self):
-        self._pass_deadline = None
+        return self.quantum if self.scheduler.may_go_on() else FIRST
 
     def busy(self):
         """Some connection waits for its turn."""
