@@ -1,13 +1,16 @@
 """PROXY headers on a remoting port, on a StringTransport: who may send one, what the guards then see,
 and what a connection that sends a bad one, a slow one or none gets."""
 
+import types
+
 import pytest
 from twisted.internet import protocol, ssl, task
 from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.internet.testing import StringTransport
-from twisted.logger import globalLogPublisher
+from twisted.logger import formatEvent, globalLogPublisher
 from twisted.protocols.tls import TLSMemoryBIOFactory
 
+from namesrv.controller.replication.members import MAGIC, MemberSniffingFactory
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
@@ -169,6 +172,16 @@ def test_the_peers_remembered_for_warnings_are_bounded(warnings, monkeypatch):
     assert len(factory._warned) == 3 and len(warnings) == 3 and factory.counts["untrusted"] == 5
 
 
+def test_a_storm_of_refused_peers_is_thinned_to_the_houses_rate(warnings):
+    factory, svc, clock = proxied()
+    for n in range(25):
+        connect(factory, IPv4Address("TCP", "192.0.2.%d" % n, 1))[0].dataReceived(proxyheaders.v1(CLIENT))
+    assert len(warnings) == 20 and factory.counts["untrusted"] == 25   # every one counted, 20 lines per 10 s
+    clock.advance(10)
+    connect(factory, IPv4Address("TCP", "192.0.2.99", 1))[0].dataReceived(proxyheaders.v1(CLIENT))
+    assert "5 more such warnings" in formatEvent(warnings[-2]) and warnings[-1]["host"] == "192.0.2.99"
+
+
 def test_an_untrusted_client_without_a_header_is_served_as_before():
     factory, svc, clock = proxied()
     proto, transport = connect(factory, STRANGER)
@@ -294,3 +307,80 @@ def test_off_by_default_and_on_only_with_trusted_addresses():
 def test_the_properties_cannot_be_changed_from_the_network():
     black_list = make_config().configBlackList.split(";")
     assert "proxyProtocolEnable" in black_list and "proxyProtocolTrustedAddresses" in black_list
+
+
+# -- the controller port: members' handshakes share it ---------------------------------------------
+class Members:
+    """Stands for the controller's mesh: the links it accepts, recording what they read."""
+
+    def __init__(self):
+        self.links = []
+        self.refusals = types.SimpleNamespace(refused=lambda host, reason: None)
+
+    def accept(self):
+        link = Recorder()
+        self.links.append(link)
+        return link
+
+
+class Recorder(protocol.Protocol):
+    def __init__(self):
+        self.data = b""
+
+    def dataReceived(self, data):
+        self.data += data
+
+
+def controller_port(clock=None):
+    clock = clock or task.Clock()
+    svc = fakes.service(clock)
+    members = Members()
+    sniffing = MemberSniffingFactory(svc.factory, members, clock)
+    return ProxyHeaderFactory(sniffing, svc.factory, trusted_proxies(TRUSTED), reactor=clock), svc, members
+
+
+def test_a_controller_member_that_connects_directly_still_links():
+    factory, svc, members = controller_port()
+    proto, transport = connect(factory, STRANGER)
+    hello = MAGIC + b"\x01" + b"n1".ljust(32, b"\0") + bytes(32)
+    proto.dataReceived(hello[:3])
+    proto.dataReceived(hello[3:])
+    assert [link.data for link in members.links] == [hello] and factory.counts["direct"] == 1
+
+
+@pytest.mark.parametrize("then,member", [(MAGIC + b"\x01", True), (encode_frame(ROUTE), False)])
+def test_behind_a_proxy_the_controller_port_sniffs_what_follows_the_header(then, member):
+    factory, svc, members = controller_port()
+    proto, transport = connect(factory)
+    proto.dataReceived(proxyheaders.v2(CLIENT) + then)
+    if member:
+        assert [link.data for link in members.links] == [then] and svc.factory.connections == {}
+    else:
+        assert members.links == [] and only_connection(svc).peer == "203.0.113.7:40001"
+
+
+# -- wiring: what make_service and the controller listen with ------------------------------------
+def test_the_name_server_listens_behind_proxy_headers_and_exports_their_counts(tmp_path):
+    from namesrv.service import make_service
+    from tests.config_for import service_config
+    from tests.fakes import Reactor
+    off = make_service(service_config(tmp_path / "off"), clock=task.Clock(), reactor=Reactor())
+    assert off.proxy is None and off.listen_factory is off.factory
+    svc = make_service(service_config(tmp_path / "on", proxyProtocolEnable=True, proxyProtocolTrustedAddresses="10.0.0.5",
+                                      prometheusListenPort=1), clock=task.Clock(), reactor=Reactor())
+    assert svc.listen_factory is svc.proxy and svc.proxy.wrapped is svc.factory and svc.proxy.remoting is svc.factory
+    svc.proxy.counts["v2"] += 1
+    text = svc.namedServices["prometheus"].metrics.exposition().decode()
+    assert 'rocketmq_namesrv_proxy_protocol_connections_total{kind="v2",port="namesrv"} 1.0' in text
+
+
+def test_the_controller_port_listens_behind_proxy_headers(tmp_path):
+    from namesrv.config import NamesrvConfig
+    from namesrv.controller.service import ControllerService
+    from namesrv.observe.eventlog import NullEventLog
+    config = NamesrvConfig()
+    config.update({"controllerDLegerPeers": "n0-127.0.0.1:1", "controllerDLegerSelfId": "n0",
+                   "controllerStorePath": str(tmp_path / "store"), "proxyProtocolEnable": "true",
+                   "proxyProtocolTrustedAddresses": "10.0.0.5"}, announce=False)
+    service = ControllerService(config, task.Clock(), NullEventLog())
+    assert service.port_service.args[1] is service.proxy and service.proxy.remoting is service.factory
