@@ -108,6 +108,7 @@ class ProxyHeaderReceiver(protocol.Protocol, TimeoutMixin):
         self._buffer = b""
         inner = self.factory.wrapped.buildProtocol(address)
         if inner is None:   # the wrapped factory's connection limit (it counts it)
+            self.refused = True
             return self._abort()
         self.factory.counts[kind] += 1
         self.inner = inner

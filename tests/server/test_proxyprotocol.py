@@ -249,6 +249,17 @@ def test_connections_waiting_for_their_header_count_towards_the_connection_limit
     assert factory.buildProtocol(PROXY) is not None
 
 
+def test_a_wrapped_factory_that_refuses_after_the_header_closes_the_connection():
+    """The wrapped factory checks its own limit when it builds (TLS sniffing, member sniffing)."""
+    factory, svc, clock = proxied()
+    factory.wrapped = types.SimpleNamespace(buildProtocol=lambda addr: None, pending=())
+    proto, transport = connect(factory)
+    proto.dataReceived(proxyheaders.v1(CLIENT))
+    assert closed(transport) and factory.pending == set() and factory.counts["v1"] == 0
+    proto.dataReceived(encode_frame(ROUTE))     # ignored, never parsed as a header
+    assert transport.value() == b"" and factory.counts["missing"] == 0
+
+
 # -- after the header: TLS, and the guards ------------------------------------------------------
 def test_tls_starts_after_the_header(tmp_path):
     """HAProxy in TCP mode sends its header, then the client's ClientHello."""
