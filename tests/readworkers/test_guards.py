@@ -269,8 +269,9 @@ def test_a_worker_reads_proxy_headers_with_the_main_processs_trusted_proxies(tmp
     assert worker_arguments(config(proxyProtocolTrustedAddresses="10.0.0.5")) == []   # off: nothing passed
     options = parse_args(BASE_ARGS + ["--proxy-protocol-trusted", "10.0.0.5,10.1.0.0/16"])
     harness = Harness(tmp_path)
-    guards = WorkerGuards(options, harness.replica, task.Clock())
-    listen = guards.listen_factory(Factory(harness.replica, str(tmp_path / "none.sock"), task.Clock()))
+    guards = WorkerGuards(options, task.Clock(), RejectionCounts())
+    listen = guards.listen_factory(Factory(harness.replica, str(tmp_path / "none.sock"), task.Clock()),
+                                   harness.replica.config)
     proxy_address = IPv4Address("TCP", "10.1.2.3", 5000)
     receiver = listen.buildProtocol(proxy_address)
     transport = StringTransport(peerAddress=proxy_address)
@@ -293,8 +294,9 @@ def test_a_workers_proxy_counts_reach_the_main_metrics():
     main_proxy = ProxyHeaderFactory(protocol.Factory(), None, trusted_proxies("10.0.0.5"))
     main_proxy.counts["v1"] = 2
     add_proxy_protocol_collector(metrics, {"namesrv": main_proxy, "controller": None})
-    pool = ReadWorkerPool(1, routes=None, kv=None, config=None, registry=types.SimpleNamespace(observers=[metrics]),
-                          factory=None, holds=[], started=0.0, reactor=task.Clock(),
+    pool = ReadWorkerPool(1, routes=None, kv=None, config=None,
+                          registry=types.SimpleNamespace(observers=RequestObservers([metrics])),
+                          factory=None, priority=None, started=0.0, reactor=task.Clock(),
                           scheduler=turn_scheduler(task.Clock()), metrics=metrics, proxy_factory=main_proxy)
     message, = MessageReader().feed(counts_message({}, proxy={"v1": 3, "bad": 1, "unheard-of": 5}))
     pool.record_counts(0, message["counts"], message["connections"], message["rejections"], message["proxy"])
