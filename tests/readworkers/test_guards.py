@@ -299,7 +299,7 @@ def test_a_workers_proxy_counts_reach_the_main_metrics():
                           factory=None, priority=None, started=0.0, reactor=task.Clock(),
                           scheduler=turn_scheduler(task.Clock()), metrics=metrics, proxy_factory=main_proxy)
     message, = MessageReader().feed(counts_message({}, proxy={"v1": 3, "bad": 1, "unheard-of": 5}))
-    pool.record_counts(0, message["counts"], message["connections"], message["rejections"], message["proxy"])
+    pool.record_counts(0, message["counts"], message["connections"], message["rejections"], proxy=message["proxy"])
     text = metrics.exposition().decode()
     assert 'rocketmq_namesrv_proxy_protocol_connections_total{kind="v1",port="namesrv"} 5.0' in text
     assert 'rocketmq_namesrv_proxy_protocol_connections_total{kind="bad",port="namesrv"} 1.0' in text
