@@ -6,7 +6,7 @@ build order::
 
     event log -> tables (KV store loaded, route tables) -> context (with the process's scheduler)
       -> the embedded controller (enableControllerInNamesrv: its own port) -> ACL file -> processors
-      -> the request chain -> remoting factory (with the answer cache) -> TLS -> metrics port
+      -> the request chain -> remoting factory (with the answer cache) -> TLS -> PROXY headers -> metrics port
       -> status page -> address service -> read workers -> timers -> the serving side (port, takeover)
 """
 
@@ -30,6 +30,7 @@ from namesrv.kvconfig import KVConfigManager
 from namesrv.observe.eventlog import event_log_for
 from namesrv.observe.health import Readiness
 from namesrv.observe.metrics import metrics_port_service
+from namesrv.observe.proxy_metrics import add_proxy_protocol_collector
 from namesrv.protocol.answercache import AnswerCache
 from namesrv.readworkers.main.processes import ReadWorkerPool
 from namesrv.readworkers.main.service import ReadWorkersService
@@ -38,6 +39,7 @@ from namesrv.routes import RouteInfoManager
 from namesrv.security.wiring import AclFile, GuardListeners, TlsListening
 from namesrv.server.factory import RemotingServerFactory
 from namesrv.server.housekeeping import BrokerHousekeeping
+from namesrv.server.proxyprotocol import proxy_protocol_factory
 from namesrv.server.serving import ServingSide
 from namesrv.server.timers import ServerTimers
 from namesrv.status.web import status_page_service
@@ -74,6 +76,7 @@ class NamesrvParts:
     pool: Any = None
     workers: Any = None
     snapshots: Any = None
+    proxy: Any = None
 
     def children(self):
         """The child services in start order: the remoting port (in ``serving``) last, stopped first."""
@@ -144,6 +147,7 @@ class NamesrvService(service.MultiService):
     factory = property(lambda self: self.parts.factory)
     answer_cache = property(lambda self: self.parts.answer_cache)
     tls = property(lambda self: self.parts.tls)
+    proxy = property(lambda self: self.parts.proxy)
     acl = property(lambda self: self.parts.acl)
     controller = property(lambda self: self.parts.controller)
     read_workers = property(lambda self: self.parts.pool)
@@ -190,21 +194,31 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
     factory = RemotingServerFactory(chain.entry, config, housekeeping, events, reactor,
                                     answer_cache=answer_cache_for(config, chain.registry, tables))
     tls, readiness = TlsListening.for_config(config, factory, reactor), Readiness()
+    proxy = proxy_protocol_factory(config, tls.factory if tls is not None else factory, factory, reactor)
     metrics = metrics_port_service(config, chain, listeners, acl, tls, tables.routes, factory, events, reactor,
                                    readiness) if config.prometheusListenPort else None
     follow_controller(controller, tables.routes, metrics)
+    count_proxy_headers(metrics, proxy, controller)
     status = status_page_for(config, tables, chain, events, context, acl, reactor, controller)
     addresses = address_service(config, metrics, clock, reactor)
-    pool = read_worker_pool_for(config, tables, chain, factory, tls, metrics, context, reactor)
+    pool = read_worker_pool_for(config, tables, chain, factory, tls, metrics, context, reactor, proxy)
     workers = ReadWorkersService(pool) if pool is not None else None
     snapshots = snapshots_for(config, tables.routes, context, reactor)
-    serving = ServingSide(config, reactor, tables, factory, tls.factory if tls is not None else factory, housekeeping,
+    serving = ServingSide(config, reactor, tables, factory, listening_factory(factory, tls, proxy), housekeeping,
                           context, events, readiness, chain.inflight, pool, workers, snapshots, takeover)
     timers = ServerTimers(config, reactor, housekeeping, tables.kv, events, snapshots, readiness)
     return NamesrvService(NamesrvParts(
         config, reactor, events, tables, context, chain, housekeeping, factory, readiness, serving, timers,
         answer_cache=factory.answer_cache, acl=acl, tls=tls, metrics=metrics, status=status, addresses=addresses,
-        controller=controller, pool=pool, workers=workers, snapshots=snapshots), state_files)
+        controller=controller, pool=pool, workers=workers, snapshots=snapshots, proxy=proxy), state_files)
+
+
+def listening_factory(factory, tls, proxy):
+    """What the remoting port listens with: PROXY headers first, then TLS (server/proxyprotocol.py), then
+    the remoting factory, as far as each is on."""
+    if proxy is not None:
+        return proxy
+    return tls.factory if tls is not None else factory
 
 
 def embedded_controller(config, reactor, events, clock, plugin_package, acl):
@@ -222,6 +236,14 @@ def follow_controller(controller, routes, metrics):
     controller.follow_elections_in_routes(routes)
     if metrics is not None:
         metrics.metrics.add_collector(ControllerCollector(controller.controller))
+
+
+def count_proxy_headers(metrics, proxy, controller):
+    """What the PROXY headers said on this port and the embedded controller's, on the metrics port (``metrics``,
+    or None)."""
+    if metrics is not None:
+        add_proxy_protocol_collector(metrics.metrics, {
+            "namesrv": proxy, "controller": controller.proxy if controller is not None else None})
 
 
 def status_page_for(config, tables, chain, events, context, acl, reactor, controller):
@@ -245,11 +267,12 @@ def answer_cache_for(config, registry, tables):
     return cache
 
 
-def read_worker_pool_for(config, tables, chain, factory, tls, metrics, context, reactor):
+def read_worker_pool_for(config, tables, chain, factory, tls, metrics, context, reactor, proxy=None):
     """Route read workers on the same port (namesrv/readworkers), when ``routeReadWorkers`` > 0.
 
-    They terminate TLS and check ACL signatures themselves, from the same files
-    (readworkers/worker/guards.py), so every tlsMode and aclEnable works with them.
+    They read PROXY headers, terminate TLS and check ACL signatures themselves, from the same
+    properties and files (readworkers/worker/guards.py), so every proxyProtocolEnable, tlsMode and
+    aclEnable works with them.
     """
     count = int(config.routeReadWorkers or 0)
     if count <= 0:
@@ -258,7 +281,7 @@ def read_worker_pool_for(config, tables, chain, factory, tls, metrics, context, 
                           factory=factory, priority=chain.priority, started=context.started, reactor=reactor,
                           scheduler=context.scheduler, tls_factory=tls.factory if tls is not None else None,
                           metrics=metrics.metrics if metrics is not None else None,
-                          worker_arguments=worker_arguments(config))
+                          worker_arguments=worker_arguments(config), proxy_factory=proxy)
 
 
 def snapshots_for(config, routes, context, reactor):

@@ -47,6 +47,8 @@ OURS = (
     Str("tlsServerNeedClientAuth", "none", "client certificates: none, optional or require"),
     Str("tlsServerTrustCertPath", "", "CA bundle for client certificates"),
     Bool("tlsTestModeEnable", False, "self-signed certificate when no paths are set (tests only)"),
+    Bool("proxyProtocolEnable", False, "read a PROXY protocol header (HAProxy send-proxy, v1 or v2) on the remoting and controller ports, from proxyProtocolTrustedAddresses only (read at start)"),
+    Str("proxyProtocolTrustedAddresses", "", "IPs/CIDRs of the proxies whose PROXY header is believed; they must send one, and a header from any other address closes its connection (read at start)"),
     Port("prometheusListenPort", 0, "Prometheus metrics HTTP port (0 = off), bound to bindAddress"),
     Port("statusListenPort", 0, "read-only status page HTTP port (0 = off), bound to bindAddress; asks for ACL credentials when admin reads must be signed"),
     Int("fileWatchIntervalMillis", 500, "how often the ACL and TLS files are checked for changes"),

@@ -34,6 +34,7 @@ from namesrv.plugin import CONTROLLER_PORT
 from namesrv.security.wiring import AclFile, GuardListeners
 from namesrv.timing.periodic import PeriodicCall
 from namesrv.server.factory import RemotingServerFactory
+from namesrv.server.proxyprotocol import proxy_protocol_factory
 
 log = Logger()
 
@@ -197,6 +198,10 @@ class ControllerService(service.MultiService):
         if mesh is not None:
             # the other controllers talk Raft on this same port (DLedger's one address per controller)
             listening = MemberSniffingFactory(self.factory, mesh, reactor)
+        #: PROXY headers before anything else (proxyProtocolEnable, server/proxyprotocol.py), or None
+        self.proxy = proxy_protocol_factory(config, listening, self.factory, reactor)
+        if self.proxy is not None:
+            listening = self.proxy
         self.port_service = ControllerPort(port, listening, backlog=config.serverSocketBacklog or 50,
                                            interface=host, reactor=reactor)
         self.port_service.setServiceParent(self)

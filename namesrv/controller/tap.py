@@ -16,6 +16,7 @@ from namesrv.controller.metrics import ControllerCollector
 from namesrv.controller.service import ControllerConfigError, ControllerService, controller_peers
 from namesrv.observe.eventlog import event_log_for
 from namesrv.observe.metrics import MetricsHttpService, NamesrvMetrics
+from namesrv.observe.proxy_metrics import add_proxy_protocol_collector
 from namesrv.startup import StartupError, configure, refuse
 from namesrv.startup.ownership import check_directory, claim_state_files
 from namesrv.startup.plan import controller_listens, controller_store, listen_address, log_directories
@@ -100,6 +101,7 @@ def _metrics_port(config, controller, events, reactor):
     metrics = NamesrvMetrics(controller.chain.classifier, factory=controller.factory, events=events,
                              limits=controller.chain.limits)
     metrics.add_collector(ControllerCollector(controller.controller))
+    add_proxy_protocol_collector(metrics, {"controller": controller.proxy})
     controller.chain.registry.observers.add(metrics)
     controller.listeners.add(metrics)
     events.add_listener(metrics.event)

@@ -1,9 +1,11 @@
 """The Twisted protocol for one remoting connection: frames in, dispatch, answers out."""
 
 import enum
+import ipaddress
 import itertools
 
 from twisted.internet import defer, protocol
+from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.logger import Logger
 from twisted.protocols.policies import TimeoutMixin
 from zope.interface import implementer
@@ -52,6 +54,20 @@ def format_peer(address):
     return "%s:%s" % (host, port)
 
 
+def peer_address(peer):
+    """``format_peer``'s text back as an IPv4Address or IPv6Address, None if it names no IP and port
+    (a connection moving to another process keeps the address it was served as)."""
+    host, _, port = (peer or "").rpartition(":")
+    try:
+        ip = ipaddress.ip_address(host)
+        port = int(port)
+    except ValueError:
+        return None
+    if not 0 <= port <= 65535:
+        return None
+    return (IPv4Address if ip.version == 4 else IPv6Address)("TCP", str(ip), port)
+
+
 @implementer(IRemotingConnection, IPushProducer)
 class RemotingProtocol(protocol.Protocol, TimeoutMixin):
     """One connection: a FrameReader splits the bytes, each frame is answered from the
@@ -64,6 +80,10 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
     read and not handled stays in ``reader``: ``frames_waiting()`` counts its whole frames and
     ``handle_frames(None, n)`` handles ``n`` of them, for a subclass that handles a read in parts.
 
+    ``peer`` is the address the factory built it for (``address``: a PROXY header's source,
+    server/proxyprotocol.py, or the address a moved connection was served as), else its socket's
+    peer; ``via`` is the socket's peer when that differs (the proxy), else None.
+
     The protocol is its transport's streaming producer: when a peer stops reading
     its answers and the transport's buffer fills up, we stop reading (and answering)
     that peer until it drains; a peer paused longer than ``slow_reader_timeout``
@@ -74,7 +94,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
 
     def __init__(self, dispatcher, on_open=None, on_close=None, idle_timeout=None,
                  max_frame_length=None, on_bad_frame=None, slow_reader_timeout=None, reactor=None,
-                 limits=NO_LIMITS, answer_cache=None):
+                 limits=NO_LIMITS, answer_cache=None, address=None):
         self.dispatcher = dispatcher
         self.answer_cache = answer_cache
         self.on_open = on_open
@@ -84,12 +104,19 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         self.slow_reader_timeout = slow_reader_timeout
         self._reactor = reactor
         self.connection_id = next(_connection_ids)
+        self.address = address
         self.peer = "?"
+        self.via = None
         self.state = ConnectionState.READING
         self.limits = limits
         self.reader = FrameReader(max_frame_length, limits)
         self._slow_reader_call = None
         self._frame_timer = None
+
+    @property
+    def peer_label(self):
+        """The peer for a log line: with the proxy it came through, if any."""
+        return self.peer if self.via is None else "%s (via %s)" % (self.peer, self.via)
 
     @property
     def closing(self):
@@ -124,7 +151,11 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
 
     # -- connection events ---------------------------------------------------
     def connectionMade(self):
-        self.peer = format_peer(self.transport.getPeer())
+        self.peer = socket_peer = format_peer(self.transport.getPeer())
+        if getattr(self.address, "host", None) is not None:   # an IP address (not a UNIX socket's)
+            self.peer = format_peer(self.address)
+            if self.peer != socket_peer:
+                self.via = socket_peer
         if hasattr(self.transport, "registerProducer"):
             self.transport.registerProducer(self, True)
         if self.on_open is not None:
@@ -143,7 +174,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             on_close(self)
 
     def timeoutConnection(self):
-        self.log.info("closing idle connection {peer}", peer=self.peer)
+        self.log.info("closing idle connection {peer}", peer=self.peer_label)
         self.close()
 
     # -- IPushProducer (for our transport's write buffer) ---------------------
@@ -168,7 +199,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
 
     def _slow_reader(self):
         self._slow_reader_call = None
-        self.log.warn("{peer} has not read its answers for {s}s; disconnecting", peer=self.peer,
+        self.log.warn("{peer} has not read its answers for {s}s; disconnecting", peer=self.peer_label,
                       s=self.slow_reader_timeout)
         if self.on_bad_frame is not None:
             self.on_bad_frame(self, "slow reader: answers not read for %ss" % self.slow_reader_timeout)
@@ -276,7 +307,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
     def bad_frame(self, reason):
         if self.closing:
             return
-        BAD_FRAME_WARNINGS.warn("bad frame from {peer}: {reason}; closing the connection", peer=self.peer,
+        BAD_FRAME_WARNINGS.warn("bad frame from {peer}: {reason}; closing the connection", peer=self.peer_label,
                                 reason=reason)
         if self.on_bad_frame is not None:
             self.on_bad_frame(self, reason)

@@ -65,6 +65,7 @@ class RemotingServerFactory(protocol.Factory):
             reactor=self.reactor,
             limits=FrameLimits.from_config(self.config),
             answer_cache=self.answer_cache,
+            address=addr,
         )
         proto.factory = self
         return proto

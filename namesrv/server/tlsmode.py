@@ -18,6 +18,8 @@ from twisted.internet import protocol
 from twisted.logger import Logger
 from twisted.protocols.policies import TimeoutMixin
 
+from namesrv.server.front import FrontFactory
+
 log = Logger()
 
 DISABLED = "disabled"
@@ -94,13 +96,11 @@ class SniffingProtocol(protocol.Protocol, TimeoutMixin):
         abort()
 
 
-class TlsSniffingFactory(protocol.Factory):
+class TlsSniffingFactory(FrontFactory):
     """Wraps the remoting factory for ``mode`` (permissive or enforcing; disabled only refuses TLS)."""
 
-    noisy = False
-
     def __init__(self, wrapped, mode, material=None, config=None, reactor=None):
-        self.wrapped = wrapped
+        FrontFactory.__init__(self, wrapped)
         self.mode = parse_mode(mode)
         self.material = material
         self.config = config if config is not None else getattr(wrapped, "config", None)
@@ -119,14 +119,6 @@ class TlsSniffingFactory(protocol.Factory):
         """Add another listener's connection counts (a read worker's, on the same port) to ours."""
         for kind, n in counts.items():
             self.counts[kind] = self.counts.get(kind, 0) + n
-
-    def doStart(self):
-        protocol.Factory.doStart(self)
-        self.wrapped.doStart()
-
-    def doStop(self):
-        self.wrapped.doStop()
-        protocol.Factory.doStop(self)
 
     def buildProtocol(self, addr):
         limit = self.config.serverMaxConnections

@@ -10,6 +10,8 @@ page, that says how it runs:
   starts it (``twistd -n namesrv --statusListenPort 9877 OPTIONS``), in the block's own network;
 - ``<!-- snippet: serves -->`` (shell): each line starts a server in the foreground; it must be
   running, and answering, 5 s later (and is then stopped);
+- ``; needs: COMMAND ...`` after any of these: programs the block runs that not every machine has (CI
+  installs them, .ci/run); without one the block is skipped, naming it;
 - ``; background: ...`` after any of these, a note for readers (ignored).
 
 Without a comment a shell block runs as one ``bash -e`` script and must exit 0, and a properties
@@ -46,6 +48,15 @@ class Snippet:
     def reason(self):
         """What follows ``not run:`` / ``not started:``."""
         return self.mark.split(";")[0].partition(":")[2].strip()
+
+    @property
+    def needs(self):
+        """The programs ``; needs: ...`` names."""
+        for part in self.mark.split(";")[1:]:
+            key, _, value = part.partition(":")
+            if key.strip() == "needs":
+                return value.split()
+        return []
 
     @property
     def server_options(self):

@@ -10,4 +10,4 @@ def pool_for(service, count=1):
                           registry=service.registry, factory=service.factory,
                           priority=service.chain.priority, started=service.context.started,
                           reactor=service.reactor, scheduler=service.context.scheduler, tls_factory=service.tls.factory if service.tls else None,
-                          metrics=metrics)
+                          metrics=metrics, proxy_factory=service.proxy)

@@ -5,6 +5,7 @@ import types
 
 import pytest
 from twisted.internet import protocol, task
+from twisted.internet.address import IPv4Address
 from twisted.internet.interfaces import ISSLTransport
 from twisted.internet.testing import StringTransport
 from zope.interface import alsoProvides, implementer
@@ -30,6 +31,7 @@ from namesrv.security.signature import sign_request_ext
 from namesrv.server import tlsmode
 from namesrv.service import make_service
 from processors.route import RouteProcessor
+from tests import proxyheaders
 from tests.brokers import register_request, route_request
 from tests.config_for import service_config as make_config
 from tests.fakes import written_frames, FakeConnection, RecordingEventLog, turn_scheduler, Reactor
@@ -259,6 +261,49 @@ def test_a_workers_counts_reach_the_main_metrics(tmp_path):
     assert ('rocketmq_namesrv_requests_total{code="105",name="GET_ROUTEINFO_BY_TOPIC",request_class="route_read",'
             'response_code="16"} 3.0') in text
     assert pool.answered == {0: 3} and pool.rejected == {("route_read", "acl_unsigned"): 3}
+
+
+def test_a_worker_reads_proxy_headers_with_the_main_processs_trusted_proxies(tmp_path):
+    assert worker_arguments(config(proxyProtocolEnable=True, proxyProtocolTrustedAddresses="10.0.0.5,10.1.0.0/16")) \
+        == ["--proxy-protocol-trusted", "10.0.0.5,10.1.0.0/16"]
+    assert worker_arguments(config(proxyProtocolTrustedAddresses="10.0.0.5")) == []   # off: nothing passed
+    options = parse_args(BASE_ARGS + ["--proxy-protocol-trusted", "10.0.0.5,10.1.0.0/16"])
+    harness = Harness(tmp_path)
+    guards = WorkerGuards(options, task.Clock(), RejectionCounts())
+    listen = guards.listen_factory(Factory(harness.replica, str(tmp_path / "none.sock"), task.Clock()),
+                                   harness.replica.config)
+    proxy_address = IPv4Address("TCP", "10.1.2.3", 5000)
+    receiver = listen.buildProtocol(proxy_address)
+    transport = StringTransport(peerAddress=proxy_address)
+    receiver.makeConnection(transport)
+    receiver.dataReceived(proxyheaders.v2(("203.0.113.7", 40001)))
+    (connection,) = listen.wrapped.connections.values()
+    assert isinstance(connection, WorkerConnection)
+    assert (connection.peer, connection.via) == ("203.0.113.7:40001", "10.1.2.3:5000")
+    stranger = listen.buildProtocol(IPv4Address("TCP", "192.0.2.1", 1))
+    stranger.makeConnection(StringTransport())
+    stranger.dataReceived(proxyheaders.v1(("10.0.0.7", 1)))
+    assert guards.take_proxy_counts() == {"v2": 1, "untrusted": 1}
+    assert guards.take_proxy_counts() == {}
+
+
+def test_a_workers_proxy_counts_reach_the_main_metrics():
+    from namesrv.observe.proxy_metrics import add_proxy_protocol_collector
+    from namesrv.server.proxyprotocol import ProxyHeaderFactory, trusted_proxies
+    metrics = NamesrvMetrics(RequestClassifier())
+    main_proxy = ProxyHeaderFactory(protocol.Factory(), None, trusted_proxies("10.0.0.5"))
+    main_proxy.counts["v1"] = 2
+    add_proxy_protocol_collector(metrics, {"namesrv": main_proxy, "controller": None})
+    pool = ReadWorkerPool(1, routes=None, kv=None, config=None,
+                          registry=types.SimpleNamespace(observers=RequestObservers([metrics])),
+                          factory=None, priority=None, started=0.0, reactor=task.Clock(),
+                          scheduler=turn_scheduler(task.Clock()), metrics=metrics, proxy_factory=main_proxy)
+    message, = MessageReader().feed(counts_message({}, proxy={"v1": 3, "bad": 1, "unheard-of": 5}))
+    pool.record_counts(0, message["counts"], message["connections"], message["rejections"], proxy=message["proxy"])
+    text = metrics.exposition().decode()
+    assert 'rocketmq_namesrv_proxy_protocol_connections_total{kind="v1",port="namesrv"} 5.0' in text
+    assert 'rocketmq_namesrv_proxy_protocol_connections_total{kind="bad",port="namesrv"} 1.0' in text
+    assert "unheard-of" not in text and 'port="controller"' not in text
 
 
 def test_with_acl_on_workers_still_answer_the_reads(tmp_path):

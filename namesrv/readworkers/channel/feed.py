@@ -11,8 +11,9 @@ not settled yet, see main/publisher.py), then one
 ``{"kind": "replica", "generation": …, "full": bool, …}`` with the broker tables, the
 ORDER_TOPIC_CONFIG namespace, the properties and the codes a worker may answer. Up
 (worker → main): ``{"kind": "counts", "counts": [[code, responseCode, count, micros], ...],
-"connections": {kind: count}, "rejections": [[requestClass, reason, count], ...]}`` (connections
-by how they started, and policy refusals, for the main process's metrics) and
+"connections": {kind: count}, "rejections": [[requestClass, reason, count], ...], "proxy": {kind: count}}``
+(connections by how they started, policy refusals, and what PROXY headers said, for the main
+process's metrics) and
 ``{"kind": "resync"}`` (send me everything again).
 """
 
@@ -124,15 +125,17 @@ def down_reader():
     return MessageReader(loads=pickle.loads)
 
 
-def counts_message(counts, connections=None, rejections=None, refused=None):
-    """A worker's report: its answers, connections and refusals by kind since the last one, and ``refused``,
-    the ``request_refused`` events its trust policy wrote (the main process puts them in its event log)."""
+def counts_message(counts, connections=None, rejections=None, refused=None, proxy=None):
+    """A worker's report: its answers, connections and refusals by kind since the last one, ``refused``,
+    the ``request_refused`` events its trust policy wrote (the main process puts them in its event log),
+    and ``proxy``, what PROXY headers said (server/proxyprotocol.py KINDS)."""
     return pack({"kind": "counts",
                  "counts": [[code, response, n, micros] for (code, response), (n, micros) in counts.items()],
                  "connections": dict(connections or {}),
                  "rejections": [[request_class, reason, n]
                                 for (request_class, reason), n in (rejections or {}).items()],
-                 "refused": list(refused or ())})
+                 "refused": list(refused or ()),
+                 "proxy": dict(proxy or {})})
 
 
 #: the fields of a ``request_refused`` event a worker may report, and their types (a schema: nothing else

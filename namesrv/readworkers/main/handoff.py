@@ -12,6 +12,7 @@ from twisted.internet.interfaces import IFileDescriptorReceiver
 from twisted.logger import Logger
 from zope.interface import implementer
 
+from namesrv.protocol.remoting import peer_address
 from namesrv.readworkers.channel.unix import HANDOFF, peer_of
 
 log = Logger()
@@ -67,16 +68,20 @@ class HandoffFactory(protocol.Factory):
 
 
 class _Capturing(protocol.Factory):
-    """Builds with ``factory`` and remembers the protocol (adoptStreamConnection returns nothing)."""
+    """Builds with ``factory`` and remembers the protocol (adoptStreamConnection returns nothing).
+
+    The protocol is built for ``address`` when given: the address the connection was served as
+    where it comes from (a PROXY header's source; the socket's peer is then the proxy's)."""
 
     noisy = False
 
-    def __init__(self, factory):
+    def __init__(self, factory, address=None):
         self.factory = factory
+        self.address = address
         self.built = None
 
     def buildProtocol(self, addr):
-        self.built = self.factory.buildProtocol(addr)
+        self.built = self.factory.buildProtocol(self.address or addr)
         return self.built
 
 
@@ -88,12 +93,14 @@ BROKER_READ_BYTES = 1 << 20
 
 def adopt_connection(reactor, factory, descriptor, peer, unread):
     """Serve the handed-over socket with ``factory`` (the public one) and feed it ``unread`` first.
-    Only brokers are handed over: their connection reads up to ``BROKER_READ_BYTES`` at a time."""
+    Only brokers are handed over: their connection reads up to ``BROKER_READ_BYTES`` at a time.
+    Its ``peer`` stays the one it had (a PROXY header's source, its socket's peer otherwise): the
+    header was read where it was accepted, and allow-lists and logs go on seeing that address."""
     try:
         probe = socket.socket(fileno=os.dup(descriptor))
         family = probe.family
         probe.close()
-        capturing = _Capturing(factory)
+        capturing = _Capturing(factory, peer_address(peer))
         reactor.adoptStreamConnection(descriptor, family, capturing)
     except OSError as e:
         log.warn("cannot adopt {peer}'s connection: {e}", peer=peer, e=e)

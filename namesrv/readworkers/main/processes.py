@@ -53,18 +53,19 @@ class ReadWorkerPool:
 
     ``factory`` is the public RemotingServerFactory: forwarded and handed-over connections
     are served with its dispatcher and housekeeping. ``priority`` is the dispatcher that may hold a
-    request until the workers are fresh (IQueueingDispatcher), ``started`` the server's start time; ``tls_factory`` and ``metrics`` (either
-    may be None) take the connections and refusals the workers count.
+    request until the workers are fresh (IQueueingDispatcher), ``started`` the server's start time; ``tls_factory``,
+    ``proxy_factory`` and ``metrics`` (each may be None) take the connections, PROXY headers and refusals the workers count.
     """
 
     def __init__(self, count, routes, kv, config, registry, factory, priority, started, reactor, scheduler,
-                 tls_factory=None, metrics=None, worker_arguments=()):
+                 tls_factory=None, metrics=None, worker_arguments=(), proxy_factory=None):
         self.count = count
         self.config = config
         self.registry = registry
         self.factory = factory
         self.reactor = reactor
         self.tls_factory = tls_factory
+        self.proxy_factory = proxy_factory
         self.metrics = metrics
         if metrics is not None:
             metrics.add_collector(ReadWorkerGauges(self))
@@ -264,10 +265,10 @@ class ReadWorkerPool:
         return replicable_processors(self.registry)
 
     # -- counts from the workers -----------------------------------------------------------
-    def record_counts(self, index, counts, connections=None, rejections=(), refused=()):
+    def record_counts(self, index, counts, connections=None, rejections=(), refused=(), proxy=None):
         """A worker's answers since its last report, passed on to every observer (metrics, event log);
-        its connections by kind and its refusals, added to the main process's own; the refusals it noted,
-        written to the event log."""
+        its connections by kind, its refusals and its PROXY header counts, added to the main process's own;
+        the refusals it noted, written to the event log."""
         peer = "read-worker-%d" % index
         observers = self.registry.observers
         for code, response_code, count, micros in counts:
@@ -275,6 +276,8 @@ class ReadWorkerPool:
             observers.record_requests(code, response_code, count, micros, peer)
         if connections and self.tls_factory is not None:
             self.tls_factory.add_counts(connections)
+        if isinstance(proxy, dict) and self.proxy_factory is not None:
+            self.proxy_factory.add_counts(proxy)
         for request_class, reason, count in rejections:
             self.rejected[(request_class, reason)] = self.rejected.get((request_class, reason), 0) + count
             if self.metrics is not None:
@@ -324,7 +327,8 @@ class WorkerProcess(protocol.ProcessProtocol):
                 kind = message.get("kind")
                 if kind == "counts":
                     self.pool.record_counts(self.index, message.get("counts", []), message.get("connections"),
-                                            message.get("rejections", []), message.get("refused", []))
+                                            message.get("rejections", []), message.get("refused", []),
+                                            message.get("proxy"))
                 elif kind == "applied":
                     self.applied_generation = message.get("generation")
                     self.pool.publisher.worker_applied()

@@ -1,7 +1,7 @@
 """A read worker process: ``python -m namesrv.readworkers.worker`` (started by ReadWorkerPool).
 
 It listens on the main process's port once its first replica has arrived (so no client
-lands on it before it can answer), with TLS and ACL as the main process has them
+lands on it before it can answer), with PROXY headers, TLS and ACL as the main process has them
 (guards.py), reports its request counts every second, and exits when its stdin closes
 (the main process stopped or died) or when the main process is gone by any other sign
 (lifeline.py: the parent-death signal, the pipe to it broken, a new parent); a worker whose
@@ -189,8 +189,9 @@ class ReadWorker(protocol.Protocol):
         connections = self.guards.take_connection_counts()
         rejections = self.guards.rejections.take()
         refused = self.replica.counts.take_refused()
-        if (counts or connections or rejections or refused) and self.transport is not None:
-            self.transport.write(counts_message(counts, connections, rejections, refused))
+        proxy = self.guards.take_proxy_counts()
+        if (counts or connections or rejections or refused or proxy) and self.transport is not None:
+            self.transport.write(counts_message(counts, connections, rejections, refused, proxy))
 
     def readConnectionLost(self):
         """stdin ended: stop serving, write the last counts; connectionLost follows once they are out.

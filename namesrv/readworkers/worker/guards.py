@@ -1,4 +1,9 @@
-"""TLS and ACL in a read worker: the flags the main process passes, and what the worker builds from them.
+"""PROXY headers, TLS and ACL in a read worker: the flags the main process passes, and what the worker builds.
+
+A worker reads PROXY headers as the main process does (server/proxyprotocol.py), from the same
+``proxyProtocolTrustedAddresses``, in front of its TLS sniffing: the client's address from the
+header is its connections' ``peer``, which travels with a forwarded request (``PEER``) and a
+handed-over socket (``HANDOFF``), so the main process checks and logs that address too.
 
 A worker terminates TLS itself, with the main process's ``TlsSniffingFactory`` rules
 (first byte 0x16 starts TLS; permissive serves both kinds, enforcing closes plain
@@ -26,7 +31,7 @@ from namesrv.security.aclfile import AclFileError
 from namesrv.security.certs import ServerTlsMaterial
 from namesrv.security.filewatch import FileWatcher
 from namesrv.security.wiring import resolve_acl_path
-from namesrv.server import tlsmode
+from namesrv.server import proxyprotocol, tlsmode
 
 log = Logger()
 
@@ -36,7 +41,7 @@ def _absolute(path):
 
 
 def worker_arguments(config):
-    """The worker command-line flags for ``config``'s TLS and ACL settings (none when both are off)."""
+    """The worker command-line flags for ``config``'s PROXY, TLS and ACL settings (none when all are off)."""
     args = []
     mode = tlsmode.parse_mode(config.tlsMode)
     if mode != tlsmode.DISABLED:
@@ -52,6 +57,8 @@ def worker_arguments(config):
         args += ["--acl-file", _absolute(resolve_acl_path(config))]
     if args:
         args += ["--file-watch-interval", str(config.fileWatchIntervalMillis)]
+    if config.proxyProtocolEnable:
+        args += ["--proxy-protocol-trusted", config.proxyProtocolTrustedAddresses]
     return args
 
 
@@ -66,6 +73,7 @@ def add_arguments(parser):
     parser.add_argument("--tls-test-mode", action="store_true")
     parser.add_argument("--acl-file", default="")
     parser.add_argument("--file-watch-interval", type=int, default=500)
+    parser.add_argument("--proxy-protocol-trusted", default=None)
 
 
 class RejectionCounts:
@@ -112,8 +120,9 @@ class WorkerAcl(app_service.MultiService):
 
 
 class WorkerGuards(app_service.MultiService):
-    """The worker's TLS material (and its ACL file, ``acl``), their file watchers (children), and the counts
-    (connections by kind; ``rejections``, the ACL refusals) the main process adds to its metrics."""
+    """The worker's trusted proxies, TLS material (and its ACL file, ``acl``), their file watchers (children),
+    and the counts (connections by kind, PROXY headers; ``rejections``, the ACL refusals) the main process
+    adds to its metrics."""
 
     def __init__(self, options, reactor, rejections, acl=None):
         app_service.MultiService.__init__(self)
@@ -124,7 +133,12 @@ class WorkerGuards(app_service.MultiService):
         self.acl = acl
         self.rejections = rejections
         self.tls_factory = None
+        self.proxy_factory = None
+        self.trusted_proxies = None
         self._reported = {}
+        self._proxy_reported = {}
+        if options.proxy_protocol_trusted is not None:
+            self.trusted_proxies = proxyprotocol.trusted_proxies(options.proxy_protocol_trusted)
         if self.mode != tlsmode.DISABLED:
             self._load_tls(options)
         if acl is not None:
@@ -149,18 +163,33 @@ class WorkerGuards(app_service.MultiService):
 
     def listen_factory(self, wrapped, config):
         """What the worker listens with: ``wrapped`` itself, or wrapped in first-byte TLS sniffing (with the
-        replica's ``config``, one object updated in place by the publications)."""
-        if self.mode == tlsmode.DISABLED:
-            return wrapped
-        self.tls_factory = tlsmode.TlsSniffingFactory(wrapped, self.mode, self.material, config=config,
-                                                      reactor=self.reactor)
-        return self.tls_factory
+        replica's ``config``, one object updated in place by the publications), behind PROXY header reading
+        when the main process reads them."""
+        listening = wrapped
+        if self.mode != tlsmode.DISABLED:
+            listening = self.tls_factory = tlsmode.TlsSniffingFactory(wrapped, self.mode, self.material,
+                                                                       config=config, reactor=self.reactor)
+        if self.trusted_proxies is not None:
+            listening = self.proxy_factory = proxyprotocol.ProxyHeaderFactory(listening, wrapped,
+                                                                              self.trusted_proxies, self.reactor)
+        return listening
 
     def take_connection_counts(self):
         """Connections by kind (tls, plain, refused_tls, refused_plain, silent) since the last call."""
         if self.tls_factory is None:
             return {}
-        counts, reported = self.tls_factory.counts, self._reported
-        delta = {kind: n - reported.get(kind, 0) for kind, n in counts.items() if n != reported.get(kind, 0)}
-        self._reported = dict(counts)
+        delta, self._reported = _since(self.tls_factory.counts, self._reported)
         return delta
+
+    def take_proxy_counts(self):
+        """PROXY header outcomes by kind (proxyprotocol.KINDS) since the last call."""
+        if self.proxy_factory is None:
+            return {}
+        delta, self._proxy_reported = _since(self.proxy_factory.counts, self._proxy_reported)
+        return delta
+
+
+def _since(counts, reported):
+    """(what grew in ``counts`` since ``reported``, a copy of ``counts`` to report from next time)."""
+    delta = {kind: n - reported.get(kind, 0) for kind, n in counts.items() if n != reported.get(kind, 0)}
+    return delta, dict(counts)
