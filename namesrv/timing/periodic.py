@@ -37,16 +37,20 @@ class PeriodicCall(service.Service):
 
     def _begin(self):
         self._delayed = None
+        self._loop(now=True)
+
+    def _loop(self, now):
         self.call = task.LoopingCall(self.function)
         self.call.clock = self.reactor
-        self.call.start(self.interval(), now=True).addErrback(
+        self.call.start(self.interval(), now=now).addErrback(
             lambda failure: log.failure("timer {name} stopped", failure, name=self.name))
 
     def restart(self):
-        """Apply a new ``interval()`` now (the next call one interval from now)."""
+        """Apply a new ``interval()`` now (the next call one interval from now). A new loop: the old one may be
+        waiting on its call's Deferred (a snapshot being written), and restarting it then would leave two."""
         if self.looping:
             self.call.stop()
-            self.call.start(self.interval(), now=False)
+            self._loop(now=False)
 
     def stopService(self):
         service.Service.stopService(self)

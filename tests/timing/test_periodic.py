@@ -26,6 +26,31 @@ def test_first_call_after_the_delay_then_every_interval_and_nothing_after_stop()
     assert calls[-1] == 29.0 and not timer.looping
 
 
+def test_a_restart_while_a_call_waits_on_its_deferred_leaves_one_loop():
+    """A route snapshot being written when UPDATE_NAMESRV_CONFIG changes routeSnapshotInterval: restarting that
+    LoopingCall itself would leave a second loop scheduled once the write ends."""
+    from twisted.internet import defer
+    clock, calls, pending, interval = task.Clock(), [], [], [10.0]
+
+    def save():
+        calls.append(clock.seconds())
+        if not pending:                  # the first write is slow; the later ones end at once
+            pending.append(defer.Deferred())
+            return pending[0]
+        return None
+
+    timer = PeriodicCall("route snapshot", save, lambda: interval[0], 1, clock)
+    timer.startService()
+    clock.advance(1)
+    assert calls == [1.0]
+    interval[0] = 5.0
+    timer.restart()
+    pending[0].callback(None)            # the write that was running ends
+    clock.pump([5] * 4)
+    assert calls == [1.0, 6.0, 11.0, 16.0, 21.0]
+    timer.stopService()
+
+
 def test_stopped_before_its_first_call_never_calls():
     clock, calls = task.Clock(), []
     timer = PeriodicCall("print", lambda: calls.append(1), lambda: 1.0, 60, clock)
