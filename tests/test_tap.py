@@ -23,7 +23,8 @@ def write(path, text):
     return str(path)
 
 
-def test_no_options_gives_the_property_table_defaults():
+def test_no_options_gives_the_property_table_defaults(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))   # no runtime overlay of this machine's
     config = parsed()["config"]
     assert config.listenPort == 9876 and config.bindAddress == "127.0.0.1"
     assert config.scanNotActiveBrokerInterval == 10000 and config.orderMessageEnable is False
@@ -120,9 +121,12 @@ def test_print_config_item_prints_every_property_and_exits(tmp_path, capsys):
     with pytest.raises(SystemExit) as caught:
         parsed("-c", path, "-p")
     assert caught.value.code == 0
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out
+    comments = [line for line in out.splitlines() if line.startswith("#")]
+    lines = [line for line in out.splitlines() if not line.startswith("#")]
     assert "listenPort=9877" in lines and "orderMessageEnable=false" in lines
-    assert lines == sorted(lines)
+    assert lines == sorted(lines) and out.startswith("\n".join(comments))   # the origins come first
+    assert not any("=" in line for line in comments)                         # `"=" in line` keeps the pairs
 
 
 def test_make_service_refuses_a_corrupt_kv_file_with_a_message(tmp_path, capsys):

@@ -10,6 +10,9 @@ HEADER = """# RocketMQ NameServer (Python) properties: every key with its defaul
 # Comments go on lines of their own: text after a value is part of the value.
 # The files an instance writes are left to their defaults (commented out below), which follow
 # listenPort: a copy of this file with another listenPort is an instance of its own.
+# Keys marked (runtime) may also be changed while it runs (namesrv-admin updateNamesrvConfig, or
+# updateControllerConfig for the controller's); such changes go to the instance's runtime overlay
+# (runtimeConfigPath), applied after this file at start: the server never writes this file.
 """
 
 
@@ -20,7 +23,8 @@ def render():
             lines.append("\n# %s\n# (its default follows listenPort: set it only to move this instance's file)\n"
                          "#%s=%s\n" % (prop.description, prop.name, java_text(prop.default)))
         else:
-            lines.append("\n# %s\n%s=%s\n" % (prop.description, prop.name, java_text(prop.default)))
+            lines.append("\n# %s%s\n%s=%s\n" % (prop.description, " (runtime)" if prop.runtime else "", prop.name,
+                                                java_text(prop.default)))
     return "".join(lines)
 
 

@@ -6,22 +6,26 @@ from twisted.logger import Logger
 
 from namesrv.config.keys import JAVA_ONLY_KEYS, RENAMED, inline_comment, suggestion
 from namesrv.config.namesrvconfig import ALWAYS_BLACK_LISTED
+from namesrv.config.origins import CONFIG_FILE, DEFAULT, OVERLAY
+from namesrv.config.overlay import RuntimeOverlay
 from namesrv.config.properties import PropertiesError, format_properties, load_properties_file
-from namesrv.config.table import instance_path, java_text, parse_value
+from namesrv.config.table import ConfigError, instance_path, java_text, parse_value
 from namesrv.config.tables import BY_NAME, PROPERTIES
 
 log = Logger()
 
+__all__ = ["ConfigError", "NamesrvConfig"]
 
-class ConfigError(ValueError):
-    """A property cannot be applied; the message names the source (file), the key and the value."""
+#: properties whose file another per-instance default sits beside (its directory moves with them)
+_BESIDE = frozenset(p.beside for p in PROPERTIES if p.beside)
 
 
 class NamesrvConfig:
     """The live configuration: read by attribute (``cfg.listenPort``), changed only by update().
 
     Keys that are not properties (a ``-c`` file may hold NettyClientConfig keys or others)
-    are kept as extras and reported by GET_NAMESRV_CONFIG, as Java does.
+    are kept as extras and reported by GET_NAMESRV_CONFIG, as Java does. Each value remembers
+    where it came from (origins.py); ``overlay`` is the file the network's changes go to.
     """
 
     def __init__(self):
@@ -31,6 +35,9 @@ class NamesrvConfig:
         object.__setattr__(self, "_listeners", [])
         object.__setattr__(self, "_explicit", set())   # per-instance paths someone set
         object.__setattr__(self, "_texts", None)       # texts(), until the next change
+        object.__setattr__(self, "_origins", {})       # name -> where its value came from, unless a default
+        object.__setattr__(self, "_replaced", {})      # name -> the origin whose value the overlay outranks
+        object.__setattr__(self, "overlay", RuntimeOverlay(self))
         # Every property is also a plain instance attribute: handlers read several per request,
         # and a __getattr__ hook would cost each of them (bench/results/design-figures.md#config-attributes).
         self.__dict__.update(values)
@@ -46,10 +53,14 @@ class NamesrvConfig:
         return texts
 
     def _derive_instance_paths(self):
-        """Per-instance defaults follow ``listenPort`` until set (``-c``, command line) or pinned."""
+        """Per-instance defaults follow ``listenPort`` (and the file they sit beside) until set (``-c``,
+        command line) or pinned."""
         for prop in PROPERTIES:
             if prop.per_instance and prop.name not in self._explicit:
-                value = instance_path(parse_value(prop, java_text(prop.default)), self.listenPort)
+                path = parse_value(prop, java_text(prop.default))
+                if prop.beside:
+                    path = os.path.join(os.path.dirname(self._values[prop.beside]), os.path.basename(path))
+                value = instance_path(path, self.listenPort)
                 self._values[prop.name] = self.__dict__[prop.name] = value
 
     def pin_instance_paths(self):
@@ -81,6 +92,18 @@ class NamesrvConfig:
     def extras(self):
         return dict(self._extras)
 
+    def origin(self, name):
+        """Where the value of ``name`` came from (origins.py): DEFAULT unless something set it."""
+        return self._origins.get(name, DEFAULT)
+
+    def names_from(self, origin):
+        """The keys whose value came from ``origin``, sorted."""
+        return sorted(name for name, where in self._origins.items() if where == origin)
+
+    def replaced_origin(self, name):
+        """The origin (other than the defaults) whose value of ``name`` a later one outranked, or None."""
+        return self._replaced.get(name)
+
     def add_listener(self, callback):
         """``callback(name, old, new)`` after every change that update() applies."""
         self._listeners.append(callback)
@@ -93,11 +116,12 @@ class NamesrvConfig:
         listed = {k.strip() for k in self.configBlackList.split(";") if k.strip()}
         return listed | ALWAYS_BLACK_LISTED
 
-    def update(self, mapping, source="update", announce=True):
+    def update(self, mapping, source="update", announce=True, origin=None):
         """Apply ``mapping`` (name → text) all or nothing; returns {name: (old, new)} of what changed.
 
         Raises ConfigError, before changing anything, when a value does not parse. With
         ``announce`` false nothing is logged and no listener is called (a read worker's copy).
+        ``origin`` (origins.py) records where the values of every key of ``mapping`` came from.
         """
         parsed, extras = {}, {}
         for key, text in mapping.items():
@@ -120,7 +144,9 @@ class NamesrvConfig:
                     self.__dict__[key] = value
                 if old != value:
                     changes[key] = (old, value)
-        if "listenPort" in changes:
+        if origin is not None:
+            self._note_origin(mapping, origin)
+        if "listenPort" in changes or _BESIDE & set(changes):
             self._derive_instance_paths()
         if not announce:
             return changes
@@ -134,11 +160,26 @@ class NamesrvConfig:
                     log.failure("config listener {listener} failed on {key}", listener=listener, key=key)
         return changes
 
+    def _note_origin(self, keys, origin):
+        for key in keys:
+            before = self._origins.get(key, DEFAULT)
+            if before not in (DEFAULT, origin):
+                self._replaced[key] = before
+            self._origins[key] = origin
+
+    def load_overlay(self):
+        """Apply the runtime overlay (after the ``-c`` file and the command line); returns the keys whose
+        value outranks the one the ``-c`` file gave. ConfigError (one line) for a file that cannot be
+        used (overlay.py)."""
+        mapping = self.overlay.read()
+        self.update(mapping, source="runtime overlay %s" % self.overlay.path, announce=False, origin=OVERLAY)
+        return [key for key in sorted(mapping) if self._replaced.get(key) == CONFIG_FILE]
+
     def load_file(self, path):
         """Apply the properties file ``path`` (the ``-c`` file); returns the keys that are not properties.
 
         As Java's NamesrvStartup, configStorePath becomes this file (made absolute: twistd
-        may change directory), so UPDATE_NAMESRV_CONFIG persists into it. Keys that are not
+        may change directory); unlike Java's, nothing writes it (overlay.py). Keys that are not
         properties are kept as extras, unannounced (they change nothing): unknown_keys says
         what each one probably is. A value that ends in a ``# comment`` is refused: the file
         format keeps it as part of the value, in Java too.
@@ -158,8 +199,9 @@ class NamesrvConfig:
                                   "too, has comment lines only): put the comment on a line of its own"
                                   % (path, key, text.strip()))
         known["configStorePath"] = os.path.abspath(os.path.expanduser(path))
-        self.update(known, source=path)
+        self.update(known, source=path, origin=CONFIG_FILE)
         self._extras.update((key, java_text(mapping[key])) for key in unknown)
+        self._note_origin(unknown, CONFIG_FILE)
         object.__setattr__(self, "_texts", None)
         return unknown
 

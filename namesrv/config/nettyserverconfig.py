@@ -14,7 +14,7 @@ NETTY_SERVER_CONFIG = (
     Int("serverSelectorThreads", 3, "Java selector threads (informational here)", informational=True),
     Int("serverOnewaySemaphoreValue", 256, "Java oneway semaphore (informational here)", informational=True),
     Int("serverAsyncSemaphoreValue", 64, "Java async semaphore (informational here)", informational=True),
-    Int("serverChannelMaxIdleTimeSeconds", 120, "close connections idle this long"),
+    Int("serverChannelMaxIdleTimeSeconds", 120, "close connections idle this long; a change applies to new connections", runtime=True),
     Int("serverSocketSndBufSize", 0, "socket send buffer (0 = OS default)"),
     Int("serverSocketRcvBufSize", 0, "socket receive buffer (0 = OS default)"),
     Int("writeBufferHighWaterMark", 0, "Java write buffer high water mark (informational here)", informational=True),

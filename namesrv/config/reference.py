@@ -25,15 +25,22 @@ HEADER = """# Property reference
 Every property `twistd namesrv` and `twistd controller` read, with its Java type and default. Names are
 the Java NameServer's (NamesrvConfig, NettyServerConfig, 5.x ControllerConfig), so an existing Java
 properties file keeps working; ours follow the same style. Set them in the `-c` file (one `key=value`
-per line; a comment goes on a line of its own); `-p` prints every effective value, GET_NAMESRV_CONFIG
-(`namesrv-admin getNamesrvConfig`) returns them, and UPDATE_NAMESRV_CONFIG changes those not in
-`configBlackList` at run time (the server persists the change into its `configStorePath`).
+per line; a comment goes on a line of its own); `-p` prints every effective value and where it came from,
+and GET_NAMESRV_CONFIG (`namesrv-admin getNamesrvConfig`) returns them.
+
+*Runtime*: the only keys the network may change, with UPDATE_NAMESRV_CONFIG (`namesrv-admin
+updateNamesrvConfig`) for the name server's and UPDATE_CONTROLLER_CONFIG (`updateControllerConfig`, on the
+controller's port) for the controller's. A change applies at once and is kept in the instance's runtime
+overlay (`runtimeConfigPath`), applied after the `-c` file at the next start; the `-c` file is never written
+([running.md](running.md#changes-at-run-time-the-runtime-overlay)). Every other key (paths, ports, addresses,
+security switches, the controller's membership, what is read at start only) is refused from the network,
+naming the key ([security.md](security.md#configuration-from-the-network)).
 
 A bad value, a port outside 0-65535 or a misspelt key refuses the start in one line
-([running.md](running.md#when-it-will-not-start)). *Black list*: refused by UPDATE_NAMESRV_CONFIG by
-default (`configBlackList`; {always} always). *Per instance*: the default names a file of its own for
-each listening port ([running.md](running.md#two-instances-on-one-host)). This page is generated from
-the table in `namesrv/config/__init__.py` (`python -m namesrv.config.reference > docs/properties.md`),
+([running.md](running.md#when-it-will-not-start)). *Black list*: refused from the network even when
+runtime, by default (`configBlackList`; {always} always). *Per instance*: the default names a
+file of its own for each listening port ([running.md](running.md#two-instances-on-one-host)). This page is
+generated from the table in `namesrv/config/` (`python -m namesrv.config.reference > docs/properties.md`),
 as `conf/namesrv.properties` is.
 """
 
@@ -43,13 +50,14 @@ def render():
     out = [HEADER.format(always=", ".join("`%s`" % key for key in sorted(ALWAYS_BLACK_LISTED)))]
     for prop in PROPERTIES:
         if prop.name in SECTIONS:
-            out.append("\n## %s\n\n| property | type | default | meaning |\n|---|---|---|---|\n" % SECTIONS[prop.name])
+            out.append("\n## %s\n\n| property | type | default | runtime | meaning |\n|---|---|---|---|---|\n"
+                       % SECTIONS[prop.name])
         default = java_text(prop.default)
         notes = [note for note, applies in (("black list", prop.name in black), ("per instance", prop.per_instance))
                  if applies]
-        out.append("| `%s` | %s | %s | %s%s |\n" % (
-            prop.name, prop.kind, "`%s`" % _cell(default) if default else "(empty)", _cell(prop.description),
-            " *(%s)*" % ", ".join(notes) if notes else ""))
+        out.append("| `%s` | %s | %s | %s | %s%s |\n" % (
+            prop.name, prop.kind, "`%s`" % _cell(default) if default else "(empty)", "runtime" if prop.runtime else "",
+            _cell(prop.description), " *(%s)*" % ", ".join(notes) if notes else ""))
     return "".join(out)
 
 

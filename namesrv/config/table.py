@@ -1,10 +1,21 @@
 """A property as the table describes it (Java name, Java type, default, meaning, marks), and how its text
 becomes a value. The tables themselves are one module per Java class (namesrvconfig, nettyserverconfig,
-controllerconfig) plus ours; namesrv/config/__init__.py joins them."""
+controllerconfig) plus ours; namesrv/config/__init__.py joins them.
+
+The ``runtime`` mark is the allow-list of configuration from the network: only those keys may be changed by
+UPDATE_NAMESRV_CONFIG (318) and UPDATE_CONTROLLER_CONFIG (1009), and only those may be in the instance's
+runtime overlay file (namesrv/config/overlay.py). A key is marked only when every reader takes a new value
+live (read per request, per connection, or by a timer restarted on change); paths, ports, addresses, security
+switches and the controller's membership never are, whatever ``configBlackList`` says.
+"""
 
 import os
 import re
 from dataclasses import dataclass
+
+
+class ConfigError(ValueError):
+    """A property cannot be applied; the message names the source (file), the key and the value."""
 
 
 @dataclass(frozen=True)
@@ -18,6 +29,9 @@ class Property:
     per_instance: bool = False  # a default file path that carries the port (see instance_path)
     port: bool = False   # a TCP port: 0-65535
     informational: bool = False  # Java's, accepted and kept, changes nothing here (warned about when set)
+    runtime: bool = False  # the network may change it (UPDATE_NAMESRV_CONFIG, UPDATE_CONTROLLER_CONFIG)
+    minimum: object = None  # the smallest value accepted (a timer's period: Java refuses 0 at start too)
+    beside: str = None  # per_instance: the default file sits in the directory of this property's file
 
     @property
     def type(self):
@@ -65,7 +79,9 @@ def Str(name, default, description, path=False, **marks):
 
 
 def InstanceFile(name, default, description, **marks):
-    """A file the server writes, whose default differs per listening port (instance_path)."""
+    """A file the server writes, whose default differs per listening port (instance_path); with
+    ``beside="kvConfigPath"`` the default sits in that file's directory (where an operator who moved the
+    KV store keeps the instance's other files)."""
     return Property(name, "String", default, description, path=True, per_instance=True, **marks)
 
 
@@ -114,6 +130,8 @@ def parse_value(prop, text):
             raise ValueError("out of range for a Java %s" % prop.kind)
         if prop.port and not 0 <= value <= 65535:
             raise ValueError("not a TCP port (0-65535)")
+        if prop.minimum is not None and value < prop.minimum:
+            raise ValueError("below %d, the smallest value it takes" % prop.minimum)
         return value
     if prop.path:
         if prop.name == "rocketmqHome" and not text:

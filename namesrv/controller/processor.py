@@ -15,18 +15,18 @@ heartbeats and the configuration are answered by every controller, leader or not
 from zope.interface import implementer
 
 from namesrv.config import ConfigError, java_text
-from namesrv.config.properties import PropertiesError, format_properties, parse_properties
+from namesrv.config.properties import format_properties
+from namesrv.config.runtime import CONTROLLER, UpdateRefused, update_from_network
 from namesrv.controller import bodies, decisions
 from namesrv.controller.bodies import BodyError
 from namesrv.interfaces import IRequestProcessor
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import HeaderFieldError
+from namesrv.security.signature import ACCESS_KEY
 
-#: Java's ControllerConfig black list (configBlackList, configStorePath, rocketmqHome) plus the controller's
-#: identity and store: changed at run time they would split the group or lose its state
-CONTROLLER_BLACK_LIST = frozenset(["configBlackList", "configStorePath", "rocketmqHome", "controllerStorePath",
-                                   "controllerDLegerPeers", "controllerDLegerSelfId", "controllerDLegerGroup",
-                                   "controllerPeerSecretFile", "controllerPeerAuthDisabled", "aclEnable", "aclFile"])
+#: Java's ControllerRequestProcessor black list, always refused on top of configBlackList. The controller's
+#: identity, peers and store are never changeable from the network anyway (not runtime: namesrv/config/runtime.py)
+CONTROLLER_BLACK_LIST = frozenset(["configBlackList", "configStorePath", "rocketmqHome"])
 
 
 @implementer(IRequestProcessor)
@@ -170,21 +170,21 @@ class ControllerProcessor:
         return request.make_response(ResponseCode.SUCCESS, body=text.encode("utf-8") if text else None)
 
     def update_config(self, request, connection):
-        if not request.body:
-            return request.make_response(ResponseCode.SUCCESS)
+        """The controller's runtime properties only (namesrv/config/runtime.py): never the name server's,
+        which an embedded controller shares its configuration with; kept in the runtime overlay."""
+        config = self.context.config
         try:
-            updates = parse_properties(request.body.decode("utf-8"))
-        except (UnicodeDecodeError, PropertiesError) as e:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error: %s" % e)
-        if set(updates) & (CONTROLLER_BLACK_LIST | self.context.config.black_list()):
-            return request.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
-        known = {key: value for key, value in updates.items() if key in self.context.config}
-        try:
-            self.context.config.update(known, source="UPDATE_CONTROLLER_CONFIG from %s"
-                                       % getattr(connection, "peer", None))
+            kept = update_from_network(config, request.body, CONTROLLER, CONTROLLER_BLACK_LIST | config.black_list(),
+                                       getattr(connection, "peer", None), request.get(ACCESS_KEY),
+                                       self.context.events, self.context.reactor)
+        except UpdateRefused as e:
+            return request.make_response(ResponseCode.NO_PERMISSION, str(e))
         except ConfigError as e:
             return request.make_response(ResponseCode.SYSTEM_ERROR, str(e))
-        return request.make_response(ResponseCode.SUCCESS)
+        if kept is None:
+            return request.make_response(ResponseCode.SUCCESS)
+        return kept.addCallbacks(lambda _: request.make_response(ResponseCode.SUCCESS),
+                                 lambda failure: request.make_response(ResponseCode.SYSTEM_ERROR, str(failure.value)))
 
 
 def _require_present(request, name):

@@ -207,9 +207,15 @@ class ControllerService(service.MultiService):
         self.port_service.setServiceParent(self)
         PeriodicCall("controller heartbeat scan", self.heartbeats.scan,
                      lambda: config.scanNotActiveBrokerInterval / 1000.0, 2.0, reactor).setServiceParent(self)
-        PeriodicCall("controller inactive-master scan", self.controller.scan_inactive_masters,
-                     lambda: config.scanInactiveMasterInterval / 1000.0, config.scanInactiveMasterInterval / 1000.0,
-                     reactor).setServiceParent(self)
+        self.inactive_master_scan = PeriodicCall(
+            "controller inactive-master scan", self.controller.scan_inactive_masters,
+            lambda: config.scanInactiveMasterInterval / 1000.0, config.scanInactiveMasterInterval / 1000.0, reactor)
+        self.inactive_master_scan.setServiceParent(self)
+        config.add_listener(self._config_changed)
+
+    def _config_changed(self, name, old, new):
+        if name == "scanInactiveMasterInterval":   # UPDATE_CONTROLLER_CONFIG: the next scan one new period away
+            self.inactive_master_scan.restart()
 
     def follow_elections_in_routes(self, routes):
         """The name server's ``routes`` list each master this member sees elected (routing.py)."""

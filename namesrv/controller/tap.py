@@ -12,14 +12,15 @@ from twisted.application import service
 from twisted.python import usage
 from twisted.logger import Logger
 
+from namesrv.config.origins import DEFAULT
 from namesrv.controller.metrics import ControllerCollector
-from namesrv.controller.service import ControllerConfigError, ControllerService, controller_peers
+from namesrv.controller.service import ControllerService, controller_peers, store_dir
 from namesrv.observe.eventlog import event_log_for
 from namesrv.observe.metrics import MetricsHttpService, NamesrvMetrics
 from namesrv.observe.proxy_metrics import add_proxy_protocol_collector
 from namesrv.startup import StartupError, configure, refuse
 from namesrv.startup.ownership import check_directory, claim_state_files
-from namesrv.startup.plan import controller_listens, controller_store, listen_address, log_directories
+from namesrv.startup.plan import controller_listens, controller_state_files, listen_address, log_directories
 from namesrv.startup.ports import check_ports
 
 log = Logger()
@@ -40,15 +41,20 @@ class Options(usage.Options):
     ]
 
     def postOptions(self):
-        config = configure(PROGRAM, self["configFile"], printing=bool(self["printConfigItem"]))
-        try:
-            self_id, peers = controller_peers(config)
-        except ControllerConfigError as e:
-            refuse(PROGRAM, e)
-        # the event log and every per-instance file are named after the controller's own port
-        port = peers[self_id].rpartition(":")[2]
-        config.update({"listenPort": port}, source="controller address", announce=False)
-        self["config"] = config
+        self["config"] = configure(PROGRAM, self["configFile"], printing=bool(self["printConfigItem"]),
+                                settle=settle_controller)
+
+
+def settle_controller(config):
+    """What a controller alone derives from its properties before its runtime overlay is read: every
+    per-instance file is named after its own port (the event log too), and the overlay sits beside its
+    store (it has no KV store). ControllerConfigError when the peers do not say which port is its own."""
+    self_id, peers = controller_peers(config)
+    port = peers[self_id].rpartition(":")[2]
+    config.update({"listenPort": port}, source="controller address", announce=False)
+    if config.origin("runtimeConfigPath") == DEFAULT:
+        config.update({"runtimeConfigPath": store_dir(config).rstrip(os.sep) + "-runtime.properties"},
+                      source="beside the controller's store", announce=False)
 
 
 class StandaloneController(service.MultiService):
@@ -72,6 +78,7 @@ class StandaloneController(service.MultiService):
 
     def stopService(self):
         d = service.MultiService.stopService(self)
+        self.controller.config.overlay.flush_sync()   # an UPDATE_CONTROLLER_CONFIG still being written
         d.addBoth(lambda result: (self.events.stop(), result)[1])
         return d
 
@@ -81,7 +88,7 @@ def makeService(options):
 
     config = options["config"]
     try:
-        claims = claim_state_files([controller_store(config)], listen_address(config))
+        claims = claim_state_files(controller_state_files(config), listen_address(config))
         check_ports(controller_listens(config))
         for prop, directory in log_directories(config):
             check_directory(prop, directory)

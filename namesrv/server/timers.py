@@ -1,9 +1,10 @@
 """The name server's timers, as one child service: Java's NamesrvController schedules the same first two.
 
-- the liveness scan (``scanNotActiveBrokerInterval``, first after 5 s), restarted when the property changes;
+- the liveness scan (``scanNotActiveBrokerInterval``, first after 5 s);
 - the KV print (``kvConfigPrintInterval``, first after 1 min);
 - route snapshots (``routeSnapshotInterval``), only while the port serves: during a takeover the tables
   are not ours yet, and an empty copy must never replace the last good snapshot;
+  (the three restart when their property changes: UPDATE_NAMESRV_CONFIG may change them)
 - the event log's per-second request aggregates.
 """
 
@@ -24,10 +25,14 @@ class ServerTimers(service.MultiService):
         self.readiness = readiness
         self.scan = self._every("liveness scan", self.scan_not_active_brokers,
                                 lambda: config.scanNotActiveBrokerInterval / 1000.0, 5, reactor)
-        self._every("KV print", kv.print_all, lambda: config.kvConfigPrintInterval, 60, reactor)
+        #: property -> the timer that restarts when it changes
+        self.periods = {"scanNotActiveBrokerInterval": self.scan,
+                        "kvConfigPrintInterval": self._every("KV print", kv.print_all,
+                                                             lambda: config.kvConfigPrintInterval, 60, reactor)}
         if snapshots is not None:
-            self._every("route snapshot", self.save_snapshot, lambda: config.routeSnapshotInterval,
-                        config.routeSnapshotInterval, reactor)
+            self.periods["routeSnapshotInterval"] = self._every(
+                "route snapshot", self.save_snapshot, lambda: config.routeSnapshotInterval,
+                config.routeSnapshotInterval, reactor)
         self._every("event log aggregates", events.flush_aggregates, lambda: 1.0, 1.0, reactor)
         config.add_listener(self._config_changed)
 
@@ -47,5 +52,5 @@ class ServerTimers(service.MultiService):
             return self.snapshots.save_in_background()
 
     def _config_changed(self, name, old, new):
-        if name == "scanNotActiveBrokerInterval":
-            self.scan.restart()
+        if name in self.periods:
+            self.periods[name].restart()

@@ -21,14 +21,18 @@ def refuse(program, message, starting=True):
     raise SystemExit(1)
 
 
-def configure(program, config_file=None, overrides=None, printing=False):
+def configure(program, config_file=None, overrides=None, printing=False, settle=None):
     """The configuration of a start: the ``-c`` file, then ``overrides`` (the command line's
-    ``{property: text}``). A bad value or a misspelt key refuses (one line); keys that are not
-    properties are logged. With ``printing`` (``-p``): print the properties and exit 0, each key
-    that is not one a warning on stderr (a misspelt one too: -p only shows)."""
+    ``{property: text}``), then ``settle(config)`` (what a program derives from those: the controller's
+    port), then the runtime overlay (namesrv/config/overlay.py). A bad value, a misspelt key or an
+    overlay key that is not runtime refuses (one line); keys that are not properties are logged. With
+    ``printing`` (``-p``): print where the values came from (comment lines) and the properties, and exit
+    0, each key that is not one a warning on stderr (a misspelt one too: -p only shows)."""
+    # here, not at the top: the taps import this module when twistd only lists its plugins
     from twisted.logger import Logger
 
     from namesrv.config import ConfigError, NamesrvConfig
+    from namesrv.config.origins import COMMAND_LINE, origin_comments
 
     config = NamesrvConfig()
     notes = []
@@ -39,13 +43,17 @@ def configure(program, config_file=None, overrides=None, printing=False):
                 raise ConfigError(refusals[0])
             notes = refusals + notes
         if overrides:
-            config.update(overrides, source="command line")
-    except (ConfigError, OSError) as e:
+            config.update(overrides, source="command line", origin=COMMAND_LINE)
+        if settle is not None:
+            settle(config)
+        outranked = config.load_overlay()
+    except (ValueError, OSError) as e:   # ConfigError, or what settle found wrong
         refuse(program, e, starting=not printing)
     if printing:
         for note in notes:
             sys.stderr.write("%s: warning: %s (not printed)\n" % (program, note))
         sys.stderr.flush()
+        sys.stdout.write(origin_comments(config, config.configStorePath if config_file else None))
         sys.stdout.write(config.to_properties_text(extras=False))
         sys.stdout.flush()
         raise SystemExit(0)
@@ -55,4 +63,21 @@ def configure(program, config_file=None, overrides=None, printing=False):
     for name, text in config.informational_settings():
         log.warn("{name}={text} is set, but {name} tunes the Java server only (its threads, pools or Netty "
                  "buffers): accepted, it changes nothing here", name=name, text=text)
+    _log_overlay(log, config, outranked)
     return config
+
+
+def _log_overlay(log, config, outranked):
+    """Say which values the runtime overlay gave, and loudly those it gave over the -c file's."""
+    # here, not at the top: see configure
+    from namesrv.config.origins import OVERLAY
+    from namesrv.config.table import java_text
+
+    names = config.names_from(OVERLAY)
+    if names:
+        log.info("runtime overlay {path}: {values}", path=config.runtimeConfigPath,
+                 values=", ".join("%s=%s" % (name, java_text(config.get(name))) for name in names))
+    if outranked:
+        log.warn("runtime overlay {path} outranks the -c file for {keys} (changed over the network since): "
+                 "delete those lines from the overlay, with the server stopped, to use the -c file's values",
+                 path=config.runtimeConfigPath, keys=", ".join(outranked))

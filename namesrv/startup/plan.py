@@ -34,18 +34,28 @@ def controller_listen(config):
 
 
 def namesrv_state_files(config, config_file=None):
-    """The files a name server writes that no other running instance may share. The -c file (its
-    configStorePath) comes first: a second server started from the same file hears of that, which
-    fixes the rest too."""
+    """The files a name server uses that no other running instance may share. The -c file (its
+    configStorePath, which it reads and never writes) comes first: a second server started from the same
+    file hears of that, which fixes the rest too."""
     files = [StateFile("configStorePath", config.configStorePath,
-                       change="give this server a -c file of its own (the -c file is its configStorePath)"
-                       if config_file else None, required=not config_file),
-             StateFile("kvConfigPath", config.kvConfigPath)]
+                       change="give this server a -c file of its own (the -c file is its configStorePath)",
+                       required=False)] if config_file else []
+    files += [StateFile("kvConfigPath", config.kvConfigPath), runtime_overlay(config)]
     if config.routeSnapshotEnable and config.routeSnapshotPath:
         files.append(StateFile("routeSnapshotPath", config.routeSnapshotPath))
     if config.enableControllerInNamesrv:
         files.append(controller_store(config))
     return files
+
+
+def runtime_overlay(config):
+    """The instance's runtime overlay (runtimeConfigPath): what the network changed, read at each start."""
+    return StateFile("runtimeConfigPath", config.runtimeConfigPath)
+
+
+def controller_state_files(config):
+    """The files ``twistd controller`` uses: its store, and its runtime overlay beside it."""
+    return [controller_store(config), runtime_overlay(config)]
 
 
 def controller_store(config):

@@ -98,8 +98,20 @@ def test_controller_config_read_updated_and_black_listed(fleet):
     assert json.loads(out)[fleet["a"]]["scanInactiveMasterInterval"] == "6000"
     status, out, err = admin("updateControllerConfig", "-a", fleet["a"], "-k", "controllerDLegerPeers", "-v", "x")
     assert (status, out) == (1, "")
-    assert err == ("namesrv-admin: updateControllerConfig: %s: NO_PERMISSION (16) Can not update config in black "
-                   "list.\n" % fleet["a"])
+    assert err.startswith("namesrv-admin: updateControllerConfig: %s: NO_PERMISSION (16) Can not update config in "
+                          "black list. Refused keys: controllerDLegerPeers (not changeable at run time)." % fleet["a"])
+
+
+def test_the_controller_port_changes_no_name_server_property(fleet):
+    """Issue 54, finding 7: the embedded controller shares the name server's configuration, and these two sent
+    to the controller's port made the name server refuse new connections and topic lists."""
+    for key, value in (("serverMaxConnections", "1"), ("enableTopicList", "false")):
+        status, _, err = admin("updateControllerConfig", "-a", fleet["a"], "-k", key, "-v", value)
+        assert status == 1 and ("Refused keys: %s (a name server property: updateNamesrvConfig on the name "
+                                "server's port)" % key) in err
+    for _ in range(3):   # a new connection each time
+        status, out, err = admin("topicList", "-c", "-n", fleet["n"])
+        assert (status, err) == (0, "")
 
 
 def test_broker_epoch_is_asked_of_the_brokers_the_name_server_lists(fleet):

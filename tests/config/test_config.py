@@ -175,8 +175,9 @@ def test_shipped_properties_file_lists_every_property_with_its_default():
     listed = parse_properties(text)
     assert list(listed) == [p.name for p in PROPERTIES if not p.per_instance]
     for prop in PROPERTIES:
-        assert "# %s\n%s%s=" % (prop.description, "# (its default follows listenPort: set it only to move this "
-                                 "instance's file)\n#" if prop.per_instance else "", prop.name) in text
+        assert "# %s%s\n%s%s=" % (prop.description, " (runtime)" if prop.runtime else "",
+                                   "# (its default follows listenPort: set it only to move this instance's file)\n#"
+                                   if prop.per_instance else "", prop.name) in text
     config, defaults = NamesrvConfig(), NamesrvConfig()
     assert config.load_file(SHIPPED) == []
     assert {n: config.get(n) for n in config.names() if n != "configStorePath"} == \
