@@ -19,7 +19,6 @@ Java:
   applied and the answer is SYSTEM_ERROR saying so (Java logs and answers SUCCESS).
 """
 
-from twisted.logger import Logger
 from zope.interface import implementer
 
 from namesrv.config import ConfigError
@@ -33,7 +32,6 @@ from namesrv.security.signature import ACCESS_KEY
 class DefaultProcessor:
     name = "default"
     codes = frozenset([RequestCode.UPDATE_NAMESRV_CONFIG, RequestCode.GET_NAMESRV_CONFIG])
-    log = Logger()
 
     def __init__(self, context):
         self.context = context
@@ -59,11 +57,10 @@ class DefaultProcessor:
         return request.make_response(ResponseCode.SUCCESS, body=text.encode("utf-8") if text else None)
 
     def update_config(self, request, connection):
-        peer = getattr(connection, "peer", None)
-        self.log.info("updateConfig called by {peer}", peer=peer)
         try:
-            kept = update_from_network(self.config, request.body, NAMESRV, self.config.black_list(), peer,
-                                       request.get(ACCESS_KEY), self.context.events, self.context.reactor)
+            kept = update_from_network(self.config, request.body, NAMESRV, self.config.black_list(),
+                                       getattr(connection, "peer", None), request.get(ACCESS_KEY),
+                                       self.context.events, self.context.reactor)
         except UpdateRefused as e:
             return request.make_response(ResponseCode.NO_PERMISSION, str(e))
         except ConfigError as e:

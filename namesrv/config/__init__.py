@@ -10,6 +10,9 @@ not quietly change behaviour.
 - ``namesrvconfig``, ``nettyserverconfig``, ``controllerconfig``: Java's classes, one module each;
   ``ours``: what Java does not have; ``tables``: all of them in one list;
 - ``live``: the running server's values (``NamesrvConfig``), changed only by ``update()``;
+- ``runtime``: what the network may change (the ``runtime`` mark: an allow-list), ``overlay``: the
+  instance's file those changes are kept in, applied after the ``-c`` file; ``origins``: where each
+  value came from (``-p``);
 - ``properties``: the ``.properties`` file format; ``keys``: misspelt and Java-only keys;
   ``confgen`` and ``reference``: the generated conf/namesrv.properties and docs/properties.md.
 """
