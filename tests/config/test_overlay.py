@@ -23,7 +23,7 @@ def start_config(tmp_path, c_text, overlay_text=None):
 def parsed(*argv):
     options = tap.Options()
     options.parseOptions(list(argv))
-    return options.config
+    return options["config"]
 
 
 def test_the_overlay_is_applied_after_the_c_file(tmp_path):

@@ -5,9 +5,11 @@ per-instance paths in as fixed values, and a second copy of the template was the
 
 import os
 import subprocess
+import time
 
 from namesrv.config.properties import parse_properties
 from tests.admin.cli import admin
+from tests.controller.wire import controller_ports
 from tests.integration.server import REPO, TWISTD, NamesrvProcess, free_port
 
 TEMPLATE = os.path.join(REPO, "conf", "namesrv.properties")
@@ -87,3 +89,35 @@ def test_a_hand_edited_overlay_with_a_port_refuses_the_start_in_one_line(tmp_pat
     assert done.stderr.strip() == ("namesrv: refusing to start: runtimeConfigPath %s: bindAddress is not changeable "
                                    "at run time, so it cannot be in the runtime overlay: set it in the -c file and "
                                    "delete its line here" % overlay)
+
+
+def test_a_controller_alone_keeps_its_updates_beside_its_store(tmp_path):
+    (port,) = controller_ports(1)
+    conf = tmp_path / "controller.properties"
+    conf.write_text("controllerDLegerGroup=alone\ncontrollerDLegerPeers=n0-127.0.0.1:%d\ncontrollerDLegerSelfId=n0\n"
+                    "controllerStorePath=%s\nlogDir=%s\n" % (port, tmp_path / "store", tmp_path / "logs"))
+    original = conf.read_bytes()
+    command = [TWISTD, "-n", "--pidfile=", "--logfile", str(tmp_path / "c.log"), "controller", "-c", str(conf)]
+    env = dict(os.environ, PYTHONPATH=REPO)
+    process = subprocess.Popen(command, cwd=str(tmp_path), env=env)
+    try:
+        address = "127.0.0.1:%d" % port
+        deadline = time.monotonic() + 60
+        while admin("getControllerMetaData", "-a", address)[0] != 0:
+            assert time.monotonic() < deadline and process.poll() is None, "the controller did not start"
+            time.sleep(0.2)
+        status, _, err = admin("updateControllerConfig", "-a", address, "-k", "enableElectUncleanMaster", "-v", "true")
+        assert (status, err) == (0, "")
+        status, _, err = admin("updateControllerConfig", "-a", address, "-k", "controllerStorePath", "-v", "/tmp/x")
+        assert status == 1 and "controllerStorePath (not changeable at run time)" in err
+    finally:
+        process.terminate()
+        process.wait(60)
+    overlay = tmp_path / "store-runtime.properties"
+    assert parse_properties(overlay.read_text()) == {"enableElectUncleanMaster": "true"}
+    assert conf.read_bytes() == original
+    printed = subprocess.run(command[:3] + ["controller", "-c", str(conf), "-p"], env=env, capture_output=True,
+                             text=True, timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    assert "# from the runtime overlay %s:\n#   enableElectUncleanMaster\n" % overlay in printed.stdout
+    assert "\nenableElectUncleanMaster=true\n" in printed.stdout
