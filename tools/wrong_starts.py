@@ -25,6 +25,7 @@ import time
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from namesrv.config import instance_path  # noqa: E402
 from tests.integration.server import REPO, TWISTD, NamesrvProcess, free_port  # noqa: E402
 
 TIMEOUT = 60
@@ -74,6 +75,11 @@ def scenarios(live, home, busy):
                  {"f": other + "routeSnapshotPath=%s\n" % live.snapshot_path}),
         Scenario("a second instance with the same -c file", ["namesrv", "-c", live.config_file, "--listenPort",
                                                              str(free)], "configStorePath"),
+        Scenario("a second instance on the same runtime overlay", ["namesrv", "-c", "{f}"], "runtimeConfigPath",
+                 {"f": other + "runtimeConfigPath=%s\n" % live.runtime_overlay}),
+        Scenario("a runtime overlay holding a key that is not runtime", ["namesrv", "-c", "{f}"], "bindAddress is not "
+                 "changeable at run time", {"f": other + "runtimeConfigPath={overlay}\n",
+                                            "overlay": "orderMessageEnable=true\nbindAddress=0.0.0.0\n"}),
         Scenario("a second instance on the same controller store", ["namesrv", "-c", "{f}"], "controllerStorePath",
                  {"f": other + peers + "controllerDLegerPeers=n0-127.0.0.1:%d\ncontrollerStorePath=%s\n"
                   % (free_port(), live.controller_store)}),
@@ -140,6 +146,8 @@ class LiveServer(NamesrvProcess):
         self.kv_path = self.properties["kvConfigPath"]
         self.snapshot_path = self.properties["routeSnapshotPath"]
         self.controller_store = self.properties["controllerStorePath"]
+        #: beside the KV store, named after the port (namesrv/config/overlay.py)
+        self.runtime_overlay = instance_path(os.path.join(workdir, "namesrv-runtime.properties"), self.port)
 
     def env(self):
         return dict(NamesrvProcess.env(self), HOME=self.home)
