@@ -4,9 +4,9 @@ It is served where ``/health`` is: the port a load balancer or an operator alrea
 HTTP. Clients whose ``rocketmq.namesrv.domain`` names no port ask port 8080, so an operator who
 wants a bare host name there sets ``prometheusListenPort=8080``.
 
-Read at start: whether it is on, and the probe settings. The list and the subgroups follow
-UPDATE_NAMESRV_CONFIG when an operator takes them out of ``configBlackList`` (they are in it by
-default: whoever may change them may send every client to a server of their choosing).
+Read at start: whether it is on, the list, the subgroups and the probe settings. None of them is a
+runtime property (namesrv/config/runtime.py): whoever may change the list may send every client to a
+server of their choosing, so the network never does. ``config_changed`` follows an in-process change.
 """
 
 from twisted.logger import Logger

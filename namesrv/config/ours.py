@@ -55,7 +55,7 @@ OURS = (
     Int("fileWatchIntervalMillis", 500, "how often the ACL and TLS files are checked for changes"),
     # the address service (namesrv/addressing): GET /rocketmq/{subgroup} on the Prometheus port
     Str("addressServiceNamesrvAddr", "", "name servers the address service lists, host:port;host:port as namesrvAddr (empty at start: off; needs prometheusListenPort); addresses, so never changed from the network"),
-    Str("addressServiceSubgroups", "nsaddr", "subgroups answered with that list, ;-separated (Java's rocketmq.namesrv.domain.subgroup; a client with a unitName asks for <subgroup>-<unitName>)", runtime=True),
+    Str("addressServiceSubgroups", "nsaddr", "subgroups answered with that list, ;-separated (Java's rocketmq.namesrv.domain.subgroup; a client with a unitName asks for <subgroup>-<unitName>)"),
     Long("addressServiceProbeIntervalMillis", 2000, "how often each listed name server is probed with a real remoting request (read at start)"),
     Long("addressServiceProbeTimeoutMillis", 1500, "a probe not answered within this long fails (read at start)"),
     Long("addressServiceDownAfterMillis", 5000, "a listed name server silent this long leaves the served list (all silent: the whole list is served; read at start)"),
