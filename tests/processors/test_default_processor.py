@@ -1,10 +1,9 @@
 """DefaultProcessor (GET/UPDATE_NAMESRV_CONFIG) called directly: the allow-list, the overlay, the events."""
 
-import os
-
 import pytest
 import pytest_twisted
 from twisted.internet import defer, reactor
+from twisted.logger import formatEvent, globalLogPublisher
 from zope.interface.verify import verifyObject
 
 from namesrv.config import PROPERTIES, NamesrvConfig
@@ -17,7 +16,7 @@ from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from namesrv.security.signature import ACCESS_KEY
 from processors.default import DefaultProcessor
-from tests.fakes import FakeConnection, RecordingEventLog
+from tests.fakes import FakeConnection, Reactor, RecordingEventLog
 from tests.vectors import vector
 
 CONN = FakeConnection("127.0.0.1:1")
@@ -108,9 +107,17 @@ def test_update_applies_live_keeps_it_in_the_overlay_never_in_the_c_file(process
 
 
 @pytest_twisted.inlineCallbacks
-def test_an_unsigned_update_has_no_account(processor, context):
-    yield update(processor, b"supportActingMaster=true\n")
+def test_an_unsigned_update_has_no_account_and_each_change_is_a_log_line(processor, context):
+    lines = []
+    observer = lambda event: lines.append(formatEvent(event))   # noqa: E731
+    globalLogPublisher.addObserver(observer)
+    try:
+        yield update(processor, b"supportActingMaster=true\n")
+    finally:
+        globalLogPublisher.removeObserver(observer)
     assert context.events.named("config_changed")[0]["account"] is None
+    assert "config supportActingMaster changed from False to True (UPDATE_NAMESRV_CONFIG from 127.0.0.1:1 " \
+           "(account none))" in lines
 
 
 @pytest_twisted.inlineCallbacks
@@ -241,8 +248,6 @@ def test_failed_persist_keeps_the_change_and_says_so(tmp_path):
 
 
 def test_stop_writes_a_queued_overlay_write_at_once(tmp_path, context, overlay):
-    from tests.fakes import Reactor
-
     class Stalled(Reactor):
         def getThreadPool(self):   # a thread pool that never runs the write
             return type("Pool", (), {"callInThreadWithCallback": lambda *args, **kwargs: None})()
@@ -253,4 +258,4 @@ def test_stop_writes_a_queued_overlay_write_at_once(tmp_path, context, overlay):
     assert not overlay.exists()
     processor.stop()
     assert parse_properties(overlay.read_text()) == {"enableAllTopicList": "false"}
-    assert os.path.exists(str(overlay)) and context.config.enableAllTopicList is False
+    assert context.config.enableAllTopicList is False
