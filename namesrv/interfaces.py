@@ -10,7 +10,26 @@ the last one, the registry, runs the ``IRequestPolicy``s and the processor, and 
 (``ICachedAnswerPolicy``, ``IStoppableProcessor``...), asked with ``providedBy``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
+
 from zope.interface import Attribute, Interface
+
+if TYPE_CHECKING:   # types only
+    from twisted.internet.defer import Deferred
+
+    from namesrv.context import NamesrvContext
+    from namesrv.controller.service import ControllerContext
+    from namesrv.protocol.command import RemotingCommand
+
+#: What a dispatcher or a processor gives for a request: the response, ``None`` (no answer: oneway, or
+#: answered another way), or a Deferred of either
+Answer = Union["RemotingCommand", None, "Deferred[Optional[RemotingCommand]]"]
+#: A policy's or a processor's no: ``(response code, remark)``
+Refusal = tuple[int, str]
+#: ``hold(request)``: None, or a Deferred to wait for (its result is not used) before ``request`` runs
+Hold = Callable[["RemotingCommand"], Optional["Deferred[Any]"]]
 
 
 class IRemotingConnection(Interface):
@@ -20,19 +39,19 @@ class IRemotingConnection(Interface):
     channel) so that closing it, or expiring the broker, can find the other.
     """
 
-    peer = Attribute("The peer's address as 'ip:port'.")
-    connection_id = Attribute("A number unique to this connection within the process.")
-    closing = Attribute("True once the connection is closing or closed: nothing it still sends is worth "
-                        "acting on (the scheduler drops its queued heartbeats).")
+    peer: str = Attribute("The peer's address as 'ip:port'.")
+    connection_id: int = Attribute("A number unique to this connection within the process.")
+    closing: bool = Attribute("True once the connection is closing or closed: nothing it still sends is worth "
+                              "acting on (the scheduler drops its queued heartbeats).")
 
-    def close():
+    def close() -> None:
         """Close the connection (used when a broker expires)."""
 
 
 class IDispatcher(Interface):
     """One link of the request path: answers a decoded request, itself or through the next link."""
 
-    def dispatch(request, connection):
+    def dispatch(request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         """Answer ``request`` (a RemotingCommand) from ``connection`` (an IRemotingConnection): a response
         command, ``None`` (oneway, or answered another way: forwarded, handed over), or a Deferred of either."""
 
@@ -40,32 +59,32 @@ class IDispatcher(Interface):
 class IInFlightDispatcher(IDispatcher):
     """Counts the answers still to come (Deferred answers), so a takeover waits for them."""
 
-    count = Attribute("Answers dispatched and not yet given.")
+    count: int = Attribute("Answers dispatched and not yet given.")
 
 
 class IQueueingDispatcher(IDispatcher):
     """Queues some requests to run later (the isolation dispatcher), and can be told to wait."""
 
-    def add_hold(hold):
+    def add_hold(hold: Hold) -> None:
         """``hold(request)`` -> None, or a Deferred to wait for before ``request`` (and its class) runs."""
 
-    def pending():
+    def pending() -> int:
         """Requests queued now."""
 
-    def stop():
+    def stop() -> None:
         """Forget the queued requests (shutdown): each is answered with nothing."""
 
 
 class IRequestProcessor(Interface):
     """Answers the request codes it declares."""
 
-    name = Attribute("Short name, used in logs and in duplicate-code errors.")
-    codes = Attribute("frozenset of the request codes this processor answers.")
+    name: str = Attribute("Short name, used in logs and in duplicate-code errors.")
+    codes: frozenset[int] = Attribute("frozenset of the request codes this processor answers.")
 
-    def reject_request(request):
+    def reject_request(request: RemotingCommand) -> Optional[Refusal]:
         """``None`` to accept; or ``(response_code, remark)`` to refuse it for now (busy, disabled)."""
 
-    def process_request(request, connection):
+    def process_request(request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         """Answer ``request`` (a RemotingCommand) from ``connection`` (an IRemotingConnection).
 
         Return a response RemotingCommand, ``None`` for no answer, or a Deferred of either.
@@ -78,13 +97,13 @@ class IClassifiedProcessor(IRequestProcessor):
     """A processor whose own codes (a plugin's) belong to request classes it names; without it a
     code no table knows is ``admin_write`` (namesrv/dispatch/classes.py)."""
 
-    code_classes = Attribute("{request code: request class name}.")
+    code_classes: Mapping[int, str] = Attribute("{request code: request class name}.")
 
 
 class IStoppableProcessor(IRequestProcessor):
     """A processor with state to flush when the server stops."""
 
-    def stop():
+    def stop() -> None:
         """Write what is pending (synchronously: the server is stopping)."""
 
 
@@ -97,16 +116,17 @@ class IReplicableProcessor(IRequestProcessor):
     same plugin factory (by its ``name``) and answer these codes themselves.
     """
 
-    replicable_codes = Attribute("frozenset of the codes (a subset of ``codes``) a replica may answer.")
+    replicable_codes: frozenset[int] = Attribute("frozenset of the codes (a subset of ``codes``) a replica may answer.")
 
 
 class IRequestProcessorFactory(Interface):
     """What a dropin provides: builds a processor for one running server's name-server port."""
 
-    name = Attribute("Short name of the processor it builds.")
+    name: str = Attribute("Short name of the processor it builds.")
 
-    def build(context):
-        """Return an IRequestProcessor bound to ``context`` (a NamesrvContext)."""
+    def build(context: Union[NamesrvContext, ControllerContext]) -> IRequestProcessor:
+        """Return an IRequestProcessor bound to ``context`` (a NamesrvContext; an IControllerProcessorFactory's
+        is a ControllerContext)."""
 
 
 class IControllerProcessorFactory(IRequestProcessorFactory):
@@ -119,10 +139,10 @@ class IRequestPolicy(Interface):
     Policies run in order; the first refusal answers the request.
     """
 
-    def check(request, connection):
+    def check(request: RemotingCommand, connection: IRemotingConnection) -> Optional[Refusal]:
         """``None`` to let the request through, or ``(response_code, remark)`` to refuse it."""
 
-    def done(request, connection, response_code):
+    def done(request: RemotingCommand, connection: IRemotingConnection, response_code: int) -> None:
         """Called once for every request ``check`` let through, when its answer is ready."""
 
 
@@ -130,7 +150,7 @@ class ICachedAnswerPolicy(IRequestPolicy):
     """A policy that lets some answers be replayed by the AnswerCache without ``check`` running again;
     a policy that does not provide this turns caching off for every code."""
 
-    def allows_cached_answer(code):
+    def allows_cached_answer(code: int) -> bool:
         """True when an answer to ``code`` may be replayed without asking this policy."""
 
 
@@ -142,7 +162,7 @@ class IWorkerCheckedPolicy(IRequestPolicy):
 class IRequestObserver(Interface):
     """Sees every answered request (metrics, event log)."""
 
-    def record_request(code, response_code, micros, peer):
+    def record_request(code: int, response_code: int, micros: int, peer: str) -> None:
         """``response_code`` is -1 when a oneway request got no answer."""
 
 
@@ -150,7 +170,7 @@ class IBulkRequestObserver(IRequestObserver):
     """An observer told of many answers at once (replayed by the AnswerCache, counted by a read worker);
     other observers hear of each (``record_request`` ``count`` times)."""
 
-    def record_requests(code, response_code, count, micros, peer):
+    def record_requests(code: int, response_code: int, count: int, micros: int, peer: str) -> None:
         """``count`` requests at once, taking ``micros`` in all."""
 
 
@@ -158,7 +178,7 @@ class IAnswerObserver(Interface):
     """Sees each request the registry answered, with its answer, just before it leaves (the status page's
     broker versions; the read workers' shared generation)."""
 
-    def answered(request, response_code, connection):
+    def answered(request: RemotingCommand, response_code: int, connection: IRemotingConnection) -> None:
         """``response_code`` is -1 when a oneway request got no answer."""
 
 
@@ -171,23 +191,24 @@ class IEventLog(IBulkRequestObserver):
     bad event.
     """
 
-    server_id = Attribute("'host:port' written into every event; the service sets it once the port is bound.")
-    written = Attribute("Lines written to the file so far.")
-    dropped = Attribute("Events lost so far (queue full, unencodable, write failed).")
+    server_id: str = Attribute("'host:port' written into every event; the service sets it once the port is "
+                               "bound.")
+    written: int = Attribute("Lines written to the file so far.")
+    dropped: int = Attribute("Events lost so far (queue full, unencodable, write failed).")
 
-    def emit(event, **fields):
+    def emit(event: str, **fields: object) -> None:
         """Log ``event`` (a short name such as ``broker_expired``) with ``fields``; tell the listeners."""
 
-    def add_listener(callback):
+    def add_listener(callback: Callable[[str, dict[str, object]], object]) -> None:
         """Call ``callback(event, fields)`` on every ``emit`` (metrics count expirations this way)."""
 
-    def flush_aggregates(force=False):
+    def flush_aggregates(force: bool = False) -> None:
         """Write the finished second's aggregated ``request`` events (``force``: the running one too)."""
 
-    def start():
+    def start() -> None:
         """Begin writing (the service calls it when it starts)."""
 
-    def stop():
+    def stop() -> None:
         """Write what is pending and stop (the service calls it when it stops)."""
 
 
@@ -198,26 +219,27 @@ class IReplicatedLog(Interface):
     answers once they are applied. Implementations: one node with a file, or Raft.
     """
 
-    self_id = Attribute("This controller's id in controllerDLegerPeers (n0, n1, ...).")
-    group = Attribute("controllerDLegerGroup.")
-    peers = Attribute("{id: 'host:port'}: every controller's address for brokers and admin tools.")
-    is_leader = Attribute("True while this controller is the leader, has applied every earlier term's entries, "
+    self_id: str = Attribute("This controller's id in controllerDLegerPeers (n0, n1, ...).")
+    group: str = Attribute("controllerDLegerGroup.")
+    peers: Mapping[str, str] = Attribute("{id: 'host:port'}: every controller's address for brokers and admin tools.")
+    is_leader: bool = Attribute("True while this controller is the leader, has applied every earlier term's entries, "
                           "and is sure no newer leader exists (its lease): only then does it decide or read.")
-    leader_id = Attribute("The id of the leader as last known, or None.")
-    role_listeners = Attribute("Callbacks called with True/False when this controller starts/stops leading.")
-    applies_at_once = Attribute("True when ``propose`` applies the events before it returns (only their "
+    leader_id: Optional[str] = Attribute("The id of the leader as last known, or None.")
+    role_listeners: list[Callable[[bool], object]] = Attribute(
+        "Callbacks called with True/False when this controller starts/stops leading.")
+    applies_at_once: bool = Attribute("True when ``propose`` applies the events before it returns (only their "
                                 "durability is still to come): the controller then decides the next request "
                                 "at once. False when they are applied once committed (Raft).")
 
-    def start():
+    def start() -> None:
         """Restore what is persisted and join the others."""
 
-    def stop():
-        """Leave; what was applied stays persisted."""
+    def stop() -> Optional[Deferred[None]]:
+        """Leave; what was applied stays persisted (None, or a Deferred firing once it is on disk)."""
 
-    def propose(events):
+    def propose(events: list[dict[str, Any]]) -> Deferred[object]:
         """A Deferred firing once ``events`` (a list of event dicts) are applied here, or failing with
         NotLeader when they cannot be committed by this controller."""
 
-    def status():
+    def status() -> dict[str, object]:
         """A dict for the status page and metrics: mode, role, term, applied, peers, leaderId, connectedPeers."""

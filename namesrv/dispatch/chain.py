@@ -36,16 +36,32 @@ Nothing here is assigned after it is built: a chain is made whole from its parts
 each other from their constructors.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Protocol, Sequence
+
+from twisted.internet.interfaces import IReactorTime
 from zope.interface.verify import verifyObject
 
 from namesrv.dispatch.classes import RequestClassifier
 from namesrv.dispatch.inflight import InFlightDispatcher
-from namesrv.dispatch.isolation import ClassLimitPolicy, PriorityDispatcher
+from namesrv.dispatch.isolation import ClassLimitPolicy, GuardListener, PriorityDispatcher, RejectionListener
 from namesrv.dispatch.registry import ProcessorRegistry
-from namesrv.interfaces import IDispatcher
-from namesrv.security.acl import BrokerAllowListPolicy
+from namesrv.interfaces import IDispatcher, IEventLog, IRequestObserver, IRequestPolicy, IRequestProcessor
+from namesrv.security.acl import AclStore, BrokerAllowListPolicy
 from namesrv.security.refused import Refusals
 from namesrv.security.trust import TrustPolicy
+from namesrv.timing.scheduler import TurnScheduler
+
+if TYPE_CHECKING:   # types only
+    from namesrv.config.live import NamesrvConfig
+
+
+class EventSink(Protocol):
+    """Where the policies' refusals are told: the event log, or a read worker's RequestCounts (which reports
+    them to the main process)."""
+
+    def emit(self, event: str, **fields: object) -> None: ...
 
 
 class DispatchChain:
@@ -53,7 +69,9 @@ class DispatchChain:
     whoever needs one (the takeover counts ``inflight``; the read workers hold ``priority``'s queues;
     metrics read ``classifier`` and ``limits``)."""
 
-    def __init__(self, entry, registry, classifier, policies, limits=None, priority=None, inflight=None):
+    def __init__(self, entry: IDispatcher, registry: ProcessorRegistry, classifier: RequestClassifier,
+                 policies: Iterable[IRequestPolicy], limits: Optional[ClassLimitPolicy] = None,
+                 priority: Optional[PriorityDispatcher] = None, inflight: Optional[InFlightDispatcher] = None) -> None:
         verifyObject(IDispatcher, entry)
         self.entry = entry
         self.registry = registry
@@ -63,22 +81,25 @@ class DispatchChain:
         self.priority = priority
         self.inflight = inflight
 
-    def stop(self):
+    def stop(self) -> None:
         """Forget queued work (shutdown)."""
         if self.priority is not None:
             self.priority.stop()
 
 
-def trust_policies(config, classifier, acl_store, refusals):
+def trust_policies(config: NamesrvConfig, classifier: RequestClassifier, acl_store: Optional[AclStore],
+                   refusals: Refusals) -> list[IRequestPolicy]:
     """Who may ask what: the ACL check (when ``acl_store``, i.e. aclEnable) and the broker address list."""
-    policies = []
+    policies: list[IRequestPolicy] = []
     if acl_store is not None:
         policies.append(TrustPolicy(acl_store, classifier, config, refusals))
     policies.append(BrokerAllowListPolicy(classifier, config, refusals))
     return policies
 
 
-def namesrv_chain(processors, config, scheduler, events, reactor, acl_store=None, listeners=(), observers=()):
+def namesrv_chain(processors: Sequence[IRequestProcessor], config: NamesrvConfig, scheduler: TurnScheduler,
+                  events: IEventLog, reactor: IReactorTime, acl_store: Optional[AclStore] = None,
+                  listeners: Sequence[GuardListener] = (), observers: Iterable[IRequestObserver] = ()) -> DispatchChain:
     """The main process's chain on the name server's port: in-flight, priority, policies, registry."""
     classifier = RequestClassifier.for_processors(processors)
     limits = ClassLimitPolicy(classifier, config, listeners)
@@ -91,7 +112,10 @@ def namesrv_chain(processors, config, scheduler, events, reactor, acl_store=None
                          inflight=inflight)
 
 
-def worker_chain(processors, config, counts, front, reactor, acl_store=None, listeners=(), events=None):
+def worker_chain(processors: Sequence[IRequestProcessor], config: NamesrvConfig, counts: IRequestObserver,
+                 front: Callable[[ProcessorRegistry], IDispatcher], reactor: IReactorTime,
+                 acl_store: Optional[AclStore] = None, listeners: Sequence[RejectionListener] = (),
+                 events: Optional[EventSink] = None) -> DispatchChain:
     """A read worker's chain: ``front(registry)`` (its freshness and forwarding dispatchers, built by the
     worker) in front of the same policies as the main process's, checked against the replica's copy of
     the configuration, and the registry of the replica's processors. Everything the worker does not
@@ -103,7 +127,9 @@ def worker_chain(processors, config, counts, front, reactor, acl_store=None, lis
     return DispatchChain(front(registry), registry, classifier, policies)
 
 
-def controller_chain(processors, config, events, reactor, acl_store=None, listeners=()):
+def controller_chain(processors: Sequence[IRequestProcessor], config: NamesrvConfig, events: IEventLog,
+                     reactor: IReactorTime, acl_store: Optional[AclStore] = None,
+                     listeners: Sequence[GuardListener] = ()) -> DispatchChain:
     """The controller port's chain: the same policies (the request classes say which of the controller's
     codes are broker-control, admin reads or writes) and per-class limits, then its registry."""
     classifier = RequestClassifier.for_processors(processors)

@@ -19,10 +19,14 @@ join the table through IClassifiedProcessor; a code in no table is ``admin_write
 refused outright when ACL is on.
 """
 
-from dataclasses import dataclass
+from __future__ import annotations
 
-from namesrv.interfaces import IClassifiedProcessor
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Optional
+
+from namesrv.interfaces import IClassifiedProcessor, IRequestProcessor
 from namesrv.protocol.codes import RequestCode as C
+from namesrv.protocol.command import RemotingCommand
 
 ROUTE_READ = "route_read"
 BROKER_CONTROL = "broker_control"
@@ -46,13 +50,13 @@ class RequestClass:
     """One code's class, the header fields naming its resources, and where it is answered."""
 
     name: str
-    resources: tuple = ()              # ((kind, header field), ...)
-    ports: tuple = (NAMESRV,)
-    #: (header field, class): when the field is "true" the request belongs to that class instead
-    escalation: tuple = ()
+    resources: tuple[tuple[str, str], ...] = ()              # ((kind, header field), ...)
+    ports: tuple[str, ...] = (NAMESRV,)
+    #: (header field, class): when the field is "true" the request belongs to that class instead; () for none
+    escalation: tuple[str, ...] = ()
     note: str = ""
 
-    def classify(self, request):
+    def classify(self, request: RemotingCommand) -> str:
         if self.escalation:
             field, stronger = self.escalation
             if request.get_bool(field, False):
@@ -66,7 +70,7 @@ _TOPIC = ((TOPIC, "topic"),)
 _BOTH = (NAMESRV, CONTROLLER)
 _CTRL = (CONTROLLER,)
 
-TABLE = {
+TABLE: dict[int, RequestClass] = {
     C.GET_ROUTEINFO_BY_TOPIC: RequestClass(ROUTE_READ, _TOPIC, note="a topic's route (producers, consumers)"),
     C.CONTROLLER_GET_METADATA_INFO: RequestClass(ROUTE_READ, (), _CTRL,
                                                  note="which controller leads (brokers and tools find it)"),
@@ -116,7 +120,7 @@ TABLE = {
 }
 
 
-def normalize_class(name):
+def normalize_class(name: str) -> str:
     """``routeRead``, ``route-read`` and ``ROUTE_READ`` all name ``route_read``; anything else is an error."""
     key = name.strip().replace("-", "").replace("_", "").lower()
     for request_class in ALL_CLASSES:
@@ -125,7 +129,7 @@ def normalize_class(name):
     raise ValueError("unknown request class %r (expected one of %s)" % (name.strip(), ", ".join(ALL_CLASSES)))
 
 
-def parse_class_list(text):
+def parse_class_list(text: Optional[str]) -> frozenset[str]:
     """A comma-separated property value → frozenset of class names (``all`` means every class)."""
     names = [part for part in (text or "").split(",") if part.strip()]
     if any(part.strip().lower() == "all" for part in names):
@@ -136,30 +140,30 @@ def parse_class_list(text):
 class RequestClassifier:
     """Maps a request to its class and resources: the table above, then processors' ``code_classes``."""
 
-    def __init__(self, extra=None):
+    def __init__(self, extra: Optional[Mapping[int, str]] = None) -> None:
         self._entries = dict(TABLE)
         for code, name in (extra or {}).items():
             self._entries[int(code)] = RequestClass(normalize_class(name), note="a plugin processor's code")
         self._names = {code: entry.name for code, entry in self._entries.items()}
 
     @classmethod
-    def for_processors(cls, processors):
-        extra = {}
+    def for_processors(cls, processors: Iterable[IRequestProcessor]) -> RequestClassifier:
+        extra: dict[int, str] = {}
         for processor in processors:
             if IClassifiedProcessor.providedBy(processor):
                 extra.update(processor.code_classes)
         return cls(extra)
 
-    def classify(self, code):
+    def classify(self, code: int) -> str:
         """The class of ``code`` alone (metrics, limits): the escalation a header may ask for aside."""
         return self._names.get(code, ADMIN_WRITE)
 
-    def classify_request(self, request):
+    def classify_request(self, request: RemotingCommand) -> str:
         """The class of ``request``, the header's escalation included (``electMaster`` is an admin's)."""
         entry = self._entries.get(request.code)
         return entry.classify(request) if entry is not None else ADMIN_WRITE
 
-    def resources(self, request):
+    def resources(self, request: RemotingCommand) -> list[tuple[str, str]]:
         """``[(kind, name)]`` the request names, from the header fields its entry lists (absent ones left out)."""
         entry = self._entries.get(request.code)
         if entry is None:
@@ -171,8 +175,8 @@ class RequestClassifier:
                 named.append((kind, value))
         return named
 
-    def known(self, code):
+    def known(self, code: int) -> bool:
         return code in self._entries
 
-    def entry(self, code):
+    def entry(self, code: int) -> Optional[RequestClass]:
         return self._entries.get(code)

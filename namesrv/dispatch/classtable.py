@@ -2,6 +2,7 @@
 ``python -m namesrv.dispatch.classtable`` prints it; tests/dispatch/test_classes.py checks the doc holds it."""
 
 import sys
+from typing import Optional
 
 from namesrv.dispatch.classes import ALL_CLASSES, CONTROLLER, NAMESRV, TABLE
 from namesrv.protocol.codes import request_name
@@ -13,7 +14,7 @@ _PORTS = {(NAMESRV,): "name server", (CONTROLLER,): "controller", (NAMESRV, CONT
 _KINDS = {"Cluster": "Cluster", "Broker": "Broker", "Topic": "Topic"}
 
 
-def render():
+def render() -> str:
     lines = [BEGIN, "", "| class | code | request | port | resources it names | what it is |",
              "|---|---:|---|---|---|---|"]
     for request_class in ALL_CLASSES:
@@ -30,7 +31,7 @@ def render():
     return "\n".join(lines) + "\n"
 
 
-def section_of(text):
+def section_of(text: str) -> Optional[str]:
     """The generated section of ``text`` (a document holding it), markers included, or None."""
     start = text.find(BEGIN)
     end = text.find(END)

@@ -17,17 +17,26 @@ We have one reactor thread, so isolation has two parts:
   delays a route read by at most one turn plus one request, instead of by the whole storm.
 """
 
+from __future__ import annotations
+
 import collections
 import time
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Protocol
 
 from twisted.internet import defer
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from namesrv.interfaces import ICachedAnswerPolicy, IQueueingDispatcher
+from namesrv.interfaces import (Answer, Hold, ICachedAnswerPolicy, IQueueingDispatcher, IRemotingConnection,
+                                Refusal)
 from namesrv.protocol.codes import RequestCode, ResponseCode
-from namesrv.dispatch.classes import ADMIN_READ, ADMIN_WRITE, ALL_CLASSES, BROKER_CONTROL, ROUTE_READ
-from namesrv.timing.scheduler import CONTROL
+from namesrv.protocol.command import RemotingCommand
+from namesrv.dispatch.classes import ADMIN_READ, ADMIN_WRITE, ALL_CLASSES, BROKER_CONTROL, ROUTE_READ, RequestClassifier
+from namesrv.timing.scheduler import CONTROL, TurnScheduler
+
+if TYPE_CHECKING:   # types only
+    from namesrv.config.live import NamesrvConfig
+    from namesrv.dispatch.registry import ProcessorRegistry
 
 log = Logger()
 
@@ -45,8 +54,23 @@ LIMIT_PROPERTIES = {
 #: running once that connection has closed (housekeeping for it has already run).
 _LIVENESS_CODES = frozenset((RequestCode.REGISTER_BROKER, RequestCode.BROKER_HEARTBEAT))
 
+#: a request waiting its turn: (request, connection, its answer to come or None if oneway, body size, when queued)
+Queued = tuple[RemotingCommand, IRemotingConnection, Optional[defer.Deferred[Optional[RemotingCommand]]], int, float]
 
-def _size(request):
+
+class RejectionListener(Protocol):
+    """Told of every request a guard refused (the metrics: namesrv/security/wiring.py's GuardListeners)."""
+
+    def rejected(self, request_class: str, reason: str) -> None: ...
+
+
+class GuardListener(RejectionListener, Protocol):
+    """Also told how long each queued request waited for its turn."""
+
+    def queue_waited(self, request_class: str, seconds: float) -> None: ...
+
+
+def _size(request: RemotingCommand) -> int:
     return len(request.body) if request.body else 0
 
 
@@ -54,7 +78,8 @@ def _size(request):
 class ClassLimitPolicy:
     """Bounded admission per request class (limits are read live from the config)."""
 
-    def __init__(self, classifier, config, listeners=()):
+    def __init__(self, classifier: RequestClassifier, config: NamesrvConfig,
+                 listeners: Iterable[RejectionListener] = ()) -> None:
         self.classifier = classifier
         self.config = config
         self.listeners = list(listeners)
@@ -64,13 +89,13 @@ class ClassLimitPolicy:
         self.waiting_bytes = dict.fromkeys(ALL_CLASSES, 0)
         self.refused = dict.fromkeys(ALL_CLASSES, 0)
 
-    def limits(self, request_class):
+    def limits(self, request_class: str) -> tuple[int, int]:
         count_name, bytes_name = LIMIT_PROPERTIES[request_class]
         count = self.config.get(count_name)
         max_bytes = self.config.get(bytes_name) if bytes_name else 0
         return count, max_bytes
 
-    def would_admit(self, request_class, size):
+    def would_admit(self, request_class: str, size: int) -> bool:
         count, max_bytes = self.limits(request_class)
         held = self.in_flight[request_class] + self.waiting[request_class]
         if count and held >= count:
@@ -82,20 +107,20 @@ class ClassLimitPolicy:
         return True
 
     # -- the scheduler's side ----------------------------------------------------
-    def enqueued(self, request_class, size):
+    def enqueued(self, request_class: str, size: int) -> None:
         self.waiting[request_class] += 1
         self.waiting_bytes[request_class] += size
 
-    def dequeued(self, request_class, size):
+    def dequeued(self, request_class: str, size: int) -> None:
         self.waiting[request_class] -= 1
         self.waiting_bytes[request_class] -= size
 
     # -- IRequestPolicy ----------------------------------------------------------
-    def allows_cached_answer(self, code):
+    def allows_cached_answer(self, code: int) -> bool:
         """A cached answer is written at once and holds nothing in flight: always admitted."""
         return True
 
-    def check(self, request, connection):
+    def check(self, request: RemotingCommand, connection: IRemotingConnection) -> Optional[Refusal]:
         request_class = self.classifier.classify(request.code)
         size = _size(request)
         if not self.would_admit(request_class, size):
@@ -110,7 +135,7 @@ class ClassLimitPolicy:
         self.in_flight_bytes[request_class] += size
         return None
 
-    def done(self, request, connection, response_code):
+    def done(self, request: RemotingCommand, connection: IRemotingConnection, response_code: int) -> None:
         request_class = self.classifier.classify(request.code)
         self.in_flight[request_class] -= 1
         self.in_flight_bytes[request_class] -= _size(request)
@@ -120,8 +145,9 @@ class ClassLimitPolicy:
 class PriorityDispatcher:
     """The connections' dispatcher: route reads at once, the other classes in time-boxed turns."""
 
-    def __init__(self, registry, classifier, limits, config, scheduler, timer=time.perf_counter,
-                 immediate=(ROUTE_READ,), listeners=()):
+    def __init__(self, registry: ProcessorRegistry, classifier: RequestClassifier, limits: ClassLimitPolicy,
+                 config: NamesrvConfig, scheduler: TurnScheduler, timer: Callable[[], float] = time.perf_counter,
+                 immediate: Iterable[str] = (ROUTE_READ,), listeners: Iterable[GuardListener] = ()) -> None:
         self.registry = registry
         self.classifier = classifier
         self.limits = limits
@@ -129,19 +155,20 @@ class PriorityDispatcher:
         self.timer = timer   # for the time a request waited in its queue
         self.immediate = frozenset(immediate)
         self.listeners = list(listeners)
-        self.queues = {cls: collections.deque() for cls in ALL_CLASSES if cls not in self.immediate}
+        self.queues: dict[str, collections.deque[Queued]] = {
+            cls: collections.deque() for cls in ALL_CLASSES if cls not in self.immediate}
         self._order = collections.deque(self.queues)
         self._job = scheduler.job(self._turns, CONTROL, "the isolation dispatcher")
         self.dropped = 0
         #: ``hold(request)`` -> None, or a Deferred to wait for before the request runs; its class
         #: waits meanwhile (the read workers hold a large registration until their replicas are fresh)
-        self.holds = []
-        self._held = set()     # classes waiting on a hold
+        self.holds: list[Hold] = []
+        self._held: set[str] = set()     # classes waiting on a hold
 
-    def enabled(self):
+    def enabled(self) -> bool:
         return self.config.isolationSchedulerEnable
 
-    def dispatch(self, request, connection):
+    def dispatch(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         request_class = self.classifier.classify(request.code)
         if (request_class in self.immediate or not self.enabled()
                 or self.registry.processor_for(request.code) is None):
@@ -150,21 +177,21 @@ class PriorityDispatcher:
         if not self.limits.would_admit(request_class, size):
             return self.registry.dispatch(request, connection)  # the policy answers SYSTEM_BUSY
         self.limits.enqueued(request_class, size)
-        answer = None if request.is_oneway else defer.Deferred()
+        answer: Optional[defer.Deferred[Optional[RemotingCommand]]] = None if request.is_oneway else defer.Deferred()
         self.queues[request_class].append((request, connection, answer, size, self.timer()))
         self._schedule()
         return answer
 
-    def add_hold(self, hold):
+    def add_hold(self, hold: Hold) -> None:
         self.holds.append(hold)
 
-    def pending(self):
+    def pending(self) -> int:
         return sum(len(queue) for queue in self.queues.values())
 
-    def _schedule(self):
+    def _schedule(self) -> None:
         self._job.wake()
 
-    def _turns(self):
+    def _turns(self) -> Iterator[None]:
         """The job: one queued request per step, the classes in turn, until none may run."""
         while self._runnable():
             request_class = self._order[0]
@@ -176,17 +203,17 @@ class PriorityDispatcher:
                 self._run(request_class, *queue.popleft())
                 yield
 
-    def _runnable(self):
+    def _runnable(self) -> bool:
         return any(queue for request_class, queue in self.queues.items() if request_class not in self._held)
 
-    def _hold(self, request_class, request):
+    def _hold(self, request_class: str, request: RemotingCommand) -> bool:
         """True when a hold asks ``request`` (and its class) to wait; the class runs again after it."""
         for hold in self.holds:
             waiting = hold(request)
             if waiting is not None and not waiting.called:
                 self._held.add(request_class)
 
-                def release(ignored):
+                def release(ignored: object) -> None:
                     self._held.discard(request_class)
                     self._schedule()
 
@@ -194,7 +221,8 @@ class PriorityDispatcher:
                 return True
         return False
 
-    def _run(self, request_class, request, connection, answer, size, queued_at):
+    def _run(self, request_class: str, request: RemotingCommand, connection: IRemotingConnection,
+             answer: Optional[defer.Deferred[Optional[RemotingCommand]]], size: int, queued_at: float) -> None:
         self.limits.dequeued(request_class, size)
         waited = self.timer() - queued_at
         for listener in self.listeners:
@@ -218,7 +246,7 @@ class PriorityDispatcher:
         else:
             answer.callback(result)
 
-    def stop(self):
+    def stop(self) -> None:
         """Forget queued work at shutdown (their connections are being closed)."""
         self._job.stop()
         for request_class, queue in self.queues.items():

@@ -7,9 +7,13 @@ without a client that retries in a loop filling the disk: one line per (peer hos
 request code, response code), at most ``limit`` lines per ``window`` seconds overall.
 """
 
+import time
+from typing import Callable, Optional
+
 from twisted.logger import Logger
 
 from namesrv.protocol.codes import ResponseCode, request_name
+from namesrv.protocol.command import RemotingCommand
 from namesrv.protocol.ratelimited import RateLimitedWarning
 
 #: distinct (peer, request, answer) kinds remembered before starting over (bounds memory under a storm)
@@ -19,12 +23,13 @@ MAX_REMEMBERED = 10000
 class RefusalLog:
     """``note(request, response, peer)`` after each answer; logs the first of each kind."""
 
-    def __init__(self, log=None, limit=20, window=10.0, **kwargs):
+    def __init__(self, log: Optional[Logger] = None, limit: int = 20, window: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.log = log or Logger()
-        self.warning = RateLimitedWarning(self.log, limit=limit, window=window, **kwargs)
-        self.seen = set()
+        self.warning = RateLimitedWarning(self.log, limit=limit, window=window, clock=clock)
+        self.seen: set[tuple[str, int, int]] = set()
 
-    def note(self, request, response, peer):
+    def note(self, request: RemotingCommand, response: Optional[RemotingCommand], peer: str) -> None:
         if response is None or response.code == ResponseCode.SUCCESS:
             return
         host = peer.rpartition(":")[0] if isinstance(peer, str) and ":" in peer else peer
@@ -38,7 +43,7 @@ class RefusalLog:
                           request=request_name(request.code), remark=response.remark or "")
 
 
-def _answer_name(code):
+def _answer_name(code: int) -> str:
     try:
         return ResponseCode(code).name
     except ValueError:

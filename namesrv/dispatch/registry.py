@@ -1,20 +1,24 @@
 """Request code → processor, with one place that turns failures into answers."""
 
 import time
+from types import ModuleType
+from typing import Callable, Iterable, Optional, Sequence
 
 from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.plugin import getPlugins
+from twisted.python.failure import Failure
 from zope.interface.verify import verifyObject
 
 from namesrv.dispatch.observers import AnswerObservers, RequestObservers
 from namesrv.dispatch.refusals import RefusalLog
-from namesrv.interfaces import (ICachedAnswerPolicy, IControllerProcessorFactory, IDispatcher, IRequestPolicy,
-                                IRequestProcessor, IRequestProcessorFactory)
+from namesrv.interfaces import (Answer, ICachedAnswerPolicy, IControllerProcessorFactory, IDispatcher,
+                                IRemotingConnection, IRequestObserver, IRequestPolicy, IRequestProcessor,
+                                IRequestProcessorFactory)
 from namesrv.observe.eventlog import NullEventLog
 from namesrv.plugin import CONTROLLER_PORT, NAMESRV_PORT
 from namesrv.protocol.codes import ResponseCode, request_name
-from namesrv.protocol.command import HeaderFieldError
+from namesrv.protocol.command import HeaderFieldError, RemotingCommand
 from zope.interface import implementer
 
 log = Logger()
@@ -24,7 +28,8 @@ class ProcessorConflictError(Exception):
     """Two processors claim one request code: a start-up error naming both."""
 
 
-def load_processor_factories(package=None, port=NAMESRV_PORT):
+def load_processor_factories(package: Optional[ModuleType] = None,
+                             port: str = NAMESRV_PORT) -> list[IRequestProcessorFactory]:
     """Every processor dropin found in ``package`` (default ``twisted.plugins``) for ``port``: the name
     server's (IRequestProcessorFactory) or the controller's (IControllerProcessorFactory)."""
     if package is None:
@@ -45,7 +50,9 @@ class ProcessorRegistry:
     (namesrv/dispatch/chain.py); observers may join later (the metrics, the status page).
     """
 
-    def __init__(self, processors, events=None, timer=time.perf_counter, policies=(), observers=(), refusals=None):
+    def __init__(self, processors: Iterable[IRequestProcessor], events: Optional[IRequestObserver] = None,
+                 timer: Callable[[], float] = time.perf_counter, policies: Iterable[IRequestPolicy] = (),
+                 observers: Iterable[IRequestObserver] = (), refusals: Optional[RefusalLog] = None) -> None:
         self.events = events if events is not None else NullEventLog()
         self.refusals = refusals if refusals is not None else RefusalLog()
         self.timer = timer
@@ -58,8 +65,8 @@ class ProcessorRegistry:
         #: told of each answer just before it leaves (the status page's versions, read workers' generation)
         self.answer_observers = AnswerObservers()
         self.processors = tuple(processors)
-        self._cache_allowed = {}
-        self._by_code = {}
+        self._cache_allowed: dict[int, bool] = {}
+        self._by_code: dict[int, IRequestProcessor] = {}
         for processor in self.processors:
             verifyObject(IRequestProcessor, processor)
             for code in processor.codes:
@@ -70,7 +77,7 @@ class ProcessorRegistry:
                         % (code, request_name(code), other.name, processor.name))
                 self._by_code[code] = processor
 
-    def allows_cached_answer(self, code):
+    def allows_cached_answer(self, code: int) -> bool:
         """May an answer to ``code`` be replayed without running the policies again?
 
         Only if every policy says so (ICachedAnswerPolicy); a policy that does not provide it (the
@@ -83,10 +90,10 @@ class ProcessorRegistry:
                 for policy in self.policies)
         return allowed
 
-    def processor_for(self, code):
+    def processor_for(self, code: int) -> Optional[IRequestProcessor]:
         return self._by_code.get(code)
 
-    def dispatch(self, request, connection):
+    def dispatch(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         """Answer ``request``: a response command, ``None`` (oneway), or a Deferred of either."""
         started = self.timer()
         processor = self._by_code.get(request.code)
@@ -94,7 +101,7 @@ class ProcessorRegistry:
             response = request.make_response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, " request type %d not supported" % request.code)
             return self._finish(request, response, connection, started)
-        passed = []
+        passed: list[IRequestPolicy] = []
         for policy in self.policies:
             refused = policy.check(request, connection)
             if refused is not None:
@@ -111,23 +118,30 @@ class ProcessorRegistry:
         except Exception as e:
             result = self._error_response(request, processor, e)
         if isinstance(result, defer.Deferred):
-            result.addErrback(lambda failure: self._error_response(request, processor, failure.value, failure))
+            result.addErrback(self._failed, request, processor)
             result.addCallback(self._finish_later, request, connection, started, passed)
             return result
         if passed:
             self._release(passed, request, connection, result.code if result is not None else -1)
         return self._finish(request, result, connection, started)
 
-    def _finish_later(self, response, request, connection, started, passed):
+    def _finish_later(self, response: Optional[RemotingCommand], request: RemotingCommand,
+                      connection: IRemotingConnection, started: float,
+                      passed: Sequence[IRequestPolicy]) -> Optional[RemotingCommand]:
         self._release(passed, request, connection, response.code if response is not None else -1)
         return self._finish(request, response, connection, started)
 
     @staticmethod
-    def _release(passed, request, connection, response_code):
+    def _release(passed: Sequence[IRequestPolicy], request: RemotingCommand, connection: IRemotingConnection,
+                 response_code: int) -> None:
         for policy in passed:
             policy.done(request, connection, response_code)
 
-    def _error_response(self, request, processor, error, failure=None):
+    def _failed(self, failure: Failure, request: RemotingCommand, processor: IRequestProcessor) -> RemotingCommand:
+        return self._error_response(request, processor, failure.value, failure)
+
+    def _error_response(self, request: RemotingCommand, processor: IRequestProcessor, error: Optional[BaseException],
+                        failure: Optional[Failure] = None) -> RemotingCommand:
         if isinstance(error, HeaderFieldError):
             remark = str(error)
         else:
@@ -136,7 +150,8 @@ class ProcessorRegistry:
                         name=processor.name, code=request.code, code_name=request_name(request.code))
         return request.make_response(ResponseCode.SYSTEM_ERROR, remark)
 
-    def _finish(self, request, response, connection, started):
+    def _finish(self, request: RemotingCommand, response: Optional[RemotingCommand], connection: IRemotingConnection,
+                started: float) -> Optional[RemotingCommand]:
         micros = int((self.timer() - started) * 1e6)
         response_code = response.code if response is not None else -1
         self.observers.record_request(request.code, response_code, micros, connection.peer)

@@ -44,10 +44,13 @@ aggregates count cached answers too.
 """
 
 import struct
+from typing import Literal, Optional, Protocol, Union
 
-from namesrv.protocol.answershapes import Shapes
+from namesrv.interfaces import IBulkRequestObserver
+from namesrv.protocol.answershapes import Counted, Shapes
 from namesrv.protocol.codec import encode_frame, encode_json_header
 from namesrv.protocol.codes import SerializeType
+from namesrv.protocol.command import RemotingCommand
 
 _PAIR = struct.Struct(">ii")
 _INT = struct.Struct(">i")
@@ -63,8 +66,20 @@ _SENTINEL = -1737418241
 _SENTINEL_JSON = b"%d" % _SENTINEL
 _SENTINEL_RMQ = struct.pack(">i", _SENTINEL)
 
+#: an answer kept: (its frame up to the opaque, after the opaque up to the body, the body, what it counts as)
+Entry = tuple[bytes, bytes, bytes, Counted]
 
-def _json_opaque_span(frame):
+
+class AnswerRegistry(Protocol):
+    """What the cache asks of the registry whose answers it replays (namesrv/dispatch/registry.py)."""
+
+    @property
+    def observers(self) -> IBulkRequestObserver: ...
+
+    def allows_cached_answer(self, code: int) -> bool: ...
+
+
+def _json_opaque_span(frame: bytes) -> Optional[tuple[int, int]]:
     """(start, stop) of the opaque's digits in a JSON-header frame, or None if not a plain int32.
 
     The digits end at the next ``,`` (or ``}`` when the opaque is the header's last field);
@@ -82,7 +97,7 @@ def _json_opaque_span(frame):
     return start, stop
 
 
-def _plain_int(text):
+def _plain_int(text: bytes) -> bool:
     digits = text[1:] if text[:1] == b"-" else text
     size = len(digits)
     if not 0 < size <= 10 or not digits.isdigit() or (digits[0] == _ZERO and (size > 1 or digits is not text)):
@@ -100,55 +115,56 @@ class AnswerCache:
     """Request frame (minus opaque) → the answer frame (minus opaque), for cacheable answers;
     request shape (minus opaque and one value) → how to answer it, for answers that vary by it."""
 
-    def __init__(self, registry, max_entries=262144, max_frame_length=1024, max_bytes=DEFAULT_MAX_BYTES):
+    def __init__(self, registry: AnswerRegistry, max_entries: int = 262144, max_frame_length: int = 1024,
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.registry = registry
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.max_frame_length = max_frame_length
-        self._entries = {}       # the young generation: stores and promoted hits
-        self._older = {}         # the previous one, looked up when the young one misses
-        self._bodies = {}        # the young generation's bodies, each kept once
+        self._entries: dict[bytes, Entry] = {}   # the young generation: stores and promoted hits
+        self._older: dict[bytes, Entry] = {}     # the previous one, looked up when the young one misses
+        self._bodies: dict[bytes, bytes] = {}    # the young generation's bodies, each kept once
         self._shapes = Shapes()  # for answers that vary by one field (answershapes.py)
         self.bytes = 0           # the young generation's
         self._older_bytes = 0
-        self._counts = {}
+        self._counts: dict[Counted, int] = {}
         self.hits = 0
         self.stores = 0
         self.invalidations = 0
         self.evictions = 0
         self.shaped = 0          # answers built from a shape
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Entries and shapes kept."""
         return len(self._entries) + len(self._older) + self.shapes
 
     @property
-    def shapes(self):
+    def shapes(self) -> int:
         return len(self._shapes)
 
     @property
-    def total_bytes(self):
+    def total_bytes(self) -> int:
         return self.bytes + self._older_bytes
 
-    def usable(self):
+    def usable(self) -> bool:
         """Whether answers may come from here now (a read worker's stale replica says no)."""
         return True
 
-    def set_limits(self, max_entries, max_bytes):
+    def set_limits(self, max_entries: int, max_bytes: int) -> None:
         self.max_entries, self.max_bytes = max_entries, max_bytes
         if self.bytes > max_bytes // 2 or len(self._entries) > max_entries // 2:
             self._age()
         if self._older_bytes > max_bytes // 2 or len(self._older) > max_entries // 2:
             self._older, self._older_bytes = {}, 0
 
-    def invalidate(self, *ignored):
+    def invalidate(self, *ignored: object) -> None:
         """Forget every answer and shape (accepts and ignores listener arguments)."""
         if self._entries or self._older or self._bodies or self._shapes:
             self._entries, self._older, self._bodies, self._shapes = {}, {}, {}, Shapes()
             self.bytes = self._older_bytes = 0
         self.invalidations += 1
 
-    def _age(self):
+    def _age(self) -> None:
         """The young generation becomes the older one, whose entries go (unless looked up since and so
         promoted): O(1), no pass over the entries, so a full cache never holds the reactor."""
         self._older, self._older_bytes = self._entries, self.bytes
@@ -156,7 +172,7 @@ class AnswerCache:
         self.evictions += 1
 
     # -- the hot path --------------------------------------------------------------
-    def answer(self, frame, peer):
+    def answer(self, frame: bytes, peer: str) -> Optional[bytes]:
         """The whole answer frame (length field included) for ``frame``, or None (take the slow path)."""
         entries, shapes = self._entries, self._shapes
         if not (entries or shapes.markers or self._older) or not 4 <= len(frame) <= self.max_frame_length:
@@ -202,14 +218,14 @@ class AnswerCache:
             self._store(key, entry)           # still asked for: it moves to the young generation
         return self._replay(entry, opaque)
 
-    def _replay(self, entry, opaque):
+    def _replay(self, entry: Entry, opaque: bytes) -> bytes:
         head, suffix, body, counted = entry
         self.hits += 1
         counts = self._counts
         counts[counted] = counts.get(counted, 0) + 1
         return b"".join((head, opaque, suffix, body))
 
-    def report(self, peer):
+    def report(self, peer: str) -> None:
         """Tell the observers about the answers replayed since the last report (one peer's batch).
 
         Their handling time is reported as 0 µs: a replay costs well under one.
@@ -219,7 +235,7 @@ class AnswerCache:
             self.registry.observers.record_requests(code, response_code, count, 0, peer)
 
     # -- filling ------------------------------------------------------------------
-    def remember(self, frame, request, response):
+    def remember(self, frame: bytes, request: RemotingCommand, response: Optional[RemotingCommand]) -> bool:
         """Store ``response`` (the answer to ``frame``, decoded as ``request``) if it may be reused:
         as the shape of every frame like it when it says it varies by one field, else as an entry."""
         if (response is None or not getattr(response, "cacheable", False)
@@ -239,7 +255,7 @@ class AnswerCache:
         self.stores += 1
         return True
 
-    def _store(self, key, entry):
+    def _store(self, key: bytes, entry: Entry) -> None:
         head, suffix, body, counted = entry
         size = len(key) + len(head) + len(suffix) + ENTRY_OVERHEAD
         if body:
@@ -254,7 +270,8 @@ class AnswerCache:
         if self.bytes > self.max_bytes // 2 or len(self._entries) > self.max_entries // 2:
             self._age()
 
-    def _json_entry(self, frame, request, response):
+    def _json_entry(self, frame: bytes, request: RemotingCommand,
+                    response: RemotingCommand) -> Union[tuple[bytes, Entry], Literal[True], None]:
         """(key, entry) for ``frame``, True when it was kept as a shape instead, or None."""
         if len(frame) < 4:
             return None
@@ -281,7 +298,8 @@ class AnswerCache:
         key = frame[:span[0]] + frame[span[1]:]
         return key, (head, suffix, body, counted)
 
-    def _rocketmq_entry(self, frame, request, response):
+    def _rocketmq_entry(self, frame: bytes, request: RemotingCommand,
+                        response: RemotingCommand) -> Optional[tuple[bytes, Entry]]:
         if len(frame) < 13 or _INT.unpack_from(frame, 9)[0] != request.opaque:
             return None
         whole = encode_frame(response.with_changes(opaque=_SENTINEL))

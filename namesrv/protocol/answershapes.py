@@ -25,8 +25,15 @@ such answer was seen for the shape. The AnswerCache drops its shapes with everyt
 
 import string
 import struct
+from typing import Callable, Optional
 
 from namesrv.protocol.codes import SerializeType
+from namesrv.protocol.command import RemotingCommand
+
+#: how observers count an answer: (request code, response code)
+Counted = tuple[int, int]
+#: the body for another value of the field an answer varies by; None when that value has none
+BodyFor = Callable[[str], Optional[bytes]]
 
 _PAIR = struct.Struct(">ii")
 _JSON_WORD = int(SerializeType.JSON) << 24
@@ -38,11 +45,11 @@ _QUOTE = b'"'
 MAX_SHAPES = 4096
 
 
-def _plain_value(value):
+def _plain_value(value: bytes) -> bool:
     return bool(value) and not value.translate(None, _PLAIN_CHARS)
 
 
-def shape_key(frame, start, stop, first, last):
+def shape_key(frame: bytes, start: int, stop: int, first: int, last: int) -> tuple[bytes, int]:
     """``frame`` without the opaque's digits (``start:stop``) and the value (``first:last``), and where
     the value was in that: two frames differ in nothing but those two values only if both are equal."""
     if first < start:
@@ -59,25 +66,27 @@ class _Shape:
 
     __slots__ = ("at", "body_for", "found", "missing")
 
-    def __init__(self, at, body_for):
-        self.at, self.body_for, self.found, self.missing = at, body_for, None, None
+    def __init__(self, at: int, body_for: BodyFor) -> None:
+        self.at, self.body_for = at, body_for
+        self.found: Optional[tuple[bytes, bytes, Counted]] = None
+        self.missing: Optional[tuple[bytes, bytes, bytes, Counted]] = None
 
 
 class Shapes:
     """Field marker (``b'"topic":"'``) -> {shape key: _Shape}."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         #: marker -> {shape key: _Shape}; empty until a shape is learnt (the AnswerCache looks at it
         #: before calling ``answer``)
-        self.markers = {}
+        self.markers: dict[bytes, dict[bytes, _Shape]] = {}
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return bool(self.markers)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return sum(map(len, self.markers.values()))
 
-    def answer(self, frame, start, stop, opaque):
+    def answer(self, frame: bytes, start: int, stop: int, opaque: bytes) -> Optional[tuple[bytes, Counted]]:
         """(the whole answer frame, what it counts as) for a JSON ``frame`` whose opaque, ``opaque``,
         is at ``start:stop``, when its shape and the kind of answer its value gets are known; else None."""
         for marker, shapes in self.markers.items():
@@ -115,7 +124,8 @@ class Shapes:
                              value, tail)), counted
         return None
 
-    def remember(self, frame, span, request, varies_by, prefix, suffix, counted, body):
+    def remember(self, frame: bytes, span: tuple[int, int], request: RemotingCommand, varies_by: tuple[str, BodyFor],
+                 prefix: bytes, suffix: bytes, counted: Counted, body: bytes) -> bool:
         """Learn from ``frame`` (decoded as ``request``, its opaque's digits at ``span``), answered with
         header ``prefix`` + opaque + ``suffix`` and ``body``, and varying by one ext field (``varies_by``:
         its name and ``body_for``): with a body, that header serves every value with a body; without

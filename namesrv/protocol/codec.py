@@ -6,6 +6,7 @@ A frame is ``int32 length`` (bytes after itself) · ``int32 serializeType<<24 | 
 
 import json
 import struct
+from typing import Any, Optional, overload
 
 from namesrv.codec.fastjson import clean_surrogates
 from namesrv.protocol.codes import LanguageCode, SerializeType
@@ -23,7 +24,7 @@ class FrameDecodeError(ValueError):
 
 # -- decoding ---------------------------------------------------------------
 
-def decode_frame(frame):
+def decode_frame(frame: bytes) -> RemotingCommand:
     """Decode one frame without its leading length field."""
     if len(frame) < 4:
         raise FrameDecodeError("frame shorter than its header length field")
@@ -38,7 +39,7 @@ def decode_frame(frame):
     return command
 
 
-def decode_header(serialize_type, header):
+def decode_header(serialize_type: int, header: bytes) -> RemotingCommand:
     """The command a JSON or ROCKETMQ header describes (no body)."""
     if serialize_type == SerializeType.JSON:
         command = decode_json_header(header)
@@ -50,7 +51,7 @@ def decode_header(serialize_type, header):
     return command
 
 
-def decode_json_header(header):
+def decode_json_header(header: bytes) -> RemotingCommand:
     try:
         data = json.loads(bytes(header).decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
@@ -88,7 +89,15 @@ def decode_json_header(header):
         raise FrameDecodeError("bad JSON header field: %s" % e)
 
 
-def _json_int(data, key, default):
+@overload
+def _json_int(data: dict[str, Any], key: str, default: int) -> int: ...
+
+
+@overload
+def _json_int(data: dict[str, Any], key: str, default: None) -> Optional[int]: ...
+
+
+def _json_int(data: dict[str, Any], key: str, default: Optional[int]) -> Optional[int]:
     value = data.get(key)
     if value is None:
         return default
@@ -102,7 +111,7 @@ def _json_int(data, key, default):
     return number
 
 
-def _json_language(value):
+def _json_language(value: object) -> int:
     if isinstance(value, str):
         return _LANGUAGE_BY_NAME.get(value, LanguageCode.OTHER)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -110,7 +119,7 @@ def _json_language(value):
     return LanguageCode.JAVA
 
 
-def _ext_value(value):
+def _ext_value(value: object) -> str:
     """Java peers always send strings; other clients may send numbers or booleans."""
     if isinstance(value, str):
         return value
@@ -121,7 +130,7 @@ def _ext_value(value):
     return json.dumps(value, separators=(",", ":"))
 
 
-def decode_rocketmq_header(header):
+def decode_rocketmq_header(header: bytes) -> RemotingCommand:
     header = bytes(header)
     size = len(header)
     if size < _ROCKETMQ_FIXED.size + 8:
@@ -137,21 +146,21 @@ def decode_rocketmq_header(header):
         raise FrameDecodeError("bad ext length %d" % ext_length)
     ext = None
     if ext_length > 0:
-        ext = {}
+        fields: dict[str, Optional[str]] = {}
         end = pos + ext_length
         while pos < end:
             key, pos = _read_string(header, pos, 2, end)
             value, pos = _read_string(header, pos, 4, end)
             if key is not None:
-                ext[key] = value
-        ext = {k: v for k, v in ext.items() if v is not None}
+                fields[key] = value
+        ext = {k: v for k, v in fields.items() if v is not None}
     if language not in _LANGUAGE_NAMES:
         language = LanguageCode.OTHER
     return RemotingCommand(code=code, language=language, version=version, opaque=opaque,
                            flag=flag, remark=remark, ext=ext)
 
 
-def _read_string(buf, pos, width, end=None):
+def _read_string(buf: bytes, pos: int, width: int, end: Optional[int] = None) -> tuple[Optional[str], int]:
     end = len(buf) if end is None else end
     if pos + width > end:
         raise FrameDecodeError("truncated ROCKETMQ header")
@@ -172,7 +181,7 @@ def _read_string(buf, pos, width, end=None):
 
 # -- encoding ---------------------------------------------------------------
 
-def encode_json_header(command):
+def encode_json_header(command: RemotingCommand) -> bytes:
     """The header as fastjson writes it: alphabetical keys, nulls omitted, compact, raw UTF-8."""
     parts = ['{"code":%d' % command.code]
     if command.ext is not None:
@@ -186,7 +195,7 @@ def encode_json_header(command):
     return "".join(parts).encode("utf-8", "replace")  # lone surrogates → '?', as Java's encoder
 
 
-def encode_rocketmq_header(command):
+def encode_rocketmq_header(command: RemotingCommand) -> bytes:
     out = [_ROCKETMQ_FIXED.pack(_short(command.code), command.language, _short(command.version),
                                 command.opaque, command.flag)]
     remark = command.remark.encode("utf-8", "replace") if command.remark else b""
@@ -205,12 +214,12 @@ def encode_rocketmq_header(command):
     return b"".join(out)
 
 
-def _short(value):
+def _short(value: int) -> int:
     """Java casts to short: wrap into the int16 range."""
     return ((value + 0x8000) & 0xFFFF) - 0x8000
 
 
-def encode_frame(command):
+def encode_frame(command: RemotingCommand) -> bytes:
     """A whole frame, leading length included, in the command's serialize type."""
     if command.serialize_type == SerializeType.ROCKETMQ:
         header = encode_rocketmq_header(command)

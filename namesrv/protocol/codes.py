@@ -122,7 +122,7 @@ FLAG_ONEWAY = 2
 DEFAULT_MAX_FRAME_LENGTH = 16 * 1024 * 1024
 
 
-def request_name(code):
+def request_name(code: int) -> str:
     """The Java name of a request code, or ``"UNKNOWN_<code>"``."""
     try:
         return RequestCode(code).name

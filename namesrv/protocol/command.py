@@ -1,7 +1,9 @@
 """RemotingCommand: one request or response, independent of its serialization."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass, field, replace
-from typing import Optional
+from typing import Any, Callable, Mapping, Optional, TypeVar, Union, overload
 
 from namesrv.protocol.codes import (
     FLAG_ONEWAY,
@@ -11,6 +13,8 @@ from namesrv.protocol.codes import (
     SerializeType,
 )
 
+T = TypeVar("T")
+
 
 class HeaderFieldError(ValueError):
     """A request header field is missing or malformed.
@@ -19,7 +23,7 @@ class HeaderFieldError(ValueError):
     follows Java's ``the custom field <name> is null`` so operators recognise it.
     """
 
-    def __init__(self, name, problem="is null"):
+    def __init__(self, name: str, problem: str = "is null") -> None:
         ValueError.__init__(self, "the custom field <%s> %s" % (name, problem))
         self.field = name
 
@@ -39,7 +43,7 @@ class RemotingCommand:
     opaque: int = 0
     flag: int = 0
     remark: Optional[str] = None
-    ext: Optional[dict] = None
+    ext: Optional[dict[str, str]] = None
     body: Optional[bytes] = None
     serialize_type: int = SerializeType.JSON
     #: set by a processor on an answer that depends only on the request's header and on state
@@ -50,19 +54,26 @@ class RemotingCommand:
     #: the header holds for every value with one; without (``body_for`` returns None), for every
     #: value without one, with that value where this one appears in the header after the opaque
     #: (see namesrv/protocol/answershapes.py)
-    varies_by: Optional[tuple] = field(default=None, compare=False, repr=False)
+    varies_by: Optional[tuple[str, Callable[[str], Optional[bytes]]]] = field(default=None, compare=False,
+                                                                              repr=False)
 
     # -- flags -------------------------------------------------------------
     @property
-    def is_response(self):
+    def is_response(self) -> bool:
         return bool(self.flag & FLAG_RESPONSE)
 
     @property
-    def is_oneway(self):
+    def is_oneway(self) -> bool:
         return bool(self.flag & FLAG_ONEWAY)
 
     # -- header fields -----------------------------------------------------
-    def get(self, name, default=None):
+    @overload
+    def get(self, name: str) -> Optional[str]: ...
+
+    @overload
+    def get(self, name: str, default: T) -> Union[str, T]: ...
+
+    def get(self, name: str, default: Any = None) -> Any:
         """An ext field as a string; an empty string counts as absent (as in ROCKETMQ headers)."""
         if not self.ext:
             return default
@@ -71,14 +82,20 @@ class RemotingCommand:
             return default
         return value
 
-    def require(self, name):
+    def require(self, name: str) -> str:
         """A required (Java ``@CFNotNull``) string field."""
         value = self.get(name)
         if value is None:
             raise HeaderFieldError(name)
         return value
 
-    def get_int(self, name, default=None):
+    @overload
+    def get_int(self, name: str) -> Optional[int]: ...
+
+    @overload
+    def get_int(self, name: str, default: T) -> Union[int, T]: ...
+
+    def get_int(self, name: str, default: Any = None) -> Any:
         """An integer field (Java Integer/Long); a non-numeric value is an error, not a default."""
         value = self.get(name)
         if value is None:
@@ -88,13 +105,19 @@ class RemotingCommand:
         except ValueError:
             raise HeaderFieldError(name, "is not a number: %r" % (value,))
 
-    def require_int(self, name):
+    def require_int(self, name: str) -> int:
         value = self.get_int(name)
         if value is None:
             raise HeaderFieldError(name)
         return value
 
-    def get_bool(self, name, default=None):
+    @overload
+    def get_bool(self, name: str) -> Optional[bool]: ...
+
+    @overload
+    def get_bool(self, name: str, default: T) -> Union[bool, T]: ...
+
+    def get_bool(self, name: str, default: Any = None) -> Any:
         """A boolean field parsed the Java way: "true" in any case is true, anything else false."""
         value = self.get(name)
         if value is None:
@@ -102,7 +125,8 @@ class RemotingCommand:
         return str(value).strip().lower() == "true"
 
     # -- answers -----------------------------------------------------------
-    def make_response(self, code=0, remark=None, ext=None, body=None):
+    def make_response(self, code: int = 0, remark: Optional[str] = None, ext: Optional[dict[str, str]] = None,
+                      body: Optional[bytes] = None) -> RemotingCommand:
         """A response to this request: flag RESPONSE, same opaque, same serialize type."""
         return RemotingCommand(
             code=int(code),
@@ -116,22 +140,24 @@ class RemotingCommand:
             serialize_type=self.serialize_type,
         )
 
-    def with_changes(self, **changes):
+    def with_changes(self, **changes: Any) -> RemotingCommand:
         return replace(self, **changes)
 
 
-def make_request(code, ext=None, body=None, opaque=0, version=SERVER_VERSION,
-                 oneway=False, serialize_type=SerializeType.JSON, language=LanguageCode.JAVA):
+def make_request(code: int, ext: Optional[Mapping[str, object]] = None, body: Optional[bytes] = None, opaque: int = 0,
+                 version: int = SERVER_VERSION, oneway: bool = False, serialize_type: int = SerializeType.JSON,
+                 language: int = LanguageCode.JAVA) -> RemotingCommand:
     """A request command, for clients, tests and benchmarks."""
+    fields = None
     if ext is not None:
-        ext = {k: (v if isinstance(v, str) else _java_str(v)) for k, v in ext.items() if v is not None}
+        fields = {k: (v if isinstance(v, str) else _java_str(v)) for k, v in ext.items() if v is not None}
     return RemotingCommand(
         code=int(code), language=language, version=version, opaque=opaque,
-        flag=FLAG_ONEWAY if oneway else 0, ext=ext, body=body, serialize_type=serialize_type,
+        flag=FLAG_ONEWAY if oneway else 0, ext=fields, body=body, serialize_type=serialize_type,
     )
 
 
-def _java_str(value):
+def _java_str(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

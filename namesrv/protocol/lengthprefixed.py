@@ -7,6 +7,7 @@ stream is no longer trusted.
 """
 
 import struct
+from typing import Any, Callable, Optional
 
 LENGTH = struct.Struct(">I")
 
@@ -14,10 +15,11 @@ LENGTH = struct.Struct(">I")
 class LengthPrefixedReader:
     """``feed(data)`` -> the messages completed by ``data``, each ``loads(payload)``, a dict."""
 
-    error = ValueError
+    error: type[Exception] = ValueError
     max_message = 1 << 28
 
-    def __init__(self, loads, max_message=None, error=None):
+    def __init__(self, loads: Callable[[bytes], object], max_message: Optional[int] = None,
+                 error: Optional[type[Exception]] = None) -> None:
         self._buffer = bytearray()
         self._loads = loads
         if max_message is not None:
@@ -25,9 +27,9 @@ class LengthPrefixedReader:
         if error is not None:
             self.error = error
 
-    def feed(self, data):
+    def feed(self, data: bytes) -> list[dict[Any, Any]]:
         self._buffer += data
-        messages = []
+        messages: list[dict[Any, Any]] = []
         buffer = self._buffer
         offset = 0
         while len(buffer) - offset >= 4:

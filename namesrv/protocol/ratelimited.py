@@ -1,6 +1,7 @@
 """Warnings that a flood of bad peers cannot turn into a flood of log lines."""
 
 import time
+from typing import Callable, Optional
 
 from twisted.logger import Logger
 
@@ -12,21 +13,23 @@ class RateLimitedWarning:
     thinned, so a storm of 100,000 malformed connections costs a few dozen lines.
     """
 
-    def __init__(self, log=None, limit=20, window=10.0, clock=time.monotonic):
+    def __init__(self, log: Optional[Logger] = None, limit: int = 20, window: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.log = log or Logger()
         self.limit = limit
         self.window = window
         self.clock = clock
-        self._window_start = None
+        self._window_start: Optional[float] = None
         self._logged = 0
         self._suppressed = 0
 
-    def warn(self, format, **fields):
+    def warn(self, format: str, **fields: object) -> bool:
         now = self.clock()
-        if self._window_start is None or now - self._window_start >= self.window:
-            if self._suppressed:
+        start = self._window_start
+        if start is None or now - start >= self.window:
+            if self._suppressed and start is not None:   # nothing is left out before the first window
                 self.log.warn("{n} more such warnings were left out in the last {s:.0f}s",
-                              n=self._suppressed, s=now - self._window_start)
+                              n=self._suppressed, s=now - start)
             self._window_start = now
             self._logged = 0
             self._suppressed = 0

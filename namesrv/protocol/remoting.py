@@ -1,8 +1,11 @@
 """The Twisted protocol for one remoting connection: frames in, dispatch, answers out."""
 
+from __future__ import annotations
+
 import enum
 import ipaddress
 import itertools
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
 from twisted.internet import defer, protocol
 from twisted.internet.address import IPv4Address, IPv6Address
@@ -10,13 +13,18 @@ from twisted.logger import Logger
 from twisted.protocols.policies import TimeoutMixin
 from zope.interface import implementer
 
-from twisted.internet.interfaces import IPushProducer
+from twisted.internet.interfaces import IAddress, IDelayedCall, IPushProducer, IReactorTime
+from twisted.python.failure import Failure
 
-from namesrv.interfaces import IRemotingConnection
+from namesrv.interfaces import IDispatcher, IRemotingConnection
 from namesrv.protocol.codec import FrameDecodeError, decode_frame, encode_frame
 from namesrv.protocol.framing import NO_LIMITS, BadFrame, FrameLimits, FrameReader  # noqa: F401 (FrameLimits)
 from namesrv.protocol import writethrough
 from namesrv.protocol.ratelimited import RateLimitedWarning
+
+if TYPE_CHECKING:   # types only
+    from namesrv.protocol.answercache import AnswerCache
+    from namesrv.protocol.command import RemotingCommand
 
 _connection_ids = itertools.count(1)
 
@@ -46,7 +54,7 @@ _CLOSING, _MOVED = ConnectionState.CLOSING, ConnectionState.MOVED
 BAD_FRAME_WARNINGS = RateLimitedWarning(Logger("namesrv.protocol.remoting.RemotingProtocol"))
 
 
-def format_peer(address):
+def format_peer(address: object) -> str:
     host = getattr(address, "host", None)
     port = getattr(address, "port", None)
     if host is None:
@@ -54,13 +62,13 @@ def format_peer(address):
     return "%s:%s" % (host, port)
 
 
-def peer_address(peer):
+def peer_address(peer: Optional[str]) -> Optional[Union[IPv4Address, IPv6Address]]:
     """``format_peer``'s text back as an IPv4Address or IPv6Address, None if it names no IP and port
     (a connection moving to another process keeps the address it was served as)."""
-    host, _, port = (peer or "").rpartition(":")
+    host, _, port_text = (peer or "").rpartition(":")
     try:
         ip = ipaddress.ip_address(host)
-        port = int(port)
+        port = int(port_text)
     except ValueError:
         return None
     if not 0 <= port <= 65535:
@@ -92,9 +100,13 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
 
     log = Logger()
 
-    def __init__(self, dispatcher, on_open=None, on_close=None, idle_timeout=None,
-                 max_frame_length=None, on_bad_frame=None, slow_reader_timeout=None, reactor=None,
-                 limits=NO_LIMITS, answer_cache=None, address=None):
+    def __init__(self, dispatcher: IDispatcher, on_open: Optional[Callable[[RemotingProtocol], object]] = None,
+                 on_close: Optional[Callable[[RemotingProtocol], object]] = None, idle_timeout: Optional[float] = None,
+                 max_frame_length: Optional[int] = None,
+                 on_bad_frame: Optional[Callable[[RemotingProtocol, str], object]] = None,
+                 slow_reader_timeout: Optional[float] = None, reactor: Optional[IReactorTime] = None,
+                 limits: FrameLimits = NO_LIMITS, answer_cache: Optional[AnswerCache] = None,
+                 address: Optional[IAddress] = None) -> None:
         self.dispatcher = dispatcher
         self.answer_cache = answer_cache
         self.on_open = on_open
@@ -106,64 +118,64 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         self.connection_id = next(_connection_ids)
         self.address = address
         self.peer = "?"
-        self.via = None
+        self.via: Optional[str] = None
         self.state = ConnectionState.READING
         self.limits = limits
         self.reader = FrameReader(max_frame_length, limits)
-        self._slow_reader_call = None
-        self._frame_timer = None
+        self._slow_reader_call: Optional[IDelayedCall] = None
+        self._frame_timer: Optional[IDelayedCall] = None
 
     @property
-    def peer_label(self):
+    def peer_label(self) -> str:
         """The peer for a log line: with the proxy it came through, if any."""
         return self.peer if self.via is None else "%s (via %s)" % (self.peer, self.via)
 
     @property
-    def closing(self):
+    def closing(self) -> bool:
         """Nothing more is handled here: closed (or closing), or moved to another process."""
         state = self.state
         return state is _CLOSING or state is _MOVED
 
     @property
-    def paused(self):
+    def paused(self) -> bool:
         """Its peer does not read its answers: nothing is handled until they drain."""
         return self.state is _PAUSED
 
-    def _close(self):
+    def _close(self) -> None:
         if self.state is not ConnectionState.MOVED:
             self.state = ConnectionState.CLOSING
 
-    def moved(self):
+    def moved(self) -> None:
         """Its socket went to another process: handle nothing more here."""
         self.state = ConnectionState.MOVED
 
     # -- IRemotingConnection -------------------------------------------------
-    def close(self):
+    def close(self) -> None:
         self._close()
         if self.transport is not None:
             self.transport.loseConnection()
 
-    def abort(self):
+    def abort(self) -> None:
         self._close()
         if self.transport is not None:
             abort = getattr(self.transport, "abortConnection", self.transport.loseConnection)
             abort()
 
     # -- connection events ---------------------------------------------------
-    def connectionMade(self):
-        self.peer = socket_peer = format_peer(self.transport.getPeer())
+    def connectionMade(self) -> None:
+        self.peer = socket_peer = format_peer(self.transport.getPeer())  # type: ignore[union-attr]  # connected
         if getattr(self.address, "host", None) is not None:   # an IP address (not a UNIX socket's)
             self.peer = format_peer(self.address)
             if self.peer != socket_peer:
                 self.via = socket_peer
         if hasattr(self.transport, "registerProducer"):
-            self.transport.registerProducer(self, True)
+            self.transport.registerProducer(self, True)  # type: ignore[union-attr]  # a consumer
         if self.on_open is not None:
             self.on_open(self)
         if self.idle_timeout:
             self.setTimeout(self.idle_timeout)
 
-    def connectionLost(self, reason=None):
+    def connectionLost(self, reason: Optional[Failure] = None) -> None:
         self.setTimeout(None)
         self._cancel_slow_reader()
         self._cancel_frame_timer()
@@ -173,31 +185,31 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             on_close, self.on_close = self.on_close, None
             on_close(self)
 
-    def timeoutConnection(self):
+    def timeoutConnection(self) -> None:
         self.log.info("closing idle connection {peer}", peer=self.peer_label)
         self.close()
 
     # -- IPushProducer (for our transport's write buffer) ---------------------
-    def pauseProducing(self):
+    def pauseProducing(self) -> None:
         if self.paused or self.closing:
             return
         self.state = ConnectionState.PAUSED
-        self.transport.pauseProducing()
+        self.transport.pauseProducing()  # type: ignore[union-attr]  # its consumer: a producer too
         if self.slow_reader_timeout:
             self._slow_reader_call = self._call_later(self.slow_reader_timeout, self._slow_reader)
 
-    def resumeProducing(self):
+    def resumeProducing(self) -> None:
         if not self.paused:
             return
         self.state = ConnectionState.READING
         self._cancel_slow_reader()
-        self.transport.resumeProducing()
+        self.transport.resumeProducing()  # type: ignore[union-attr]  # its consumer: a producer too
         self.handle_buffered()
 
-    def stopProducing(self):
+    def stopProducing(self) -> None:
         self._close()
 
-    def _slow_reader(self):
+    def _slow_reader(self) -> None:
         self._slow_reader_call = None
         self.log.warn("{peer} has not read its answers for {s}s; disconnecting", peer=self.peer_label,
                       s=self.slow_reader_timeout)
@@ -205,27 +217,27 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             self.on_bad_frame(self, "slow reader: answers not read for %ss" % self.slow_reader_timeout)
         self.abort()
 
-    def _cancel_slow_reader(self):
+    def _cancel_slow_reader(self) -> None:
         if self._slow_reader_call is not None and self._slow_reader_call.active():
             self._slow_reader_call.cancel()
         self._slow_reader_call = None
 
-    def _call_later(self, delay, f, *args):
+    def _call_later(self, delay: float, f: Callable[..., object], *args: object) -> IDelayedCall:
         if self._reactor is None:
             from twisted.internet import reactor   # the global one, only when none was given
             self._reactor = reactor
         return self._reactor.callLater(delay, f, *args)
 
-    def callLater(self, period, func):
+    def callLater(self, period: float, func: Callable[[], object]) -> IDelayedCall:
         """TimeoutMixin's timer (the idle timeout) on the same reactor as every other timer here."""
         return self._call_later(period, func)
 
     # -- frames --------------------------------------------------------------
-    def unread(self):
+    def unread(self) -> bytes:
         """What was read and not handled yet (a connection moving to another process takes it along)."""
         return self.reader.unread()
 
-    def dataReceived(self, data):
+    def dataReceived(self, data: bytes) -> None:
         if self.closing:
             return
         if self.idle_timeout:
@@ -235,15 +247,15 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         else:
             self.reader.buffer_more(data)   # paused, or waiting for its turn: behind what waits
 
-    def handle_buffered(self):
+    def handle_buffered(self) -> None:
         """Handle what was read while paused (called when the peer reads its answers again)."""
         self.handle_frames(None)
 
-    def frames_waiting(self, up_to=None):
+    def frames_waiting(self, up_to: Optional[int] = None) -> int:
         """Whole frames read and not handled yet (``up_to`` at most)."""
         return self.reader.frames_waiting(up_to=up_to)
 
-    def handle_frames(self, data=None, limit=None):
+    def handle_frames(self, data: Optional[bytes] = None, limit: Optional[int] = None) -> None:
         """Handle the whole frames of ``data`` after anything buffered (None: only what is buffered),
         ``limit`` of them at most, and keep the rest for later."""
         reader = self.reader
@@ -259,7 +271,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         reader.keep_rest()
         self._watch_partial_frame()
 
-    def _handle_frames(self, frames):
+    def _handle_frames(self, frames: Iterable[bytes]) -> None:
         """Answer each frame: from the answer cache (consecutive ones written together, before
         any slower answer) or through the dispatcher; stop when paused or closing."""
         cache = self.answer_cache
@@ -285,7 +297,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         if handled:
             self._cancel_frame_timer()  # the frame it timed is complete; time the next one afresh
 
-    def _watch_partial_frame(self):
+    def _watch_partial_frame(self) -> None:
         """A started frame must complete within ``read_frame_timeout`` (slowloris)."""
         timeout = self.limits.read_frame_timeout
         if not timeout:
@@ -295,16 +307,16 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         elif self._frame_timer is None:
             self._frame_timer = self._call_later(timeout, self._frame_timed_out, timeout)
 
-    def _frame_timed_out(self, timeout):
+    def _frame_timed_out(self, timeout: float) -> None:
         self._frame_timer = None
         self.bad_frame("frame not completed within %ss" % timeout)
 
-    def _cancel_frame_timer(self):
+    def _cancel_frame_timer(self) -> None:
         if self._frame_timer is not None and self._frame_timer.active():
             self._frame_timer.cancel()
         self._frame_timer = None
 
-    def bad_frame(self, reason):
+    def bad_frame(self, reason: str) -> None:
         if self.closing:
             return
         BAD_FRAME_WARNINGS.warn("bad frame from {peer}: {reason}; closing the connection", peer=self.peer_label,
@@ -313,7 +325,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             self.on_bad_frame(self, reason)
         self.close()
 
-    def frame_received(self, frame):
+    def frame_received(self, frame: bytes) -> None:
         try:
             self.limits.check_header(frame)
             request = decode_frame(frame)
@@ -334,12 +346,12 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
                 self.answer_cache.remember(frame, request, answer)
             self.send(answer)
 
-    def _write_cached(self, answers):
-        self.answer_cache.report(self.peer)
+    def _write_cached(self, answers: list[bytes]) -> None:
+        self.answer_cache.report(self.peer)  # type: ignore[union-attr]  # cached answers: it has a cache
         if self.transport is not None and self.connected and not self.closing:
             writethrough.write(self.transport, b"".join(answers) if len(answers) > 1 else answers[0])
 
-    def send(self, command):
+    def send(self, command: Optional[RemotingCommand]) -> None:
         if command is None or self.transport is None or not self.connected or self.closing:
             return
         writethrough.write(self.transport, encode_frame(command))

@@ -15,13 +15,14 @@ any other transport always take ``transport.write``.
 """
 
 from twisted.internet import tcp
+from twisted.internet.interfaces import ITransport
 
 
 #: the attributes this relies on (a Twisted without them always buffers; a test checks they are there)
 SUPPORTED = all(hasattr(tcp.Server, name) for name in ("dataBuffer", "TLS", "connected", "disconnecting"))
 
 
-def write(transport, data):
+def write(transport: ITransport, data: bytes) -> None:
     """Send ``data`` on ``transport`` now if it can go straight out, else buffer it as Twisted does."""
     if (SUPPORTED and type(transport) is tcp.Server and not transport.TLS and transport.connected
             and not transport.disconnecting and not transport.dataBuffer and not getattr(transport, "_tempDataBuffer", True)):

@@ -9,5 +9,5 @@ import time
 
 
 class MonotonicClock:
-    def seconds(self):
+    def seconds(self) -> float:
         return time.monotonic()

@@ -13,23 +13,34 @@ know nothing of each other.
 
 import heapq
 import itertools
+from typing import Callable, Generic, Iterator, Optional, Protocol, TypeVar
 
 
-class DeadlineQueue:
-    def __init__(self):
-        self._heap = []
+class Expiring(Protocol):
+    """What the queue holds: an entry that says when it expires (it may say later after a refresh)."""
+
+    def deadline(self) -> float: ...
+
+
+Key = TypeVar("Key")
+Live = TypeVar("Live", bound=Expiring)
+
+
+class DeadlineQueue(Generic[Key, Live]):
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Key, Live]] = []
         self._seq = itertools.count()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._heap)
 
-    def push(self, key, live):
+    def push(self, key: Key, live: Live) -> None:
         heapq.heappush(self._heap, (live.deadline(), next(self._seq), key, live))
 
-    def clear(self):
+    def clear(self) -> None:
         del self._heap[:]
 
-    def pop_expired(self, now, current):
+    def pop_expired(self, now: float, current: Callable[[Key], Optional[Live]]) -> Iterator[tuple[Key, Live]]:
         """Yield ``(key, live)`` for every entry whose deadline is before ``now``.
 
         ``current(key)`` returns the live entry now bound to ``key``; items for entries
@@ -46,6 +57,6 @@ class DeadlineQueue:
             else:
                 heapq.heappush(heap, (deadline, next(self._seq), key, live))
 
-    def next_deadline(self):
+    def next_deadline(self) -> Optional[float]:
         """The earliest deadline queued (maybe of an entry since refreshed: then it is re-queued later), or None."""
         return self._heap[0][0] if self._heap else None

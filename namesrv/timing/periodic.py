@@ -10,55 +10,62 @@ property changed at run time applies from the next start (``restart``).
 ``EasingLoop`` is the other kind of timer here: a wait someone is paused on, looked at often at first.
 """
 
+from typing import Callable, Optional
+
 from twisted.application import service
 from twisted.internet import task
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.logger import Logger
 
 log = Logger()
 
 
 class PeriodicCall(service.Service):
-    def __init__(self, name, function, interval, first_delay, reactor):
+    def __init__(self, name: str, function: Callable[[], object], interval: Callable[[], float],
+                 first_delay: float, reactor: IReactorTime) -> None:
         self.name = name
         self.function = function
         self.interval = interval
         self.first_delay = first_delay
         self.reactor = reactor
-        self.call = None
-        self._delayed = None
+        self.call: Optional[task.LoopingCall] = None
+        self._delayed: Optional[IDelayedCall] = None
 
     @property
-    def looping(self):
+    def looping(self) -> bool:
         return self.call is not None and self.call.running
 
-    def startService(self):
+    def startService(self) -> None:
         service.Service.startService(self)
         self._delayed = self.reactor.callLater(self.first_delay, self._begin)
 
-    def _begin(self):
+    def _begin(self) -> None:
         self._delayed = None
         self._loop(now=True)
 
-    def _loop(self, now):
+    def _loop(self, now: bool) -> None:
         self.call = task.LoopingCall(self.function)
         self.call.clock = self.reactor
         self.call.start(self.interval(), now=now).addErrback(
             lambda failure: log.failure("timer {name} stopped", failure, name=self.name))
 
-    def restart(self):
+    def restart(self) -> None:
         """Apply a new ``interval()`` now (the next call one interval from now). A new loop: the old one may be
         waiting on its call's Deferred (a snapshot being written), and restarting it then would leave two."""
-        if self.looping:
-            self.call.stop()
+        call = self.call
+        if call is not None and call.running:
+            call.stop()
             self._loop(now=False)
 
-    def stopService(self):
+    def stopService(self) -> None:
         service.Service.stopService(self)
         if self._delayed is not None and self._delayed.active():
             self._delayed.cancel()
         self._delayed = None
-        if self.looping:
-            self.call.stop()
+        call = self.call
+        if call is not None and call.running:
+            call.stop()
 
 
 class EasingLoop:
@@ -70,7 +77,8 @@ class EasingLoop:
     the reactor to the work it waits for. ``function`` stops the loop (``stop``) when the wait is over.
     """
 
-    def __init__(self, function, clock, quick, slow, quick_calls):
+    def __init__(self, function: Callable[[], object], clock: IReactorTime, quick: float, slow: float,
+                 quick_calls: int) -> None:
         self.function = function
         self.slow = slow
         self.quick_calls = quick_calls
@@ -80,16 +88,16 @@ class EasingLoop:
         self._quick = quick
 
     @property
-    def running(self):
+    def running(self) -> bool:
         return self._call.running
 
-    def start(self, now):
+    def start(self, now: bool) -> Deferred[task.LoopingCall]:
         return self._call.start(self._quick, now=now)
 
-    def stop(self):
+    def stop(self) -> None:
         self._call.stop()
 
-    def _look(self):
+    def _look(self) -> object:
         self.calls += 1
         if self.calls == self.quick_calls:
             self._call.interval = self.slow
