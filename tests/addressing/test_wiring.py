@@ -43,8 +43,10 @@ def test_a_bad_list_or_subgroup_refuses_to_start_naming_the_key(tmp_path, overri
 
 def test_twistd_refuses_with_one_line(tmp_path, capsys):
     from namesrv import tap
-    (tmp_path / "ns.properties").write_text("addressServiceNamesrvAddr=nohost\nkvConfigPath=%s\n"
-                                            "prometheusListenPort=1\n" % (tmp_path / "kv.json"))
+    # every file of the instance in tmp_path: another server of this user may hold the defaults under ~
+    (tmp_path / "ns.properties").write_text(
+        "addressServiceNamesrvAddr=nohost\nkvConfigPath=%s\nrouteSnapshotPath=%s\nlogDir=%s\nprometheusListenPort=1\n"
+        % (tmp_path / "kv.json", tmp_path / "routes.snapshot", tmp_path / "logs"))
     options = tap.Options()
     options.parseOptions(["-c", str(tmp_path / "ns.properties")])
     with pytest.raises(SystemExit):
