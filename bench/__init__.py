@@ -6,7 +6,7 @@ from separate processes and stops them again; figures go to one file, ``bench/re
 each line with a ``bench`` field (the suite also rewrites ``latest.md``).
 
 - ``bench.lib``: what the benchmarks share: ``wire`` (pre-encoded frames, the frame scanner),
-  ``brokers``, ``fleet_brokers``, ``bigfleet_brokers``, ``heartbeats`` (fake brokers and their fleets),
+  ``brokers`` (the one fake-broker generator: bodies, frames, layouts, a few brokers or a fleet),
   ``servers``, ``serverprocs``, ``javanamesrv``, ``baseline``, ``profiled_twistd`` (the servers and
   their processes), ``loadgen``, ``wholetable``, ``scales``, ``results``, ``runner`` (the suite) and
   ``cli`` (the command line);

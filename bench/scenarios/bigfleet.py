@@ -47,7 +47,7 @@ import time
 
 from tools import guestidle
 from bench.lib import wholetable
-from bench.lib.bigfleet_brokers import CLUSTER, FleetLayout, LayoutFleet
+from bench.lib.brokers import BrokerFleet, SpreadLayout
 from tools.hoststeal import StealWindow
 from bench.lib.javanamesrv import JavaNamesrv
 from bench.lib.loadgen import LoadRun, LoadSpec
@@ -118,7 +118,7 @@ class Run:
         self.args, self.host, self.port, self.server = args, host, port, server
         self.status_port = status_port
         self.event_at = None   # wall-clock time of the scenario's event (the drop, the takeover, the restart)
-        self.layout = FleetLayout(args.brokers, args.topics, args.brokers_per_topic, args.topic_prefix)
+        self.layout = SpreadLayout(args.brokers, args.topics, args.brokers_per_topic, args.topic_prefix)
         self.figures = {"brokers": args.brokers, "topics": args.topics, "brokers_per_topic": args.brokers_per_topic,
                         "entries": args.brokers * self.layout.per_broker, "cycle_s": args.cycle,
                         "offered_rate": args.rate or None, "read_connections": args.read_connections,
@@ -132,7 +132,7 @@ class Run:
 
     def measure(self):
         args = self.args
-        with LayoutFleet(self.port, self.layout, host=self.host) as fleet:
+        with BrokerFleet(self.port, self.layout, host=self.host) as fleet:
             self.log("registering %d brokers × %d topics (%d topics, %d entries) ..."
                      % (args.brokers, self.layout.per_broker, args.topics, self.figures["entries"]))
             self.figures["fleet_frames_s"] = fleet.prepare(args.brokers)
@@ -215,7 +215,7 @@ class Run:
             return self.restart(fleet), beats
         if args.scenario == "wholetable":
             self.event_at = time.time()
-            return {"wholetable": wholetable.ask_all(self.host, self.port, CLUSTER, self.status_port,
+            return {"wholetable": wholetable.ask_all(self.host, self.port, SpreadLayout.CLUSTER, self.status_port,
                                                      self.layout.topic_name(1))}, None
         return {}, None
 

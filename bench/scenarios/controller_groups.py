@@ -22,6 +22,7 @@ import time
 from twisted.internet import defer, protocol, reactor, task
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 
+from bench.lib.brokers import CLUSTER, Broker, controller_heartbeat_request, replica_info_request
 from bench.scenarios.controller_failover import free_port, wait
 from namesrv.client import RemotingClientProtocol
 from namesrv.protocol.codec import encode_frame
@@ -29,7 +30,6 @@ from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
 
 TWISTD = os.path.join(os.path.dirname(sys.executable), "twistd")
-CLUSTER = "BenchCluster"
 
 
 class NotificationListener(protocol.Protocol):
@@ -41,7 +41,9 @@ class NotificationListener(protocol.Protocol):
             self.broker.notified_at = time.monotonic()
 
 
-class Broker:
+class ControllerModeBroker:
+    """A 5.x broker in controller mode: its ids, beats, polls and election, over one connection."""
+
     def __init__(self, group, index):
         self.name = "broker-%04d" % group
         self.index = index
@@ -62,15 +64,13 @@ class Broker:
 
     def beat(self):
         if self._beat_frame is None:     # encoded once: the load generator must not be what is measured
-            self._beat_frame = encode_frame(make_request(RequestCode.BROKER_HEARTBEAT, oneway=True, ext={
-                "clusterName": CLUSTER, "brokerAddr": self.address, "brokerName": self.name,
-                "brokerId": str(self.broker_id), "heartbeatTimeoutMills": "10000", "epoch": "1", "maxOffset": "0"}))
+            self._beat_frame = encode_frame(controller_heartbeat_request(
+                Broker(self.name, self.broker_id, self.address, CLUSTER)))
         self.client.transport.write(self._beat_frame)
 
     def poll(self):
         if self._poll_frame is None:
-            self._poll_frame = encode_frame(make_request(RequestCode.CONTROLLER_GET_REPLICA_INFO, opaque=1,
-                                                         ext={"brokerName": self.name}))
+            self._poll_frame = encode_frame(replica_info_request(self.name))
         self.client.unsolicited.clear()     # the answers to earlier polls: not waited for
         self.client.transport.write(self._poll_frame)
 
@@ -150,7 +150,7 @@ def run(args, workdir):
                                "namesrv" if args.embedded else "controller", "-c", conf], cwd=workdir)
     try:
         wait(lambda: _listening(port), 60, "controller listening")
-        groups = [(Broker(g, 0), Broker(g, 1)) for g in range(args.groups)]
+        groups = [(ControllerModeBroker(g, 0), ControllerModeBroker(g, 1)) for g in range(args.groups)]
         started = time.monotonic()
         for first in range(0, args.groups, 50):
             batch = groups[first:first + 50]

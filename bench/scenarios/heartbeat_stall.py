@@ -15,7 +15,7 @@ import time
 from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
-from bench.lib.brokers import CLUSTER, broker_addr, register_body, register_request, topic_names
+from bench.lib.brokers import OwnTopicsLayout
 
 
 def build(brokers, topics, workdir):
@@ -30,11 +30,10 @@ def build(brokers, topics, workdir):
                    "configStorePath": os.path.join(workdir, "namesrv.properties")})
     clock = task.Clock()
     service = make_service(config, reactor=clock, events=NullEventLog())
+    layout = OwnTopicsLayout(topics)   # the brokers of bench.scenarios.mixed
     links = []
     for i in range(brokers):
-        body = register_body(topic_names("BenchHbTopic-%03d" % i, topics), False)
-        frame = encode_frame(register_request("bench-hb-broker-%03d" % i, broker_addr(1000 + i), body, False, 0,
-                                              CLUSTER))
+        frame = encode_frame(layout.register_request(i))
         protocol = service.factory.buildProtocol(None)
         protocol.makeConnection(StringTransport())
         links.append((protocol, frame))

@@ -14,7 +14,6 @@ reader's p50/p99/max before and during the storm. Nothing here is imported by th
 """
 
 import argparse
-import json
 import multiprocessing
 import os
 import socket
@@ -24,8 +23,9 @@ import sys
 import tempfile
 import threading
 import time
-import zlib
 
+from bench.lib.brokers import broker_addr, plain_body, register_request
+from bench.lib.brokers.bodies import DATA_VERSION_TIMESTAMP
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, Version
 from namesrv.protocol.command import make_request
@@ -33,22 +33,12 @@ from namesrv.protocol.command import make_request
 PROBE_TOPIC = "storm-probe"
 
 
-def _body(topics, counter):
-    table = {t: {"order": False, "perm": 6, "readQueueNums": 8, "topicFilterType": "SINGLE_TAG",
-                 "topicName": t, "topicSysFlag": 0, "writeQueueNums": 8} for t in topics}
-    return json.dumps({"filterServerList": [], "topicConfigSerializeWrapper": {
-        "dataVersion": {"counter": counter, "timestamp": 1700000000000 + counter},
-        "topicConfigTable": table}}, separators=(",", ":")).encode()
-
-
 def register_frame(n, topics, counter):
-    body = _body(topics, counter)
-    addr = "10.%d.%d.%d:10911" % (n // 65536 % 256, n // 256 % 256, n % 256)
-    ext = {"brokerName": "storm-broker-%d" % n, "brokerAddr": addr, "clusterName": "StormCluster",
-           "haServerAddr": addr, "brokerId": "0", "compressed": "false",
-           "bodyCrc32": str(zlib.crc32(body) & 0x7FFFFFFF)}
-    return encode_frame(make_request(RequestCode.REGISTER_BROKER, ext, body=body, opaque=counter,
-                                     version=Version.V4_9_8))
+    """Broker ``n``'s REGISTER_BROKER with DataVersion ``counter``: a new one each round, so every topic is
+    written again."""
+    body = plain_body(topics, counter, timestamp=DATA_VERSION_TIMESTAMP + counter)
+    return encode_frame(register_request("storm-broker-%d" % n, broker_addr(n), body, False, cluster="StormCluster",
+                                         opaque=counter))
 
 
 class Conn:
