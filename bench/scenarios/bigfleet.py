@@ -38,7 +38,6 @@ building them, about 8 s at a million topics).
 Every phase is bounded in time; brokers use 127.x.y.z addresses that nobody connects to.
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -46,7 +45,7 @@ import subprocess
 import time
 
 from tools import guestidle
-from bench.lib import wholetable
+from bench.lib import options, wholetable
 from bench.lib.brokers import BrokerFleet, SpreadLayout
 from tools.hoststeal import StealWindow
 from bench.lib.javanamesrv import JavaNamesrv
@@ -369,37 +368,33 @@ class RestartedServer(TakingServer):
         return NamesrvServer.command(self)
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m bench bigfleet", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", help="HOST:PORT of a running name server (default: start ours)")
-    parser.add_argument("--server", default="default", help="default, one, workers=N or workers=N,shared")
-    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
-                        help="an extra server property (ours only), repeatable")
-    parser.add_argument("--brokers", type=int, default=1000)
-    parser.add_argument("--topics", type=int, default=100_000)
-    parser.add_argument("--brokers-per-topic", type=int, default=10)
-    parser.add_argument("--topic-prefix", default="Fleet",
-                        help="topic names are this and 6 digits (a longer one makes the topic list pass 16 MiB "
-                             "sooner: 22 characters at a million topics is 25 MB)")
-    parser.add_argument("--cycle", type=float, default=30.0, help="seconds for the whole fleet to beat once")
-    parser.add_argument("--rate", type=float, default=0.0, help="route reads/s offered (0: as fast as served)")
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--warmup", type=float, default=2.0)
-    parser.add_argument("--read-connections", type=int, default=3)
-    parser.add_argument("--depth", type=int, default=32)
-    parser.add_argument("--load-processes", type=int, default=1)
-    parser.add_argument("--scenario", choices=("steady", "disconnect", "takeover", "wholetable", "restart", "cold"),
-                        default="steady")
-    parser.add_argument("--java", metavar="PEER_DIR",
-                        help="measure a fresh Java NameServer of this peer (../shared/javapeers) instead of ours")
-    parser.add_argument("--java-heap", default="4g", help="the Java NameServer's -Xms/-Xmx (default 4g)")
-    parser.add_argument("--json", action="store_true", help="print the figures as one JSON line too")
-    parser.add_argument("--keep-logs", metavar="DIR", help="copy the servers' logs here before cleaning up")
-    return parser.parse_args(argv)
+OPTIONS = (
+    options.TARGET,
+    options.Option("--server", "default, one, workers=N or workers=N,shared", default="default"),
+    options.PROPERTY,
+    options.BROKERS(1000),
+    options.TOPICS(100_000, "in all"),
+    options.BROKERS_PER_TOPIC(10),
+    options.Option("--topic-prefix", "topic names are this and 6 digits (a longer one makes the topic list pass "
+                   "16 MiB sooner: 22 characters at a million topics is 25 MB)", default="Fleet"),
+    options.Option("--cycle", "seconds for the whole fleet to beat once", type=float, default=30.0),
+    options.RATE(0.0),
+    options.SECONDS(20.0),
+    options.WARMUP(2.0),
+    options.CONNECTIONS(3, flag="--read-connections"),
+    options.DEPTH(32),
+    options.PROCESSES(1, flag="--load-processes"),
+    options.Option("--scenario", "what happens halfway (or, cold, from the start)", default="steady",
+                   choices=("steady", "disconnect", "takeover", "wholetable", "restart", "cold")),
+    options.JAVA,
+    options.JAVA_HEAP("4g"),
+    options.JSON,
+    options.Option("--keep-logs", "copy the servers' logs here before cleaning up", metavar="DIR"),
+)
 
 
 def main(argv=None):
-    args = parse_args(argv)
+    args = options.parse("bigfleet", __doc__, OPTIONS, argv)
     if args.target:
         host, _, port = args.target.rpartition(":")
         run = Run(args, host or "127.0.0.1", int(port))
@@ -415,7 +410,7 @@ def main(argv=None):
         run.figures["server"] = "java %s -Xmx%s" % (os.path.basename(args.java.rstrip("/")), args.java_heap)
     else:
         props = server_properties(args.server)
-        props.update(item.split("=", 1) for item in args.property)
+        props.update(options.properties(args.property))
         if args.scenario == "restart":   # the route snapshot, written at stop, restored at start
             props.setdefault("routeSnapshotEnable", "true")
             props.setdefault("routeSnapshotPath", "routes.snapshot")

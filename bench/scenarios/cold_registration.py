@@ -14,7 +14,6 @@ before each one is timed; building them is not counted.
 the replica's.
 """
 
-import argparse
 import cProfile
 import gc
 import os
@@ -25,6 +24,7 @@ import time
 from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
+from bench.lib import options
 from bench.lib.brokers import SpreadLayout
 
 
@@ -163,16 +163,19 @@ def _check(routes, replica, layout):
         raise AssertionError("the replica's brokers differ from the main process's")
 
 
+OPTIONS = (
+    options.BROKERS(1000),
+    options.TOPICS(1000000, "in all"),
+    options.BROKERS_PER_TOPIC(4),
+    options.Option("--event-log", "write the event log (the server's default)", action="store_true"),
+    options.Option("--profile", "cProfile the main process's part into FILE", metavar="FILE"),
+    options.Option("--profile-worker", "cProfile the replica's part into FILE", metavar="FILE"),
+    options.Option("--check", "compare the replica with the tables at the end", action="store_true"),
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m bench cold_registration", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--brokers", type=int, default=1000)
-    parser.add_argument("--topics", type=int, default=1000000)
-    parser.add_argument("--brokers-per-topic", type=int, default=4)
-    parser.add_argument("--event-log", action="store_true", help="write the event log (the server's default)")
-    parser.add_argument("--profile", metavar="FILE", help="cProfile the main process's part into FILE")
-    parser.add_argument("--profile-worker", metavar="FILE", help="cProfile the replica's part into FILE")
-    parser.add_argument("--check", action="store_true", help="compare the replica with the tables at the end")
-    args = parser.parse_args(argv)
+    args = options.parse("cold_registration", __doc__, OPTIONS, argv)
     layout = SpreadLayout(args.brokers, args.topics, args.brokers_per_topic)
     with tempfile.TemporaryDirectory(prefix="bench-coldreg-") as workdir:
         times = run_fleet(layout, workdir, args.event_log, args.profile, args.check,

@@ -11,7 +11,6 @@ one core), the latency of a 1004 probe meanwhile, and for ``--victims`` masters 
 is aborted one at a time, the time until NOTIFY_BROKER_ROLE_CHANGED reaches the survivor's port.
 """
 
-import argparse
 import os
 import resource
 import subprocess
@@ -22,6 +21,7 @@ import time
 from twisted.internet import defer, protocol, reactor, task
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 
+from bench.lib import options
 from bench.lib.brokers import CLUSTER, Broker, controller_heartbeat_request, replica_info_request
 from bench.scenarios.controller_failover import free_port, wait
 from namesrv.client import RemotingClientProtocol
@@ -212,13 +212,16 @@ def run(args, workdir):
             server.wait(30)
 
 
+OPTIONS = (
+    options.Option("--groups", "broker groups (a master and a slave each)", type=int, default=1000),
+    options.Option("--window", "seconds of steady load measured", type=float, default=20.0),
+    options.Option("--victims", "masters whose connection is aborted, one at a time", type=int, default=20),
+    options.Option("--embedded", "the controller inside twistd namesrv", action="store_true"),
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--groups", type=int, default=1000)
-    parser.add_argument("--window", type=float, default=20.0, help="seconds of steady load measured")
-    parser.add_argument("--victims", type=int, default=20)
-    parser.add_argument("--embedded", action="store_true", help="the controller inside twistd namesrv")
-    args = parser.parse_args(argv)
+    args = options.parse("controller_groups", __doc__, OPTIONS, argv)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     workdir = tempfile.mkdtemp(prefix="controller-groups-")

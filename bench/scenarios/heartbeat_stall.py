@@ -7,7 +7,6 @@ heartbeats (the unchanged-registration shortcut). Prints, per round, the cost of
 (what one epoll pass over every ready broker socket costs the reactor) and of handling.
 """
 
-import argparse
 import os
 import tempfile
 import time
@@ -15,6 +14,7 @@ import time
 from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
+from bench.lib import options
 from bench.lib.brokers import OwnTopicsLayout
 
 
@@ -56,12 +56,12 @@ def one_round(service, clock, links, piece=65536):
     return reading, worst, time.perf_counter() - started
 
 
+OPTIONS = (options.BROKERS(100), options.TOPICS(1000, "each broker's"),
+           options.ROUNDS(4, "of every broker's registration"))
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m bench heartbeat_stall", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--brokers", type=int, default=100)
-    parser.add_argument("--topics", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=4)
-    args = parser.parse_args(argv)
+    args = options.parse("heartbeat_stall", __doc__, OPTIONS, argv)
     with tempfile.TemporaryDirectory(prefix="bench-stall-") as workdir:
         service, clock, links = build(args.brokers, args.topics, workdir)
         processor = service.registry.processor_for(103)

@@ -13,7 +13,6 @@ sending GET_ROUTEINFO_BY_TOPIC back to back and timing each answer. It prints th
 reader's p50/p99/max before and during the storm. Nothing here is imported by the server.
 """
 
-import argparse
 import multiprocessing
 import os
 import socket
@@ -24,6 +23,7 @@ import tempfile
 import threading
 import time
 
+from bench.lib import options
 from bench.lib.brokers import broker_addr, plain_body, register_request
 from bench.lib.brokers.bodies import DATA_VERSION_TIMESTAMP
 from namesrv.protocol.codec import decode_frame, encode_frame
@@ -201,30 +201,30 @@ def serve_minimal(port, scheduler, settings=()):
 
     config = NamesrvConfig()
     overrides = {"bindAddress": "127.0.0.1", "isolationSchedulerEnable": "true" if scheduler == "on" else "false"}
-    for setting in settings:
-        key, _, value = setting.partition("=")
-        overrides[key.strip()] = value.strip()
+    overrides.update(options.properties(settings))
     config.update(overrides, source="--set", announce=False)
     svc = build_minimal_service(reactor, config)
     reactor.listenTCP(port, svc.factory, interface="127.0.0.1", backlog=1024)
     reactor.run()
 
 
+OPTIONS = (
+    options.TARGET,
+    options.BROKERS(200),
+    options.TOPICS(1000, "each broker's"),
+    options.ROUNDS(3, "of every broker registering at once"),
+    options.Option("--big-topics", "one more broker with this many topics", type=int, default=0),
+    options.Option("--scans", "GET_ALL_TOPIC_LIST requests per round", type=int, default=0),
+    options.Option("--scheduler", "isolationSchedulerEnable", choices=("on", "off"), default="on"),
+    options.Option("--minimal", "serve with the route processor alone", action="store_true"),
+    options.Option("--baseline", "seconds of reads before the storm", type=float, default=2.0),
+    options.PROPERTY([], "e.g. schedulerTurnBudgetMillis=2", flag="--set"),
+    options.Option("--serve", options.HIDDEN, type=int),   # the --minimal server's own process
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", help="host:port of a running server (default: start one)")
-    parser.add_argument("--brokers", type=int, default=200)
-    parser.add_argument("--topics", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--big-topics", type=int, default=0, help="one more broker with this many topics")
-    parser.add_argument("--scans", type=int, default=0, help="GET_ALL_TOPIC_LIST requests per round")
-    parser.add_argument("--scheduler", choices=("on", "off"), default="on")
-    parser.add_argument("--minimal", action="store_true", help="serve with the route processor alone")
-    parser.add_argument("--baseline", type=float, default=2.0, help="seconds of reads before the storm")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a server property (e.g. schedulerTurnBudgetMillis=2); repeatable")
-    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = options.parse("storm", __doc__, OPTIONS, argv)
     if args.serve:
         return serve_minimal(args.serve, args.scheduler, args.set)
 
