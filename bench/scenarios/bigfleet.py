@@ -18,17 +18,17 @@ pipelining ``--depth`` GET_ROUTEINFO_BY_TOPIC of random topics each (as fast as 
 Printed: reads/s, the prober's p50/p99/max, the registrations' p50/p99 and the RSS of every
 process of the server (found by its listening port, so a Java NameServer given by ``--target``
 is measured the same way), and the share of the CPUs' time the hypervisor stole meanwhile
-(``bench.hoststeal``: on a shared virtual machine it is most of the prober's tail), with the guest
-kernel's halt polling it ran under (``bench.guestidle``).
+(``tools.hoststeal``: on a shared virtual machine it is most of the prober's tail), with the guest
+kernel's halt polling it ran under (``tools.guestidle``).
 
 Scenarios: ``steady`` (the above); ``disconnect`` (halfway, every broker's connection closes at
 once, as when a switch reboots: the prober's worst read around it, and how long until the server
 answers GET_BROKER_CLUSTER_INFO without them); ``takeover`` (halfway, ``twistd namesrv --takeover``
 starts a new process with the same properties: failed reads, the worst read, brokers moved);
-``wholetable`` (halfway, every whole-table question once, bench.wholetable: how long each took, its frame's
+``wholetable`` (halfway, every whole-table question once, bench.lib.wholetable: how long each took, its frame's
 size, and whether a RocketMQ client would refuse it; ours gets a status page to ask too). ``--java``
 starts a fresh Java NameServer of a peer built by ../shared/javapeers with the heap given
-(bench.javanamesrv) and measures it instead of ours. ``restart`` (halfway, SIGTERM, which writes the
+(bench.lib.javanamesrv) and measures it instead of ours. ``restart`` (halfway, SIGTERM, which writes the
 route snapshot, then a new process on the same port and files: how long until it answers a route read
 from the snapshot; the window's reads end at the stop); ``cold`` (the prober and the reads already run
 while the fleet registers for the first time: the prober's figures over the registration).
@@ -50,7 +50,7 @@ from bench.lib.brokers import BrokerFleet, SpreadLayout
 from tools.hoststeal import StealWindow
 from bench.lib.javanamesrv import JavaNamesrv
 from bench.lib.loadgen import LoadRun, LoadSpec
-from bench.lib.servers import NamesrvServer, free_port
+from bench.lib.servers import NamesrvServer, cpu_seconds, free_port
 from bench.lib.serverprocs import listening_pids, server_rss_kib
 from bench.lib.wire import percentile, route_templates
 from namesrv.client import BlockingRemotingClient
@@ -221,7 +221,6 @@ class Run:
     def main_cpu(self):
         if self.server is None:
             return None
-        from bench.lib.servers import cpu_seconds
         return cpu_seconds(self.server.pid, children=False)
 
     def take_over(self, fleet):

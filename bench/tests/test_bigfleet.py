@@ -1,4 +1,4 @@
-"""bench.bigfleet at a tiny size, each scenario once: it runs, finds the server's processes and prints
+"""bench.scenarios.bigfleet at a tiny size, each scenario once: it runs, finds the server's processes and prints
 well-formed figures (never what they say), against a server it starts and against one given by --target."""
 
 import json
