@@ -6,8 +6,9 @@ each scenario gives it its own default (``BROKERS(1000)``) and, where the option
 narrower there, a word on it (``TOPICS(1000, "each broker's")``). An option of one scenario is an
 ``Option`` in that scenario's module. Every ``--help`` shows the defaults.
 
-Two older spellings stay, as results and docs name them: ``--repeat`` beside ``--repeats``, and
-``spark_bench``'s ``--json FILE`` (append to FILE) beside the ``--json`` flag.
+Where results and docs name an older spelling of a shared option, it stays (``flag=``: ``--read-connections``,
+``--load-processes``, ``--topics-per-broker``, ``--set``, ``--repeat``), and so does ``spark_bench``'s
+``--json FILE`` (append to FILE) beside the ``--json`` flag.
 """
 
 import argparse
