@@ -8,7 +8,8 @@ the next ones are the unchanged registrations of a steady state), beat for a bou
 connection at once (a switch reboots). Brokers of one topic group send one shared body object
 (``sendmsg``, never copied per send).
 
-Beats come on a period, spread evenly (one broker after the other) or in bursts (every broker at once).
+Beats come on a period, spread evenly (one broker after the other) or in bursts (every broker at once,
+a burst once the last one is written, as from a process writing on blocking sockets).
 When the period is shortened to fit a short window, each connection stands for several brokers (with
 their own phases), so it may have several beats in flight; a Java broker has at most one. A beat's
 lateness is how long after its due time the fleet sent it (the fleet itself falling behind); its round
@@ -176,13 +177,11 @@ class _Fleet:
             raise RuntimeError("%d registrations refused" % len(failures))
 
     def beat(self, period, seconds, grace, burst=False):
-        """Beat every broker every ``period`` s for ``seconds`` (or until the parent says stop), phases
-        spread evenly or, with ``burst``, all at once; then wait up to ``grace`` s for the last answers.
-        Returns counts, round trips, lateness, and the rounds (passes over the fleet) and how many of
-        them began a period or more late."""
-        count = len(self.brokers)
+        """Beat every broker every ``period`` s for ``seconds`` (or until the parent says stop), then wait up
+        to ``grace`` s for the last answers. Returns counts, round trips, lateness, and ``rounds`` (bursts,
+        or passes over the fleet) with, in bursts, ``late_rounds``."""
         rtts, late = array.array("d"), array.array("d")
-        stats = {"sent": 0, "answered": 0, "errors": 0, "late_rounds": 0}
+        stats = {"sent": 0, "answered": 0, "errors": 0, "rounds": 0, "late_rounds": 0}
 
         def answered(success, rtt):
             rtts.append(rtt)
@@ -190,28 +189,10 @@ class _Fleet:
             stats["errors"] += 0 if success else 1
 
         self.on_answer = answered
-        # beat k is due at started + (k // together) * step: one broker after the other, or all at once
-        together, step = (max(1, count), period) if burst else (1, period / count if count else seconds)
         started = time.perf_counter()
         end = started + seconds
-        next_stop_check = started
-        while True:
-            now = time.perf_counter()
-            if now >= end:
-                break
-            if now >= next_stop_check:
-                next_stop_check = now + STOP_CHECK
-                if self.stop.is_set():
-                    end = now
-                    break
-            while count and started + stats["sent"] // together * step <= now:
-                lateness = now - started - stats["sent"] // together * step
-                late.append(lateness)
-                if stats["sent"] % count == 0 and lateness >= period:
-                    stats["late_rounds"] += 1
-                self.send(self.brokers[stats["sent"] % count], "beat", now)
-                stats["sent"] += 1
-            self.pump(max(0.0, min(0.005, started + stats["sent"] // together * step - now, end - now)))
+        (self._beat_in_bursts if burst else self._beat_spread)(period, started, end, stats, late)
+        ended = min(time.perf_counter(), end)
         deadline = time.perf_counter() + grace
         while any(b.pending for b in self.brokers) and time.perf_counter() < deadline:
             self.pump(0.05)
@@ -220,10 +201,56 @@ class _Fleet:
             broker.pending.clear()
         beat_bytes = sum(len(t.pre) + 10 + len(t.post) + len(tail) for t, tail in self.brokers[0].frames["beat"]) \
             if self.brokers else 0
-        stats.update(unanswered=unanswered, seconds=end - started, period=period, brokers=count,
-                     rounds=-(-stats["sent"] // count) if count else 0, beat_bytes=beat_bytes,
-                     rtts=rtts.tobytes(), late=late.tobytes())
+        stats.update(unanswered=unanswered, seconds=ended - started, period=period, brokers=len(self.brokers),
+                     beat_bytes=beat_bytes, rtts=rtts.tobytes(), late=late.tobytes())
         return stats
+
+    def _beat_spread(self, period, started, end, stats, late):
+        """Broker k's beat is due k × period / N after ``started``: one broker after the other."""
+        count = len(self.brokers)
+        step = period / count if count else period
+        for now in self._ticks(end):
+            while count and started + stats["sent"] * step <= now:
+                late.append(now - started - stats["sent"] * step)
+                self.send(self.brokers[stats["sent"] % count], "beat", now)
+                stats["sent"] += 1
+            self.pump(max(0.0, min(0.005, started + stats["sent"] * step - now, end - now)))
+        stats["rounds"] = -(-stats["sent"] // count) if count else 0
+
+    def _beat_in_bursts(self, period, started, end, stats, late):
+        """Every broker at once each period, as a process that writes each broker's beat in turn on blocking
+        sockets: the next burst waits until the last one is written, and a burst written after the next was
+        due is late (the next one then goes at once, and the period counts from there)."""
+        due, writing = started, False
+        for now in self._ticks(end):
+            if writing and not any(broker.outgoing for broker in self.brokers):
+                writing = False
+                if now > due:
+                    stats["late_rounds"] += 1
+                    due = now
+            if not writing and self.brokers and now >= due:
+                for broker in self.brokers:
+                    late.append(now - due)
+                    self.send(broker, "beat", now)
+                stats["sent"] += len(self.brokers)
+                stats["rounds"] += 1
+                due += period
+                writing = True
+            self.pump(max(0.0, min(0.005, end - now, 0.005 if writing else due - now)))
+
+    def _ticks(self, end):
+        """``time.perf_counter()`` readings until ``end``, or until the parent says stop (looked at every
+        ``STOP_CHECK`` s)."""
+        look = 0.0
+        while True:
+            now = time.perf_counter()
+            if now >= end:
+                return
+            if now >= look:
+                look = now + STOP_CHECK
+                if self.stop.is_set():
+                    return
+            yield now
 
     def drop(self):
         """Close every broker's connection at once; returns how many there were."""
