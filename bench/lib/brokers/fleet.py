@@ -31,7 +31,7 @@ from bench.lib.wire import OPAQUE_BASE, scan_frames
 REGISTER_WINDOW = 8
 #: Opaques of the fleet process, apart from the load workers' ones.
 FLEET_OPAQUE_BASE = OPAQUE_BASE + 1_100_000_000
-#: Seconds between two looks at the parent's request to stop beating.
+#: Seconds between two looks at the parent's request to stop beating (and the longest sleep between bursts).
 STOP_CHECK = 0.05
 
 
@@ -236,7 +236,7 @@ class _Fleet:
                 stats["rounds"] += 1
                 due += period
                 writing = True
-            self.pump(max(0.0, min(0.005, end - now, 0.005 if writing else due - now)))
+            self.pump(max(0.0, min(end - now, 0.005 if writing else min(STOP_CHECK, due - now))))
 
     def _ticks(self, end):
         """``time.perf_counter()`` readings until ``end``, or until the parent says stop (looked at every
