@@ -8,11 +8,12 @@ building: what is left is Twisted's reading, framing and writing, which no NameS
 Twisted can beat. (ROCKETMQ-header requests get a ROCKETMQ answer the same way.)
 """
 
-import argparse
 import struct
 
 from twisted.internet import protocol
 from twisted.protocols.basic import Int32StringReceiver
+
+from bench.lib import options
 
 _OPAQUE_KEY = b'"opaque":'
 _PAIR = struct.Struct(">ii")
@@ -65,11 +66,12 @@ class FixedAnswerFactory(protocol.Factory):
         return FixedAnswer(self.body, self.rocketmq_answer)
 
 
+OPTIONS = (options.Option("--port", "the 127.0.0.1 port to listen on", type=int, required=True),
+           options.Option("--body", "file holding the response body"))
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--body", help="file holding the response body", default=None)
-    args = parser.parse_args(argv)
+    args = options.parse(None, __doc__, OPTIONS, argv, prog="python -m bench.lib.baseline")
     body = b""
     if args.body:
         with open(args.body, "rb") as f:

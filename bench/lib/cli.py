@@ -1,15 +1,15 @@
 """The command line: ``python -m bench --list``, ``python -m bench NAME [ARGS...]``, and
 ``python -m bench [--quick] [--scale S] [--only ...]`` (no NAME: the suite, what ``make bench`` runs).
 
-A scenario is a module of ``bench/scenarios/``. One with a ``__main__`` block runs as it would alone,
-with ARGS as its command line, and the JSON objects it prints go to the results file
-(``bench.lib.results.JsonLinesTee``); one without (a part of the suite) runs as
+A scenario is a module of ``bench/scenarios/``. One with a ``__main__`` block runs as it would alone: its
+``main(ARGS)``, its options declared with ``bench.lib.options``; the JSON objects it prints go to the results
+file (``bench.lib.results.JsonLinesTee``). One without (a part of the suite) runs as
 ``python -m bench --only NAME ARGS...``.
 """
 
 import ast
+import importlib
 import os
-import runpy
 import sys
 
 from bench.lib import results, runner
@@ -42,18 +42,16 @@ def list_scenarios(out=None):
 
 
 def run_scenario(name, args):
-    """Run bench/scenarios/NAME.py as ``__main__`` with ``args``, its JSON lines recorded."""
+    """Run bench/scenarios/NAME.py's ``main(args)``, its JSON lines recorded; returns the exit status."""
     tee = results.JsonLinesTee(sys.stdout, name, args)
-    saved_argv, saved_stdout = sys.argv, sys.stdout
-    sys.argv, sys.stdout = ["python -m bench %s" % name] + list(args), tee
+    saved_stdout, sys.stdout = sys.stdout, tee
     try:
-        runpy.run_module("bench.scenarios." + name, run_name="__main__", alter_sys=True)
+        return importlib.import_module("bench.scenarios." + name).main(list(args)) or 0
     except SystemExit as e:
         return e.code
     finally:
         tee.close()
-        sys.argv, sys.stdout = saved_argv, saved_stdout
-    return 0
+        sys.stdout = saved_stdout
 
 
 def main(argv=None):

@@ -1,13 +1,12 @@
 """``python -m bench [--quick] [--out DIR] [--only NAMES]``: run the benchmarks, record the figures."""
 
-import argparse
 import copy
 import os
 import sys
 import time
 
 from bench.scenarios import cores, inprocess, memory, mixed, profiling, registration, route
-from bench.lib import results
+from bench.lib import options, results
 from bench.scenarios.fleet import run as run_fleet_capacity
 from bench.lib.scales import SCALES
 from bench.lib.servers import ONE_PROCESS, NamesrvServer
@@ -18,16 +17,20 @@ BUSY_LOADAVG = 0.7
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
 
+OPTIONS = (
+    options.Option("--quick", "smaller sizes (about a minute): --scale quick", action="store_true"),
+    options.SCALE(None, "full unless --quick"),
+    options.Option("--out", "directory for results.jsonl and latest.md", default=DEFAULT_OUT),
+    options.Option("--only", "the benchmarks to run, comma-separated (default: %(default)s)",
+                   default=",".join(BENCHMARKS)),
+    options.CONNECTIONS(None, "route loads; overrides the scale"),
+    options.DEPTH(None, "overrides the scale"),
+    options.PROCESSES(None, "overrides the scale"),
+)
+
+
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (about a minute)")
-    parser.add_argument("--scale", choices=sorted(SCALES), help="full (default), quick, or tiny (smoke test)")
-    parser.add_argument("--out", default=DEFAULT_OUT, help="directory for results.jsonl and latest.md")
-    parser.add_argument("--only", default=",".join(BENCHMARKS),
-                        help="comma-separated subset of: %s" % ", ".join(BENCHMARKS))
-    parser.add_argument("--connections", type=int, help="route load connections (overrides the scale)")
-    parser.add_argument("--depth", type=int, help="requests in flight per connection (overrides the scale)")
-    parser.add_argument("--processes", type=int, help="load generator processes (overrides the scale)")
+    parser = options.parser(None, __doc__, OPTIONS)
     args = parser.parse_args(argv)
     args.scale = args.scale or ("quick" if args.quick else "full")
     args.only = [name.strip() for name in args.only.split(",") if name.strip()]

@@ -21,59 +21,50 @@ class FleetSpec:
     sample_topics: int = 512           # route read topics, spread over the fleet's bands
 
 
+def _load(**sizes):
+    """A LoadSpec field of these sizes: each Scale gets its own (the suite changes them per run)."""
+    return field(default_factory=lambda: LoadSpec(**sizes))
+
+
 @dataclass
 class Scale:
-    name: str
-    route_topics: int
-    route_brokers: int
-    route_load: LoadSpec
-    route_rounds: int
-    profile_load: LoadSpec
-    inprocess_requests: int
-    inprocess_repeats: int
-    register_sizes: tuple
-    register_repeats: int
-    register_unchanged: int
-    register_parse_repeats: int
-    register_trivial_repeats: int
-    mixed_brokers: int
-    mixed_topics: int
-    mixed_interval: float
-    mixed_load: LoadSpec
-    memory_brokers: int
-    memory_topics: int
-    cores_load: LoadSpec
+    """The sizes of every benchmark of the suite; the defaults are the full scale's."""
+    name: str = "full"
+    route_topics: int = 1000
+    route_brokers: int = 4
+    route_load: LoadSpec = _load(connections=16, depth=8, warmup=1.0, duration=4.0)
+    route_rounds: int = 2
+    profile_load: LoadSpec = _load(connections=16, depth=8, warmup=0.5, duration=4.0)
+    inprocess_requests: int = 40000
+    inprocess_repeats: int = 5
+    register_sizes: tuple = (1000, 10000, 50000)
+    register_repeats: int = 3
+    register_unchanged: int = 2
+    register_parse_repeats: int = 3
+    register_trivial_repeats: int = 20
+    mixed_brokers: int = 100
+    mixed_topics: int = 1000
+    mixed_interval: float = 1.0
+    mixed_load: LoadSpec = _load(connections=16, depth=8, warmup=1.0, duration=8.0, rate=2000)
+    memory_brokers: int = 100
+    memory_topics: int = 10000
+    cores_load: LoadSpec = _load(connections=32, depth=8, processes=1, warmup=0.5, duration=3.0)
     stall_topics: int = 10000
     stall_registrations: int = 3
     fleet: FleetSpec = field(default_factory=FleetSpec)
 
 
-FULL = Scale(
-    name="full",
-    route_topics=1000, route_brokers=4,
-    route_load=LoadSpec(connections=16, depth=8, warmup=1.0, duration=4.0), route_rounds=2,
-    profile_load=LoadSpec(connections=16, depth=8, warmup=0.5, duration=4.0),
-    inprocess_requests=40000, inprocess_repeats=5,
-    register_sizes=(1000, 10000, 50000), register_repeats=3, register_unchanged=2, register_parse_repeats=3,
-    register_trivial_repeats=20,
-    mixed_brokers=100, mixed_topics=1000, mixed_interval=1.0,
-    mixed_load=LoadSpec(connections=16, depth=8, warmup=1.0, duration=8.0, rate=2000),
-    memory_brokers=100, memory_topics=10000,
-    cores_load=LoadSpec(connections=32, depth=8, processes=1, warmup=0.5, duration=3.0),
-)
+FULL = Scale()
 
+#: About a minute: full but for the sizes below.
 QUICK = Scale(
     name="quick",
-    route_topics=1000, route_brokers=4,
     route_load=LoadSpec(connections=16, depth=8, warmup=0.5, duration=3.0), route_rounds=1,
     profile_load=LoadSpec(connections=16, depth=8, warmup=0.5, duration=2.0),
     inprocess_requests=20000, inprocess_repeats=3,
-    register_sizes=(1000, 10000), register_repeats=2, register_unchanged=2, register_parse_repeats=3,
-    register_trivial_repeats=20,
-    mixed_brokers=30, mixed_topics=1000, mixed_interval=1.0,
-    mixed_load=LoadSpec(connections=16, depth=8, warmup=0.5, duration=4.0, rate=2000),
+    register_sizes=(1000, 10000), register_repeats=2,
+    mixed_brokers=30, mixed_load=LoadSpec(connections=16, depth=8, warmup=0.5, duration=4.0, rate=2000),
     memory_brokers=20, memory_topics=5000,
-    cores_load=LoadSpec(connections=32, depth=8, processes=1, warmup=0.5, duration=3.0),
     fleet=FleetSpec(real_brokers=128, load=LoadSpec(connections=16, depth=16, warmup=0.5, duration=2.0, rate=50_000),
                     bisections=1),
 )

@@ -18,17 +18,17 @@ pipelining ``--depth`` GET_ROUTEINFO_BY_TOPIC of random topics each (as fast as 
 Printed: reads/s, the prober's p50/p99/max, the registrations' p50/p99 and the RSS of every
 process of the server (found by its listening port, so a Java NameServer given by ``--target``
 is measured the same way), and the share of the CPUs' time the hypervisor stole meanwhile
-(``bench.hoststeal``: on a shared virtual machine it is most of the prober's tail), with the guest
-kernel's halt polling it ran under (``bench.guestidle``).
+(``tools.hoststeal``: on a shared virtual machine it is most of the prober's tail), with the guest
+kernel's halt polling it ran under (``tools.guestidle``).
 
 Scenarios: ``steady`` (the above); ``disconnect`` (halfway, every broker's connection closes at
 once, as when a switch reboots: the prober's worst read around it, and how long until the server
 answers GET_BROKER_CLUSTER_INFO without them); ``takeover`` (halfway, ``twistd namesrv --takeover``
 starts a new process with the same properties: failed reads, the worst read, brokers moved);
-``wholetable`` (halfway, every whole-table question once, bench.wholetable: how long each took, its frame's
+``wholetable`` (halfway, every whole-table question once, bench.lib.wholetable: how long each took, its frame's
 size, and whether a RocketMQ client would refuse it; ours gets a status page to ask too). ``--java``
 starts a fresh Java NameServer of a peer built by ../shared/javapeers with the heap given
-(bench.javanamesrv) and measures it instead of ours. ``restart`` (halfway, SIGTERM, which writes the
+(bench.lib.javanamesrv) and measures it instead of ours. ``restart`` (halfway, SIGTERM, which writes the
 route snapshot, then a new process on the same port and files: how long until it answers a route read
 from the snapshot; the window's reads end at the stop); ``cold`` (the prober and the reads already run
 while the fleet registers for the first time: the prober's figures over the registration).
@@ -38,7 +38,6 @@ building them, about 8 s at a million topics).
 Every phase is bounded in time; brokers use 127.x.y.z addresses that nobody connects to.
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -46,12 +45,12 @@ import subprocess
 import time
 
 from tools import guestidle
-from bench.lib import wholetable
-from bench.lib.bigfleet_brokers import CLUSTER, FleetLayout, LayoutFleet
+from bench.lib import options, wholetable
+from bench.lib.brokers import BrokerFleet, SpreadLayout
 from tools.hoststeal import StealWindow
 from bench.lib.javanamesrv import JavaNamesrv
 from bench.lib.loadgen import LoadRun, LoadSpec
-from bench.lib.servers import NamesrvServer, free_port
+from bench.lib.servers import NamesrvServer, cpu_seconds, free_port
 from bench.lib.serverprocs import listening_pids, server_rss_kib
 from bench.lib.wire import percentile, route_templates
 from namesrv.client import BlockingRemotingClient
@@ -118,7 +117,7 @@ class Run:
         self.args, self.host, self.port, self.server = args, host, port, server
         self.status_port = status_port
         self.event_at = None   # wall-clock time of the scenario's event (the drop, the takeover, the restart)
-        self.layout = FleetLayout(args.brokers, args.topics, args.brokers_per_topic, args.topic_prefix)
+        self.layout = SpreadLayout(args.brokers, args.topics, args.brokers_per_topic, args.topic_prefix)
         self.figures = {"brokers": args.brokers, "topics": args.topics, "brokers_per_topic": args.brokers_per_topic,
                         "entries": args.brokers * self.layout.per_broker, "cycle_s": args.cycle,
                         "offered_rate": args.rate or None, "read_connections": args.read_connections,
@@ -132,7 +131,7 @@ class Run:
 
     def measure(self):
         args = self.args
-        with LayoutFleet(self.port, self.layout, host=self.host) as fleet:
+        with BrokerFleet(self.port, self.layout, host=self.host) as fleet:
             self.log("registering %d brokers × %d topics (%d topics, %d entries) ..."
                      % (args.brokers, self.layout.per_broker, args.topics, self.figures["entries"]))
             self.figures["fleet_frames_s"] = fleet.prepare(args.brokers)
@@ -215,14 +214,13 @@ class Run:
             return self.restart(fleet), beats
         if args.scenario == "wholetable":
             self.event_at = time.time()
-            return {"wholetable": wholetable.ask_all(self.host, self.port, CLUSTER, self.status_port,
+            return {"wholetable": wholetable.ask_all(self.host, self.port, SpreadLayout.CLUSTER, self.status_port,
                                                      self.layout.topic_name(1))}, None
         return {}, None
 
     def main_cpu(self):
         if self.server is None:
             return None
-        from bench.lib.servers import cpu_seconds
         return cpu_seconds(self.server.pid, children=False)
 
     def take_over(self, fleet):
@@ -369,37 +367,33 @@ class RestartedServer(TakingServer):
         return NamesrvServer.command(self)
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m bench bigfleet", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", help="HOST:PORT of a running name server (default: start ours)")
-    parser.add_argument("--server", default="default", help="default, one, workers=N or workers=N,shared")
-    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
-                        help="an extra server property (ours only), repeatable")
-    parser.add_argument("--brokers", type=int, default=1000)
-    parser.add_argument("--topics", type=int, default=100_000)
-    parser.add_argument("--brokers-per-topic", type=int, default=10)
-    parser.add_argument("--topic-prefix", default="Fleet",
-                        help="topic names are this and 6 digits (a longer one makes the topic list pass 16 MiB "
-                             "sooner: 22 characters at a million topics is 25 MB)")
-    parser.add_argument("--cycle", type=float, default=30.0, help="seconds for the whole fleet to beat once")
-    parser.add_argument("--rate", type=float, default=0.0, help="route reads/s offered (0: as fast as served)")
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--warmup", type=float, default=2.0)
-    parser.add_argument("--read-connections", type=int, default=3)
-    parser.add_argument("--depth", type=int, default=32)
-    parser.add_argument("--load-processes", type=int, default=1)
-    parser.add_argument("--scenario", choices=("steady", "disconnect", "takeover", "wholetable", "restart", "cold"),
-                        default="steady")
-    parser.add_argument("--java", metavar="PEER_DIR",
-                        help="measure a fresh Java NameServer of this peer (../shared/javapeers) instead of ours")
-    parser.add_argument("--java-heap", default="4g", help="the Java NameServer's -Xms/-Xmx (default 4g)")
-    parser.add_argument("--json", action="store_true", help="print the figures as one JSON line too")
-    parser.add_argument("--keep-logs", metavar="DIR", help="copy the servers' logs here before cleaning up")
-    return parser.parse_args(argv)
+OPTIONS = (
+    options.TARGET,
+    options.Option("--server", "default, one, workers=N or workers=N,shared", default="default"),
+    options.PROPERTY,
+    options.BROKERS(1000),
+    options.TOPICS(100_000, "in all"),
+    options.BROKERS_PER_TOPIC(10),
+    options.Option("--topic-prefix", "topic names are this and 6 digits (a longer one makes the topic list pass "
+                   "16 MiB sooner: 22 characters at a million topics is 25 MB)", default="Fleet"),
+    options.Option("--cycle", "seconds for the whole fleet to beat once", type=float, default=30.0),
+    options.RATE(0.0),
+    options.SECONDS(20.0),
+    options.WARMUP(2.0),
+    options.CONNECTIONS(3, flag="--read-connections"),
+    options.DEPTH(32),
+    options.PROCESSES(1, flag="--load-processes"),
+    options.Option("--scenario", "what happens halfway (or, cold, from the start)", default="steady",
+                   choices=("steady", "disconnect", "takeover", "wholetable", "restart", "cold")),
+    options.JAVA,
+    options.JAVA_HEAP("4g"),
+    options.JSON,
+    options.Option("--keep-logs", "copy the servers' logs here before cleaning up", metavar="DIR"),
+)
 
 
 def main(argv=None):
-    args = parse_args(argv)
+    args = options.parse("bigfleet", __doc__, OPTIONS, argv)
     if args.target:
         host, _, port = args.target.rpartition(":")
         run = Run(args, host or "127.0.0.1", int(port))
@@ -415,7 +409,7 @@ def main(argv=None):
         run.figures["server"] = "java %s -Xmx%s" % (os.path.basename(args.java.rstrip("/")), args.java_heap)
     else:
         props = server_properties(args.server)
-        props.update(item.split("=", 1) for item in args.property)
+        props.update(options.properties(args.property))
         if args.scenario == "restart":   # the route snapshot, written at stop, restored at start
             props.setdefault("routeSnapshotEnable", "true")
             props.setdefault("routeSnapshotPath", "routes.snapshot")

@@ -2,7 +2,7 @@
 
 ``python -m bench bigfleet --scenario cold`` times the whole fleet's first REGISTER_BROKER from outside, with Java
 beside it; this is its inside, without sockets or a second machine's noise. An unstarted NameServer
-(a ``task.Clock`` as its reactor) gets the fleet's frames (``FleetLayout``: B brokers, T topics, K brokers
+(a ``task.Clock`` as its reactor) gets the fleet's frames (``SpreadLayout``: B brokers, T topics, K brokers
 per topic, 600 KB and 4,000 topics a broker at a million), each on its own connection, one after another,
 and after each one the publication a read worker would get is encoded (what ``Publisher._publish_now``
 does) and applied to a replica (what a read worker does). Prints ms per registration for each of the
@@ -14,7 +14,6 @@ before each one is timed; building them is not counted.
 the replica's.
 """
 
-import argparse
 import cProfile
 import gc
 import os
@@ -25,8 +24,8 @@ import time
 from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
-from bench.lib.bigfleet_brokers import CLUSTER, FleetLayout
-from bench.lib.brokers import register_body, register_request
+from bench.lib import options
+from bench.lib.brokers import SpreadLayout
 
 
 class _Generation:
@@ -94,9 +93,7 @@ def _loads(message):
 def _frame(layout, broker):
     from namesrv.protocol.codec import encode_frame
 
-    body = register_body(layout.broker_topics(broker), False)
-    return encode_frame(register_request(layout.broker_name(broker), layout.broker_addr(broker), body, False, 0,
-                                         CLUSTER))
+    return encode_frame(layout.register_request(broker))
 
 
 def run_fleet(layout, workdir, event_log=False, profile=None, check=False, log=print, profile_worker=None):
@@ -166,17 +163,20 @@ def _check(routes, replica, layout):
         raise AssertionError("the replica's brokers differ from the main process's")
 
 
+OPTIONS = (
+    options.BROKERS(1000),
+    options.TOPICS(1000000, "in all"),
+    options.BROKERS_PER_TOPIC(4),
+    options.Option("--event-log", "write the event log (the server's default)", action="store_true"),
+    options.Option("--profile", "cProfile the main process's part into FILE", metavar="FILE"),
+    options.Option("--profile-worker", "cProfile the replica's part into FILE", metavar="FILE"),
+    options.Option("--check", "compare the replica with the tables at the end", action="store_true"),
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m bench cold_registration", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--brokers", type=int, default=1000)
-    parser.add_argument("--topics", type=int, default=1000000)
-    parser.add_argument("--brokers-per-topic", type=int, default=4)
-    parser.add_argument("--event-log", action="store_true", help="write the event log (the server's default)")
-    parser.add_argument("--profile", metavar="FILE", help="cProfile the main process's part into FILE")
-    parser.add_argument("--profile-worker", metavar="FILE", help="cProfile the replica's part into FILE")
-    parser.add_argument("--check", action="store_true", help="compare the replica with the tables at the end")
-    args = parser.parse_args(argv)
-    layout = FleetLayout(args.brokers, args.topics, args.brokers_per_topic)
+    args = options.parse("cold_registration", __doc__, OPTIONS, argv)
+    layout = SpreadLayout(args.brokers, args.topics, args.brokers_per_topic)
     with tempfile.TemporaryDirectory(prefix="bench-coldreg-") as workdir:
         times = run_fleet(layout, workdir, args.event_log, args.profile, args.check,
                           profile_worker=args.profile_worker)

@@ -11,7 +11,6 @@ Printed: seconds from the kill until a surviving name server routes the survivor
 are the same Java code on both sides; only the name servers and controllers differ.
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -22,6 +21,7 @@ import sys
 import tempfile
 import time
 
+from bench.lib import options
 from namesrv.client import ask, leader_port, routed_master
 from namesrv.codec.fastjson import loads
 from namesrv.protocol.codes import RequestCode
@@ -200,12 +200,18 @@ def one_run(kind, scenario, peer):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+OPTIONS = (
+    options.Option("--peer", "the 5.3.3 peer (java5peer) directory, $JAVAPEER5 if set",
+                   default=os.environ.get("JAVAPEER5")),
+    options.Option("--runs", "runs of each scenario, each on both sides", type=int, default=3),
+    options.Option("--scenario", "kill the master (single), or the master and the controller leader's name server "
+                   "(three)", choices=("single", "three", "both"), default="both"),
+    options.JSON,
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--peer", default=os.environ.get("JAVAPEER5"), help="the 5.3.3 peer (java5peer) directory")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--scenario", choices=("single", "three", "both"), default="both")
-    parser.add_argument("--json", action="store_true", help="one JSON line per run")
+    parser = options.parser("controller_failover", __doc__, OPTIONS)
     args = parser.parse_args(argv)
     if not args.peer or not os.path.isfile(os.path.join(args.peer, "broker.sh")):
         parser.error("--peer (or $JAVAPEER5): the java5peer directory built by ../shared/javapeers/build.sh")

@@ -11,7 +11,6 @@ one core), the latency of a 1004 probe meanwhile, and for ``--victims`` masters 
 is aborted one at a time, the time until NOTIFY_BROKER_ROLE_CHANGED reaches the survivor's port.
 """
 
-import argparse
 import os
 import resource
 import subprocess
@@ -22,6 +21,8 @@ import time
 from twisted.internet import defer, protocol, reactor, task
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 
+from bench.lib import options
+from bench.lib.brokers import CLUSTER, Broker, controller_heartbeat_request, replica_info_request
 from bench.scenarios.controller_failover import free_port, wait
 from namesrv.client import RemotingClientProtocol
 from namesrv.protocol.codec import encode_frame
@@ -29,7 +30,6 @@ from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
 
 TWISTD = os.path.join(os.path.dirname(sys.executable), "twistd")
-CLUSTER = "BenchCluster"
 
 
 class NotificationListener(protocol.Protocol):
@@ -41,7 +41,9 @@ class NotificationListener(protocol.Protocol):
             self.broker.notified_at = time.monotonic()
 
 
-class Broker:
+class ControllerModeBroker:
+    """A 5.x broker in controller mode: its ids, beats, polls and election, over one connection."""
+
     def __init__(self, group, index):
         self.name = "broker-%04d" % group
         self.index = index
@@ -62,15 +64,13 @@ class Broker:
 
     def beat(self):
         if self._beat_frame is None:     # encoded once: the load generator must not be what is measured
-            self._beat_frame = encode_frame(make_request(RequestCode.BROKER_HEARTBEAT, oneway=True, ext={
-                "clusterName": CLUSTER, "brokerAddr": self.address, "brokerName": self.name,
-                "brokerId": str(self.broker_id), "heartbeatTimeoutMills": "10000", "epoch": "1", "maxOffset": "0"}))
+            self._beat_frame = encode_frame(controller_heartbeat_request(
+                Broker(self.name, self.broker_id, self.address, CLUSTER)))
         self.client.transport.write(self._beat_frame)
 
     def poll(self):
         if self._poll_frame is None:
-            self._poll_frame = encode_frame(make_request(RequestCode.CONTROLLER_GET_REPLICA_INFO, opaque=1,
-                                                         ext={"brokerName": self.name}))
+            self._poll_frame = encode_frame(replica_info_request(self.name))
         self.client.unsolicited.clear()     # the answers to earlier polls: not waited for
         self.client.transport.write(self._poll_frame)
 
@@ -150,7 +150,7 @@ def run(args, workdir):
                                "namesrv" if args.embedded else "controller", "-c", conf], cwd=workdir)
     try:
         wait(lambda: _listening(port), 60, "controller listening")
-        groups = [(Broker(g, 0), Broker(g, 1)) for g in range(args.groups)]
+        groups = [(ControllerModeBroker(g, 0), ControllerModeBroker(g, 1)) for g in range(args.groups)]
         started = time.monotonic()
         for first in range(0, args.groups, 50):
             batch = groups[first:first + 50]
@@ -212,13 +212,16 @@ def run(args, workdir):
             server.wait(30)
 
 
+OPTIONS = (
+    options.Option("--groups", "broker groups (a master and a slave each)", type=int, default=1000),
+    options.Option("--window", "seconds of steady load measured", type=float, default=20.0),
+    options.Option("--victims", "masters whose connection is aborted, one at a time", type=int, default=20),
+    options.Option("--embedded", "the controller inside twistd namesrv", action="store_true"),
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--groups", type=int, default=1000)
-    parser.add_argument("--window", type=float, default=20.0, help="seconds of steady load measured")
-    parser.add_argument("--victims", type=int, default=20)
-    parser.add_argument("--embedded", action="store_true", help="the controller inside twistd namesrv")
-    args = parser.parse_args(argv)
+    args = options.parse("controller_groups", __doc__, OPTIONS, argv)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     workdir = tempfile.mkdtemp(prefix="controller-groups-")

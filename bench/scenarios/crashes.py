@@ -15,12 +15,12 @@ and how long until someone serves again.
 Bounded: every phase stops after a few seconds of reading, 60 s at most.
 """
 
-import argparse
 import os
 import subprocess
 import sys
 import time
 
+from bench.lib import options
 from bench.lib.brokers import register_body, register_request
 from bench.scenarios.restart import TOPIC, Reader
 from bench.lib.servers import REPO, NamesrvServer, child_pids
@@ -201,22 +201,21 @@ def fmt(value):
     return str(value)
 
 
+OPTIONS = (options.WORKERS([1, 2]), options.READERS(4), options.ROUNDS(3, "of each crash"))
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m bench crashes", description=__doc__.split("\n")[0])
-    parser.add_argument("--workers", type=int, nargs="*", default=[1, 2])
-    parser.add_argument("--readers", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=3)
-    options = parser.parse_args(argv)
-    for workers in options.workers:
+    args = options.parse("crashes", __doc__, OPTIONS, argv)
+    for workers in args.workers:
         print("routeReadWorkers=%d, %d reading clients (half on a new connection per request), %d rounds"
-              % (workers, options.readers, options.rounds))
+              % (workers, args.readers, args.rounds))
         for name, run in (("kill -9 main process", lambda: kill_main(workers)),
-                          ("kill -9 read worker", lambda: kill_worker(workers, options.readers)),
-                          ("kill -9 new process mid-takeover", lambda: kill_during_takeover(workers, options.readers,
+                          ("kill -9 read worker", lambda: kill_worker(workers, args.readers)),
+                          ("kill -9 new process mid-takeover", lambda: kill_during_takeover(workers, args.readers,
                                                                                             "new")),
-                          ("kill -9 old process mid-takeover", lambda: kill_during_takeover(workers, options.readers,
+                          ("kill -9 old process mid-takeover", lambda: kill_during_takeover(workers, args.readers,
                                                                                             "old"))):
-            for round_ in range(options.rounds):
+            for round_ in range(args.rounds):
                 figures = run()
                 print("  %-34s round %d: %s" % (name, round_ + 1,
                                                 "  ".join("%s=%s" % (k, fmt(v)) for k, v in figures.items())))

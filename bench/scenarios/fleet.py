@@ -34,8 +34,7 @@ import time
 from dataclasses import dataclass, field
 
 from bench.scenarios.cores import DEFAULT, resolved, start_server
-from bench.lib.fleet_brokers import BROKERS_PER_GROUP, GROUPS_PER_BAND, REGISTER_WINDOW, STYLES, BrokerFleet, \
-    sample_topics
+from bench.lib.brokers import REGISTER_WINDOW, STYLES, BandLayout, BrokerFleet
 from bench.lib.loadgen import run_load
 from bench.scenarios.memory import tree_rss_kib
 from tools.procstat import read_cpu_ticks
@@ -138,7 +137,7 @@ def measure(server, fleet, size, spec):
         fleet.prime()
     step = Step(size=size, real=real, period=PERIOD * real / size if size else 0.0, registered=registered)
     load = spec.load
-    templates = route_templates(sample_topics(real, spec.topics, spec.sample_topics))
+    templates = route_templates(fleet.layout.sample_topics(real, spec.sample_topics))
     beat_seconds = load.warmup + load.duration + 0.5
     busy, clock = machine_busy_seconds(), time.perf_counter()
     main, brokers = cpu_seconds(server.pid, children=False), cpu_seconds(fleet.pid, children=False)
@@ -190,7 +189,7 @@ def search(server, style, spec, log, label):
     """The reads alone, then the ladder of fleet sizes; returns every Step measured, in order,
     and the server's process tree RSS (KiB) with the first fleet registered."""
     steps = []
-    with BrokerFleet(server.port, style, spec.topics, FIRST_INDEX[style]) as fleet:
+    with BrokerFleet(server.port, BandLayout(spec.topics, FIRST_INDEX[style]), style) as fleet:
         def at(size, attempts=2):
             for _ in range(attempts):
                 steps.append(measure(server, fleet, size, spec))
@@ -230,7 +229,7 @@ def report(collector, config, workers, style, steps, cost, spec, rss_kib=None):
     failed = [s.size for s in steps if not s.passed and s.size not in {p.size for p in passed}]
     prefix = "fleet.%s.%s" % (config, STYLE_KEYS[style])
     params = {"style": style, "route_read_workers": resolved(workers), "topics_per_broker": spec.topics,
-              "groups_per_topic": GROUPS_PER_BAND, "route_rate": spec.load.rate,
+              "groups_per_topic": BandLayout.GROUPS_PER_BAND, "route_rate": spec.load.rate,
               "route_connections": spec.load.connections}
     collector.add(SECTION, prefix + ".no_beats.route_p99", baseline.route.latency_ms(0.99), "ms",
                   route_rps=round(baseline.route.rps), server_cpu=round(baseline.server_cpu, 2), **params)
@@ -240,7 +239,7 @@ def report(collector, config, workers, style, steps, cost, spec, rss_kib=None):
                       brokers=real, in_flight=REGISTER_WINDOW, **params)
     if rss_kib:
         before, after = rss_kib
-        entries = baseline.real // BROKERS_PER_GROUP * spec.topics
+        entries = baseline.real // BandLayout.BROKERS_PER_GROUP * spec.topics
         collector.add(SECTION, prefix + ".rss_mib", after / 1024, "MiB", brokers=baseline.real,
                       entries=entries, **params)
         collector.add(SECTION, prefix + ".bytes_per_entry", (after - before) * 1024 / entries, "bytes",

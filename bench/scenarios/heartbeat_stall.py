@@ -7,7 +7,6 @@ heartbeats (the unchanged-registration shortcut). Prints, per round, the cost of
 (what one epoll pass over every ready broker socket costs the reactor) and of handling.
 """
 
-import argparse
 import os
 import tempfile
 import time
@@ -15,7 +14,8 @@ import time
 from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
-from bench.lib.brokers import CLUSTER, broker_addr, register_body, register_request, topic_names
+from bench.lib import options
+from bench.lib.brokers import OwnTopicsLayout
 
 
 def build(brokers, topics, workdir):
@@ -30,11 +30,10 @@ def build(brokers, topics, workdir):
                    "configStorePath": os.path.join(workdir, "namesrv.properties")})
     clock = task.Clock()
     service = make_service(config, reactor=clock, events=NullEventLog())
+    layout = OwnTopicsLayout(topics)   # the brokers of bench.scenarios.mixed
     links = []
     for i in range(brokers):
-        body = register_body(topic_names("BenchHbTopic-%03d" % i, topics), False)
-        frame = encode_frame(register_request("bench-hb-broker-%03d" % i, broker_addr(1000 + i), body, False, 0,
-                                              CLUSTER))
+        frame = encode_frame(layout.register_request(i))
         protocol = service.factory.buildProtocol(None)
         protocol.makeConnection(StringTransport())
         links.append((protocol, frame))
@@ -57,12 +56,12 @@ def one_round(service, clock, links, piece=65536):
     return reading, worst, time.perf_counter() - started
 
 
+OPTIONS = (options.BROKERS(100), options.TOPICS(1000, "each broker's"),
+           options.ROUNDS(4, "of every broker's registration"))
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m bench heartbeat_stall", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--brokers", type=int, default=100)
-    parser.add_argument("--topics", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=4)
-    args = parser.parse_args(argv)
+    args = options.parse("heartbeat_stall", __doc__, OPTIONS, argv)
     with tempfile.TemporaryDirectory(prefix="bench-stall-") as workdir:
         service, clock, links = build(args.brokers, args.topics, workdir)
         processor = service.registry.processor_for(103)

@@ -4,10 +4,10 @@ thread) and the whole exposition, with N live brokers in 10 clusters.
     python -m bench metrics_scrape [--brokers 100 1000 5000] [--repeat 500]
 """
 
-import argparse
 import os
 import timeit
 
+from bench.lib import options
 from namesrv.dispatch.classes import RequestClassifier
 from namesrv.observe.metrics import NamesrvMetrics
 from namesrv.routes import RouteInfoManager
@@ -23,11 +23,12 @@ def routes_with(brokers):
     return routes
 
 
+OPTIONS = (options.BROKERS([100, 1000, 5000], "live, in 10 clusters: one measurement for each count", nargs="+"),
+           options.REPEAT(500, "refreshes a timing"))
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--brokers", type=int, nargs="+", default=[100, 1000, 5000])
-    parser.add_argument("--repeat", type=int, default=500)
-    args = parser.parse_args(argv)
+    args = options.parse("metrics_scrape", __doc__, OPTIONS, argv)
     print("load average: %s" % " ".join("%.1f" % x for x in os.getloadavg()))
     for brokers in args.brokers:
         metrics = NamesrvMetrics(RequestClassifier(), routes=routes_with(brokers))

@@ -9,7 +9,7 @@ waits behind registration work on the one reactor thread.
 
 import time
 
-from bench.lib.heartbeats import HeartbeatFleet
+from bench.lib.brokers import BrokerFleet, OwnTopicsLayout
 from bench.lib.loadgen import run_load
 from bench.scenarios.route import report_load
 from bench.lib.wire import percentile
@@ -35,20 +35,20 @@ def run(collector, server, fleet, scale, log=print, section=SECTION, prefix="mix
                   hb_interval_s=scale.mixed_interval, **extra)
     templates = fleet.templates()
     limit = 3 * (spec.warmup + spec.duration) + 120
-    with HeartbeatFleet(server.port, scale.mixed_brokers, scale.mixed_topics, scale.mixed_interval,
-                        max_seconds=limit) as heartbeats:
+    with BrokerFleet(server.port, OwnTopicsLayout(scale.mixed_topics)) as heartbeats:
+        heartbeats.resize(scale.mixed_brokers)
         server.gc_pauses()
         quiet = run_load(server.port, templates, spec, server=server)
         quiet_gc = server.gc_pauses()
         log(quiet.line("route, no heartbeats") + gc_text(quiet_gc))
-        heartbeats.start_beating()
+        heartbeats.start_beating(scale.mixed_interval, limit, grace=0.0, burst=True)   # answers after the stop uncounted
         time.sleep(scale.mixed_interval)
         server.gc_pauses()
         busy = run_load(server.port, templates, spec, server=server)
         busy_gc = server.gc_pauses()
         log(busy.line("route, with heartbeats") + gc_text(busy_gc))
         heartbeats.stop_beating()
-    stats = heartbeats.stats
+        stats = heartbeats.beat_result()
     report_load(collector, section, prefix + ".route.quiet", quiet, **params, **gc_params(quiet_gc))
     report_load(collector, section, prefix + ".route.heartbeats", busy, **params, **gc_params(busy_gc))
     collector.add(section, prefix + ".route.p99_ratio", busy.latency_ms(0.99) / quiet.latency_ms(0.99), "ratio",
@@ -56,7 +56,7 @@ def run(collector, server, fleet, scale, log=print, section=SECTION, prefix="mix
     collector.add(section, prefix + ".route.heartbeats.p99_to_p50", busy.latency_ms(0.99) / busy.latency_ms(0.5),
                   "ratio", **params)
     beating_seconds = max(1e-9, spec.warmup + spec.duration + scale.mixed_interval)
-    hb_params = dict(params, rounds=stats["rounds"], late_rounds=stats["late"], sent=stats["sent"],
+    hb_params = dict(params, rounds=stats["rounds"], late_rounds=stats["late_rounds"], sent=stats["sent"],
                      answered=stats["answered"])
     collector.add(section, prefix + ".heartbeat.rate", stats["answered"] / beating_seconds, "registrations/s",
                   **hb_params)
@@ -65,5 +65,5 @@ def run(collector, server, fleet, scale, log=print, section=SECTION, prefix="mix
         collector.add(section, prefix + ".heartbeat.rtt_p99_ms", percentile(stats["rtts"], 0.99) * 1000, "ms",
                       **params)
     log("heartbeats: %d rounds (%d late), %d sent, %d answered; route p99 %.2f ms -> %.2f ms"
-        % (stats["rounds"], stats["late"], stats["sent"], stats["answered"], quiet.latency_ms(0.99),
+        % (stats["rounds"], stats["late_rounds"], stats["sent"], stats["answered"], quiet.latency_ms(0.99),
            busy.latency_ms(0.99)))

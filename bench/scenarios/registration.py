@@ -20,11 +20,14 @@ and the server's CPU per registration; ``--profile`` adds the server's dearest f
 
 import glob
 import json
+import os
 import statistics
 import time
 
+from bench.lib import options
 from bench.lib.brokers import FakeBroker, parse_compressed, parse_plain, register_body, topic_names
 from bench.lib.servers import NamesrvServer, cpu_seconds
+from bench.scenarios.profiling import top_functions
 
 SECTION = "Registration cost (REGISTER_BROKER, one broker, idle connection)"
 _REGISTER_EVENTS = ("broker_registered", "broker_heartbeat")
@@ -213,20 +216,18 @@ def decode_costs(body, repeat):
     return typed * 1000, lenient * 1000, _median_time(lambda: parse_plain(body), repeat) * 1000
 
 
+OPTIONS = (
+    options.Option("--sizes", "topics per registration, comma-separated", default="10000,50000"),
+    options.REPEATS(5, "registrations of each kind per size"),
+    options.Option("--no-event-log", "run the server without its event log", action="store_true"),
+    options.Option("--profile", "cProfile the server's reactor thread and print the dearest functions (slows it)",
+                   action="store_true"),
+)
+
+
 def main(argv=None):
     """Print the median round trip of REGISTER_BROKER per size and kind on a default server (event log on)."""
-    import argparse
-    import os
-
-    from bench.scenarios.profiling import top_functions
-
-    parser = argparse.ArgumentParser(prog="python -m bench registration", description=main.__doc__)
-    parser.add_argument("--sizes", default="10000,50000", help="topics per registration, comma-separated")
-    parser.add_argument("--repeats", type=int, default=5, help="registrations of each kind per size")
-    parser.add_argument("--no-event-log", action="store_true", help="run the server without its event log")
-    parser.add_argument("--profile", action="store_true",
-                        help="cProfile the server's reactor thread and print the dearest functions (slows it)")
-    args = parser.parse_args(argv)
+    args = options.parse("registration", __doc__, OPTIONS, argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     print("REGISTER_BROKER round trip, plain body, loopback; load average %.2f; median (min..max) of %d"
           % (os.getloadavg()[0], args.repeats))

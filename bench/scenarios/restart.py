@@ -12,12 +12,12 @@ requests sent, failed, answered TOPIC_NOT_EXIST, and the slowest answer during t
 Bounded: each reader stops after ``--seconds`` past the old process's exit or 60 s in all.
 """
 
-import argparse
 import os
 import subprocess
 import sys
 import time
 
+from bench.lib import options
 from bench.lib.brokers import register_body, register_request
 from bench.lib.servers import REPO, NamesrvServer
 from namesrv.client import BlockingRemotingClient, RouteReadLoop
@@ -100,13 +100,12 @@ def run(workers, seconds, readers):
     return 0 if count(samples, "failed") == count(samples, "not_exist") == 0 else 1
 
 
+OPTIONS = (options.WORKERS([1, 0]), options.SECONDS(2.0, "after the old process exited"), options.READERS(2))
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m bench restart", description=__doc__.split("\n")[0])
-    parser.add_argument("--workers", type=int, nargs="*", default=[1, 0])
-    parser.add_argument("--seconds", type=float, default=2.0, help="reading after the old process exited")
-    parser.add_argument("--readers", type=int, default=2)
-    options = parser.parse_args(argv)
-    return max(run(w, options.seconds, options.readers) for w in options.workers)
+    args = options.parse("restart", __doc__, OPTIONS, argv)
+    return max(run(w, args.seconds, args.readers) for w in args.workers)
 
 
 if __name__ == "__main__":

@@ -20,13 +20,13 @@ start, the JVM's CPU seconds and the load average before and after), a summary t
 or more, the marginal cost per line in wall time and in JVM CPU (the slope between the smallest and largest
 run, which removes the fixed cost). ``--json FILE`` appends the JSON lines to FILE; ``--label`` names the code.
 
-To compare with an older commit, run this script from that commit's worktree (``cd /tmp/old && python
-/path/to/bench/scenarios/spark_bench.py ...``): the report runs from the current directory, measured the same way.
+To compare with an older commit, ``--tree`` names that commit's worktree: the report process runs there
+(``python -m spark.report`` finds that tree's report first), measured the same way; ``--submit`` packages
+this tree's report.
 
 Not part of the test suite: run it by hand.
 """
 
-import argparse
 import json
 import os
 import resource
@@ -35,6 +35,8 @@ import subprocess
 import sys
 import threading
 import time
+
+from bench.lib import options
 
 GEN = dict(servers=3, brokers=50, topics=200, seed=42, flaps=10, outages=2, partitions=2, restarts=4, drifts=2)
 ONCALL = dict(servers=3, brokers=50, topics=500, seed=3)
@@ -107,8 +109,9 @@ class TreeCpu(threading.Thread):
         return round(sum(self.seen.values()), 1)
 
 
-def run_report(directory, out, master, driver_memory, submit=None, conf=()):
-    """(wall seconds, the report's JSON summary); ``submit``: (spark-submit, zip, launcher, environment)."""
+def run_report(directory, out, master, driver_memory, submit=None, conf=(), tree=None):
+    """(wall seconds, the report's JSON summary); ``submit``: (spark-submit, zip, launcher, environment);
+    ``tree``: the checkout the report process runs in (None: this process's directory)."""
     if submit:
         spark_submit, archive, launcher, env = submit
         from spark.session import SUBMIT_DRIVER_JAVA_OPTIONS
@@ -123,7 +126,7 @@ def run_report(directory, out, master, driver_memory, submit=None, conf=()):
     cmd[cmd.index("--json"):cmd.index("--json")] = [arg for item in conf for arg in ("--conf", item)]
     started = time.time()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tree)
     sampler = TreeCpu(child.pid)
     sampler.start()
     stdout, stderr = child.communicate()
@@ -140,20 +143,26 @@ def run_report(directory, out, master, driver_memory, submit=None, conf=()):
     return elapsed, summary
 
 
+OPTIONS = (
+    options.Option("--shape", "the input (bench/scenarios/spark_bench.py describes each)",
+                   choices=("small", "fleet", "oncall", "samples"), default="small"),
+    options.Option("--submit", "spark-submit with dist/spark.zip on a standalone master + worker on 127.0.0.1",
+                   action="store_true"),
+    options.Option("--sizes", "line counts (small; default 1e6 1e7) or hours (fleet; default 0.25 0.5)",
+                   type=float, nargs="+"),
+    options.MASTER("local[2]"),
+    options.Option("--data", "where the generated inputs are cached",
+                   default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "namesrv-spark-bench")),
+    options.Option("--driver-memory", "the report's spark.driver.memory", default="3g"),
+    options.Option("--conf", "passed on to the report", action="append", default=[], metavar="KEY=VALUE"),
+    options.Option("--json", "append the results (JSON lines) to this file", metavar="FILE"),
+    options.Option("--label", "a name for the code measured (kept in the JSON, e.g. a commit)"),
+    options.Option("--tree", "the checkout whose report is measured (default: the current directory)", metavar="DIR"),
+)
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m bench spark_bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--shape", choices=("small", "fleet", "oncall", "samples"), default="small")
-    p.add_argument("--submit", action="store_true",
-                   help="spark-submit with dist/spark.zip on a standalone master + worker on 127.0.0.1")
-    p.add_argument("--sizes", type=float, nargs="+", default=None,
-                   help="line counts (small; default 1e6 1e7) or hours (fleet; default 0.25 0.5)")
-    p.add_argument("--master", default="local[2]")
-    p.add_argument("--data", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "namesrv-spark-bench"))
-    p.add_argument("--driver-memory", default="3g")
-    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="passed on to the report")
-    p.add_argument("--json", default=None, help="append the results (JSON lines) to this file")
-    p.add_argument("--label", default=None, help="a name for the code measured (kept in the JSON, e.g. a commit)")
-    args = p.parse_args(argv)
+    args = options.parse("spark_bench", __doc__, OPTIONS, argv)
     defaults = {"fleet": [0.25, 0.5], "oncall": [6.0], "samples": [0]}
     sizes = args.sizes or defaults.get(args.shape, [1000000, 10000000])
     sizes = [int(x) if args.shape == "small" else x for x in sizes]
@@ -207,7 +216,7 @@ def _measure(args, size, submit):
     directory, lines, gen_seconds = generate(args.data, size, args.shape)
     out = os.path.join(args.data, "report-%s-%s%s" % (args.shape, size, "-" + args.label if args.label else ""))
     load_before = os.getloadavg()[0]
-    elapsed, summary = run_report(directory, out, args.master, args.driver_memory, submit, args.conf)
+    elapsed, summary = run_report(directory, out, args.master, args.driver_memory, submit, args.conf, args.tree)
     bench = {"small": "spark_report", "fleet": "spark_report_fleet"}.get(args.shape, "spark_report_" + args.shape)
     result = {"bench": bench + ("_submit" if submit else ""), "target": size, "jobs": summary.get("jobs"),
               "rows": lines, "master": args.master, "phases": summary.get("phases"),

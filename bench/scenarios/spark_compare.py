@@ -8,6 +8,11 @@ exits 1 if anything differs. Used to check that a faster report gives the same a
 import os
 import sys
 
+from bench.lib import options
+
+OPTIONS = (options.Option("old_out", "the first report's --output directory", metavar="OLD_OUT"),
+           options.Option("new_out", "the second report's --output directory", metavar="NEW_OUT"))
+
 
 def rows(path):
     import pyarrow.parquet as pq
@@ -31,7 +36,10 @@ def compare(old, new):
     return same
 
 
+def main(argv=None):
+    args = options.parse("spark_compare", __doc__, OPTIONS, argv)
+    return 0 if compare(args.old_out, args.new_out) else 1
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__.split("\n\n")[0])
-    sys.exit(0 if compare(sys.argv[1], sys.argv[2]) else 1)
+    sys.exit(main())

@@ -21,10 +21,11 @@ Spark's other ways to read JSON were measured against ``from_json`` on 254,361 l
 Run it by hand: its figures are never part of the test suite.
 """
 
-import argparse
 import json
 import sys
 import time
+
+from bench.lib import options
 
 
 def parse_seconds(spark, inputs, classify=False):
@@ -62,15 +63,19 @@ def measure(inputs, master="local[2]", jit="report", repeat=2):
     return result
 
 
+OPTIONS = (
+    options.Option("--input", "the report's --input (files or directories, comma-separated)", required=True),
+    options.MASTER("local[2]"),
+    options.Option("--jit", "the report's JIT choice, or the JVM's default tiers", choices=("report", "c2"),
+                   default="report"),
+    options.REPEAT(2, "warm parses; the best is kept"),
+    options.Option("--extrapolate", "also print the warm parse's and staging expression's times scaled to LINES "
+                   "lines", type=int, metavar="LINES"),
+)
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--input", required=True, help="the report's --input (files or directories, comma-separated)")
-    p.add_argument("--master", default="local[2]")
-    p.add_argument("--jit", choices=("report", "c2"), default="report")
-    p.add_argument("--repeat", type=int, default=2, help="warm parses (the best is kept)")
-    p.add_argument("--extrapolate", type=int, default=None, metavar="LINES",
-                   help="also print the warm parse's and staging expression's times scaled to LINES lines")
-    args = p.parse_args(argv)
+    args = options.parse("spark_floor", __doc__, OPTIONS, argv)
     result = measure(args.input, args.master, args.jit, args.repeat)
     if args.extrapolate and result["lines"]:
         result["parse_warm_extrapolated_s"] = round(result["parse_warm_s"] * args.extrapolate / result["lines"], 1)

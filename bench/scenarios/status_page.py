@@ -9,7 +9,6 @@ longest reactor turn a view takes (what a registration can wait behind it; a sea
 table runs over several turns), and of the whole view.
 """
 
-import argparse
 import statistics
 import tempfile
 import time
@@ -18,6 +17,7 @@ from twisted.internet import task
 from twisted.internet.address import IPv4Address
 from twisted.web.test.requesthelper import DummyRequest
 
+from bench.lib import options
 from bench.lib.brokers import compressed_body, register_request, topic_names
 from namesrv.config import NamesrvConfig
 from namesrv.timing.scheduler import NEXT_TURN
@@ -63,12 +63,12 @@ def render(resource, uri, clock):
     return longest, whole, sum(len(chunk) for chunk in request.written)
 
 
+OPTIONS = (options.BROKERS(1000), options.TOPICS(100, "each broker's", flag="--topics-per-broker"),
+           options.REPEATS(15, "renderings of each view"))
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m bench status_page", description=__doc__.splitlines()[0])
-    parser.add_argument("--brokers", type=int, default=1000)
-    parser.add_argument("--topics-per-broker", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=15)
-    args = parser.parse_args(argv)
+    args = options.parse("status_page", __doc__, OPTIONS, argv)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as workdir:
         svc, resource = build(args.brokers, args.topics_per_broker, workdir)

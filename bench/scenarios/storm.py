@@ -13,8 +13,6 @@ sending GET_ROUTEINFO_BY_TOPIC back to back and timing each answer. It prints th
 reader's p50/p99/max before and during the storm. Nothing here is imported by the server.
 """
 
-import argparse
-import json
 import multiprocessing
 import os
 import socket
@@ -24,8 +22,10 @@ import sys
 import tempfile
 import threading
 import time
-import zlib
 
+from bench.lib import options
+from bench.lib.brokers import broker_addr, plain_body, register_request
+from bench.lib.brokers.bodies import DATA_VERSION_TIMESTAMP
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, Version
 from namesrv.protocol.command import make_request
@@ -33,22 +33,12 @@ from namesrv.protocol.command import make_request
 PROBE_TOPIC = "storm-probe"
 
 
-def _body(topics, counter):
-    table = {t: {"order": False, "perm": 6, "readQueueNums": 8, "topicFilterType": "SINGLE_TAG",
-                 "topicName": t, "topicSysFlag": 0, "writeQueueNums": 8} for t in topics}
-    return json.dumps({"filterServerList": [], "topicConfigSerializeWrapper": {
-        "dataVersion": {"counter": counter, "timestamp": 1700000000000 + counter},
-        "topicConfigTable": table}}, separators=(",", ":")).encode()
-
-
 def register_frame(n, topics, counter):
-    body = _body(topics, counter)
-    addr = "10.%d.%d.%d:10911" % (n // 65536 % 256, n // 256 % 256, n % 256)
-    ext = {"brokerName": "storm-broker-%d" % n, "brokerAddr": addr, "clusterName": "StormCluster",
-           "haServerAddr": addr, "brokerId": "0", "compressed": "false",
-           "bodyCrc32": str(zlib.crc32(body) & 0x7FFFFFFF)}
-    return encode_frame(make_request(RequestCode.REGISTER_BROKER, ext, body=body, opaque=counter,
-                                     version=Version.V4_9_8))
+    """Broker ``n``'s REGISTER_BROKER with DataVersion ``counter``: a new one each round, so every topic is
+    written again."""
+    body = plain_body(topics, counter, timestamp=DATA_VERSION_TIMESTAMP + counter)
+    return encode_frame(register_request("storm-broker-%d" % n, broker_addr(n), body, False, cluster="StormCluster",
+                                         opaque=counter))
 
 
 class Conn:
@@ -211,30 +201,30 @@ def serve_minimal(port, scheduler, settings=()):
 
     config = NamesrvConfig()
     overrides = {"bindAddress": "127.0.0.1", "isolationSchedulerEnable": "true" if scheduler == "on" else "false"}
-    for setting in settings:
-        key, _, value = setting.partition("=")
-        overrides[key.strip()] = value.strip()
+    overrides.update(options.properties(settings))
     config.update(overrides, source="--set", announce=False)
     svc = build_minimal_service(reactor, config)
     reactor.listenTCP(port, svc.factory, interface="127.0.0.1", backlog=1024)
     reactor.run()
 
 
+OPTIONS = (
+    options.TARGET,
+    options.BROKERS(200),
+    options.TOPICS(1000, "each broker's"),
+    options.ROUNDS(3, "of every broker registering at once"),
+    options.Option("--big-topics", "one more broker with this many topics", type=int, default=0),
+    options.Option("--scans", "GET_ALL_TOPIC_LIST requests per round", type=int, default=0),
+    options.Option("--scheduler", "isolationSchedulerEnable", choices=("on", "off"), default="on"),
+    options.Option("--minimal", "serve with the route processor alone", action="store_true"),
+    options.Option("--baseline", "seconds of reads before the storm", type=float, default=2.0),
+    options.PROPERTY([], "e.g. schedulerTurnBudgetMillis=2", flag="--set"),
+    options.Option("--serve", options.HIDDEN, type=int),   # the --minimal server's own process
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", help="host:port of a running server (default: start one)")
-    parser.add_argument("--brokers", type=int, default=200)
-    parser.add_argument("--topics", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--big-topics", type=int, default=0, help="one more broker with this many topics")
-    parser.add_argument("--scans", type=int, default=0, help="GET_ALL_TOPIC_LIST requests per round")
-    parser.add_argument("--scheduler", choices=("on", "off"), default="on")
-    parser.add_argument("--minimal", action="store_true", help="serve with the route processor alone")
-    parser.add_argument("--baseline", type=float, default=2.0, help="seconds of reads before the storm")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a server property (e.g. schedulerTurnBudgetMillis=2); repeatable")
-    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = options.parse("storm", __doc__, OPTIONS, argv)
     if args.serve:
         return serve_minimal(args.serve, args.scheduler, args.set)
 

@@ -11,13 +11,13 @@ process and workers) per answer over the whole run, and errors (non-SUCCESS answ
 shared machine the CPU per answer moves less than the rate.
 """
 
-import argparse
 import multiprocessing
 import socket
 import ssl
 import struct
 import time
 
+from bench.lib import options
 from bench.lib.brokers import FakeBroker, topic_names
 from bench.lib.servers import NamesrvServer
 from bench.lib.wire import route_request
@@ -130,17 +130,20 @@ def run_setup(name, mode, workers, exclusive, args):
         server.cleanup()
 
 
+OPTIONS = (
+    options.PROCESSES(2),
+    options.CONNECTIONS(8, "per client process"),
+    options.DEPTH(8),
+    options.TOPICS(100, "of the one broker"),
+    options.WARMUP(1.0),
+    options.DURATION(3.0),
+    options.Option("--no-cache", "answerCacheEnable=false: every answer built", action="store_true"),
+    options.Option("--only", "run the set-ups whose name contains this", default=""),
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m bench tls_reads", description=__doc__.splitlines()[0])
-    parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--connections", type=int, default=8, help="per client process")
-    parser.add_argument("--depth", type=int, default=8)
-    parser.add_argument("--topics", type=int, default=100)
-    parser.add_argument("--warmup", type=float, default=1.0)
-    parser.add_argument("--duration", type=float, default=3.0)
-    parser.add_argument("--no-cache", action="store_true", help="answerCacheEnable=false: every answer built")
-    parser.add_argument("--only", default="", help="run the set-ups whose name contains this")
-    args = parser.parse_args(argv)
+    args = options.parse("tls_reads", __doc__, OPTIONS, argv)
     print("%d client processes x %d connections x depth %d, %d topics, %.0f s each"
           % (args.processes, args.connections, args.depth, args.topics, args.duration))
     for name, mode, workers, exclusive in SETUPS:

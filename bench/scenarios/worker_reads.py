@@ -4,18 +4,18 @@ A main service is filled (4 brokers × 500 topics), its publication applied to a
 connections of a WorkerConnectionFactory (StringTransports, nothing written kept) are each fed DEPTH
 pipelined GET_ROUTEINFO_BY_TOPIC per read, ROUNDS rounds, the reactor (a task.Clock) turned until nothing
 is due between rounds: framing, turns, the answer cache and the writes run; sockets do not. Prints the
-best of 5 in microseconds of CPU per read. The file uses only what every tree since the read workers has,
-so it can be copied into an older tree to compare.
+best of 5 in microseconds of CPU per read. Of the name server it uses only what every tree since the read
+workers has, so it can be copied (with bench/lib/options.py) into an older tree to compare.
 """
 
 import os
-import sys
 import tempfile
 import time
 
 from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
+from bench.lib import options
 from bench.lib.brokers import register_body, register_request
 from namesrv.config import NamesrvConfig
 from namesrv.protocol.codec import encode_frame
@@ -59,10 +59,14 @@ def _replica(workdir):
     return replica, clock, topics
 
 
+OPTIONS = (options.CONNECTIONS(255, flag="connections", nargs="?"), options.DEPTH(32, flag="depth", nargs="?"),
+           options.ROUNDS(4, "of every connection's reads", flag="rounds", nargs="?"))
+
+
 def main(argv=None):
     from namesrv.readworkers.worker.connections import WorkerConnectionFactory
-    argv = sys.argv[1:] if argv is None else argv
-    connections, depth, rounds = (int(a) for a in (argv + ["255", "32", "4"][len(argv):]))
+    args = options.parse("worker_reads", __doc__, OPTIONS, argv)
+    connections, depth, rounds = args.connections, args.depth, args.rounds
     with tempfile.TemporaryDirectory(prefix="bench-worker-reads-") as workdir:
         replica, clock, topics = _replica(workdir)
         factory = WorkerConnectionFactory(replica, os.path.join(workdir, "up.sock"), clock)

@@ -1,4 +1,4 @@
-"""bench.bigfleet at a tiny size, each scenario once: it runs, finds the server's processes and prints
+"""bench.scenarios.bigfleet at a tiny size, each scenario once: it runs, finds the server's processes and prints
 well-formed figures (never what they say), against a server it starts and against one given by --target."""
 
 import json
@@ -9,22 +9,22 @@ import sys
 import pytest
 
 from tools import guestidle
-from bench.lib.bigfleet_brokers import FleetLayout
+from bench.lib.brokers import SpreadLayout
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_the_layout_puts_every_topic_on_its_number_of_brokers():
-    layout = FleetLayout(brokers=10, topics=1000, brokers_per_topic=3)
+    layout = SpreadLayout(brokers=10, topics=1000, brokers_per_topic=3)
     assert layout.per_broker == 300 and layout.step == 100
     hosts = {}
     for broker in range(10):
-        for topic in layout.broker_topics(broker):
+        for topic in layout.topics_of(broker):
             hosts.setdefault(topic, set()).add(broker)
     assert len(hosts) == 1000 and {len(b) for b in hosts.values()} == {3}
-    assert layout.broker_topics(1)[0] == "Fleet000100" and layout.broker_addr(258).startswith("127.")
+    assert layout.topics_of(1)[0] == "Fleet000100" and layout.broker_addr(258).startswith("127.")
     with pytest.raises(ValueError):
-        FleetLayout(brokers=10, topics=5, brokers_per_topic=1)
+        SpreadLayout(brokers=10, topics=5, brokers_per_topic=1)
 
 
 def run(*args):

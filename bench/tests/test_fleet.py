@@ -6,7 +6,8 @@ import time
 import pytest
 
 from bench.scenarios.fleet import Step, judge, ladder
-from bench.lib.fleet_brokers import BROKERS_PER_BAND, BrokerFleet, band_cluster, band_topics, sample_topics
+from bench.lib.brokers import BandLayout, BrokerFleet, OwnTopicsLayout
+from bench.lib.brokers.layouts import band_cluster, band_topics
 from bench.lib.loadgen import LoadResult
 from bench.lib.scales import FleetSpec
 from bench.lib.servers import ONE_PROCESS, NamesrvServer
@@ -65,12 +66,15 @@ def test_judge_passes_a_step_within_every_limit_and_names_each_breach():
     assert judge(_step(late=(0.5,)), spec) == ["fleet behind its schedule by 500 ms (p99)"]
 
 
+BROKERS_PER_BAND = BandLayout.BROKERS_PER_BAND
+
+
 def test_sampled_topics_come_from_every_registered_band():
-    names = sample_topics(3 * BROKERS_PER_BAND, 1000, 30)
+    names = BandLayout(1000).sample_topics(3 * BROKERS_PER_BAND, 30)
     assert len(names) == 30
     for band in range(3):
         assert len(set(names) & set(band_topics(band, 1000))) == 10
-    assert set(sample_topics(2, 5, 100)) == set(band_topics(0, 5))
+    assert set(BandLayout(5).sample_topics(2, 100)) == set(band_topics(0, 5))
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +108,7 @@ def _wait_for_clusters(port, count, timeout=10.0):
 @pytest.mark.parametrize("style", ["4.9", "5.x"])
 def test_fleet_registers_in_bands_beats_and_shrinks(server, style):
     first_index = {"4.9": 1000, "5.x": 2000}[style]
-    with BrokerFleet(server.port, style, 4, first_index=first_index) as fleet:
+    with BrokerFleet(server.port, BandLayout(4, first_index), style) as fleet:
         fleet.resize(2 * BROKERS_PER_BAND)
         clusters, route = _cluster_info(server.port)
         assert sorted(clusters) == [band_cluster(0), band_cluster(1)]
@@ -124,3 +128,16 @@ def test_fleet_registers_in_bands_beats_and_shrinks(server, style):
         assert sorted(clusters) == [band_cluster(0)]
     clusters, route = _wait_for_clusters(server.port, 0)
     assert clusters == {} and route.code == 17
+
+
+def test_a_bursting_fleet_beats_every_broker_each_period_until_told_to_stop(server):
+    layout = OwnTopicsLayout(3, name="bench-test-burst-%d", topic_prefix="BenchTestBurst-%d", first_index=5000)
+    with BrokerFleet(server.port, layout) as fleet:
+        fleet.resize(3)
+        fleet.start_beating(period=0.2, seconds=60.0, grace=5.0, burst=True)
+        time.sleep(0.5)
+        fleet.stop_beating()
+        stats = fleet.beat_result()
+    assert stats["seconds"] < 60.0                     # ended by the stop, not by its bound
+    assert stats["sent"] % 3 == 0 and stats["rounds"] == stats["sent"] // 3 >= 1
+    assert stats["answered"] == stats["sent"] and stats["errors"] == stats["unanswered"] == 0

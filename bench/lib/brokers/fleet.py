@@ -1,65 +1,38 @@
-"""Thousands of fake brokers in one process: non-blocking sockets, one selector, shared bodies.
+"""Fake brokers by the thousand in one process: non-blocking sockets, one selector, pre-encoded frames.
 
-A ``BrokerFleet`` is driven from the benchmark through a pipe: grow or shrink the fleet
-(connect and register the new brokers, close the extra ones: the server then drops them),
-prime it (every broker re-registers once, so the next ones are the unchanged heartbeats
-of a steady state), and beat for a bounded time on a period, spread evenly.
+A ``BrokerFleet`` plays the brokers of a layout (``bench.lib.brokers.layouts``) in a style
+(``bench.lib.brokers.frames``) from a child process, driven through a pipe: build the frames beforehand
+(``prepare``, so that a timed ``resize`` times the server only), grow or shrink (connect and register the
+new brokers, close the extra ones: the server then drops them), prime (every broker re-registers once, so
+the next ones are the unchanged registrations of a steady state), beat for a bounded time, or drop every
+connection at once (a switch reboots). Brokers of one topic group send one shared body object
+(``sendmsg``, never copied per send).
 
-Layout: brokers come in groups of two (master id 0, slave id 1) under one broker name;
-four groups form a cluster ("band") and all eight brokers of a band serve the same
-``topics`` topics, so each topic is served by four broker groups, as when a topic is
-created on a cluster. The band's register body is built once and shared by its brokers'
-frames (sent with ``sendmsg``, never copied per send).
-
-Styles: ``4.9`` re-sends its full REGISTER_BROKER every period (``forceRegister`` is on by
-default in 4.9.8, which then never asks QUERY_DATA_VERSION first); ``5.x`` registers once
-and then sends BROKER_HEARTBEAT (oneway, no answer) plus QUERY_DATA_VERSION every period.
-When the period is shortened to fit a short window, each connection stands for several
-brokers (with their own phases), so it may have several beats in flight; a Java broker
-has at most one. A beat's lateness is how long after its due time the fleet sent it
-(the fleet itself falling behind); its round trip is from that send to the answer.
+Beats come on a period, spread evenly (one broker after the other) or in bursts (every broker at once,
+a burst once the last one is written, as from a process writing on blocking sockets).
+When the period is shortened to fit a short window, each connection stands for several brokers (with
+their own phases), so it may have several beats in flight; a Java broker has at most one. A beat's
+lateness is how long after its due time the fleet sent it (the fleet itself falling behind); its round
+trip is from that send to the answer.
 """
 
 import array
 import collections
-import json
 import multiprocessing
 import selectors
 import socket
 import time
 
-from bench.lib.brokers import broker_addr, data_version, register_body, register_request, topic_names
-from bench.lib.wire import FrameTemplate, OPAQUE_BASE, scan_frames
-from namesrv.protocol.codes import RequestCode, Version
-from namesrv.protocol.command import make_request
+from bench.lib.brokers.bodies import register_body
+from bench.lib.brokers.frames import STYLES, style_frames
+from bench.lib.wire import OPAQUE_BASE, scan_frames
 
-STYLES = ("4.9", "5.x")
-GROUPS_PER_BAND = 4
-BROKERS_PER_GROUP = 2
-BROKERS_PER_BAND = GROUPS_PER_BAND * BROKERS_PER_GROUP
 #: Registrations in flight across the fleet while growing or priming (the server takes them one by one).
 REGISTER_WINDOW = 8
-#: Opaques of the fleet process, apart from the load workers' and the heartbeat fleet's ones.
+#: Opaques of the fleet process, apart from the load workers' ones.
 FLEET_OPAQUE_BASE = OPAQUE_BASE + 1_100_000_000
-
-
-def band_cluster(band):
-    return "FleetCluster-%04d" % band
-
-
-def band_topics(band, topics):
-    return topic_names("FleetB%04d" % band, topics)
-
-
-def sample_topics(brokers, topics, count):
-    """Up to ``count`` topic names spread over the bands ``brokers`` brokers serve."""
-    bands = max(1, -(-brokers // BROKERS_PER_BAND))
-    per_band = max(1, count // bands)
-    step = max(1, topics // per_band)
-    names = []
-    for band in range(bands):
-        names.extend(band_topics(band, topics)[::step][:per_band])
-    return names[:max(count, bands)]
+#: Seconds between two looks at the parent's request to stop beating (and the longest sleep between bursts).
+STOP_CHECK = 0.05
 
 
 class _Broker:
@@ -68,7 +41,7 @@ class _Broker:
     def __init__(self, index, sock, frames):
         self.index = index
         self.sock = sock
-        self.frames = frames          # [(FrameTemplate, shared tail bytes or b"")], sent in order
+        self.frames = frames          # {kind: [(FrameTemplate, shared tail bytes or b"")]}, sent in order
         self.outgoing = collections.deque()
         self.buffer = bytearray()
         self.pending = {}             # opaque of each answered request in flight -> when it was sent
@@ -77,40 +50,24 @@ class _Broker:
 class _Fleet:
     """The fleet process's state and loop (everything here runs in the child)."""
 
-    host = "127.0.0.1"
-
-    def __init__(self, port, style, topics, first_index):
-        self.port, self.style, self.topics, self.first_index = port, style, topics, first_index
+    def __init__(self, port, host, layout, style, stop):
+        self.port, self.host, self.layout, self.style, self.stop = port, host, layout, style, stop
         self.brokers = []
-        self.bodies = {}
+        self.frames = {}              # broker index -> its frames, kept: a fleet grown again reuses them
+        self.bodies = {}              # topic group -> its register body, shared by the group's brokers
         self.selector = selectors.DefaultSelector()
         self.opaque = FLEET_OPAQUE_BASE
         self.on_answer = None         # callable(success, seconds since sent)
 
-    # -- frames ------------------------------------------------------------------------------
-    def _identity(self, i):
-        band, in_band = divmod(i, BROKERS_PER_BAND)
-        group = self.first_index // BROKERS_PER_GROUP + i // BROKERS_PER_GROUP
-        return ("fleet-g%06d" % group, in_band % BROKERS_PER_GROUP, broker_addr(self.first_index + i),
-                band_cluster(band), band)
-
-    def _body(self, band):
-        body = self.bodies.get(band)
-        if body is None:
-            body = self.bodies[band] = register_body(band_topics(band, self.topics), False)
-        return body
-
-    def _frames(self, i):
-        name, broker_id, addr, cluster, band = self._identity(i)
-        body = self._body(band)
-        register = _split(register_request(name, addr, body, False, broker_id, cluster), body)
-        if self.style == "4.9":
-            return {"register": [register], "beat": [register]}
-        ext = {"brokerName": name, "brokerAddr": addr, "clusterName": cluster, "brokerId": str(broker_id)}
-        heartbeat = make_request(RequestCode.BROKER_HEARTBEAT, ext, oneway=True, version=Version.V5_3_3)
-        query = make_request(RequestCode.QUERY_DATA_VERSION, ext, version=Version.V5_3_3,
-                             body=json.dumps(data_version(1), separators=(",", ":")).encode())
-        return {"register": [register], "beat": [(FrameTemplate(heartbeat), b""), (FrameTemplate(query), b"")]}
+    def frames_of(self, i):
+        frames = self.frames.get(i)
+        if frames is None:
+            group = self.layout.topic_group(i)
+            body = self.bodies.get(group)
+            if body is None:
+                body = self.bodies[group] = register_body(self.layout.group_topics(group), False)
+            frames = self.frames[i] = style_frames(self.layout.broker(i), body, self.style)
+        return frames
 
     # -- sending and receiving ----------------------------------------------------------------
     def send(self, broker, kind, now):
@@ -165,6 +122,13 @@ class _Fleet:
                 del broker.buffer[:end]
 
     # -- commands -----------------------------------------------------------------------------
+    def prepare(self, count):
+        """Build the frames of brokers 0..count-1 now (8 ms per 600 KB body); returns the seconds it took."""
+        started = time.perf_counter()
+        for i in range(count):
+            self.frames_of(i)
+        return time.perf_counter() - started
+
     def resize(self, count):
         """Grow (connect, register) or shrink (close) to ``count`` brokers; returns the seconds it took."""
         started = time.perf_counter()
@@ -177,7 +141,7 @@ class _Fleet:
             sock = socket.create_connection((self.host, self.port), timeout=30)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.setblocking(False)
-            broker = _Broker(i, sock, self._frames(i))
+            broker = _Broker(i, sock, self.frames_of(i))
             self.selector.register(sock, selectors.EVENT_READ, broker)
             self.brokers.append(broker)
             new.append(broker)
@@ -212,12 +176,12 @@ class _Fleet:
         if failures:
             raise RuntimeError("%d registrations refused" % len(failures))
 
-    def beat(self, period, seconds, grace):
-        """Beat every broker every ``period`` s (phases spread evenly) for ``seconds``, then wait up
-        to ``grace`` s for the last answers. Returns counts, round trips and lateness."""
-        count = len(self.brokers)
+    def beat(self, period, seconds, grace, burst=False):
+        """Beat every broker every ``period`` s for ``seconds`` (or until the parent says stop), then wait up
+        to ``grace`` s for the last answers. Returns counts, round trips, lateness, and ``rounds`` (bursts,
+        or passes over the fleet) with, in bursts, ``late_rounds``."""
         rtts, late = array.array("d"), array.array("d")
-        stats = {"sent": 0, "answered": 0, "errors": 0}
+        stats = {"sent": 0, "answered": 0, "errors": 0, "rounds": 0, "late_rounds": 0}
 
         def answered(success, rtt):
             rtts.append(rtt)
@@ -227,16 +191,8 @@ class _Fleet:
         self.on_answer = answered
         started = time.perf_counter()
         end = started + seconds
-        step = period / count if count else seconds
-        while True:
-            now = time.perf_counter()
-            if now >= end:
-                break
-            while count and started + stats["sent"] * step <= now:
-                late.append(now - started - stats["sent"] * step)
-                self.send(self.brokers[stats["sent"] % count], "beat", now)
-                stats["sent"] += 1
-            self.pump(max(0.0, min(0.005, started + stats["sent"] * step - now, end - now)))
+        (self._beat_in_bursts if burst else self._beat_spread)(period, started, end, stats, late)
+        ended = min(time.perf_counter(), end)
         deadline = time.perf_counter() + grace
         while any(b.pending for b in self.brokers) and time.perf_counter() < deadline:
             self.pump(0.05)
@@ -245,9 +201,64 @@ class _Fleet:
             broker.pending.clear()
         beat_bytes = sum(len(t.pre) + 10 + len(t.post) + len(tail) for t, tail in self.brokers[0].frames["beat"]) \
             if self.brokers else 0
-        stats.update(unanswered=unanswered, seconds=seconds, period=period, brokers=count, beat_bytes=beat_bytes,
-                     rtts=rtts.tobytes(), late=late.tobytes())
+        stats.update(unanswered=unanswered, seconds=ended - started, period=period, brokers=len(self.brokers),
+                     beat_bytes=beat_bytes, rtts=rtts.tobytes(), late=late.tobytes())
         return stats
+
+    def _beat_spread(self, period, started, end, stats, late):
+        """Broker k's beat is due k × period / N after ``started``: one broker after the other."""
+        count = len(self.brokers)
+        step = period / count if count else period
+        for now in self._ticks(end):
+            while count and started + stats["sent"] * step <= now:
+                late.append(now - started - stats["sent"] * step)
+                self.send(self.brokers[stats["sent"] % count], "beat", now)
+                stats["sent"] += 1
+            self.pump(max(0.0, min(0.005, started + stats["sent"] * step - now, end - now)))
+        stats["rounds"] = -(-stats["sent"] // count) if count else 0
+
+    def _beat_in_bursts(self, period, started, end, stats, late):
+        """Every broker at once each period, as a process that writes each broker's beat in turn on blocking
+        sockets: the next burst waits until the last one is written, and a burst written after the next was
+        due is late (the next one then goes at once, and the period counts from there)."""
+        due, writing = started, False
+        for now in self._ticks(end):
+            if writing and not any(broker.outgoing for broker in self.brokers):
+                writing = False
+                if now > due:
+                    stats["late_rounds"] += 1
+                    due = now
+            if not writing and self.brokers and now >= due:
+                for broker in self.brokers:
+                    late.append(now - due)
+                    self.send(broker, "beat", now)
+                stats["sent"] += len(self.brokers)
+                stats["rounds"] += 1
+                due += period
+                writing = True
+            self.pump(max(0.0, min(end - now, 0.005 if writing else min(STOP_CHECK, due - now))))
+
+    def _ticks(self, end):
+        """``time.perf_counter()`` readings until ``end``, or until the parent says stop (looked at every
+        ``STOP_CHECK`` s)."""
+        look = 0.0
+        while True:
+            now = time.perf_counter()
+            if now >= end:
+                return
+            if now >= look:
+                look = now + STOP_CHECK
+                if self.stop.is_set():
+                    return
+            yield now
+
+    def drop(self):
+        """Close every broker's connection at once; returns how many there were."""
+        for broker in self.brokers:
+            self.selector.unregister(broker.sock)
+            broker.sock.close()
+        count, self.brokers = len(self.brokers), []
+        return count
 
     def close(self):
         for broker in self.brokers:
@@ -255,21 +266,9 @@ class _Fleet:
         self.brokers = []
 
 
-def _split(command, body):
-    """A register frame as a template whose body is the shared ``body`` object (not a copy)."""
-    template = FrameTemplate(command)
-    if body:
-        assert template.post.endswith(body)
-        template.post = template.post[:-len(body)]
-    return template, body
-
-
-def _run(pipe, port, style, topics, first_index):
-    serve_commands(pipe, _Fleet(port, style, topics, first_index))
-
-
-def serve_commands(pipe, fleet):
-    """The fleet process's loop: run each (command, args) the parent sends on ``fleet``, answer, until "stop"."""
+def _serve(pipe, port, host, layout, style, stop):
+    """The fleet process's loop: run each (command, args) the parent sends, answer, until "stop"."""
+    fleet = _Fleet(port, host, layout, style, stop)
     try:
         while True:
             command, args = pipe.recv()
@@ -285,15 +284,17 @@ def serve_commands(pipe, fleet):
 
 
 class BrokerFleet:
-    """The parent's handle: ``with BrokerFleet(port, "4.9", 1000) as fleet: fleet.resize(800) ...``."""
+    """The parent's handle: ``with BrokerFleet(port, BandLayout(1000), "4.9") as fleet: fleet.resize(800) ...``."""
 
-    def __init__(self, port, style, topics, first_index=100_000):
+    def __init__(self, port, layout, style="4.9", host="127.0.0.1"):
         if style not in STYLES:
             raise ValueError("style is one of %s" % ", ".join(STYLES))
-        self.style, self.topics, self.size = style, topics, 0
+        self.layout, self.style, self.size = layout, style, 0
         ctx = multiprocessing.get_context("fork")
         self._pipe, child = ctx.Pipe()
-        self._process = ctx.Process(target=_run, args=(child, port, style, topics, first_index), daemon=True)
+        self._stop = ctx.Event()
+        self._process = ctx.Process(target=_serve, args=(child, port, host, layout, style, self._stop), daemon=True)
+        self._beat_timeout = None
 
     @property
     def pid(self):
@@ -311,6 +312,9 @@ class BrokerFleet:
             raise RuntimeError("broker fleet: %s" % value)
         return value
 
+    def prepare(self, count):
+        return self._call("prepare", count)
+
     def resize(self, count):
         seconds = self._call("resize", count)
         self.size = count
@@ -319,10 +323,20 @@ class BrokerFleet:
     def prime(self):
         return self._call("prime")
 
-    def start_beating(self, period, seconds, grace):
-        """Beat in the background; ``beat_result`` collects the stats."""
-        self._pipe.send(("beat", (period, seconds, grace)))
+    def drop(self):
+        count = self._call("drop")
+        self.size = 0
+        return count
+
+    def start_beating(self, period, seconds, grace, burst=False):
+        """Beat in the background for at most ``seconds``; ``stop_beating`` ends it sooner, ``beat_result``
+        collects the stats."""
+        self._stop.clear()
+        self._pipe.send(("beat", (period, seconds, grace, burst)))
         self._beat_timeout = seconds + grace + 60
+
+    def stop_beating(self):
+        self._stop.set()
 
     def beat_result(self):
         stats = self._result(self._beat_timeout)
