@@ -18,6 +18,7 @@ from twisted.logger import Logger
 
 from namesrv.controller import bodies, decisions
 from namesrv.controller.decisions import Result
+from namesrv.controller.limits import Refusals
 from namesrv.controller.replication import NotLeader
 from namesrv.protocol.codes import ResponseCode
 
@@ -59,6 +60,12 @@ class Controller:
         self.elections = {"new_master_elected": 0, "keep_current_master": 0, "no_master_elected": 0}
         #: brokerName -> reactor time its master was found gone (cleared by the next election)
         self.masterless_since = {}
+        #: requests refused by the bounds (limits.py), by reason
+        self.refusals = Refusals(reactor, self.log)
+        #: brokerName -> reactor time this leader first found the group never alive (expire_unalive_groups)
+        self._unalive_since = {}
+        #: groups forgotten because they never came alive
+        self.expired_groups = 0
         heartbeats.listeners.append(self.broker_inactive)
         replicated.role_listeners.append(self._role_changed)
 
@@ -76,7 +83,12 @@ class Controller:
         if not self.is_leader:
             return defer.succeed(not_leader())
         decided = self._lock.run(self._decide_and_commit, decide, write)
-        return decided.addCallback(lambda decision: decision.answer)
+        return decided.addCallback(lambda decision: decision.answer).addCallback(self._count_refusal)
+
+    def _count_refusal(self, result):
+        if result.refused is not None:
+            self.refusals.counts[result.refused] += 1
+        return result
 
     def _decide_and_commit(self, decide, write):
         """Under the lock, which is held until the returned Deferred fires: decide from the state and
@@ -180,14 +192,42 @@ class Controller:
                              masterEpoch=group.master_epoch)
 
     def scan_inactive_masters(self):
-        """Elect in every group whose master is gone while a replica lives (leader only)."""
+        """Elect in every group whose master is gone while a replica lives (leader only); then forget the groups
+        that never came alive for ``controllerUnaliveGroupExpireMillis``."""
         if not self.is_leader:
             return []
         names = decisions.groups_needing_election(self.state, self.liveness)
         for name in names:
             self._master_gone(name, self.state.group(name))
             self.elect(name)
+        self.expire_unalive_groups()
         return names
+
+    def expire_unalive_groups(self):
+        """Leader only. A group is timed from when this leader first finds it never alive (a new leader starts
+        again: it cannot know how long its predecessor saw it so); its expiry is a replicated clean_broker_data
+        event, so every controller forgets it. Returns the names proposed."""
+        expire = self.config.controllerUnaliveGroupExpireMillis / 1000.0
+        if not self.is_leader or expire <= 0:
+            self._unalive_since.clear()
+            return []
+        now = self.reactor.seconds()
+        unalive = decisions.groups_never_alive(self.state, self.liveness)
+        self._unalive_since = {name: self._unalive_since.get(name, now) for name in unalive}
+        due = [name for name, since in sorted(self._unalive_since.items()) if now - since >= expire]
+        for name in due:
+            del self._unalive_since[name]
+            d = self.run(lambda n=name: decisions.expire_group(self.state, self.liveness, n))
+            d.addCallback(self._expired, name)
+        return due
+
+    def _expired(self, result, broker_name):
+        if result.code == ResponseCode.SUCCESS:
+            self.expired_groups += 1
+            self.events.emit("controller_group_expired", brokerName=broker_name)
+            self.log.info("controller: broker-set {name} forgotten: no master was ever elected in it and none of "
+                          "its brokers beats (controllerUnaliveGroupExpireMillis)", name=broker_name)
+        return result
 
     def _role_changed(self, leading):
         self.events.emit("controller_role_changed", role="leader" if leading else "follower",
@@ -197,6 +237,7 @@ class Controller:
         self._takeover_scan = None
         if not leading:
             self.masterless_since.clear()
+            self._unalive_since.clear()
             return
         # Scan at once, unless this controller has not been up long enough to have heard every live
         # broker beat: then a master not heard from yet is not a dead one.
@@ -231,4 +272,6 @@ class Controller:
                            "masterlessSeconds": None if lost is None else round(now - lost, 3)})
         return {"controller": self.replicated.status(), "group": self.replicated.group,
                 "selfId": self.replicated.self_id, "isLeader": self.is_leader, "groups": groups,
-                "elections": dict(self.elections), "liveBrokers": self.heartbeats.alive_count()}
+                "elections": dict(self.elections), "liveBrokers": self.heartbeats.alive_count(),
+                "refused": dict(self.refusals.counts), "expiredGroups": self.expired_groups,
+                "heartbeatEntries": len(self.heartbeats.table)}

@@ -13,6 +13,12 @@ stays, on the ``scanNotActiveBrokerInterval`` timer, as a backstop.
 
 Time is a monotonic clock (``seconds()``), never the wall clock: a clock step neither expires
 nor keeps alive any broker (Java compares ``System.currentTimeMillis()``).
+
+Bounded (namesrv/controller/limits.py), where Java keeps whatever arrives: names as Java's topic rule
+allows, addresses of ``controllerMaxFieldLength``, at most ``controllerHeartbeatMaxBrokers`` entries
+and ``controllerHeartbeatMaxBrokersPerConnection`` per connection, and the sender's timeout clamped
+to [``controllerHeartbeatTimeoutMinMillis``, ``controllerHeartbeatTimeoutMaxMillis``]. A closed
+connection takes its entries with it, queued deadlines included.
 """
 
 from dataclasses import dataclass
@@ -20,10 +26,9 @@ from typing import Any, Optional
 
 from twisted.logger import Logger
 
+from namesrv.controller import limits
 from namesrv.timing.deadlines import DeadlineQueue
 
-#: Java's DEFAULT_BROKER_CHANNEL_EXPIRED_TIME, for a beat that carries no timeout
-DEFAULT_TIMEOUT_MILLIS = 120000
 #: Java's defaults for fields a beat leaves out
 NO_EPOCH = -1
 NO_OFFSET = -1
@@ -56,30 +61,55 @@ class BrokerLiveInfo:
 class BrokerHeartbeats:
     log = Logger()
 
-    def __init__(self, clock, reactor=None):
+    def __init__(self, clock, reactor=None, config=None):
         self.clock = clock
         self.reactor = reactor  # for the expiry timer; without one, only ``scan`` expires brokers
+        self.config = config    # the bounds (limits.py); None: unbounded (unit tests of the table alone)
         self.table = {}        # (cluster, broker name, broker id) -> BrokerLiveInfo
         self.listeners = []    # callback(cluster, broker_name, broker_id) when a broker becomes inactive
         self.deadlines = DeadlineQueue()
+        self.by_connection = {}     # connection -> {keys of the entries bound to it}
         self._timer = None
+
+    def _check_new(self, cluster, broker_name, address, connection):
+        """Refused (limits.py) when a beat for a key not held yet would pass a bound."""
+        config = self.config
+        limits.check_cluster_name(cluster)
+        limits.check_broker_name(broker_name)
+        if len(self.table) >= config.controllerHeartbeatMaxBrokers:
+            raise limits.Refused("heartbeat_table_full", "this controller already hears %d brokers "
+                                 "(controllerHeartbeatMaxBrokers)" % len(self.table))
+        if len(self.by_connection.get(connection, ())) >= config.controllerHeartbeatMaxBrokersPerConnection:
+            raise limits.Refused("heartbeat_connection_full", "this connection already beats for %d brokers "
+                                 "(controllerHeartbeatMaxBrokersPerConnection)"
+                                 % config.controllerHeartbeatMaxBrokersPerConnection)
 
     def beat(self, cluster, broker_name, address, broker_id, connection, timeout_millis=None, epoch=None,
              max_offset=None, confirm_offset=None, election_priority=None):
         """Record a beat. Epoch and offsets only move forward (a late beat must not make a stale
         replica look fresher than it is): as Java, they change when the epoch grows, or the offset
-        grows within the same epoch."""
+        grows within the same epoch. Outside the bounds: limits.Refused, and nothing is kept.
+
+        A beat on another connection than the entry's moves the entry to it (Java keeps the first
+        one, apache/rocketmq#11045: the old connection's late close then evicts a live master)."""
         key = (cluster, broker_name, broker_id)
         now = self.clock.seconds()
-        timeout = DEFAULT_TIMEOUT_MILLIS if timeout_millis is None else timeout_millis
+        info = self.table.get(key)
+        if self.config is not None:
+            limits.check_field(self.config, "brokerAddr", address)
+            if info is None:
+                self._check_new(cluster, broker_name, address, connection)
+            timeout = limits.heartbeat_timeout(self.config, timeout_millis)
+        else:
+            timeout = limits.DEFAULT_TIMEOUT_MILLIS if timeout_millis is None else timeout_millis
         priority = LOWEST_PRIORITY if election_priority is None else election_priority
         epoch = NO_EPOCH if epoch is None else epoch
         max_offset = NO_OFFSET if max_offset is None else max_offset
-        info = self.table.get(key)
         if info is None:
             info = self.table[key] = BrokerLiveInfo(
                 cluster, broker_name, broker_id, address, now, timeout, connection, epoch, max_offset,
                 NO_OFFSET if confirm_offset is None else confirm_offset, priority)
+            self._bind(key, connection)
             self.deadlines.push(key, info)
             self._arm()
             self.log.info("controller: broker {name} id {id} at {addr} beats ({cluster})", name=broker_name,
@@ -93,11 +123,35 @@ class BrokerHeartbeats:
             self._arm()
         info.election_priority = priority
         info.address = address
-        info.connection = connection
+        if info.connection is not connection:
+            self._unbind(key, info.connection)
+            self._bind(key, connection)
+            info.connection = connection
         if epoch > info.epoch or (epoch == info.epoch and max_offset > info.max_offset):
             info.epoch = epoch
             info.max_offset = max_offset
             info.confirm_offset = NO_OFFSET if confirm_offset is None else confirm_offset
+
+    def _bind(self, key, connection):
+        self.by_connection.setdefault(connection, set()).add(key)
+
+    def _unbind(self, key, connection):
+        keys = self.by_connection.get(connection)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self.by_connection[connection]
+
+    def _forget(self, key, info):
+        """Remove an entry; when most of the deadline queue is for entries gone, rebuild it, so that a closed
+        connection's entries are given back now, not when their deadlines come."""
+        del self.table[key]
+        self._unbind(key, info.connection)
+        if len(self.deadlines) > 2 * len(self.table) + 64:
+            queue = DeadlineQueue()
+            for live_key, live in self.table.items():
+                queue.push(live_key, live)
+            self.deadlines = queue
 
     def is_alive(self, cluster, broker_name, broker_id):
         """Java's isBrokerActive. The cluster name is part of the key, as in Java; a controller-made
@@ -116,9 +170,10 @@ class BrokerHeartbeats:
 
     def connection_closed(self, connection):
         """The broker whose beats came on ``connection`` is gone (Java: onBrokerChannelClose)."""
-        for key, info in list(self.table.items()):
-            if info.connection is connection:
-                del self.table[key]
+        for key in sorted(self.by_connection.get(connection, ()), key=repr):
+            info = self.table.get(key)
+            if info is not None and info.connection is connection:
+                self._forget(key, info)
                 self.log.info("controller: connection of broker {name} id {id} ({addr}) closed",
                               name=info.broker_name, id=info.broker_id, addr=info.address)
                 self._inactive(info)
@@ -158,7 +213,7 @@ class BrokerHeartbeats:
         for key, info in expired:
             if self.table.get(key) is not info:
                 continue
-            del self.table[key]
+            self._forget(key, info)
             self.log.warn("controller: broker {name} id {id} ({addr}) expired: no beat for {ms} ms",
                           name=info.broker_name, id=info.broker_id, addr=info.address, ms=info.timeout_millis)
             close = getattr(info.connection, "close", None)

@@ -168,7 +168,7 @@ class ControllerService(service.MultiService):
         self.events = events
         clock = clock or MonotonicClock()
         self.state = ReplicaState()
-        self.heartbeats = BrokerHeartbeats(clock, reactor)
+        self.heartbeats = BrokerHeartbeats(clock, reactor, config)
         self.replicated = replicated if replicated is not None else make_replicated_log(config, self.state, reactor)
         self.notifier = notifier if notifier is not None else RoleChangeNotifier(reactor)
         self.controller = Controller(config, self.state, self.replicated, self.heartbeats, reactor, self.notifier,
