@@ -30,6 +30,7 @@ from namesrv.security.wiring import RequestGuards, TlsListening
 from namesrv.server.endpoint import RemotingEndpoint, RemotingPortService
 from namesrv.server.factory import RemotingServerFactory
 from namesrv.server.housekeeping import BrokerHousekeeping
+from namesrv.server.minbrokerid import MinBrokerIdNotifier
 
 log = Logger()
 
@@ -260,6 +261,7 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
     inflight = InFlightDispatcher(guards.dispatcher)   # a takeover waits for the answers it counts
     answer_cache = _make_answer_cache(config, registry, routes, kv)
     housekeeping = BrokerHousekeeping(routes, events, reactor)
+    MinBrokerIdNotifier(routes, config, reactor, events)     # 905 to a group's brokers (notifyMinBrokerIdChanged)
     factory = RemotingServerFactory(inflight, config, housekeeping, events, reactor, answer_cache=answer_cache)
     tls = TlsListening.for_config(config, factory, reactor)
     readiness = Readiness()
