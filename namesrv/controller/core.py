@@ -86,8 +86,9 @@ class Controller:
         return decided.addCallback(lambda decision: decision.answer).addCallback(self._count_refusal)
 
     def _count_refusal(self, result):
-        if result.refused is not None:
-            self.refusals.counts[result.refused] += 1
+        refused = getattr(result, "refused", None)
+        if refused is not None:
+            self.refusals.counts[refused] += 1
         return result
 
     def _decide_and_commit(self, decide, write):

@@ -24,6 +24,7 @@ from namesrv.config import CONTROLLER_CONFIG_KEYS
 from namesrv.controller.core import Controller
 from namesrv.controller.heartbeats import BrokerHeartbeats
 from namesrv.controller.notifier import RoleChangeNotifier
+from namesrv.controller.relay import RELAY_INTERVAL, LivenessRelay
 from namesrv.controller.replication import peer_table, split_address
 from namesrv.controller.replication.members import MemberSniffingFactory
 from namesrv.controller.routing import CommittedMasterRouting
@@ -197,6 +198,12 @@ class ControllerService(service.MultiService):
         PeriodicCall("controller inactive-master scan", self.controller.scan_inactive_masters,
                      lambda: config.scanInactiveMasterInterval / 1000.0, config.scanInactiveMasterInterval / 1000.0,
                      reactor).setServiceParent(self)
+        self.relay = None
+        if hasattr(self.replicated, "send_note"):
+            # several controllers: the leader asks the others about brokers it does not hear (relay.py)
+            self.relay = LivenessRelay(self.heartbeats, self.state, self.replicated, config)
+            PeriodicCall("controller liveness relay", self.relay.tick, lambda: RELAY_INTERVAL, RELAY_INTERVAL,
+                         reactor).setServiceParent(self)
 
     def _guard_admin_writes(self, config, reactor):
         """``aclEnable``: mqadmin's controller writes need an admin's signature, from the name server's aclFile."""
