@@ -149,7 +149,7 @@ def test_10416_a_hung_master_is_replaced_at_its_timeout_however_long_the_control
     group, controllers, leader = sim()
     master = SimBroker(controllers, group.clock, 1, group.ids)
     slave = SimBroker(controllers, group.clock, 2, group.ids)
-    group.run(3600)                                     # an hour of beats
+    group.run(3600, step=0.25)                          # an hour of beats (checked every quarter second)
     hung = group.clock.seconds()
     master.hang()
     group.run_until(lambda: master_of(controllers, leader) == (2, 2), limit=15)
