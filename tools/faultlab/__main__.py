@@ -93,7 +93,8 @@ def _median_max(values):
 def table(rows):
     """Per schedule and side: runs, runs with a safety violation, acknowledged messages lost, and (median / max
     over the faults) the longest time without an acknowledged send, the time from a fault to the next one, and
-    from a heal until both brokers are in the in-sync set again; and the masters elected per fault (median / max)."""
+    from a heal until both brokers are in the in-sync set again; and the master epochs each fault moved through
+    (median / max: an election each, or the group left without a master)."""
     lines = ["%-34s %-5s %4s %6s %5s %20s %20s %20s %10s" % ("schedule", "side", "runs", "unsafe", "lost",
                                                             "no ack (longest)", "fault -> next ack",
                                                             "heal -> both in sync", "elections")]

@@ -175,7 +175,8 @@ def availability(agent, faults):
                           "seconds_to_next_ack": round(window[0] - fault["t"], 2) if window else None,
                           "longest_gap": round(max((b - a for a, b in zip(points, points[1:])), default=0.0), 2),
                           "in_sync_after_heal": round(back[0] - healed, 2) if back else None,
-                          # masters elected from the fault to the next one (the controllers' answers)
+                          # master epochs moved through from the fault to the next one, as the controllers answer:
+                          # each election, and each time the group was left without a master
                           "elections": (epoch_during - epoch_before) if None not in (epoch_before, epoch_during)
                           else None})
     return {"acknowledged": len(oks), "longest_gap": round(max(gaps), 2) if gaps else None, "faults": per_fault}
