@@ -187,8 +187,10 @@ def start(side, peer, workdir):
                         os.path.join(workdir, "c.conf")))
         process = Process([TWISTD, "-n", "--pidfile=", "--logfile", os.path.join(workdir, "ours.log"), "controller",
                            "-c", conf], cwd=workdir)
-    wait(lambda: (lambda a: a is not None and a.ext and a.ext.get("isLeader") == "true")(
-        ask(port, C.CONTROLLER_GET_METADATA_INFO)), 120, "%s's controller leading" % side)
+    # leading, and serving what only a leader serves (Java's says it leads a moment before it does)
+    wait(lambda: (lambda a: a is not None and a.code == 0)(
+        ask(port, C.CONTROLLER_GET_NEXT_BROKER_ID, {"clusterName": CLUSTER, "brokerName": "probe"})), 120,
+        "%s's controller leading" % side)
     return process, port
 
 
@@ -209,7 +211,7 @@ def main(argv=None):
                 for name, report, scenario in SCENARIOS:
                     try:
                         outcome = scenario(port)
-                    except (AssertionError, OSError, ValueError) as e:
+                    except (AssertionError, OSError, ValueError, TypeError, AttributeError) as e:
                         outcome = {"error": repr(e), "correct": False}
                     print(json.dumps(dict(outcome, scenario=name, report=report, side=side, run=run)), flush=True)
             finally:
