@@ -67,6 +67,8 @@ class Controller:
         #: groups forgotten because they never came alive
         self.expired_groups = 0
         heartbeats.listeners.append(self.broker_inactive)
+        state.listeners.append(self._applied)
+        self._telling = {}          # brokerName -> the call telling its brokers of an election applied here
         replicated.role_listeners.append(self._role_changed)
 
     @property
@@ -172,6 +174,28 @@ class Controller:
                 sent += 1
         return sent
 
+    def _applied(self, event, group):
+        """A follower that applies an election tells the brokers it hears, as the leader does: what it tells is
+        committed (the same on every member), and a 5.x broker ignores an epoch it already has, so the only
+        difference is reach. A broker cut off from the leader but not from this member (apache/rocketmq#10812:
+        its beats reach only followers; the relay kept it alive and it was elected) learns at once that it is
+        master, not when its link to the leader heals. Only a member that heard the leader lately (not one
+        replaying its log at a restart) tells; in a call of its own, after the whole batch is applied."""
+        if event.get("type") != "elect_master" or group is None or self.is_leader \
+                or not self.config.notifyBrokerRoleChanged or self.replicated.leader_id is None:
+            return
+        if group.broker_name not in self._telling:
+            self._telling[group.broker_name] = self.reactor.callLater(0, self._tell_as_follower, group.broker_name)
+
+    def _tell_as_follower(self, broker_name):
+        self._telling.pop(broker_name, None)
+        group = self.state.group(broker_name)
+        if self.is_leader or group is None or group.master_id is None:
+            return
+        header = {"masterAddress": group.master_address, "masterEpoch": group.master_epoch,
+                  "syncStateSetEpoch": group.sync_state_set_epoch, "masterBrokerId": group.master_id}
+        self.notify_role_changed(broker_name, Result(header={k: v for k, v in header.items() if v is not None}))
+
     # -- a master's death ----------------------------------------------------------------------------
     def broker_inactive(self, cluster, broker_name, broker_id):
         """The heartbeat table lost a broker: if it was its group's master, elect another (leader only)."""
@@ -249,6 +273,10 @@ class Controller:
     def stop(self):
         if self._takeover_scan is not None and self._takeover_scan.active():
             self._takeover_scan.cancel()
+        for call in self._telling.values():
+            if call.active():
+                call.cancel()
+        self._telling.clear()
 
     # -- what the status page and metrics read ----------------------------------------------------------
     def status(self):

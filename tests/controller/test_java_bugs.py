@@ -112,6 +112,38 @@ def test_10812_a_master_heard_only_by_followers_that_dies_is_replaced_within_a_r
     slave.stop()
 
 
+def test_10812_a_slave_heard_only_by_followers_is_elected_and_told_by_them(sim):
+    """The master dies while its slave's beats reach only followers. Java's leader does not hear the slave: no
+    master until the cut heals. Ours elects it (the relay), and the followers that apply the election tell it
+    (the leader's own notification cannot reach it): it is master at once, not at the heal."""
+    group, controllers, leader = sim()
+    followers = [m for m in group.ids if m != leader]
+    master = SimBroker(controllers, group.clock, 1, group.ids)
+    slave = SimBroker(controllers, group.clock, 2, followers)
+    group.run(10)
+    master.die()
+    group.run_until(lambda: all(master_of(controllers, m) == (2, 2) for m in group.ids), limit=5)
+    group.run(0.5)
+    for member in followers:
+        told = [address for address, header, _, _ in controllers[member].notifier.sent if header["masterEpoch"] == 2]
+        assert told == [slave.address], (member, told)
+    slave.stop()
+
+
+def test_a_member_not_sure_of_its_state_tells_no_broker():
+    """A follower that has not heard a leader lately (replaying its log at a restart, or cut off) applies
+    elections that may be long past: it tells nobody (a broker would ignore an old epoch, but it is noise)."""
+    h = ControllerHarness()
+    a1, a2 = FakeBroker(h, port=30911), FakeBroker(h, port=30921)
+    a1.start(), a1.elect(), a2.start()
+    log = h.controller.replicated
+    told = len(h.notifier.sent)
+    log.leading = False                      # a follower; MemoryLog's leader_id is then None: not sure
+    log.state.apply({"type": "elect_master", "brokerName": "broker-a", "newMasterId": 2})
+    h.clock.advance(0)
+    assert len(h.notifier.sent) == told
+
+
 def test_a_master_killed_while_every_controller_hears_it_is_replaced_at_once_relay_or_not(sim):
     """What the fault lab measures as 0.0-0.1 s: the leader's own connection closing is acted on at once."""
     group, controllers, leader = sim()
