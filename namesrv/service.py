@@ -39,6 +39,7 @@ from namesrv.routes import RouteInfoManager
 from namesrv.security.wiring import AclFile, GuardListeners, TlsListening
 from namesrv.server.factory import RemotingServerFactory
 from namesrv.server.housekeeping import BrokerHousekeeping
+from namesrv.server.minbrokerid import MinBrokerIdNotifier
 from namesrv.server.proxyprotocol import proxy_protocol_factory
 from namesrv.server.serving import ServingSide
 from namesrv.server.timers import ServerTimers
@@ -170,6 +171,8 @@ class ServerTables:
                                        default_heartbeat_timeout_millis=config.brokerChannelExpiredTime,
                                        body_cache_max_bytes=config.routeBodyCacheMaxBytes)
         config.add_listener(lambda *ignored: self.routes.body_cache.set_max_bytes(config.routeBodyCacheMaxBytes))
+        # 905 to a group's brokers when its lowest id changes (notifyMinBrokerIdChanged)
+        self.min_broker_id = MinBrokerIdNotifier(self.routes, config, reactor, events)
 
 
 def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False,

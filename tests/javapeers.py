@@ -145,6 +145,41 @@ def mqadmin(version, *args, jvm_properties=None, timeout=120, home=None):
                           env=env, timeout=timeout)
 
 
+def traffic_classes(tmp_path):
+    """tools/faultlab/java/Traffic.java (a producer and a reader, ours) compiled against the 5.3.3 peer's jars;
+    the classpath to run it."""
+    home = peer("5.3.3")
+    out = tmp_path / "traffic"
+    out.mkdir()
+    source = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "faultlab", "java",
+                          "Traffic.java")
+    subprocess.run(["javac", "-d", str(out), "-cp", os.path.join(home, "lib", "*"), source], check=True,
+                   capture_output=True, timeout=120)
+    return "%s:%s" % (out, os.path.join(home, "lib", "*"))
+
+
+def traffic(classpath, *args):
+    """Traffic.java ``send NAMESRV TOPIC COUNT PAUSE_MS`` or ``read NAMESRV TOPIC LIMIT_MS``, its stdout a pipe."""
+    return subprocess.Popen(["java", "-Xmx128m", "-Drocketmq.client.logUseSlf4j=false", "-cp", classpath,
+                             "Traffic", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def tally(line, acked, failed):
+    """The producer's ACK/FAIL lines; anything else it prints (client logs) is not a send."""
+    words = line.split()
+    if len(words) >= 2 and words[0] in ("ACK", "FAIL"):
+        (acked if words[0] == "ACK" else failed).append(words[1])
+
+
+def stored_keys(classpath, namesrv, topic):
+    """Every key the topic's queues hold, each queue read to its end offset (errors retried for up to 60 s)."""
+    reader = traffic(classpath, "read", namesrv, topic, "60000")
+    out, _ = reader.communicate(timeout=180)
+    incomplete = [line for line in out.splitlines() if line.startswith("INCOMPLETE ")]
+    assert not incomplete, "queues not readable to their end within 60 s: %s" % incomplete
+    return {line.split()[1] for line in out.splitlines() if line.startswith("MSG ")}
+
+
 def wait_for(predicate, within, what, every=0.5):
     """Ask ``predicate`` until it is true; a failure naming ``what`` after ``within`` seconds."""
     deadline = time.monotonic() + within

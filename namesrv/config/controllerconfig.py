@@ -24,6 +24,15 @@ CONTROLLER_CONFIG = (
     Str("controllerPeerSecretFile", "", "file holding the controllers' shared secret (at least 16 bytes, the same on every member): members prove it to each other before any Raft message is read; required with several controllers", path=True),
     Bool("controllerPeerAuthDisabled", False, "let controllers join without the shared secret (a closed network only: anyone reaching a controller port could join); warned at every start"),
     Int("controllerRaftPortOffset", 1, "no longer used: controllers talk Raft on the controller port itself (kept so that older files load)", informational=True),
+    # what a client may make the controller keep (namesrv/controller/limits.py); refusals are counted in the metrics
+    Long("controllerHeartbeatTimeoutMinMillis", 1000, "shortest heartbeat timeout a broker may ask for (heartbeatTimeoutMills of BROKER_HEARTBEAT); shorter is raised to it"),
+    Long("controllerHeartbeatTimeoutMaxMillis", 120000, "longest heartbeat timeout a broker may ask for; longer is lowered to it, and a beat without one gets it (Java's 120 s)"),
+    Int("controllerHeartbeatMaxBrokers", 10000, "most brokers one controller's heartbeat table holds; a beat for one more is refused"),
+    Int("controllerHeartbeatMaxBrokersPerConnection", 64, "most brokers one connection may beat for (a broker container beats for each of its brokers)"),
+    Int("controllerMaxFieldLength", 256, "longest broker address or register check code accepted (names follow Java's topic rule: [%|a-zA-Z0-9_-], a broker name at most 100 characters, a cluster name 127)"),
+    Int("controllerMaxBrokerGroups", 10000, "most broker groups (broker names) the controllers keep; an apply-broker-id for one more is refused"),
+    Int("controllerMaxBrokersPerGroup", 64, "most broker ids one group keeps; forget gone ones with cleanBrokerMetadata"),
+    Long("controllerUnaliveGroupExpireMillis", 600000, "a group no master was ever elected in, none of whose brokers beats, is forgotten by every controller after this long (0 = never)"),
 )
 
 CONTROLLER_CONFIG_KEYS = (
@@ -31,7 +40,10 @@ CONTROLLER_CONFIG_KEYS = (
     "controllerRequestThreadPoolQueueCapacity", "controllerDLegerGroup", "controllerDLegerPeers",
     "controllerDLegerSelfId", "mappedFileSize", "controllerStorePath", "electMasterMaxRetryCount",
     "enableElectUncleanMaster", "isProcessReadEvent", "notifyBrokerRoleChanged", "scanInactiveMasterInterval",
-    "configBlackList", "controllerPeerAuthDisabled",
+    "configBlackList", "controllerPeerAuthDisabled", "controllerHeartbeatTimeoutMinMillis",
+    "controllerHeartbeatTimeoutMaxMillis", "controllerHeartbeatMaxBrokers", "controllerHeartbeatMaxBrokersPerConnection",
+    "controllerMaxFieldLength", "controllerMaxBrokerGroups", "controllerMaxBrokersPerGroup",
+    "controllerUnaliveGroupExpireMillis",
     "bindAddress", "listenPort", "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
     "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverChannelMaxIdleTimeSeconds",
     "serverSocketSndBufSize", "serverSocketRcvBufSize", "serverSocketBacklog", "serverPooledByteBufAllocatorEnable",

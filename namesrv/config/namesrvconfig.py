@@ -37,7 +37,7 @@ NAMESRV_CONFIG = (
     Bool("supportActingMaster", False, "show the smallest slave as read-only master when a master is gone (5.x)", runtime=True),
     Bool("enableAllTopicList", True, "allow GET_ALL_TOPIC_LIST_FROM_NAMESERVER (5.x)", runtime=True),
     Bool("enableTopicList", True, "allow GET_TOPICS_BY_CLUSTER and the unit topic lists (5.x)", runtime=True),
-    Bool("notifyMinBrokerIdChanged", False, "notify brokers of min broker id changes (5.x; not sent here)"),
+    Bool("notifyMinBrokerIdChanged", False, "send NOTIFY_MIN_BROKER_ID_CHANGE (905) to a group's brokers when its lowest registered id changes, for 5.x's slave-acting-master (enableSlaveActingMaster in the brokers)", runtime=True),
     Bool("enableControllerInNamesrv", False, "run the controller (RIP-44) inside this name server, on its address in controllerDLegerPeers (5.x)"),
     Bool("needWaitForService", False, "refuse route queries during the start-up grace (5.x)", runtime=True),
     Int("waitSecondsForService", 45, "length of the start-up grace in seconds (5.x)", runtime=True),

@@ -18,6 +18,7 @@ from twisted.logger import Logger
 
 from namesrv.controller import bodies, decisions
 from namesrv.controller.decisions import Result
+from namesrv.controller.limits import Refusals
 from namesrv.controller.replication import NotLeader
 from namesrv.protocol.codes import ResponseCode
 
@@ -59,7 +60,15 @@ class Controller:
         self.elections = {"new_master_elected": 0, "keep_current_master": 0, "no_master_elected": 0}
         #: brokerName -> reactor time its master was found gone (cleared by the next election)
         self.masterless_since = {}
+        #: requests refused by the bounds (limits.py), by reason
+        self.refusals = Refusals(reactor, self.log)
+        #: brokerName -> reactor time this leader first found the group never alive (expire_unalive_groups)
+        self._unalive_since = {}
+        #: groups forgotten because they never came alive
+        self.expired_groups = 0
         heartbeats.listeners.append(self.broker_inactive)
+        state.listeners.append(self._applied)
+        self._telling = {}          # brokerName -> the call telling its brokers of an election applied here
         replicated.role_listeners.append(self._role_changed)
 
     @property
@@ -76,7 +85,13 @@ class Controller:
         if not self.is_leader:
             return defer.succeed(not_leader())
         decided = self._lock.run(self._decide_and_commit, decide, write)
-        return decided.addCallback(lambda decision: decision.answer)
+        return decided.addCallback(lambda decision: decision.answer).addCallback(self._count_refusal)
+
+    def _count_refusal(self, result):
+        refused = getattr(result, "refused", None)
+        if refused is not None:
+            self.refusals.counts[refused] += 1
+        return result
 
     def _decide_and_commit(self, decide, write):
         """Under the lock, which is held until the returned Deferred fires: decide from the state and
@@ -159,6 +174,28 @@ class Controller:
                 sent += 1
         return sent
 
+    def _applied(self, event, group):
+        """A follower that applies an election tells the brokers it hears, as the leader does: what it tells is
+        committed (the same on every member), and a 5.x broker ignores an epoch it already has, so the only
+        difference is reach. A broker cut off from the leader but not from this member (apache/rocketmq#10812:
+        its beats reach only followers; the relay kept it alive and it was elected) learns at once that it is
+        master, not when its link to the leader heals. Only a member that heard the leader lately (not one
+        replaying its log at a restart) tells; in a call of its own, after the whole batch is applied."""
+        if event.get("type") != "elect_master" or group is None or self.is_leader \
+                or not self.config.notifyBrokerRoleChanged or self.replicated.leader_id is None:
+            return
+        if group.broker_name not in self._telling:
+            self._telling[group.broker_name] = self.reactor.callLater(0, self._tell_as_follower, group.broker_name)
+
+    def _tell_as_follower(self, broker_name):
+        self._telling.pop(broker_name, None)
+        group = self.state.group(broker_name)
+        if self.is_leader or group is None or group.master_id is None:
+            return
+        header = {"masterAddress": group.master_address, "masterEpoch": group.master_epoch,
+                  "syncStateSetEpoch": group.sync_state_set_epoch, "masterBrokerId": group.master_id}
+        self.notify_role_changed(broker_name, Result(header={k: v for k, v in header.items() if v is not None}))
+
     # -- a master's death ----------------------------------------------------------------------------
     def broker_inactive(self, cluster, broker_name, broker_id):
         """The heartbeat table lost a broker: if it was its group's master, elect another (leader only)."""
@@ -180,14 +217,42 @@ class Controller:
                              masterEpoch=group.master_epoch)
 
     def scan_inactive_masters(self):
-        """Elect in every group whose master is gone while a replica lives (leader only)."""
+        """Elect in every group whose master is gone while a replica lives (leader only); then forget the groups
+        that never came alive for ``controllerUnaliveGroupExpireMillis``."""
         if not self.is_leader:
             return []
         names = decisions.groups_needing_election(self.state, self.liveness)
         for name in names:
             self._master_gone(name, self.state.group(name))
             self.elect(name)
+        self.expire_unalive_groups()
         return names
+
+    def expire_unalive_groups(self):
+        """Leader only. A group is timed from when this leader first finds it never alive (a new leader starts
+        again: it cannot know how long its predecessor saw it so); its expiry is a replicated clean_broker_data
+        event, so every controller forgets it. Returns the names proposed."""
+        expire = self.config.controllerUnaliveGroupExpireMillis / 1000.0
+        if not self.is_leader or expire <= 0:
+            self._unalive_since.clear()
+            return []
+        now = self.reactor.seconds()
+        unalive = decisions.groups_never_alive(self.state, self.liveness)
+        self._unalive_since = {name: self._unalive_since.get(name, now) for name in unalive}
+        due = [name for name, since in sorted(self._unalive_since.items()) if now - since >= expire]
+        for name in due:
+            del self._unalive_since[name]
+            d = self.run(lambda n=name: decisions.expire_group(self.state, self.liveness, n))
+            d.addCallback(self._expired, name)
+        return due
+
+    def _expired(self, result, broker_name):
+        if result.code == ResponseCode.SUCCESS:
+            self.expired_groups += 1
+            self.events.emit("controller_group_expired", brokerName=broker_name)
+            self.log.info("controller: broker-set {name} forgotten: no master was ever elected in it and none of "
+                          "its brokers beats (controllerUnaliveGroupExpireMillis)", name=broker_name)
+        return result
 
     def _role_changed(self, leading):
         self.events.emit("controller_role_changed", role="leader" if leading else "follower",
@@ -197,6 +262,7 @@ class Controller:
         self._takeover_scan = None
         if not leading:
             self.masterless_since.clear()
+            self._unalive_since.clear()
             return
         # Scan at once, unless this controller has not been up long enough to have heard every live
         # broker beat: then a master not heard from yet is not a dead one.
@@ -207,6 +273,10 @@ class Controller:
     def stop(self):
         if self._takeover_scan is not None and self._takeover_scan.active():
             self._takeover_scan.cancel()
+        for call in self._telling.values():
+            if call.active():
+                call.cancel()
+        self._telling.clear()
 
     # -- what the status page and metrics read ----------------------------------------------------------
     def status(self):
@@ -231,4 +301,6 @@ class Controller:
                            "masterlessSeconds": None if lost is None else round(now - lost, 3)})
         return {"controller": self.replicated.status(), "group": self.replicated.group,
                 "selfId": self.replicated.self_id, "isLeader": self.is_leader, "groups": groups,
-                "elections": dict(self.elections), "liveBrokers": self.heartbeats.alive_count()}
+                "elections": dict(self.elections), "liveBrokers": self.heartbeats.alive_count(),
+                "refused": dict(self.refusals.counts), "expiredGroups": self.expired_groups,
+                "heartbeatEntries": len(self.heartbeats.table)}

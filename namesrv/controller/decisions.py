@@ -12,7 +12,7 @@ classes: a field that is null in Java is left out here).
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from namesrv.controller import bodies, election
+from namesrv.controller import bodies, election, limits
 from namesrv.controller.state import (ALTER_SYNC_STATE_SET, APPLY_BROKER_ID, CLEAN_BROKER_DATA, ELECT_MASTER,
                                       FIRST_BROKER_ID, UPDATE_BROKER_ADDRESS)
 from namesrv.protocol.codes import ResponseCode
@@ -25,10 +25,16 @@ class Result:
     header: dict = field(default_factory=dict)
     body: Optional[bytes] = None
     events: List[dict] = field(default_factory=list)
+    #: the bound that refused the request (limits.py), for the metrics
+    refused: Optional[str] = None
 
     def fail(self, code, remark):
         self.code, self.remark = int(code), remark
         return self
+
+    def refuse(self, refusal):
+        self.refused = refusal.reason
+        return self.fail(refusal.code, str(refusal))
 
 
 class Liveness:
@@ -128,11 +134,19 @@ def next_broker_id(state, cluster, broker_name):
                           "nextBrokerId": FIRST_BROKER_ID if group is None else group.next_broker_id})
 
 
-def apply_broker_id(state, cluster, broker_name, broker_id, check_code):
+def apply_broker_id(state, cluster, broker_name, broker_id, check_code, config=None):
+    """Java's applyBrokerId; with ``config``, bounded as limits.py says: names a Java broker could have, a
+    check code of ``controllerMaxFieldLength``, ``controllerMaxBrokerGroups`` groups and
+    ``controllerMaxBrokersPerGroup`` ids in each (Java keeps every new name and id, for ever)."""
     result = Result(header={"clusterName": cluster, "brokerName": broker_name})
+    group = state.group(broker_name)
+    if config is not None:
+        try:
+            _check_apply(state, group, cluster, broker_name, broker_id, check_code, config)
+        except limits.Refused as refusal:
+            return result.refuse(refusal)
     event = {"type": APPLY_BROKER_ID, "clusterName": cluster, "brokerName": broker_name,
              "brokerAddress": check_code.split(";")[0], "brokerId": broker_id, "registerCheckCode": check_code}
-    group = state.group(broker_name)
     if group is None:
         if broker_id == FIRST_BROKER_ID:
             result.events.append(event)
@@ -147,8 +161,28 @@ def apply_broker_id(state, cluster, broker_name, broker_id, check_code):
                        "Fail to apply brokerId: %d in broker-set: %s" % (broker_id, broker_name))
 
 
-def register_broker(state, liveness, cluster, broker_name, broker_id, address):
+def _check_apply(state, group, cluster, broker_name, broker_id, check_code, config):
+    limits.check_broker_name(broker_name)
+    limits.check_field(config, "registerCheckCode", check_code)
+    if group is None:
+        limits.check_cluster_name(cluster)
+        if len(state.groups) >= config.controllerMaxBrokerGroups:
+            raise limits.Refused("too_many_groups", "the controllers already keep %d broker groups "
+                                 "(controllerMaxBrokerGroups): %s is not added" % (len(state.groups), broker_name),
+                                 ResponseCode.CONTROLLER_BROKER_ID_INVALID)
+    elif broker_id not in group.brokers and len(group.brokers) >= config.controllerMaxBrokersPerGroup:
+        raise limits.Refused("too_many_brokers_in_group", "broker-set %s already has %d broker ids "
+                             "(controllerMaxBrokersPerGroup): forget gone ones with cleanBrokerMetadata"
+                             % (broker_name, len(group.brokers)), ResponseCode.CONTROLLER_BROKER_ID_INVALID)
+
+
+def register_broker(state, liveness, cluster, broker_name, broker_id, address, config=None):
     result = Result(header={"clusterName": cluster, "brokerName": broker_name})
+    if config is not None:
+        try:
+            limits.check_field(config, "brokerAddress", address)
+        except limits.Refused as refusal:
+            return result.refuse(refusal)
     group = state.group(broker_name)
     if group is None:
         return result.fail(ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
@@ -224,6 +258,24 @@ def groups_needing_election(state, liveness):
         if any(liveness.is_alive(group.cluster, name, b) for b in group.brokers):
             names.append(name)
     return names
+
+
+def groups_never_alive(state, liveness):
+    """Groups no master was ever elected in (master epoch 0) none of whose brokers beats now: what an apply-broker-id
+    left that no broker went on with (a real 5.x broker elects at once after applying)."""
+    return [name for name, group in sorted(state.groups.items())
+            if group.first_election and not any(liveness.is_alive(group.cluster, name, b) for b in group.brokers)]
+
+
+def expire_group(state, liveness, broker_name):
+    """Forget a group that never came alive (limits.py), as one replicated clean_broker_data event, so that every
+    controller forgets it; nothing when it came alive meanwhile."""
+    result = Result()
+    if broker_name not in groups_never_alive(state, liveness):
+        return result.fail(ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
+                           "broker-set %s came alive: not expired" % broker_name)
+    result.events.append({"type": CLEAN_BROKER_DATA, "brokerName": broker_name, "brokerIds": None})
+    return result
 
 
 def _java(value):

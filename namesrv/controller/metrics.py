@@ -57,6 +57,18 @@ def controller_families(status):
     yield alive
     yield GaugeMetricFamily(PREFIX + "groups_without_master", "Broker groups with no live master.",
                             value=sum(1 - group_has_master(group) for group in groups))
+    refused = CounterMetricFamily(PREFIX + "refused_requests", "Requests refused by the controller's bounds, by "
+                                  "reason (bad_name, field_too_long, heartbeat_table_full, heartbeat_connection_full, "
+                                  "too_many_groups, too_many_brokers_in_group).", labels=["reason"])
+    for reason, count in sorted((status.get("refused") or {}).items()):
+        refused.add_metric([reason], count)
+    yield refused
+    yield GaugeMetricFamily(PREFIX + "heartbeat_entries", "Entries in this controller's broker heartbeat table "
+                            "(at most controllerHeartbeatMaxBrokers).", value=status.get("heartbeatEntries") or 0)
+    expired = CounterMetricFamily(PREFIX + "expired_groups", "Broker groups forgotten because no master was ever "
+                                  "elected in them and none of their brokers beat (controllerUnaliveGroupExpireMillis).")
+    expired.add_metric([], status.get("expiredGroups") or 0)
+    yield expired
     yield from raft_families(status.get("controller") or {})
 
 

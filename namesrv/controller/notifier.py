@@ -2,33 +2,16 @@
 
 Java sends it one-way over a connection to the broker's own listening address and keeps, per
 broker, only the newest notification: one for an older master epoch still being sent is
-cancelled. The same here, on the reactor: a connection per notification (they are rare: one
-per member per election), written and closed, with a connect timeout so that a dead member
-never holds anything up.
+cancelled. The same here, on the reactor, each notification on a connection of its own
+(namesrv/protocol/oneway.py).
 """
 
 from twisted.internet import defer
-from twisted.internet.endpoints import TCP4ClientEndpoint
-from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
 
-from namesrv.controller.replication import split_address
-from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
-
-CONNECT_TIMEOUT = 3.0
-
-
-class _OneShot(Protocol):
-    """Writes one frame and closes."""
-
-    def __init__(self, frame):
-        self.frame = frame
-
-    def connectionMade(self):
-        self.transport.write(self.frame)
-        self.transport.loseConnection()
+from namesrv.protocol.oneway import send_oneway
 
 
 class RoleChangeNotifier:
@@ -45,17 +28,13 @@ class RoleChangeNotifier:
         old = self._pending.get(address)
         if old is not None and master_epoch > old[0]:
             old[1].cancel()
-        frame = encode_frame(make_request(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, ext=header, body=body, oneway=True))
         try:
-            host, port = split_address(address)
+            d = send_oneway(self.reactor, address, make_request(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, ext=header,
+                                                                body=body, oneway=True))
         except ValueError:
             self.failed += 1
             self.log.error("controller: cannot notify {addr}: not host:port", addr=address)
             return defer.succeed(False)
-        endpoint = TCP4ClientEndpoint(self.reactor, host, port, timeout=CONNECT_TIMEOUT)
-        factory = Factory.forProtocol(lambda: _OneShot(frame))
-        factory.noisy = False
-        d = endpoint.connect(factory)
         self._pending[address] = (master_epoch, d)
 
         def done(result):

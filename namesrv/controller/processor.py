@@ -19,6 +19,7 @@ from namesrv.config.properties import format_properties
 from namesrv.config.runtime import CONTROLLER, UpdateRefused, update_from_network
 from namesrv.controller import bodies, decisions
 from namesrv.controller.bodies import BodyError
+from namesrv.controller.limits import Refused
 from namesrv.interfaces import IRequestProcessor
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import HeaderFieldError
@@ -108,7 +109,7 @@ class ControllerProcessor:
         broker_id = request.require_int("brokerId")
         address = request.require("brokerAddress")
         return self._run(request, lambda: decisions.register_broker(
-            self.state, self.liveness, cluster, name, broker_id, address))
+            self.state, self.liveness, cluster, name, broker_id, address, self.context.config))
 
     def get_replica_info(self, request, connection):
         name = request.require("brokerName")
@@ -139,10 +140,15 @@ class ControllerProcessor:
         broker_id = request.get_int("brokerId")
         if broker_id is None:
             return request.make_response(ResponseCode.CONTROLLER_INVALID_REQUEST, "Heart beat with empty brokerId")
-        self.controller.heartbeats.beat(
-            cluster, name, address, broker_id, connection, timeout_millis=request.get_int("heartbeatTimeoutMills"),
-            epoch=request.get_int("epoch"), max_offset=request.get_int("maxOffset"),
-            confirm_offset=request.get_int("confirmOffset"), election_priority=request.get_int("electionPriority"))
+        try:
+            self.controller.heartbeats.beat(
+                cluster, name, address, broker_id, connection,
+                timeout_millis=request.get_int("heartbeatTimeoutMills"), epoch=request.get_int("epoch"),
+                max_offset=request.get_int("maxOffset"), confirm_offset=request.get_int("confirmOffset"),
+                election_priority=request.get_int("electionPriority"))
+        except Refused as refusal:
+            self.controller.refusals.refused(refusal, getattr(connection, "peer", None))
+            return request.make_response(refusal.code, str(refusal))
         return request.make_response(ResponseCode.SUCCESS, "Heart beat success")
 
     def clean_broker_data(self, request, connection):
@@ -161,7 +167,8 @@ class ControllerProcessor:
         cluster, name = request.get("clusterName"), request.require("brokerName")
         broker_id = request.require_int("appliedBrokerId")
         check_code = request.require("registerCheckCode")
-        return self._run(request, lambda: decisions.apply_broker_id(self.state, cluster, name, broker_id, check_code))
+        return self._run(request, lambda: decisions.apply_broker_id(self.state, cluster, name, broker_id, check_code,
+                                                                    self.context.config))
 
     # -- configuration (answered by every controller) ---------------------------------------------------
     def get_config(self, request, connection):

@@ -24,6 +24,7 @@ from namesrv.config import CONTROLLER_CONFIG_KEYS
 from namesrv.controller.core import Controller
 from namesrv.controller.heartbeats import BrokerHeartbeats
 from namesrv.controller.notifier import RoleChangeNotifier
+from namesrv.controller.relay import RELAY_INTERVAL, LivenessRelay
 from namesrv.controller.replication import peer_table, split_address
 from namesrv.controller.replication.members import MemberSniffingFactory
 from namesrv.controller.routing import CommittedMasterRouting
@@ -171,7 +172,7 @@ class ControllerService(service.MultiService):
         self.events = events
         clock = clock or MonotonicClock()
         self.state = ReplicaState()
-        self.heartbeats = BrokerHeartbeats(clock, reactor)
+        self.heartbeats = BrokerHeartbeats(clock, reactor, config)
         self.replicated = replicated if replicated is not None else make_replicated_log(config, self.state, reactor)
         self.notifier = notifier if notifier is not None else RoleChangeNotifier(reactor)
         self.controller = Controller(config, self.state, self.replicated, self.heartbeats, reactor, self.notifier,
@@ -212,6 +213,12 @@ class ControllerService(service.MultiService):
             lambda: config.scanInactiveMasterInterval / 1000.0, config.scanInactiveMasterInterval / 1000.0, reactor)
         self.inactive_master_scan.setServiceParent(self)
         config.add_listener(self._config_changed)
+        self.relay = None
+        if hasattr(self.replicated, "send_note"):
+            # several controllers: the leader asks the others about brokers it does not hear (relay.py)
+            self.relay = LivenessRelay(self.heartbeats, self.state, self.replicated, config)
+            PeriodicCall("controller liveness relay", self.relay.tick, lambda: RELAY_INTERVAL, RELAY_INTERVAL,
+                         reactor).setServiceParent(self)
 
     def _config_changed(self, name, old, new):
         if name == "scanInactiveMasterInterval":   # UPDATE_CONTROLLER_CONFIG: the next scan one new period away

@@ -115,6 +115,10 @@ class RouteInfoManager:
         """``callback()`` after any change a read could see (e.g. AnswerCache.invalidate); kept across resets."""
         self.changes.add_listener(callback)
 
+    def add_min_broker_id_listener(self, callback):
+        """``callback(MinBrokerIdChange)`` whenever a group's lowest id changes as 5.x tells its brokers (905)."""
+        self.registrations.min_broker_id_listeners.append(callback)
+
     def track_topic_changes(self, tracker):
         """Add to ``tracker`` (a set with a ``full`` flag) every topic whose QueueData or static-topic
         mapping changes from now on; a reset of all tables sets ``tracker.full`` instead."""

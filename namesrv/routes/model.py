@@ -207,6 +207,24 @@ class RegisterBrokerResult:
     master_epoch = attr.ib(default=None)
 
 
+@attr.s(slots=True, frozen=True)
+class MinBrokerIdChange:
+    """A group's lowest registered id changed: what 5.x's RouteInfoManager tells the group's brokers with
+    NOTIFY_MIN_BROKER_ID_CHANGE (905) when ``notifyMinBrokerIdChanged`` is on, and whom (``notify``).
+
+    A registration with a lower id than the group had: ``ha_broker_addr`` is its HA address, and every
+    other member is told (the one registering too when it is alone). A removal of the lowest id from a
+    group that allows acting masters (``enableActingMaster``) and keeps members: ``offline_broker_addr``
+    is the removed address, and every remaining member is told."""
+
+    broker_name = attr.ib()
+    min_broker_id = attr.ib()
+    min_broker_addr = attr.ib()
+    offline_broker_addr = attr.ib(default=None)
+    ha_broker_addr = attr.ib(default=None)
+    notify = attr.ib(factory=tuple)
+
+
 @attr.s(slots=True, weakref_slot=False, eq=False)
 class RemovedBroker:
     """A broker registration removed because its connection closed or it expired.

@@ -18,8 +18,8 @@ deliberate differences, each noted where it happens:
 """
 
 from namesrv.routes.model import (
-    DEFAULT_HEARTBEAT_TIMEOUT_MILLIS, MASTER_ID, PERM_WRITE, BrokerLiveInfo, DataVersion, RegisterBrokerResult,
-    RemovedBroker, TopicConfigSerializeWrapper)
+    DEFAULT_HEARTBEAT_TIMEOUT_MILLIS, MASTER_ID, PERM_WRITE, BrokerLiveInfo, DataVersion, MinBrokerIdChange,
+    RegisterBrokerResult, RemovedBroker, TopicConfigSerializeWrapper)
 
 
 class _Registration:
@@ -54,6 +54,9 @@ class BrokerRegistrations:
         self.tables = tables
         self.changes = changes
         self.clock = clock
+        #: ``callback(MinBrokerIdChange)`` when a group's lowest id changes as 5.x notifies it (inside the table
+        #: operation: a listener only takes note, or starts something asynchronous)
+        self.min_broker_id_listeners = []
         self.default_heartbeat_timeout_millis = default_heartbeat_timeout_millis
         #: ``master_hint(broker_name)``: the master's broker address a controller committed for the group, or
         #: None (given by the service when a controller runs in this process: routes never import it)
@@ -103,7 +106,17 @@ class BrokerRegistrations:
         self._put_topics(request, broker_data, register_first or changed)
         self._refresh_live(request)
         self._tell_master(result, request.cluster, addrs, request.broker_id, request.broker_name, request.broker_addr)
+        if result.min_broker_id_changed and addrs:
+            # 5.x: every member but the new lowest one is told (it alone: itself), whatever enableActingMaster says
+            lowest = min(addrs)
+            others = tuple(a for i, a in sorted(addrs.items()) if i != lowest) or (addrs[lowest],)
+            self._min_broker_id_changed(MinBrokerIdChange(request.broker_name, lowest, addrs[lowest], None,
+                                                          request.ha_server_addr, others))
         return result
+
+    def _min_broker_id_changed(self, change):
+        for listener in list(self.min_broker_id_listeners):
+            listener(change)
 
     def _broker_data(self, request):
         """The broker name's BrokerData, made if new and brought up to date; (it, whether it is new)."""
@@ -299,6 +312,7 @@ class BrokerRegistrations:
             return removed
         addrs = broker_data.broker_addrs
         gone = [i for i, a in addrs.items() if a == broker_addr]  # 5.x removes by address, not id
+        lowest_gone = bool(gone) and min(addrs) in gone
         for broker_id in gone:
             del addrs[broker_id]
         if gone:
@@ -306,9 +320,14 @@ class BrokerRegistrations:
             tables.broker_data_changed(broker_name)
         if not addrs:
             tables.remove_broker_name(broker_name)
-        elif broker_data.enable_acting_master and min(addrs) > MASTER_ID:
+            return removed
+        if broker_data.enable_acting_master and min(addrs) > MASTER_ID:
             # The master left a group that allows acting masters: its queues become read-only.
             tables.set_perms(broker_name, lambda perm: perm & ~PERM_WRITE)
+        if lowest_gone and broker_data.enable_acting_master:
+            lowest = min(addrs)
+            self._min_broker_id_changed(MinBrokerIdChange(broker_name, lowest, addrs[lowest], broker_addr, None,
+                                                          tuple(a for _, a in sorted(addrs.items()))))
         return removed
 
     def _remove_registration(self, key, live):

@@ -82,7 +82,7 @@ def make_controller(clock=None, leading=True, **properties):
         config.update({k: str(v) for k, v in properties.items()})
     state = ReplicaState()
     log = MemoryLog(state, leading=leading)
-    heartbeats = BrokerHeartbeats(clock)
+    heartbeats = BrokerHeartbeats(clock, config=config)
     notifier = RecordingNotifier()
     events = RecordingEventLog()
     controller = Controller(config, state, log, heartbeats, clock, notifier, events)

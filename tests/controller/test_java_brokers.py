@@ -9,8 +9,6 @@ Times are printed (the benchmark bench/scenarios/controller_failover.py measures
 Java's controller); the assertions are about outcomes, with generous deadlines.
 """
 
-import os
-import subprocess
 import time
 
 
@@ -19,26 +17,10 @@ from namesrv.codec.fastjson import loads
 from namesrv.protocol.codes import RequestCode
 from tests.controller.wire import controller_ports, secret_file
 from tests.integration.server import NamesrvProcess, free_port
-from tests.javapeers import JavaBroker, free_broker_port, mqadmin, peer, wait_for
+from tests.javapeers import (JavaBroker, free_broker_port, mqadmin, peer, stored_keys, tally, traffic,
+                             traffic_classes, wait_for)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
 CLUSTER = "ClusterJ"
-
-
-def traffic_classes(tmp_path):
-    home = peer("5.3.3")
-    out = tmp_path / "traffic"
-    out.mkdir()
-    source = os.path.join(REPO, "tools", "faultlab", "java", "Traffic.java")
-    subprocess.run(["javac", "-d", str(out), "-cp", os.path.join(home, "lib", "*"), source], check=True,
-                   capture_output=True, timeout=120)
-    return "%s:%s" % (out, os.path.join(home, "lib", "*"))
-
-
-def traffic(classpath, *args):
-    return subprocess.Popen(["java", "-Xmx128m", "-Drocketmq.client.logUseSlf4j=false", "-cp", classpath,
-                             "Traffic", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
 def broker_properties(namesrv, controllers):
@@ -93,7 +75,7 @@ def kill_master_while_sending(tmp_path, brokers, namesrv_ports, also_kill=()):
     while len(acked) < 60:
         line = sender.stdout.readline()
         assert line, "the producer stopped before the kill"
-        _tally(line, acked, failed)
+        tally(line, acked, failed)
     for process in (master.process, *also_kill):
         process.kill()
     killed_at = time.monotonic()
@@ -104,7 +86,7 @@ def kill_master_while_sending(tmp_path, brokers, namesrv_ports, also_kill=()):
         time.sleep(0.01)
     routed_after = time.monotonic() - killed_at
     for line in sender.stdout:
-        _tally(line, acked, failed)
+        tally(line, acked, failed)
     sender.wait(120)
     return routed_after, acked, failed, master, survivor, classpath
 
@@ -122,22 +104,6 @@ def _topic_table(port):
 
 def _both_hold(master_port, slave_port, topic):
     return all(_topic_table(port).get(topic, {}).get("writeQueueNums") == 8 for port in (master_port, slave_port))
-
-
-def _tally(line, acked, failed):
-    """The producer's ACK/FAIL lines; anything else it prints (client logs) is not a send."""
-    words = line.split()
-    if len(words) >= 2 and words[0] in ("ACK", "FAIL"):
-        (acked if words[0] == "ACK" else failed).append(words[1])
-
-
-def stored_keys(classpath, namesrv):
-    """Every key the topic's queues hold, each queue read to its end offset (errors retried for up to 60 s)."""
-    reader = traffic(classpath, "read", namesrv, "FailoverTopic", "60000")
-    out, _ = reader.communicate(timeout=180)
-    incomplete = [line for line in out.splitlines() if line.startswith("INCOMPLETE ")]
-    assert not incomplete, "queues not readable to their end within 60 s: %s" % incomplete
-    return {line.split()[1] for line in out.splitlines() if line.startswith("MSG ")}
 
 
 def test_a_5_3_3_group_fails_over_through_our_embedded_controller_without_losing_acked_messages(tmp_path):
@@ -173,7 +139,7 @@ def test_a_5_3_3_group_fails_over_through_our_embedded_controller_without_losing
         wait_for(lambda: in_sync_count(controller_port) == 2, 60, "the old master rejoins the in-sync set")
         assert routed_master(server.port) == "127.0.0.1:%d" % survivor.port
 
-        lost = set(acked) - stored_keys(classpath, namesrv)
+        lost = set(acked) - stored_keys(classpath, namesrv, "FailoverTopic")
         assert lost == set(), "acknowledged messages lost: %s" % sorted(lost)
     finally:
         for broker in brokers:
@@ -230,7 +196,7 @@ def test_three_name_servers_lose_the_controller_leader_and_the_broker_master_tog
         # read through the name server that ran throughout (a restarted one may route from its snapshot until
         # the brokers' next registration)
         (steady,) = [i for i in range(3) if i not in (leader, new_leader)] or [others[0]]
-        lost = set(acked) - stored_keys(classpath, "127.0.0.1:%d" % servers[steady].port)
+        lost = set(acked) - stored_keys(classpath, "127.0.0.1:%d" % servers[steady].port, "FailoverTopic")
         assert lost == set(), "acknowledged messages lost: %s" % sorted(lost)
     finally:
         for broker in brokers:

@@ -67,3 +67,12 @@ def test_the_time_to_a_routed_master_after_the_heal():
     assert ok and ok.value == 2.5
     split = [dict(records[0]), dict(records[1], master="other"), records[2]]
     assert not checkers.master_routed_after_heal(split, 10.0, ["a", "b"], bound=30)
+
+
+def test_the_masters_elected_within_each_fault_are_counted():
+    """What the bug schedules (slave-kill, leader-cut-from-master) are judged by: a fault that must elect nobody."""
+    records = [info(1, 1, 1), info(5, 1, 1), info(12, 2, 2), info(13, 3, 1), info(25, 3, 1)]
+    faults = [{"t": 2, "action": "cut", "healed": 8}, {"t": 10, "action": "kill", "healed": 20},
+              {"t": 24, "action": "pause", "healed": 30}]
+    per_fault = checkers.availability(records, faults)["faults"]
+    assert [f["elections"] for f in per_fault] == [0, 2, 0]

@@ -6,6 +6,8 @@ Skips, saying why, where namespaces cannot be made (not root, no iptables). ``py
 tools.faultlab`` runs the same schedules longer, more often, and beside Java's controller.
 """
 
+import os
+
 import pytest
 
 from tools.faultlab import netns
@@ -25,7 +27,8 @@ def no_namespace_left_behind():
 def _namespaces():
     import subprocess
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return [line.split(" ")[0] for line in out.splitlines() if line.startswith(netns.PREFIX_ROOT)]
+    mine = "%s%dx" % (netns.PREFIX_ROOT, os.getpid())      # other runs' labs may come and go meanwhile
+    return [line.split(" ")[0] for line in out.splitlines() if line.startswith(mine)]
 
 
 @pytest.mark.parametrize("schedule, seed", [("mixed", 11), ("master-and-controller-cut", 12)])

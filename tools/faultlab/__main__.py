@@ -20,7 +20,7 @@ import sys
 
 from tools.faultlab.netns import available, sweep
 from tools.faultlab.run import run
-from tools.faultlab.schedules import SCHEDULES
+from tools.faultlab.schedules import JAVA_BUGS, SCHEDULES
 
 SAFETY = ("one master per epoch", "epochs never go back", "linearizable", "no acknowledged message lost",
           "routes name real masters")
@@ -39,7 +39,8 @@ def seeds(text):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--schedule", default="all", help="a name, a comma list, or all: %s" % ", ".join(SCHEDULES))
+    parser.add_argument("--schedule", default="all", help="a name, a comma list, all, or java-bugs (%s): %s"
+                        % (", ".join(JAVA_BUGS), ", ".join(SCHEDULES)))
     parser.add_argument("--seeds", default="1", help="N, N-M or N,M,...")
     parser.add_argument("--side", choices=("ours", "java", "both"), default="ours")
     parser.add_argument("--brokers", choices=("fake", "java"), default="fake")
@@ -60,7 +61,8 @@ def main(argv=None):
             args.peer and os.path.isfile(os.path.join(args.peer, "lib", "rocketmq-5.3.3.jar"))):
         parser.error("--peer (or $JAVAPEER5): an Apache RocketMQ 5.3.3 installation (its lib/ holds "
                      "rocketmq-5.3.3.jar)")
-    names = sorted(SCHEDULES) if args.schedule == "all" else args.schedule.split(",")
+    names = sorted(SCHEDULES) if args.schedule == "all" else (
+        list(JAVA_BUGS) if args.schedule == "java-bugs" else args.schedule.split(","))
     sides = ("ours", "java") if args.side == "both" else (args.side,)
     sweep()
     rows = []
@@ -91,10 +93,11 @@ def _median_max(values):
 def table(rows):
     """Per schedule and side: runs, runs with a safety violation, acknowledged messages lost, and (median / max
     over the faults) the longest time without an acknowledged send, the time from a fault to the next one, and
-    from a heal until both brokers are in the in-sync set again."""
-    lines = ["%-26s %-5s %4s %6s %5s %20s %20s %20s" % ("schedule", "side", "runs", "unsafe", "lost",
-                                                       "no ack (longest)", "fault -> next ack",
-                                                       "heal -> both in sync")]
+    from a heal until both brokers are in the in-sync set again; and the master epochs each fault moved through
+    (median / max: an election each, or the group left without a master)."""
+    lines = ["%-34s %-5s %4s %6s %5s %20s %20s %20s %10s" % ("schedule", "side", "runs", "unsafe", "lost",
+                                                            "no ack (longest)", "fault -> next ack",
+                                                            "heal -> both in sync", "elections")]
     groups = {}
     for row in rows:
         groups.setdefault((row["schedule"], row["side"]), []).append(row)
@@ -104,10 +107,12 @@ def table(rows):
         lost = sum((r["checks"].get("no acknowledged message lost", {}).get("value") or {}).get("lost", 0)
                    for r in group)
         faults = [f for r in group for f in r["availability"].get("faults", [])]
-        lines.append("%-26s %-5s %4d %6d %5d %20s %20s %20s" % (
+        elections = [f.get("elections") for f in faults if f.get("elections") is not None]
+        lines.append("%-34s %-5s %4d %6d %5d %20s %20s %20s %10s" % (
             name, side, len(group), unsafe, lost, _median_max(f.get("longest_gap") for f in faults),
             _median_max(f.get("seconds_to_next_ack") for f in faults),
-            _median_max(f.get("in_sync_after_heal") for f in faults)))
+            _median_max(f.get("in_sync_after_heal") for f in faults),
+            "%g / %g" % (statistics.median(elections), max(elections)) if elections else "-"))
     return "\n".join(lines)
 
 

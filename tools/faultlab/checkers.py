@@ -159,6 +159,8 @@ def availability(agent, faults):
     oks = sorted(r["ret"] for r in agent if r["kind"] == "send" and r["ok"])
     gaps = [b - a for a, b in zip(oks, oks[1:])]
     in_sync = sorted(r["t"] for r in agent if r["kind"] == "replica_info" and len(r.get("syncStateSet") or []) >= 2)
+    epochs = sorted((r["t"], r["masterEpoch"]) for r in agent if r["kind"] == "replica_info"
+                    and r.get("masterEpoch") is not None)
     per_fault = []
     for i, fault in enumerate(faults):
         end = faults[i + 1]["t"] if i + 1 < len(faults) else float("inf")
@@ -167,10 +169,16 @@ def availability(agent, faults):
         points = before[-1:] + window
         healed = fault.get("healed")
         back = [t for t in in_sync if healed is not None and t >= healed]
+        epoch_before = max([e for t, e in epochs if t < fault["t"]], default=None)
+        epoch_during = max([e for t, e in epochs if fault["t"] <= t < end], default=epoch_before)
         per_fault.append({"fault": fault["action"],
                           "seconds_to_next_ack": round(window[0] - fault["t"], 2) if window else None,
                           "longest_gap": round(max((b - a for a, b in zip(points, points[1:])), default=0.0), 2),
-                          "in_sync_after_heal": round(back[0] - healed, 2) if back else None})
+                          "in_sync_after_heal": round(back[0] - healed, 2) if back else None,
+                          # master epochs moved through from the fault to the next one, as the controllers answer:
+                          # each election, and each time the group was left without a master
+                          "elections": (epoch_during - epoch_before) if None not in (epoch_before, epoch_during)
+                          else None})
     return {"acknowledged": len(oks), "longest_gap": round(max(gaps), 2) if gaps else None, "faults": per_fault}
 
 

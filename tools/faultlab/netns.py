@@ -5,7 +5,8 @@ namespace ``<prefix>-sw``; the addresses (``10.<net>.0.<n>/24``) exist only insi
 namespaces, never on the machine's own network. A partition is iptables DROP rules in the hosts'
 own namespaces (both directions, so no RST tells anyone); ``heal`` flushes them. Everything the lab
 creates carries the lab's unique prefix and is removed by ``close()`` (also when a test fails:
-``Lab`` is a context manager), and ``sweep()`` removes what a killed run left behind.
+``Lab`` is a context manager), and ``sweep()`` removes what a killed run left behind (only that: the
+prefix names the process that made the lab, so a sweep never touches a lab in use).
 
 Processes run in a host with ``ip netns exec``; their pids are the machine's (namespaces isolate
 the network, not the process table), so the lab can kill -9 and SIGSTOP them directly.
@@ -18,7 +19,9 @@ import signal
 import subprocess
 import time
 
-PREFIX_ROOT = "fl"
+#: every lab's namespaces are ``fault<pid of the process that made it>x<2 hex digits>-<host>``: a sweep removes only
+#: those of processes that are gone, never a lab another run (another checkout, another engineer) is using
+PREFIX_ROOT = "fault"
 
 
 class LabUnavailable(Exception):
@@ -53,12 +56,30 @@ def available():
     return None
 
 
-def sweep(prefix=PREFIX_ROOT):
-    """Remove namespaces a lab with ``prefix`` left behind (a run killed before its cleanup)."""
+def _maker(name):
+    """The pid in a lab namespace's name, or None when the name is not a lab's."""
+    digits = name[len(PREFIX_ROOT):].split("x", 1)[0]
+    return int(digits) if name.startswith(PREFIX_ROOT) and digits.isdigit() else None
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep():
+    """Remove the namespaces labs left behind whose process is gone (a run killed before its cleanup); labs of
+    running processes are left alone, whoever runs them."""
     listed = _run(["ip", "netns", "list"], check=False).stdout.split("\n")
     for line in listed:
         name = line.split(" ")[0].strip()
-        if name.startswith(prefix):
+        pid = _maker(name)
+        if pid is not None and pid != os.getpid() and not _alive(pid):
             _kill_namespace_processes(name)
             _run(["ip", "netns", "del", name], check=False)
 
@@ -91,7 +112,7 @@ class Lab:
         reason = available()
         if reason is not None:
             raise LabUnavailable(reason)
-        self.prefix = prefix or "%s%04x" % (PREFIX_ROOT, random.randrange(1 << 16))
+        self.prefix = prefix or "%s%dx%02x" % (PREFIX_ROOT, os.getpid(), random.randrange(1 << 8))
         self.net = net if net is not None else random.randrange(100, 250)
         self.switch = "%s-sw" % self.prefix
         self.hosts = {}

@@ -172,6 +172,16 @@ def _break(lab, state, fault):
     elif fault.action == "loss":
         for host in fault.targets:
             _proxy_settings(state, host, fault.settings)
+    elif fault.action == "steps":
+        for step in fault.steps:
+            if step[0] == "cut":
+                lab.cut(step[1], step[2])
+            elif step[0] == "heal":
+                lab.heal()
+            elif step[0] == "kill":
+                _process(state, step[1]).kill()
+            elif step[0] == "wait":
+                time.sleep(step[1])
 
 
 def _heal(lab, state):

@@ -13,6 +13,9 @@ then all restarted), ``master-cut`` (the broker master cut off from the controll
 ``master-and-controller-cut`` (the master and one controller on one side, the rest on the other),
 ``master-kill`` and ``master-and-leader-kill`` (#7689: the master and the controller leader together).
 ``mixed`` draws one of the others each time.
+RocketMQ's controller bug reports (``JAVA_BUGS``): ``leader-cut-from-master`` (#10812),
+``leader-cut-from-slave-master-kill`` (#10812, #9845), ``master-hang`` (#10416), ``slave-kill`` (#8380,
+#10875), ``isr-flap`` (#7219, #6342).
 """
 
 from dataclasses import dataclass, field
@@ -20,11 +23,14 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Fault:
-    action: str                       # partition | kill | pause | mixed parts
+    action: str                       # partition | cuts | kill | pause | loss | steps
     sides: list = field(default_factory=list)     # partition: lists of host names
     targets: list = field(default_factory=list)   # kill / pause: member host names
     description: str = ""
     settings: dict = field(default_factory=dict)  # loss: the proxy's settings
+    #: steps: one fault made of several, in order: ("cut", side_a, side_b), ("heal",), ("kill", host),
+    #: ("wait", seconds); the fault's own duration starts after the last one
+    steps: list = field(default_factory=list)
 
 
 def _halves(rng, names):
@@ -132,6 +138,59 @@ def master_and_leader_kill(rng, run):
                  % (master, leader))
 
 
+# -- RocketMQ's controller bug reports (issue 56, item 5; bench/results/controller-java-bugs.md) -------------------
+def leader_cut_from_master(rng, run):
+    """apache/rocketmq#10812: the broker master's beats reach only the follower controllers (its link to the
+    leader cut; a 5.3.3 broker then drops the leader from the addresses it beats to). Java's leader takes the
+    master for dead at its heartbeat timeout and elects the slave while the master serves; ours asks the
+    followers (relay.py) and keeps it."""
+    master = run.master_host() or rng.choice(run.broker_hosts)
+    leader = run.leader_host() or rng.choice(run.member_hosts)
+    return Fault("partition", sides=[[master], [leader]],
+                 description="broker master %s cut off from the controller leader %s only" % (master, leader))
+
+
+def leader_cut_from_slave_master_kill(rng, run):
+    """#10812 and #9845 from the slave's side: the slave's beats reach only the followers, then the master dies.
+    Java's leader does not hear the slave: nobody can be elected until the cut heals. Ours hears it through the
+    followers and elects it; it learns so once it reaches the leader again."""
+    master = run.master_host() or rng.choice(run.broker_hosts)
+    slave = next(b for b in run.broker_hosts if b != master)
+    leader = run.leader_host() or rng.choice(run.member_hosts)
+    return Fault("steps", steps=[("cut", [slave], [leader]), ("wait", rng.uniform(3.0, 6.0)), ("kill", master)],
+                 description="slave %s cut off from the leader %s, then kill -9 the master %s" % (slave, leader, master))
+
+
+def master_hang(rng, run):
+    """#10416 (and #9717): a master alive to the kernel, its connections open, that stops beating (an OOM, a long
+    pause): SIGSTOP. Java 5.3.3's JRaft controller never scans again a second after the first beat, so it is
+    never replaced; its DLedger controller (what the lab runs) and ours replace it at its timeout."""
+    master = run.master_host() or rng.choice(run.broker_hosts)
+    return Fault("pause", targets=[master], description="SIGSTOP the broker master %s" % master)
+
+
+def slave_kill(rng, run):
+    """#8380 and #10875: with the re-election predicate inverted (Java's JRaft controller), a dead slave beside a
+    live master triggers elections; a dead master beside a live slave does not. No election may follow this."""
+    master = run.master_host() or rng.choice(run.broker_hosts)
+    slave = next(b for b in run.broker_hosts if b != master)
+    return Fault("kill", targets=[slave], description="kill -9 the broker slave %s" % slave)
+
+
+def isr_flap(rng, run):
+    """#7219 and #6342: the in-sync set shrinking and growing again and again (the master-slave link cut and healed
+    every second or so), then the master killed: whoever is elected must hold every acknowledged message."""
+    master = run.master_host() or rng.choice(run.broker_hosts)
+    slave = next(b for b in run.broker_hosts if b != master)
+    steps = []
+    for _ in range(rng.randint(3, 6)):
+        steps += [("cut", [master], [slave]), ("wait", rng.uniform(0.5, 2.5)), ("heal",),
+                  ("wait", rng.uniform(0.5, 2.5))]
+    steps.append(("kill", master))
+    return Fault("steps", steps=steps, description="the link between %s and %s flapping %d times, then kill -9 %s"
+                 % (master, slave, len(steps) // 4, master))
+
+
 SCHEDULES = {
     "partition-random-halves": partition_random_halves,
     "partition-random-node": partition_random_node,
@@ -148,11 +207,18 @@ SCHEDULES = {
     "master-kill": master_kill,
     "packet-loss": packet_loss,
     "master-and-leader-kill": master_and_leader_kill,
+    "leader-cut-from-master": leader_cut_from_master,
+    "leader-cut-from-slave-master-kill": leader_cut_from_slave_master_kill,
+    "master-hang": master_hang,
+    "slave-kill": slave_kill,
+    "isr-flap": isr_flap,
 }
+#: the schedules of RocketMQ's controller bug reports (``--schedule java-bugs``)
+JAVA_BUGS = ("leader-cut-from-master", "leader-cut-from-slave-master-kill", "master-hang", "slave-kill", "isr-flap")
 
 
 def mixed(rng, run):
-    name = rng.choice(sorted(SCHEDULES))
+    name = rng.choice(sorted(n for n in SCHEDULES if n not in JAVA_BUGS))   # as before they came: seeds replay
     fault = SCHEDULES[name](rng, run)
     fault.description = "%s: %s" % (name, fault.description)
     return fault

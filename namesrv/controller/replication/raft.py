@@ -37,7 +37,7 @@ from namesrv.controller.replication.journal import DurableJournal, JournalError
 from namesrv.controller.replication.members import Credentials
 from namesrv.controller.replication.mesh import MemberMesh
 from namesrv.controller.replication.quorum import LeaderLease, PreVote
-from namesrv.controller.replication.transport import PREVOTE, MemberNode, MemberTransport
+from namesrv.controller.replication.transport import NOTE, PREVOTE, MemberNode, MemberTransport
 from namesrv.interfaces import IReplicatedLog
 
 #: seconds between two ticks of pysyncobj's timers (messages and proposals tick at once)
@@ -97,6 +97,8 @@ class RaftLog:
         self.peers = dict(peers)              # id -> controller address (what brokers are told, and members dial)
         self.reactor = reactor
         self.role_listeners = []
+        #: ``callback(peer, body)`` for each note another member sends (``send_note``)
+        self.note_listeners = []
         self.store_dir = store_dir
         self.timing = timing or RaftTiming()
         self.monotonic = monotonic
@@ -132,6 +134,7 @@ class RaftLog:
         transport = MemberTransport(self.self_id, others, self.mesh, journal, self.monotonic,
                                     self.timing.min_timeout)
         transport.poke = self._poke
+        transport.note_handler = self._note_received
         transport.call_soon = lambda f: self.reactor.callLater(0, f)
         conf = SyncObjConf(
             autoTick=False, useFork=False, dynamicMembershipChange=False, journalFile=self.journal_path,
@@ -249,6 +252,15 @@ class RaftLog:
         self._serving = serving
         for listener in list(self.role_listeners):
             listener(serving)
+
+    def send_note(self, peer, body):
+        """A note (plain data, msgpack) to another member over its authenticated link; False when not linked."""
+        syncobj = self._syncobj
+        return self.mesh.send(peer, [NOTE, syncobj.raftCurrentTerm if syncobj is not None else 0, 0, 0, body])
+
+    def _note_received(self, peer, body):
+        for listener in list(self.note_listeners):
+            listener(peer, body)
 
     def _send_prevote(self, peer, body):
         self.mesh.send(peer, [PREVOTE, self._syncobj.raftCurrentTerm, 0, 0, body])

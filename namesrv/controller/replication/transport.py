@@ -14,7 +14,8 @@ pysyncobj accepts a transport object; this one sits between its core and the mes
 - **Forwarded commands** are never sent: pysyncobj forwards a command proposed on a member that
   stopped leading to the new leader, which would then commit a decision made from an old state.
   We answer it at once, locally, as refused by "the leader".
-- Pre-vote requests and replies travel as their own kinds.
+- Pre-vote requests and replies travel as their own kinds, and so do notes (``NOTE``) that are not
+  Raft's: the listener that takes them checks their schema itself.
 
 A member's node is a ``MemberNode``: its id is the controller id (n0, n1, ...).
 """
@@ -33,6 +34,8 @@ RAFT = "raft"
 PREVOTE = "prevote"
 PREVOTE_REPLY = "prevote-reply"
 TERM_NOTICE = "term"
+#: a note between controllers that is not Raft's (namesrv/controller/relay.py: brokers the leader does not hear)
+NOTE = "note"
 
 
 class MemberNode(Node):
@@ -59,6 +62,7 @@ class MemberTransport(Transport):
         self._leader_stamp = {}      # peer -> the latest stamp it sent us as leader
         self.last_leader_contact = clock()   # a member that just started may have missed a leader
         self._told = {}
+        self.note_handler = None     # callable(peer, body) for NOTE envelopes (RaftLog.note_listeners)
         self.dropped = {"stale_ack": 0, "vote_while_led": 0, "forwarded_command": 0, "bad": 0}
         journal.synced_listeners.append(self._release)
 
@@ -134,6 +138,9 @@ class MemberTransport(Transport):
                 self.poke()
             elif kind == TERM_NOTICE:
                 self._term_notice(peer, term, check_prevote_request(body))
+            elif kind == NOTE:
+                if self.note_handler is not None:
+                    self.note_handler(peer, body)     # checks its own schema; never raises
             else:
                 raise CodecError("unknown envelope kind %r" % (kind,))
         except (CodecError, ValueError, TypeError) as e:
