@@ -29,6 +29,7 @@ def configure(program, config_file=None, overrides=None, printing=False):
     from twisted.logger import Logger
 
     from namesrv.config import ConfigError, NamesrvConfig
+    from namesrv.startup.javastyle import bind_warning
 
     config = NamesrvConfig()
     notes = []
@@ -52,6 +53,9 @@ def configure(program, config_file=None, overrides=None, printing=False):
     log = Logger(namespace=program)
     for note in notes:
         log.warn("{note}", note=note)
+    warning = bind_warning(config_file, overrides)
+    if warning is not None:
+        log.warn("{warning}", warning=warning)
     for name, text in config.informational_settings():
         log.warn("{name}={text} is set, but {name} tunes the Java server only (its threads, pools or Netty "
                  "buffers): accepted, it changes nothing here", name=name, text=text)
