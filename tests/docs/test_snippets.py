@@ -94,11 +94,29 @@ def checkout_view(workdir):
     os.symlink(sys.prefix, os.path.join(workdir, ".venv"))
 
 
+#: what the sandbox itself puts in a snippet's directory (tests/docs/sandbox.py), apart from the checkout's view
+SANDBOX_FILES = re.compile(r"(spec\.json|snippet\.properties|server\.log|\.output-\d+|\.restart-(request|done))$")
+
+
+def files_of(workdir):
+    """The files and folders (``name/``) under ``workdir``, relative; the checkout's linked folders and HOME
+    not entered."""
+    found = set()
+    for folder, dirs, files in os.walk(workdir):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))
+                   and os.path.join(folder, d) != os.path.join(workdir, "home")]
+        found.update(os.path.relpath(os.path.join(folder, name), workdir) for name in files
+                     if not os.path.islink(os.path.join(folder, name)) or folder != workdir)
+        found.update(os.path.relpath(os.path.join(folder, name), workdir) + "/" for name in dirs)
+    return found
+
+
 def run_in_namespace(snippet, base):
     workdir = tempfile.mkdtemp(prefix="snippet-", dir=base)
     home = os.path.join(workdir, "home")
     os.makedirs(home)
     checkout_view(workdir)
+    before = files_of(workdir)
     spec = {"kind": snippet.kind, "mode": snippet.mode, "text": snippet.text, "workdir": workdir, "home": home,
             "server_options": snippet.server_options, "venv_bin": os.path.dirname(sys.executable),
             "addresses": sorted(set(_ADDRESS.findall(snippet.text)))}
@@ -114,9 +132,12 @@ def run_in_namespace(snippet, base):
                           capture_output=True, text=True, timeout=400)
     lines = done.stdout.strip().splitlines()
     try:
-        return json.loads(lines[-1])
+        result = json.loads(lines[-1])
     except (IndexError, ValueError):
         return {"ok": False, "why": "the sandbox failed (exit %s)" % done.returncode, "output": done.stderr[-4000:]}
+    result["left"] = sorted(path for path in files_of(workdir) - before
+                            if path != "home/" and not SANDBOX_FILES.match(path))
+    return result
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +167,38 @@ def test_a_snippet_runs_as_written(snippet, results):
         return
     result = results[snippet.ident]
     assert result["ok"], "%s (%s): %s\n%s" % (snippet.ident, snippet.mode, result["why"], result["output"])
+
+
+GIT = shutil.which("git")
+
+
+def not_ignored(paths):
+    """The paths (relative to the checkout) its .gitignore does not cover: they would show as untracked."""
+    if not paths:
+        return []
+    done = subprocess.run([GIT, "-C", REPO, "check-ignore", "--no-index", "--stdin"], input="\n".join(paths),
+                          capture_output=True, text=True, timeout=60)
+    ignored = set(done.stdout.split("\n"))
+    return [path for path in paths if path not in ignored]
+
+
+@pytest.mark.skipif(GIT is None, reason="git is not installed: .gitignore cannot be asked")
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind == "shell" and s.mode in RUNNABLE],
+                         ids=lambda s: s.ident)
+def test_a_snippet_leaves_nothing_in_the_checkout_that_git_would_show(snippet, results):
+    """A block pasted in a checkout's root (a controller.secret, properties and logs) leaves there only what
+    .gitignore covers: what a try-it block writes goes to a temporary directory of its own."""
+    result = results[snippet.ident]
+    assert not_ignored(result["left"]) == [], "%s leaves in the checkout: %s" % (snippet.ident, result["left"])
+
+
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind == "shell" and s.mode in RUNNABLE
+                                     and re.search(r"^\s*until ", s.text, re.M)], ids=lambda s: s.ident)
+def test_a_wait_for_a_starting_server_prints_nothing_while_it_waits(snippet, results):
+    """An ``until`` loop asks a server that is still starting: its refusals (namesrv-admin's "cannot reach ...:
+    Connection refused") are no news to the reader."""
+    output = results[snippet.ident]["output"]
+    assert "cannot reach" not in output, output
 
 
 def test_ci_runs_the_readmes_test_command_as_written():
