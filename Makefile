@@ -9,8 +9,8 @@ ARGS ?=
 # `make run` serves the status page on http://127.0.0.1:$(STATUS_PORT)/ (twistd namesrv alone keeps it off)
 STATUS_PORT ?= 9877
 # The package is installed, not linked (what users install is what runs): a change to any of these
-# installs it again at the next `make run` or `make test`.
-SOURCES := setup.cfg pyproject.toml README.md \
+# (the docs too: they are installed with it) installs it again at the next `make run` or `make test`.
+SOURCES := setup.cfg pyproject.toml README.md $(wildcard docs/*.md docs/*.png) \
 	$(shell find namesrv processors spark twisted -type f -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null)
 
 .PHONY: run test test-cluster stress-test bench clean spark-package
