@@ -33,7 +33,7 @@ class Options(usage.Options):
         from namesrv.controller.service import ControllerConfigError, controller_peers
         from namesrv.startup import configure, refuse
 
-        config = configure(PROGRAM, self["configFile"], printing=bool(self["printConfigItem"]))
+        config = configure(PROGRAM, self["configFile"], printing=bool(self["printConfigItem"]), bind_warning=False)
         try:
             self_id, peers = controller_peers(config)
         except ControllerConfigError as e:

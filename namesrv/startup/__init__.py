@@ -21,15 +21,17 @@ def refuse(program, message, starting=True):
     raise SystemExit(1)
 
 
-def configure(program, config_file=None, overrides=None, printing=False):
+def configure(program, config_file=None, overrides=None, printing=False, bind_warning=True):
     """The configuration of a start: the ``-c`` file, then ``overrides`` (the command line's
     ``{property: text}``). A bad value or a misspelt key refuses (one line); keys that are not
     properties are logged. With ``printing`` (``-p``): print the properties and exit 0, each key
-    that is not one a warning on stderr (a misspelt one too: -p only shows)."""
+    that is not one a warning on stderr (a misspelt one too: -p only shows). ``bind_warning``: warn
+    of a Java-style file without bindAddress (startup/javastyle.py); off for a program whose clients'
+    port is not on bindAddress (``twistd controller``: its port is its address in controllerDLegerPeers)."""
     from twisted.logger import Logger
 
     from namesrv.config import ConfigError, NamesrvConfig
-    from namesrv.startup.javastyle import bind_warning
+    from namesrv.startup.javastyle import java_file_without_bind
 
     config = NamesrvConfig()
     notes = []
@@ -53,7 +55,7 @@ def configure(program, config_file=None, overrides=None, printing=False):
     log = Logger(namespace=program)
     for note in notes:
         log.warn("{note}", note=note)
-    warning = bind_warning(config_file, overrides)
+    warning = java_file_without_bind(config_file, overrides) if bind_warning else None
     if warning is not None:
         log.warn("{warning}", warning=warning)
     for name, text in config.informational_settings():

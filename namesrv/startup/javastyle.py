@@ -25,7 +25,7 @@ def is_java_style(keys):
     return bool(known) and not any(key in _OURS for key in known)
 
 
-def bind_warning(config_file, overrides):
+def java_file_without_bind(config_file, overrides):
     """The start-up warning for a Java-style ``config_file`` that leaves ``bindAddress`` to our default (and
     whose command line does not set it either), or None."""
     if not config_file or "bindAddress" in (overrides or {}):
