@@ -13,11 +13,15 @@ format, so a scrape job on ``/health`` is the health check: its ``up`` is 0 when
 """
 
 import json
+import ssl
+import time
 
 from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.web import resource, server
 
+from namesrv.client import BlockingRemotingClient
+from namesrv.config import ConfigError, NamesrvConfig
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
 
@@ -123,10 +127,6 @@ def ask_remoting(host, port, timeout=PROBE_TIMEOUT, tls=False):
     """One GET_BROKER_CLUSTER_INFO on a new blocking connection: the milliseconds it took; raises OSError when
     nothing answers. Any answer counts, as for /health. ``tls``: over TLS, the server's certificate not checked
     (a port with ``tlsMode=enforcing`` closes a plain client; who answers is not the question here)."""
-    import ssl
-    import time
-
-    from namesrv.client import BlockingRemotingClient
     started = time.monotonic()
     client = BlockingRemotingClient(host, port, timeout=timeout)
     try:
@@ -147,7 +147,6 @@ def remoting_of(config_file):
     """``(host, port, tls)`` to ask for the server started with ``-c config_file``: its bindAddress and
     listenPort, read by the server's own loader (so the wait always matches the file); ValueError when the
     file cannot say (unreadable, a bad value, listenPort=0: a port chosen at start)."""
-    from namesrv.config import ConfigError, NamesrvConfig
     config = NamesrvConfig()
     try:
         config.load_file(config_file)
@@ -169,7 +168,6 @@ def main(argv=None):
     """
     import argparse
     import sys
-    import time
     import urllib.error
     import urllib.request
 

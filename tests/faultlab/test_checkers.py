@@ -1,6 +1,15 @@
 """The fault lab's checkers on records whose verdict is known: each catches what it is for."""
 
+import json
+import signal
+import socket
+import subprocess
+import sys
+
+from tests.integration.server import REPO, free_port
+from tools import processes
 from tools.faultlab import checkers
+from tools.faultlab.agent import stop_bound
 
 
 def info(t, epoch, master, sync_epoch=1, controller="10.0.0.1:9878"):
@@ -56,14 +65,6 @@ def test_logs_never_read_back_are_not_counted_as_lost_messages():
 def test_a_stopping_agent_reads_back_every_broker_within_its_bound(tmp_path):
     """Brokers that accept and never answer (the slowest read-back there is): the agent still stops by itself
     within ``stop_bound``, having recorded each read-back, so the lab's stop never has to kill it."""
-    import json
-    import signal
-    import socket
-    import subprocess
-    import sys
-    from tools import processes
-    from tools.faultlab.agent import stop_bound
-    from tests.integration.server import REPO, free_port
     silent = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]   # READ on port + 2: accepted, unanswered
     readers = [socket.create_server(("127.0.0.1", s.getsockname()[1] + 2)) for s in silent]
     out = tmp_path / "agent.jsonl"

@@ -4,6 +4,7 @@ ours binds 127.0.0.1, Java's every interface (namesrv/startup/javastyle.py says 
 import pytest
 from twisted.logger import formatEvent, globalLogPublisher
 
+from namesrv.controller.tap import Options as ControllerOptions
 from namesrv.startup import configure
 from namesrv.startup.javastyle import is_java_style
 from tests.integration.server import NamesrvProcess, free_port
@@ -65,14 +66,13 @@ def test_twistd_with_a_java_file_logs_the_warning_once(tmp_path):
 def test_twistd_controller_is_not_warned_its_port_is_its_peers_address(tmp_path):
     """A standalone controller listens where controllerDLegerPeers says, not on bindAddress: its file (Java's
     ControllerConfig keys only) is no reason for the warning."""
-    from namesrv.controller.tap import Options
     path = tmp_path / "controller.properties"
     path.write_text("controllerDLegerGroup=group1\ncontrollerDLegerPeers=n0-127.0.0.1:9878\ncontrollerDLegerSelfId=n0\n"
                     "controllerStorePath=%s\n" % (tmp_path / "store"))
     seen = []
     globalLogPublisher.addObserver(seen.append)
     try:
-        Options().parseOptions(["-c", str(path)])
+        ControllerOptions().parseOptions(["-c", str(path)])
     finally:
         globalLogPublisher.removeObserver(seen.append)
     assert not [e for e in seen if "bindAddress=0.0.0.0" in formatEvent(e)]

@@ -4,6 +4,7 @@ sync, die and get a new master, read through the page's resource as a browser as
 import html
 import re
 
+from namesrv.status.controller import section
 from tests.controller.harness import ControllerHarness, FakeBroker
 from tests.integration.server import free_port
 from tests.status.pages import get, make
@@ -118,7 +119,6 @@ def test_raft_members_say_whether_they_are_authenticated_and_what_was_refused():
 
 
 def test_a_peer_without_a_link_is_marked_dead_and_counted():
-    from namesrv.status.controller import section
     status = {"group": "g", "selfId": "n0", "isLeader": True, "groups": [],
               "controller": {"mode": "raft", "role": "leader", "leaderId": "n0", "connectedPeers": ["n1"],
                              "authenticated": True,

@@ -1,10 +1,14 @@
 """The status page's sorted topic names: sorted again only when the set of topics changes."""
 
+import re
+
 from twisted.internet.task import Clock
 
+from namesrv.status import views
 from namesrv.status.views import SortedTopics
-from tests.fakes import run_turns, turn_scheduler
+from tests.fakes import FakeConnection, run_turns, turn_scheduler
 from tests.routes.helpers import new_routes, register
+from tests.status import pages
 
 
 class CountingSort(SortedTopics):
@@ -67,21 +71,17 @@ def test_the_page_answers_a_sliced_search(tmp_path, monkeypatch):
 def test_the_page_lists_topics_in_natural_order(tmp_path):
     """Topic0, Topic1, Topic2, ..., Topic10, Topic100: numbers by their value, as a reader counts (the page sorted
     them as text: Topic0, Topic1, Topic10, Topic100, Topic2)."""
-    import re
-    from tests.status.pages import get, make, register
-    from tests.fakes import FakeConnection as Conn
-    svc = make(tmp_path)
+    svc = pages.make(tmp_path)
     names = ["Topic100", "Topic2", "Topic10", "Topic0", "Topic1", "Topic9", "TopicA", "Topic1-b10", "Topic1-b9",
              "Retry7", "%RETRY%g2", "%RETRY%g10"]
-    register(svc, Conn(), "C1", "broker-a", "127.0.0.1:10911", 0, names)
-    text = get(svc, "/fragment/topics")[2]
+    pages.register(svc, FakeConnection(), "C1", "broker-a", "127.0.0.1:10911", 0, names)
+    text = pages.get(svc, "/fragment/topics")[2]
     shown = [n for n in re.findall(r'<a href="\?t=[^"]*">([^<]+)</a>', text) if n in names]
     assert shown == ["%RETRY%g2", "%RETRY%g10", "Retry7", "Topic0", "Topic1", "Topic1-b9", "Topic1-b10", "Topic2",
                      "Topic9", "Topic10", "Topic100", "TopicA"]
 
 
 def test_many_new_names_get_their_order_a_slice_per_turn_and_the_list_is_shown_meanwhile(monkeypatch):
-    from namesrv.status import views
     monkeypatch.setattr(views, "KEYS_INLINE", 10)
     monkeypatch.setattr(views, "SEARCH_SLICE", 20)
     clock = Clock()
