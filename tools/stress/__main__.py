@@ -68,6 +68,15 @@ def pytest_command(run_dir, args):
             "-o", "junit_family=xunit1", "-o", "faulthandler_timeout=%d" % args.dump_after] + args.pytest_args
 
 
+def machine_load():
+    """The load averages (1, 5 and 15 minutes) as /proc/loadavg gives them, or None."""
+    try:
+        with open("/proc/loadavg") as f:
+            return f.read().split()[:3]
+    except OSError:
+        return None
+
+
 def end_group(process, grace):
     """SIGINT to the run's process group (pytest stops and tears down), SIGKILL to it after ``grace``."""
     for sig, wait in ((signal.SIGINT, grace), (signal.SIGKILL, 30.0)):
@@ -149,7 +158,8 @@ def main(argv=None):
                 report.add_run(number, "stopped", 0.0, os.path.join(directory, "run-%02d" % number),
                                "stopped by %s" % stopped)
                 break
-            report.add_run(number, status, seconds, os.path.join(directory, "run-%02d" % number), note)
+            report.add_run(number, status, seconds, os.path.join(directory, "run-%02d" % number), note,
+                           machine_load())
             report.write()
             last = report.runs[-1]
             print("stress: run %02d: exit %s in %.0f s, %d tests, %s" % (

@@ -64,7 +64,9 @@ class Report:
         self.runs = []       # {"run", "status", "seconds", "tests", "failed": [ids], "log", "junit", "note"}
         self.failures = {}   # test id -> {"runs": [n...], "message": first message}
 
-    def add_run(self, number, status, seconds, run_dir, note=""):
+    def add_run(self, number, status, seconds, run_dir, note="", machine_load=None):
+        """``machine_load``: the load averages (1, 5, 15 min) at the run's end: the machine may run more than
+        this series' load."""
         outcomes, messages = read_junit(os.path.join(run_dir, "junit.xml"))
         failed = sorted(ident for ident, outcome in outcomes.items() if outcome in ("failed", "error"))
         if not failed and status not in PASSED_STATUSES:
@@ -79,7 +81,7 @@ class Report:
                           "skipped": sum(1 for o in outcomes.values() if o == "skipped"),
                           "failed": failed, "log": os.path.relpath(os.path.join(run_dir, "output.txt"),
                                                                    self.directory),
-                          "note": note})
+                          "note": note, "machine_load": machine_load})
 
     @property
     def passed(self):
@@ -95,8 +97,9 @@ class Report:
         lines = ["stress: %d run(s) of `%s` beside %s, started %s" % (len(self.runs), self.command, self.load,
                                                                      self.started)]
         for run in self.runs:
-            lines.append("  run %02d: exit %s, %d tests (%d skipped), %.0f s%s%s" % (
+            lines.append("  run %02d: exit %s, %d tests (%d skipped), %.0f s%s%s%s" % (
                 run["run"], run["status"], run["tests"], run["skipped"], run["seconds"],
+                ", machine load %s" % " ".join(run["machine_load"]) if run.get("machine_load") else "",
                 ", %d failed" % len(run["failed"]) if run["failed"] else "",
                 " (%s)" % run["note"] if run["note"] else ""))
         if not self.failures:
