@@ -9,11 +9,11 @@ ARGS ?=
 # `make run` serves the status page on http://127.0.0.1:$(STATUS_PORT)/ (twistd namesrv alone keeps it off)
 STATUS_PORT ?= 9877
 # The package is installed, not linked (what users install is what runs): a change to any of these
-# installs it again at the next `make run` or `make test`.
-SOURCES := setup.cfg pyproject.toml README.md \
+# (the docs too: they are installed with it) installs it again at the next `make run` or `make test`.
+SOURCES := setup.cfg pyproject.toml README.md $(wildcard docs/*.md docs/*.png) \
 	$(shell find namesrv processors spark twisted -type f -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: run test test-cluster bench clean spark-package
+.PHONY: run test test-cluster stress-test bench clean spark-package
 
 # Running: the package and its install_requires only (`pip install .`: about 100 MB, no pyspark).
 $(VENV)/.run-installed: $(SOURCES)
@@ -35,6 +35,14 @@ run: $(VENV)/.run-installed
 
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest $(ARGS)
+
+# The suite RUNS times in a row with LOAD beside it (tools/stress: busy CPUs, a disk writing and syncing),
+# stopped with the load on Ctrl-C; every test that failed at least once, with each run's log, under
+# build/stress/<time>/ (report.txt). `make stress-test RUNS=3 ARGS="tests/packaging -q"`: part of it.
+RUNS ?= 5
+LOAD ?= --cpu 1 --disk
+stress-test: $(VENV)/.test-installed
+	$(BIN)/python -m tools.stress --runs $(RUNS) $(LOAD) $(STRESS) -- $(ARGS)
 
 test-cluster: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -m cluster $(ARGS)

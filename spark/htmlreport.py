@@ -7,6 +7,7 @@ page shows its top rows only.
 
 import datetime
 import html
+import re
 
 TIME_COLUMNS = {"firstTs", "lastTs", "firstSeen", "lastSeen", "start", "end", "expiredAt", "reRegisteredAt",
                 "firstLateAt", "lastLateAt", "minute", "firstMinute", "lastMinute", "vanishedAt", "returnedAt",
@@ -68,10 +69,19 @@ def _cell(name, value):
     return str(value)
 
 
+_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _heading(column):
+    """A column's name with a line-break opportunity before each capital (gap<wbr>P99<wbr>Ms): seventeen
+    camelCase names side by side made a table wider than a 1280-px window."""
+    return _WORD_START.sub("<wbr>", html.escape(column))
+
+
 def table(columns, rows, limit=20):
     if not rows:
         return "<p class='empty'>(no rows)</p>"
-    head = "".join("<th>%s</th>" % html.escape(c) for c in columns)
+    head = "".join("<th>%s</th>" % _heading(c) for c in columns)
     body = "".join("<tr>%s</tr>" % "".join("<td>%s</td>" % html.escape(_cell(c, v)) for c, v in zip(columns, row))
                    for row in rows[:limit])
     return "<table><thead><tr>%s</tr></thead><tbody>%s</tbody></table>" % (head, body)
@@ -172,7 +182,8 @@ def render(d, summary, options, chart_dir="charts", captions=None):
     captions = captions or {}
     out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>NameServer event report</title>",
            "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;"
-           "font-size:12px;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+           "font-size:12px;margin:.5em 0;max-width:100%}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+           "td{overflow-wrap:anywhere}"
            "th{background:#eee}img{max-width:100%;display:block;margin:.5em 0}.empty{color:#888}"
            ".warn{color:#a00}.ok{color:#070}#what-happened{border:1px solid #ccc;padding:0 1em;margin:1em 0}figure{margin:1em 0}figcaption{font-size:13px;color:#333}</style></head><body>",
            "<h1>NameServer event report</h1>"]

@@ -60,10 +60,10 @@ def command_line(pid):
     return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip() or "[%d]" % pid
 
 
-def carries(pid, value):
-    """Does ``pid``'s environment carry MARKER=value?"""
+def carries(pid, value, marker=MARKER):
+    """Does ``pid``'s environment carry ``marker``=value (MARKER: this session's)?"""
     environ = _read("%s/%d/environ" % (PROC, pid))
-    return environ is not None and ("%s=%s" % (MARKER, value)).encode() in environ.split(b"\0")
+    return environ is not None and ("%s=%s" % (marker, value)).encode() in environ.split(b"\0")
 
 
 def ancestors(pid):

@@ -30,8 +30,10 @@ def test_tls_without_pyopenssl_refuses_to_start_with_one_line(tmp_path):
     conf = tmp_path / "namesrv.properties"
     conf.write_text("listenPort=0\nkvConfigPath=%s\nlogDir=%s\ntlsMode=permissive\ntlsServerCertPath=%s\n"
                     "tlsServerKeyPath=%s\nrouteReadWorkers=0\n" % (tmp_path / "kv.json", tmp_path, cert, key))
+    # HOME of its own: the default route snapshot (of port 0) is then its own, never one another run on this
+    # machine holds at that moment (its refusal would name that file instead)
     done = subprocess.run([sys.executable, "-c", HIDE_OPENSSL, str(conf)], cwd=str(tmp_path), capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=REPO))
+                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=REPO, HOME=str(tmp_path)))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "namesrv: refusing to start: pyOpenSSL (TLS) is not installed: pip install 'twisted[tls]'" in done.stderr
     assert "Traceback" not in done.stderr + done.stdout

@@ -129,12 +129,16 @@ def test_print_config_item_prints_every_property_and_exits(tmp_path, capsys):
     assert not any("=" in line for line in comments)                         # `"=" in line` keeps the pairs
 
 
-def test_make_service_refuses_a_corrupt_kv_file_with_a_message(tmp_path, capsys):
+def test_make_service_refuses_a_corrupt_kv_file_with_a_message(tmp_path, capsys, monkeypatch):
+    """Refused for its KV file, whatever else runs on this machine: the other files under a HOME of its own, no
+    fixed port (port 9876, or the real HOME's default route snapshot, may be another server's)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
     kv = tmp_path / "kvConfig.json"
     kv.write_bytes(b"{not json")
-    path = write(tmp_path / "namesrv.properties", "kvConfigPath=%s\neventLogEnable=false\n" % kv)
+    path = write(tmp_path / "namesrv.properties", "kvConfigPath=%s\neventLogEnable=false\nlistenPort=0\n" % kv)
     with pytest.raises(SystemExit) as caught:
         tap.makeService(parsed("-c", path))
     assert caught.value.code == 1
-    assert "refusing to start" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("namesrv: refusing to start: ") and str(kv) in err, err
     assert kv.read_bytes() == b"{not json"

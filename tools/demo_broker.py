@@ -7,10 +7,15 @@ It sends REGISTER_BROKER (plain RegisterBrokerBody, ``bodyCrc32`` set) every ``-
 seconds on one connection, as a real broker does every 30 s, and UNREGISTER_BROKER when
 stopped. Kill it with SIGKILL instead to watch the name server close its connection, or
 pause it (Ctrl-Z) with ``--timeout-millis 10000`` to watch it expire.
+
+When the name server goes away (a restart, Ctrl-C in its terminal) the stand-in notices its
+connection close, connects again as soon as the server answers and registers at once (a real
+broker waits for its next round, up to 30 s): the README's tour restarts the server under it.
 """
 
 import argparse
 import json
+import select
 import signal
 import sys
 import time
@@ -29,13 +34,43 @@ def register_body(topics, counter):
     return json.dumps(body, separators=(",", ":")).encode()
 
 
+#: how often a broker whose name server went away tries to connect again
+RECONNECT_SECONDS = 0.5
+
+
 class DemoBroker:
     def __init__(self, args):
         self.args = args
         host, _, port = args.namesrvAddr.rpartition(":")
-        self.client = BlockingRemotingClient(host, int(port))
+        self.address = (host, int(port))
+        self.client = BlockingRemotingClient(*self.address)
         self.topics = ["%s-Topic%d" % (args.name, i) for i in range(args.topics)]
         self.body = register_body(self.topics, 1)
+
+    def wait(self, seconds):
+        """Sleep ``seconds``, or less: True as soon as the name server closes the connection."""
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            readable, _, _ = select.select([self.client.sock], [], [], left)
+            if readable:
+                try:
+                    if not self.client.sock.recv(65536):   # nothing is expected: only the end counts
+                        return True
+                except OSError:
+                    return True
+
+    def reconnect(self):
+        """A new connection once the name server answers again (a restart takes a few seconds)."""
+        self.client.close()
+        while True:
+            try:
+                self.client = BlockingRemotingClient(*self.address)
+                return
+            except OSError:
+                time.sleep(RECONNECT_SECONDS)
 
     def header(self):
         a = self.args
@@ -76,18 +111,35 @@ def main(argv=None):
     broker = DemoBroker(args)
     signal.signal(signal.SIGTERM, signal.default_int_handler)   # `kill` leaves as Ctrl-C does
     rounds = 0
+    again = ""
     try:
         while True:
-            broker.register()
+            try:
+                broker.register()
+            except OSError as e:   # the server went away between its answer and this round
+                print("name server %s gone (%s): registering again once it answers" % (args.namesrvAddr, e),
+                      flush=True)
+                broker.reconnect()
+                again = " again"
+                continue
             rounds += 1
-            print("registered %s (%s, id %d) with %d topics on %s" % (args.name, args.addr, args.id,
-                                                                     len(broker.topics), args.namesrvAddr), flush=True)
+            print("registered %s (%s, id %d) with %d topics on %s%s" % (
+                args.name, args.addr, args.id, len(broker.topics), args.namesrvAddr, again), flush=True)
+            again = ""
             if args.rounds and rounds >= args.rounds:
                 break
-            time.sleep(args.period)
+            if broker.wait(args.period):
+                print("name server %s closed the connection: registering again once it answers" % args.namesrvAddr,
+                      flush=True)
+                broker.reconnect()
+                again = " again"
     except KeyboardInterrupt:
         pass
-    broker.unregister()
+    try:
+        broker.unregister()
+    except OSError as e:
+        print("not unregistered: name server %s gone (%s)" % (args.namesrvAddr, e))
+        return 0
     print("unregistered %s" % args.name)
     return 0
 

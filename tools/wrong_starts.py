@@ -105,6 +105,11 @@ def scenarios(live, home, busy):
                                "controllerDLegerPeers=n0-127.0.0.1:%d;n1-127.0.0.1:%d\n"
                                "controllerPeerSecretFile={secret}\n" % (free_port(), free_port()),
                   "secret": "short"}),
+        Scenario("a secret file that is not there", ["namesrv", "-c", "{f}"], "chmod 600 FILE",
+                 {"f": other + "enableControllerInNamesrv=true\ncontrollerDLegerSelfId=n0\n"
+                               "controllerDLegerPeers=n0-127.0.0.1:%d;n1-127.0.0.1:%d\n"
+                               "controllerPeerSecretFile=%s\n" % (free_port(), free_port(),
+                                                                   os.path.join(home, "no.secret"))}),
         Scenario("a corrupt KV file", ["namesrv", "-c", "{f}"], "kv",
                  {"f": other + "kvConfigPath={kv}\n", "kv": "{not json"}),
         Scenario("an address list without its port", ["namesrv", "-c", "{f}"], "prometheusListenPort",

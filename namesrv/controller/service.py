@@ -99,6 +99,9 @@ def controller_peers(config):
 
 #: the shortest shared secret accepted (an HMAC-SHA256 key; 16 random bytes are 128 bits)
 MIN_SECRET_BYTES = 16
+#: how to make one, as every refusal about the secret says
+SECRET_COMMAND = "head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE"
+MAKE_SECRET = "give every member the same secret file (e.g. %s)" % SECRET_COMMAND
 
 
 def peer_secret(config, peers):
@@ -109,18 +112,20 @@ def peer_secret(config, peers):
         if config.controllerPeerAuthDisabled:
             return None
         raise ControllerConfigError(
-            "controllerDLegerPeers lists %d controllers but controllerPeerSecretFile is not set: give every member "
-            "the same secret file (e.g. head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE), or set "
-            "controllerPeerAuthDisabled=true on a closed network" % len(peers))
+            "controllerDLegerPeers lists %d controllers but controllerPeerSecretFile is not set: %s, or set "
+            "controllerPeerAuthDisabled=true on a closed network" % (len(peers), MAKE_SECRET))
     path = os.path.expanduser(path)
     try:
         with open(path, "rb") as f:
             secret = f.read().strip()
     except OSError as e:
-        raise ControllerConfigError("controllerPeerSecretFile=%s cannot be read: %s" % (path, e.strerror or e))
+        raise ControllerConfigError("controllerPeerSecretFile=%s cannot be read (%s): correct the path, or %s, "
+                                    "readable by the user that runs the name server"
+                                    % (path, e.strerror or e, MAKE_SECRET))
     if len(secret) < MIN_SECRET_BYTES:
-        raise ControllerConfigError("controllerPeerSecretFile=%s holds %d bytes: use at least %d random bytes"
-                                    % (path, len(secret), MIN_SECRET_BYTES))
+        raise ControllerConfigError("controllerPeerSecretFile=%s holds %d bytes: use at least %d random bytes (e.g. "
+                                    "%s), the same file on every member"
+                                    % (path, len(secret), MIN_SECRET_BYTES, SECRET_COMMAND))
     try:
         mode = os.stat(path).st_mode
     except OSError:

@@ -42,7 +42,7 @@ class Options(usage.Options):
 
     def postOptions(self):
         self["config"] = configure(PROGRAM, self["configFile"], printing=bool(self["printConfigItem"]),
-                                settle=settle_controller)
+                                settle=settle_controller, bind_warning=False)
 
 
 def settle_controller(config):

@@ -14,6 +14,7 @@ format, so a scrape job on ``/health`` is the health check: its ``up`` is 0 when
 
 import argparse
 import json
+import ssl
 import sys
 import time
 import urllib.error
@@ -23,7 +24,8 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.web import resource, server
 
-from namesrv.client import connect
+from namesrv.client import BlockingRemotingClient, connect
+from namesrv.config import ConfigError, NamesrvConfig
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
 
@@ -124,26 +126,81 @@ def _prometheus_text(body):
 _prometheus_text.content_type = b"text/plain; version=0.0.4; charset=utf-8"
 
 
-def main(argv=None):
-    """``python -m namesrv.observe.health [--wait SECONDS] URL``: exit 0 once URL's /health says UP.
+def ask_remoting(host, port, timeout=PROBE_TIMEOUT, tls=False):
+    """One GET_BROKER_CLUSTER_INFO on a new blocking connection: the milliseconds it took; raises OSError when
+    nothing answers. Any answer counts, as for /health. ``tls``: over TLS, the server's certificate not checked
+    (a port with ``tlsMode=enforcing`` closes a plain client; who answers is not the question here)."""
+    started = time.monotonic()
+    client = BlockingRemotingClient(host, port, timeout=timeout)
+    try:
+        if tls:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            client.sock = context.wrap_socket(client.sock, server_hostname=host)
+        client.call(make_request(RequestCode.GET_BROKER_CLUSTER_INFO))
+    except (ssl.SSLError, ValueError) as e:
+        raise OSError(str(e))
+    finally:
+        client.close()
+    return (time.monotonic() - started) * 1000.0
 
-    For a systemd ExecStartPost or a container's health check (a blocking CLI, never run
+
+def remoting_of(config_file):
+    """``(host, port, tls)`` to ask for the server started with ``-c config_file``: its bindAddress and
+    listenPort, read by the server's own loader (so the wait always matches the file); ValueError when the
+    file cannot say (unreadable, a bad value, listenPort=0: a port chosen at start)."""
+    config = NamesrvConfig()
+    try:
+        config.load_file(config_file)
+    except ConfigError as e:
+        raise ValueError(str(e))
+    if not config.listenPort:
+        raise ValueError("%s: listenPort=0 (a port chosen at start) cannot be waited on: give it a port"
+                         % config_file)
+    return probe_host(config.bindAddress), config.listenPort, config.tlsMode.lower() == "enforcing"
+
+
+def main(argv=None):
+    """``python -m namesrv.observe.health [--wait SECONDS] (URL | -c FILE)``: exit 0 once the server is ready.
+
+    URL: its /health on the metrics port says UP. ``-c FILE``: the remoting port of the server started with
+    that properties file (its bindAddress and listenPort) answers a request, as /health asks it: needs no
+    metrics port. For a systemd ExecStartPost or a container's health check (a blocking CLI, never run
     inside the server).
     """
     parser = argparse.ArgumentParser(prog="python -m namesrv.observe.health", description=main.__doc__.splitlines()[0])
-    parser.add_argument("url", help="the health URL, e.g. http://127.0.0.1:5557/health")
+    parser.add_argument("url", nargs="?", help="the health URL, e.g. http://127.0.0.1:5557/health")
+    parser.add_argument("-c", "--config", help="the server's properties file: ask its remoting port instead")
     parser.add_argument("--wait", type=float, default=0.0, help="keep asking for this many seconds (default: once)")
     args = parser.parse_args(argv)
+    if (args.url is None) == (args.config is None):
+        parser.error("give the health URL or -c FILE (one of them)")
+    if args.config is not None:
+        try:
+            host, port, tls = remoting_of(args.config)
+        except ValueError as e:
+            print("namesrv not ready: %s" % e, file=sys.stderr)
+            return 1
     deadline = time.monotonic() + args.wait
     while True:
-        try:
-            with urllib.request.urlopen(args.url, timeout=5) as answer:
-                print(answer.read().decode(errors="replace").strip())
+        if args.config is not None:
+            where = "%s:%d" % (host, port)
+            try:
+                millis = ask_remoting(host, port, tls=tls)
+                print(json.dumps({"status": "UP", "remoting": where, "probeMillis": round(millis, 2)}))
                 return 0
-        except urllib.error.HTTPError as e:
-            reason = e.read().decode(errors="replace").strip()
-        except (OSError, ValueError) as e:
-            reason = "%s: %s" % (args.url, getattr(e, "reason", e))
+            except OSError as e:
+                reason = "no answer from the remoting port %s: %s" % (where, e.strerror or e)
+        else:
+            try:
+                with urllib.request.urlopen(args.url, timeout=5) as answer:
+                    print(answer.read().decode(errors="replace").strip())
+                    return 0
+            except urllib.error.HTTPError as e:
+                reason = e.read().decode(errors="replace").strip()
+            except (OSError, ValueError) as e:
+                reason = "%s: %s" % (args.url, getattr(e, "reason", e))
         if time.monotonic() >= deadline:
             print("namesrv not ready: %s" % reason, file=sys.stderr)
             return 1

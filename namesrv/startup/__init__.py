@@ -21,18 +21,21 @@ def refuse(program, message, starting=True):
     raise SystemExit(1)
 
 
-def configure(program, config_file=None, overrides=None, printing=False, settle=None):
+def configure(program, config_file=None, overrides=None, printing=False, settle=None, bind_warning=True):
     """The configuration of a start: the ``-c`` file, then ``overrides`` (the command line's
     ``{property: text}``), then ``settle(config)`` (what a program derives from those: the controller's
     port), then the runtime overlay (namesrv/config/overlay.py). A bad value, a misspelt key or an
     overlay key that is not runtime refuses (one line); keys that are not properties are logged. With
     ``printing`` (``-p``): print where the values came from (comment lines) and the properties, and exit
-    0, each key that is not one a warning on stderr (a misspelt one too: -p only shows)."""
+    0, each key that is not one a warning on stderr (a misspelt one too: -p only shows). ``bind_warning``:
+    warn of a Java-style file without bindAddress (startup/javastyle.py); off for a program whose clients'
+    port is not on bindAddress (``twistd controller``: its port is its address in controllerDLegerPeers)."""
     # here, not at the top: the taps import this module when twistd only lists its plugins
     from twisted.logger import Logger
 
     from namesrv.config import ConfigError, NamesrvConfig
     from namesrv.config.origins import COMMAND_LINE, origin_comments
+    from namesrv.startup.javastyle import java_file_without_bind
 
     config = NamesrvConfig()
     notes = []
@@ -60,6 +63,9 @@ def configure(program, config_file=None, overrides=None, printing=False, settle=
     log = Logger(namespace=program)
     for note in notes:
         log.warn("{note}", note=note)
+    warning = java_file_without_bind(config_file, overrides) if bind_warning else None
+    if warning is not None:
+        log.warn("{warning}", warning=warning)
     for name, text in config.informational_settings():
         log.warn("{name}={text} is set, but {name} tunes the Java server only (its threads, pools or Netty "
                  "buffers): accepted, it changes nothing here", name=name, text=text)

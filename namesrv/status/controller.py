@@ -2,7 +2,8 @@
 broker group's master, epochs, in-sync set and members, from ``Controller.status()``.
 
 What an operator looks for first is a group with no live master, so those groups come first and
-are marked; then the rest by name. One page holds 50 groups (``cq`` searches cluster, group and
+are marked; then the rest by name. A member of the controller group this one has no link with is
+marked the same red, with a count beside the peers. One page holds 50 groups (``cq`` searches cluster, group and
 addresses, ``cp`` pages), as every other list of the page. The section refreshes every 2 s with
 the brokers.
 """
@@ -32,26 +33,41 @@ def groups_page(status, query="", page=1):
     return [groups[i] for i in positions], total, page, pages
 
 
-def _leader_line(status):
+def _peer(peer_id, address, state):
+    label = {"self": "this one", "connected": "connected", "dead": "not connected"}[state]
+    return '<span class="peer %s" data-peer="%s">%s=%s (%s)</span>' % (
+        state, escape(str(peer_id)), escape(str(peer_id)), escape(str(address)), label)
+
+
+def _peers_line(status):
+    """Every member of the group: this one, those it has a link with, and, red as a group without a master,
+    those it has none with (a member down, cut off, or refusing this one's secret)."""
     controller = status.get("controller") or {}
     peers = controller.get("peers") or {}
     connected = set(controller.get("connectedPeers") or ())
+    states = {peer_id: "self" if peer_id == status.get("selfId") else "connected" if peer_id in connected else "dead"
+              for peer_id in peers}
+    dead = sum(1 for state in states.values() if state == "dead")
+    shown = ", ".join(_peer(peer_id, address, states[peer_id]) for peer_id, address in sorted(peers.items()))
+    warning = (' &middot; <span class="badge dead">%d of %d peers not connected</span>' % (dead, len(peers) - 1)
+               if dead else "")
+    return '<p id="controller-peers">Peers: %s%s</p>' % (shown or "none", warning)
+
+
+def _leader_line(status):
+    controller = status.get("controller") or {}
+    peers = controller.get("peers") or {}
     leader = controller.get("leaderId")
-    peer_text = ", ".join(
-        "%s=%s%s" % (escape(str(peer_id)), escape(str(address)),
-                     " (this one)" if peer_id == status.get("selfId") else
-                     " (connected)" if peer_id in connected else "")
-        for peer_id, address in sorted(peers.items()))
     elections = status.get("elections") or {}
     return ('<p id="controller-role">Group <b>%s</b> &middot; this controller <b>%s</b> is <span class="badge %s">%s'
             '</span> &middot; leader <b>%s</b>%s &middot; term %s &middot; %s events applied (%s)</p>'
-            '<p>Peers: %s</p><p class="muted">%s live brokers &middot; elections: %s new master, %s kept the '
+            '%s<p class="muted">%s live brokers &middot; elections: %s new master, %s kept the '
             'master, %s without a master</p>'
             % (_text(status.get("group")), _text(status.get("selfId")),
                "leader" if status.get("isLeader") else "follower", _text(controller.get("role")),
                _text(leader) if leader is not None else "none",
                " (%s)" % escape(str(peers[leader])) if leader in peers else "", _text(controller.get("term")),
-               _text(controller.get("applied")), _text(controller.get("mode")), peer_text or "none",
+               _text(controller.get("applied")), _text(controller.get("mode")), _peers_line(status),
                _text(status.get("liveBrokers")), elections.get("new_master_elected", 0),
                elections.get("keep_current_master", 0), elections.get("no_master_elected", 0)))
 

@@ -31,7 +31,8 @@ tr.near-expiry .badge{background:#ffe29a;color:#6b4e00}tr.expired .badge,tr.remo
 .black{background:#eee;color:#555}form{margin:4px 0}input[type=search]{padding:3px 6px;width:260px}
 pre{background:#f6f8fa;padding:8px;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
 #events td:last-child{white-space:normal;word-break:break-word}
-tr.no-master td{background:#fde2e1;color:#8a1c1c}.badge.follower{background:#e8eaf0;color:#334}
+tr.no-master td,.peer.dead{background:#fde2e1;color:#8a1c1c}.badge.follower{background:#e8eaf0;color:#334}
+.peer{white-space:nowrap;padding:0 4px;border-radius:4px}.badge.dead{background:#f7b4b1;color:#7a1010}
 #controller-groups ul{margin:0;padding-left:16px}#controller-groups li.dead{color:#8a1c1c}.pager a{margin:0 4px}.muted{color:#777}.cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:0 16px}
 """
 

@@ -59,7 +59,7 @@ class StatusPage:
         self.server_id = server_id
         self.wall = wall
         self.scheduler = scheduler
-        self.sorted_topics = views.SortedTopics(routes, monotonic)
+        self.sorted_topics = views.SortedTopics(routes, monotonic, scheduler=scheduler)
 
     def summary(self, params):
         return html.summary(self.routes, self.server_id(), self.wall.seconds())

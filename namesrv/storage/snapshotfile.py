@@ -4,7 +4,8 @@ The Java server forgets every route on restart, so clients get TOPIC_NOT_EXIST u
 brokers re-register (up to 30 s). We restore the last snapshot with every broker's
 heartbeat set to "now": routes are served at once, and brokers that do not come back
 expire by the usual rule. A bad snapshot is logged and ignored, never fatal, and so is
-one another instance wrote (``owner``: an InstanceIdentity): its brokers never registered here.
+one another instance wrote, or this one on another port (``owner``: an InstanceIdentity, whose
+``may_restore`` decides): its brokers never registered here.
 
 Files are written in version 3 (routes/slicedsnapshot.py): the encoding runs a chunk per reactor turn
 (``save_in_background``; the write itself in a thread), and the restore puts the broker-level tables in
@@ -57,11 +58,14 @@ class RouteSnapshotFile:
             data = f.read()
             snapshot = open_sliced(data) if is_sliced(data) else None   # checked whole, once
             writer = snapshot.owner if snapshot is not None else snapshot_owner(data)
-            if self.owner is not None and not self.owner.owns(writer):
-                self.log.warn("route snapshot {path} ignored: written by {writer}, not by this one ({me}); "
-                              "starting empty", path=self.path, writer=self.owner.describe(writer),
-                              me=self.owner.describe(self.owner.as_record()))
+            if self.owner is not None and not self.owner.may_restore(writer):
+                self.log.warn("route snapshot {path} ignored, starting empty: {why}", path=self.path,
+                              why=self.owner.why_not(writer))
                 return False
+            if self.owner is not None and writer.get("listen") != self.owner.listen:
+                self.log.info("route snapshot {path}: written while this instance listened on {then}, restored "
+                              "on {now} (the same port: its brokers register here)", path=self.path,
+                              then=writer.get("listen"), now=self.owner.listen)
             if snapshot is None:
                 restore_snapshot(self.routes, data)
                 self.log.info("routes restored from {path}", path=self.path)

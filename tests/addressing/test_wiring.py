@@ -41,12 +41,13 @@ def test_a_bad_list_or_subgroup_refuses_to_start_naming_the_key(tmp_path, overri
     assert says in str(e.value)
 
 
-def test_twistd_refuses_with_one_line(tmp_path, capsys):
+def test_twistd_refuses_with_one_line(tmp_path, capsys, monkeypatch):
+    """Only this start's own state decides: its files under a HOME of its own, no fixed port (the default
+    route snapshot under the real HOME, or port 9876, may be another server's on this machine)."""
     from namesrv import tap
-    # every file of the instance in tmp_path: another server of this user may hold the defaults under ~
-    (tmp_path / "ns.properties").write_text(
-        "addressServiceNamesrvAddr=nohost\nkvConfigPath=%s\nrouteSnapshotPath=%s\nlogDir=%s\nprometheusListenPort=1\n"
-        % (tmp_path / "kv.json", tmp_path / "routes.snapshot", tmp_path / "logs"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "ns.properties").write_text("addressServiceNamesrvAddr=nohost\nkvConfigPath=%s\nlistenPort=0\n"
+                                            "prometheusListenPort=%d\n" % (tmp_path / "kv.json", free_port()))
     options = tap.Options()
     options.parseOptions(["-c", str(tmp_path / "ns.properties")])
     with pytest.raises(SystemExit):

@@ -15,10 +15,17 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+
+from tests.docs.snippets import RESTART_LINE
 
 BOOTED = re.compile(r"The Name Server boot success|controller \S+ of group \S* serving on")
 TIMEOUT = 120
+#: a restart as the reader does it: Ctrl-C, the server gone within this long, the new one answering within
+#: STARTS (and every stand-in broker of the block registered again within STARTS too)
+STOPS = 30
+STARTS = 60
 
 
 def sh(*args):
@@ -64,6 +71,12 @@ def end(process, sig=signal.SIGTERM):
 _started = iter(range(1, 1 << 20))
 
 
+def _as_a_terminal_starts_it():
+    """Ctrl-C (SIGINT) at its default, whatever ran the test: a pytest started in the background by a shell
+    without job control ignores SIGINT, and everything it starts would inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(command, env, cwd):
     """``command`` (a list, or a line for bash) in a session of its own, its output in a file."""
     path = os.path.join(cwd, ".output-%d" % next(_started))
@@ -71,9 +84,68 @@ def start(command, env, cwd):
         if isinstance(command, str):
             command = ["/bin/bash", "-c", command]
         process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+                                   stdin=subprocess.DEVNULL, start_new_session=True,
+                                   preexec_fn=_as_a_terminal_starts_it)
     process.output_path = path
     return process
+
+
+class Restarts:
+    """The block's restarts of its server, as the reader does them in the first terminal (``RESTART_LINE``):
+    the block asks through a FIFO and waits for the answer on another, so it goes on only once the new
+    process answers and every stand-in broker of the block (tools.demo_broker) has registered again."""
+
+    PRELUDE = ('__snippet_restart() { echo restart > "%s"; read -r answer < "%s"; [ "$answer" = ok ] || '
+               '{ echo "the restart failed: $answer" >&2; return 1; }; }\n')
+
+    def __init__(self, server, command, port, env, cwd):
+        self.server, self.command, self.port, self.env, self.cwd = server, command, port, env, cwd
+        self.request, self.done = os.path.join(cwd, ".restart-request"), os.path.join(cwd, ".restart-done")
+        os.mkfifo(self.request)
+        os.mkfifo(self.done)
+        self.block = None
+
+    def script(self, text):
+        """The block as it runs here: each restart line followed by the call that does the restart."""
+        lines = [line + ("\n__snippet_restart" if line.strip().startswith(RESTART_LINE) else "")
+                 for line in text.splitlines()]
+        return self.PRELUDE % (self.request, self.done) + "\n".join(lines) + "\n"
+
+    def serve(self, block):
+        self.block = block
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def _loop(self):
+        while True:
+            with open(self.request) as f:
+                if not f.readline():
+                    continue
+            answer = self._restart()
+            with open(self.done, "w") as f:
+                f.write(answer + "\n")
+
+    def _restart(self):
+        output = output_of(self.block)
+        expected = output.count(" again\n") + _brokers(output)   # each one's "registered ... again" line
+        try:
+            os.killpg(self.server.pid, signal.SIGINT)     # Ctrl-C in the server's terminal
+            self.server.wait(STOPS)
+        except subprocess.TimeoutExpired:
+            return "the server did not stop within %d s of Ctrl-C" % STOPS
+        self.server = start(self.command, self.env, self.cwd)
+        deadline = time.monotonic() + STARTS
+        if not wait_for_port(self.port, deadline, self.server):
+            return "the server did not start again"
+        while output_of(self.block).count(" again\n") < expected:
+            if time.monotonic() > deadline:
+                return "the stand-in brokers did not register again within %d s" % STARTS
+            time.sleep(0.1)
+        return "ok"
+
+
+def _brokers(output):
+    """How many stand-in brokers the block has running: each printed its first registration."""
+    return len(set(re.findall(r"^registered (\S+) \(", output, re.M)))
 
 
 def serves(command, env, cwd, seconds=5.0):
@@ -103,13 +175,16 @@ def main(spec_path):
     twistd = os.path.join(spec["venv_bin"], "twistd")
     server = None
     try:
+        restarts = None
         if spec["mode"] == "with a server":
             options = spec["server_options"].split()
             port = int(options[options.index("--listenPort") + 1]) if "--listenPort" in options else 9876
-            server = start([twistd, "-n", "--pidfile=", "--logfile", os.path.join(cwd, "server.log"), "namesrv",
-                            "--statusListenPort", "9877"] + options, env, cwd)
+            command = [twistd, "-n", "--pidfile=", "--logfile", os.path.join(cwd, "server.log"), "namesrv",
+                       "--statusListenPort", "9877"] + options
+            server = start(command, env, cwd)
             if not wait_for_port(port, time.monotonic() + 60, server):
                 return {"ok": False, "why": "the server did not start", "output": end(server)}
+            restarts = Restarts(server, command, port, env, cwd)
         if spec["kind"] == "properties":
             ok, why, output = serves([twistd, "-n", "--pidfile=", "namesrv", "-c", spec["properties_file"]], env, cwd)
             return {"ok": ok, "why": why, "output": output}
@@ -122,7 +197,10 @@ def main(spec_path):
                     if not ok:
                         return {"ok": False, "why": "%s: %s" % (line.strip(), why), "output": "\n".join(outputs)}
             return {"ok": True, "why": "", "output": "\n".join(outputs)}
-        block = start(["/bin/bash", "-e", "-c", spec["text"]], env, cwd)
+        block = start(["/bin/bash", "-e", "-c", restarts.script(spec["text"]) if restarts else spec["text"]],
+                      env, cwd)
+        if restarts is not None:
+            restarts.serve(block)
         try:
             block.wait(TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -130,6 +208,8 @@ def main(spec_path):
         output = end(block)
         return {"ok": block.returncode == 0, "why": "exit %s" % block.returncode, "output": output}
     finally:
+        if restarts is not None:
+            server = restarts.server
         if server is not None:
             end(server)
 

@@ -7,7 +7,11 @@ page, that says how it runs:
 - ``<!-- snippet: not run: REASON -->`` (shell) or ``<!-- snippet: not started: REASON -->``
   (properties: loaded, not started): not runnable here, and why;
 - ``<!-- snippet: with a server[: OPTIONS] -->`` (shell): a name server runs first, as ``make run``
-  starts it (``twistd -n namesrv --statusListenPort 9877 OPTIONS``), in the block's own network;
+  starts it (``twistd -n namesrv --statusListenPort 9877 OPTIONS``), in the block's own network. A
+  comment line of the block that starts with ``RESTART_LINE`` is where the reader restarts that server
+  in its terminal: the test stops it with SIGINT, as Ctrl-C does, starts it again the same way, and goes
+  on with the block once it answers and every stand-in broker of the block (tools.demo_broker) has
+  registered again (tests/docs/sandbox.py);
 - ``<!-- snippet: serves -->`` (shell): each line starts a server in the foreground; it must be
   running, and answering, 5 s later (and is then stopped);
 - ``; needs: COMMAND ...`` after any of these: programs the block runs that not every machine has (CI
@@ -22,6 +26,8 @@ import os
 import re
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: in a ``with a server`` block: the reader restarts the server here (the test does it for the reader)
+RESTART_LINE = "# in the first terminal: Ctrl-C, then `make run` again"
 SHELL = ("sh", "shell", "bash", "console")
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
 _MARK = re.compile(r"<!--\s*snippet:\s*(.*?)\s*-->$", re.S)

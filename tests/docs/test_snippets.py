@@ -94,11 +94,29 @@ def checkout_view(workdir):
     os.symlink(sys.prefix, os.path.join(workdir, ".venv"))
 
 
+#: what the sandbox itself puts in a snippet's directory (tests/docs/sandbox.py), apart from the checkout's view
+SANDBOX_FILES = re.compile(r"(spec\.json|snippet\.properties|server\.log|\.output-\d+|\.restart-(request|done))$")
+
+
+def files_of(workdir):
+    """The files and folders (``name/``) under ``workdir``, relative; the checkout's linked folders and HOME
+    not entered."""
+    found = set()
+    for folder, dirs, files in os.walk(workdir):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))
+                   and os.path.join(folder, d) != os.path.join(workdir, "home")]
+        found.update(os.path.relpath(os.path.join(folder, name), workdir) for name in files
+                     if not os.path.islink(os.path.join(folder, name)) or folder != workdir)
+        found.update(os.path.relpath(os.path.join(folder, name), workdir) + "/" for name in dirs)
+    return found
+
+
 def run_in_namespace(snippet, base):
     workdir = tempfile.mkdtemp(prefix="snippet-", dir=base)
     home = os.path.join(workdir, "home")
     os.makedirs(home)
     checkout_view(workdir)
+    before = files_of(workdir)
     spec = {"kind": snippet.kind, "mode": snippet.mode, "text": snippet.text, "workdir": workdir, "home": home,
             "server_options": snippet.server_options, "venv_bin": os.path.dirname(sys.executable),
             "addresses": sorted(set(_ADDRESS.findall(snippet.text)))}
@@ -114,9 +132,12 @@ def run_in_namespace(snippet, base):
                           capture_output=True, text=True, timeout=400)
     lines = done.stdout.strip().splitlines()
     try:
-        return json.loads(lines[-1])
+        result = json.loads(lines[-1])
     except (IndexError, ValueError):
         return {"ok": False, "why": "the sandbox failed (exit %s)" % done.returncode, "output": done.stderr[-4000:]}
+    result["left"] = sorted(path for path in files_of(workdir) - before
+                            if path != "home/" and not SANDBOX_FILES.match(path))
+    return result
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +174,54 @@ def test_a_snippet_runs_as_written(snippet, results):
         pytest.skip("%s needs %s (.ci/run installs it)" % (snippet.ident, ", ".join(missing(snippet))))
     result = results[snippet.ident]
     assert result["ok"], "%s (%s): %s\n%s" % (snippet.ident, snippet.mode, result["why"], result["output"])
+
+
+GIT = shutil.which("git")
+
+
+@pytest.fixture(scope="module")
+def not_ignored(tmp_path_factory):
+    """``paths`` (relative to the checkout) -> those the checkout's .gitignore does not cover: they would show as
+    untracked. Git is asked in a repository of its own holding that .gitignore (the checkout may be a copy with
+    no .git: CI's, a stress run's)."""
+    if GIT is None:
+        pytest.skip("git is not installed: .gitignore cannot be asked")
+    repo = tmp_path_factory.mktemp("gitignore")
+    subprocess.run([GIT, "init", "-q", str(repo)], check=True, timeout=60)
+    shutil.copy(os.path.join(REPO, ".gitignore"), str(repo / ".gitignore"))
+
+    def check(paths):
+        if not paths:
+            return []
+        done = subprocess.run([GIT, "-C", str(repo), "check-ignore", "--no-index", "--stdin"],
+                              input="\n".join(paths), capture_output=True, text=True, timeout=60)
+        assert done.returncode in (0, 1), done.stderr   # 1: none of them is ignored
+        ignored = set(done.stdout.split("\n"))
+        return [path for path in paths if path not in ignored]
+    return check
+
+
+def test_the_ignore_check_can_say_no(not_ignored):
+    assert not_ignored(["controller.secret", "conf/namesrv.properties.lock", "gen/", "gen/x.log"]) == [
+        "controller.secret"]
+
+
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind == "shell" and s.mode in RUNNABLE],
+                         ids=lambda s: s.ident)
+def test_a_snippet_leaves_nothing_in_the_checkout_that_git_would_show(snippet, results, not_ignored):
+    """A block pasted in a checkout's root (a controller.secret, properties and logs) leaves there only what
+    .gitignore covers: what a try-it block writes goes to a temporary directory of its own."""
+    result = results[snippet.ident]
+    assert not_ignored(result["left"]) == [], "%s leaves in the checkout: %s" % (snippet.ident, result["left"])
+
+
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind == "shell" and s.mode in RUNNABLE
+                                     and re.search(r"^\s*until ", s.text, re.M)], ids=lambda s: s.ident)
+def test_a_wait_for_a_starting_server_prints_nothing_while_it_waits(snippet, results):
+    """An ``until`` loop asks a server that is still starting: its refusals (namesrv-admin's "cannot reach ...:
+    Connection refused") are no news to the reader."""
+    output = results[snippet.ident]["output"]
+    assert not re.search(r"^namesrv-admin: .*cannot reach", output, re.M), output
 
 
 def test_ci_runs_the_readmes_test_command_as_written():

@@ -1,5 +1,13 @@
 """The fault lab's checkers on records whose verdict is known: each catches what it is for."""
 
+import json
+import signal
+import socket
+import subprocess
+import sys
+
+from tests.integration.server import REPO, free_port
+from tools import processes
 from tools.faultlab import checkers
 
 
@@ -42,6 +50,40 @@ def test_an_acknowledged_message_missing_from_the_final_master_is_caught():
     lost = checkers.no_acknowledged_message_lost([send("k1"), send("k2"), log(["k1"]),
                                                   log(["k1", "k2"], "slave", 2, "10.0.0.12:20911")])
     assert not lost and "k2" in lost.details[0]
+
+
+def test_logs_never_read_back_are_not_counted_as_lost_messages():
+    """An agent ended before its read-back (a kill on a loaded machine) leaves nothing to compare: the check
+    fails saying so, not as "178 of 178 acknowledged messages" lost."""
+    unread = checkers.no_acknowledged_message_lost([send("k1"), send("k2")])
+    assert not unread and unread.details == ["the brokers' logs were never read back (the agent was ended before "
+                                             "its read-back): 2 acknowledged messages cannot be checked"]
+    assert unread.value == {"acked": 2, "lost": 0, "unread": True}
+
+
+def test_a_stopping_agent_reads_back_every_broker_and_ends_by_itself(tmp_path):
+    """Brokers that accept and never answer (the slowest read-back there is): the agent still ends by itself,
+    each read-back recorded, every wait of its stop bounded by its own timeouts (``stop_bound`` adds them up;
+    the lab waits that long before a kill). No wall-clock bound is asserted: the 10 minutes given here only
+    keep a broken agent from hanging the suite."""
+    # each fake broker answers READ on its port + 2: there, a socket that accepts and never answers
+    readers = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    brokers = ",".join("127.0.0.1:%d" % (r.getsockname()[1] - 2) for r in readers)
+    out = tmp_path / "agent.jsonl"
+    closed = "127.0.0.1:%d" % free_port()
+    agent = subprocess.Popen([sys.executable, "-m", "tools.faultlab.agent", "--controllers", closed, "--namesrv", closed,
+                              "--brokers", brokers,
+                              "--out", str(out), "--fake-brokers"], cwd=REPO)
+    try:
+        processes.wait_for(lambda: out.exists() and "agent_started" in out.read_text(), 600, "the agent's start")
+        agent.send_signal(signal.SIGTERM)
+        assert processes.stop(agent, timeout=600.0) == 0      # ended by itself, not killed
+    finally:
+        processes.stop(agent, sig=signal.SIGKILL)
+        for sock in readers:
+            sock.close()
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["kind"] for r in records if r["kind"] in ("log", "agent_stopped")] == ["log", "log", "agent_stopped"]
 
 
 def test_a_read_back_that_could_not_reach_a_queue_says_so_beside_the_missing_keys():

@@ -48,6 +48,8 @@ class NamesrvProcess:
         }
         props.update(properties or {})
         self.properties = props
+        #: where clients connect: the bind address, or loopback for an any-address bind
+        self.host = props["bindAddress"] if props["bindAddress"] not in ("", "0.0.0.0") else "127.0.0.1"
         with open(self.config_file, "w") as f:
             for key, value in props.items():
                 f.write("%s=%s\n" % (key, value))
@@ -76,7 +78,7 @@ class NamesrvProcess:
             try:
                 # Answered, not only accepted: with read workers the port queues connections
                 # until a worker has its first replica.
-                with BlockingRemotingClient("127.0.0.1", self.port, timeout=max(1.0, deadline - time.monotonic())) \
+                with BlockingRemotingClient(self.host, self.port, timeout=max(1.0, deadline - time.monotonic())) \
                         as probe:
                     probe.call(make_request(RequestCode.GET_BROKER_CLUSTER_INFO))
                 return self
@@ -95,7 +97,7 @@ class NamesrvProcess:
         raise RuntimeError("namesrv did not listen within %ss:\n%s" % (timeout, self.log()))
 
     def client(self):
-        return BlockingRemotingClient("127.0.0.1", self.port)
+        return BlockingRemotingClient(self.host, self.port)
 
     def stop(self, sig=signal.SIGTERM, timeout=60.0):
         """Signal, wait (a slow disk may hold the last fsyncs); a process still there after ``timeout``

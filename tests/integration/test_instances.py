@@ -74,5 +74,31 @@ def test_a_snapshot_another_instance_wrote_is_logged_and_ignored(tmp_path):
         assert route_code(b, "OnlyOnA") == ResponseCode.TOPIC_NOT_EXIST
     finally:
         b.stop()
-    assert "route snapshot %s ignored: written by instance" % shared in b.log()
-    assert "not by this one" in b.log()
+    assert "route snapshot %s ignored, starting empty: it was written by another instance" % shared in b.log()
+
+
+def test_the_same_instance_moving_to_another_address_on_its_port_keeps_its_routes(tmp_path):
+    """bindAddress changed, nothing else (the same KV file, so the same instance id, the same port): the
+    brokers registered on that port still register here, so the routes come back at once."""
+    port = free_port()
+    first = NamesrvProcess(tmp_path, {"bindAddress": "127.0.0.1"}, port=port).start()
+    register_and_stop(first, "inst-a", "Moved")
+    moved = NamesrvProcess(tmp_path, {"bindAddress": "127.0.0.2"}, port=port).start()
+    try:
+        assert moved.host == "127.0.0.2" and route_code(moved, "Moved") == ResponseCode.SUCCESS
+    finally:
+        moved.stop()
+    assert "written while this instance listened on 127.0.0.1:%d, restored on 127.0.0.2:%d" % (port, port) \
+        in moved.log()
+
+
+def test_the_same_instance_on_another_port_starts_empty_and_says_why(tmp_path):
+    first = NamesrvProcess(tmp_path, port=free_port()).start()
+    register_and_stop(first, "inst-a", "Stays")
+    other = NamesrvProcess(tmp_path, port=free_port()).start()
+    try:
+        assert route_code(other, "Stays") == ResponseCode.TOPIC_NOT_EXIST
+    finally:
+        other.stop()
+    assert ("ignored, starting empty: this instance wrote it while listening on port %d, and listens on port %d "
+            "now" % (first.port, other.port)) in other.log()

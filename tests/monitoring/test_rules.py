@@ -68,3 +68,31 @@ def test_every_alert_has_a_severity_a_summary_and_a_runbook_section():
         url = rule["annotations"]["runbook_url"]
         assert url.endswith("docs/runbook.md#" + rule["alert"].lower()), url
         assert rule["alert"].lower() in anchors, "docs/runbook.md has no section %s" % rule["alert"]
+
+
+NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def _described(path):
+    """What docs/monitoring.md says of the rules file ``path``: the paragraph that names it, and its count."""
+    with open(os.path.join(REPO, "docs", "monitoring.md")) as f:
+        text = " ".join(f.read().split())
+    name = os.path.basename(path)
+    (said,) = re.findall(r"`conf/prometheus/%s`(?:(?!\. ).)*?(?:has|adds) (\d+) alert rules(.*?)\. (?:\[|Replace|`conf)"
+                         % re.escape(name), text)
+    return int(said[0]), said[1]
+
+
+@pytest.mark.parametrize("path", [RULES, CONTROLLER_RULES], ids=os.path.basename)
+def test_monitoring_md_says_what_each_rules_file_holds(path):
+    """The guide's count of each rules file's alerts, and of their severities where it gives them, is the
+    file's: it said "two critical alerts" of a file that had four."""
+    rules = alert_rules([path])
+    count, details = _described(path)
+    assert count == len(rules)
+    for severity in ("critical", "warning"):
+        said = re.search(r"(\w+) %ss?\b" % severity, details)
+        if said:
+            assert NUMBERS[said.group(1)] == sum(r["labels"]["severity"] == severity for r in rules), said.group(0)
+    if path == CONTROLLER_RULES:   # few enough to be named one by one
+        assert set(re.findall(r"`(Controller\w+)`", details)) == {r["alert"] for r in rules}

@@ -5,7 +5,7 @@ import shutil
 from tests.integration.server import REPO
 
 IGNORED = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", "*.pyc", ".hypothesis",
-                                 "spark-warehouse", "bench", "tests", "docs")
+                                 "spark-warehouse", "bench", "tests")
 
 
 def copy_checkout(tmp_path_factory, name, into):

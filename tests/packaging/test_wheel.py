@@ -57,6 +57,18 @@ def test_wheel_holds_every_module_of_the_source_tree(wheel):
     assert not any(name == "twisted/__init__.py" or "/tests/" in name for name in shipped)
 
 
+def test_wheel_installs_the_guide_where_the_systemd_unit_points(wheel):
+    """conf/namesrv.service's Documentation= names <venv>/share/doc/rocketmq-namesrv/running.md: every page of
+    docs/ is there once the wheel is installed (the wheel's data scheme is the venv's prefix)."""
+    with zipfile.ZipFile(wheel) as archive:
+        data = {name.split(".data/data/", 1)[1] for name in archive.namelist() if ".data/data/" in name}
+    pages = {"share/doc/rocketmq-namesrv/" + name for name in os.listdir(os.path.join(REPO, "docs"))}
+    assert pages and pages <= data
+    with open(os.path.join(REPO, "conf", "namesrv.service")) as f:
+        (url,) = [line.split("=", 1)[1].strip() for line in f if line.startswith("Documentation=")]
+    assert url.replace("file:///opt/rocketmq-namesrv/venv/", "") in data
+
+
 @pytest.fixture(scope="module")
 def installed(wheel, tmp_path_factory):
     """A fresh venv with the wheel and its dependencies, and nothing of the checkout."""

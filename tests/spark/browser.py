@@ -37,6 +37,15 @@ window.addEventListener('load', function () {
       out.links.push({href: a.getAttribute('href'), url: a.href});
     });
     doc.querySelectorAll('[id]').forEach(function (e) { out.ids.push(e.id); });
+    var view = doc.documentElement.clientWidth, section = null;
+    out.layout = {viewport: view, scroll_width: doc.documentElement.scrollWidth, wide: []};
+    doc.querySelectorAll('h2, table').forEach(function (e) {
+      if (e.tagName === 'H2') { section = e.id; return; }
+      var box = e.getBoundingClientRect();
+      if (box.right > view + 0.5) {
+        out.layout.wide.push({section: section, right: Math.round(box.right), width: Math.round(box.width)});
+      }
+    });
     var first = doc.querySelector('h2');
     out.first_heading = first ? first.textContent : null;
     var block = doc.getElementById('what-happened');
@@ -69,8 +78,10 @@ def find_chromium():
 
 def inspect(page_path, chromium=None):
     """{title, images: [{src, alt, complete, width, height}], links: [{href, url}], ids: [...], first_heading,
-    headline: {healthy, text, paragraphs, items: [{incident, count, entries, links}]}} of a page (``headline``:
-    the "What happened" block, if the page has one)."""
+    headline: {healthy, text, paragraphs, items: [{incident, count, entries, links}]}, layout: {viewport,
+    scroll_width, wide: [{section, right, width}]}} of a page shown 1280 px wide (``headline``: the "What
+    happened" block, if the page has one; ``wide``: the tables that reach past the window's right edge, with
+    the section they are in)."""
     chromium = chromium or find_chromium()
     work = tempfile.mkdtemp(prefix="report-browser-")
     try:

@@ -28,6 +28,15 @@ def test_every_chart_loads_with_its_title_as_alt_text(rendered):
         assert img["alt"] and img["alt"] != src.split("/")[-1][:-4], img
 
 
+def test_the_page_fits_a_1280_px_window(rendered):
+    """No table reaches past the right edge of a 1280-px-wide window (one did: long addresses and topic names
+    in a row), and the page scrolls only down."""
+    _, result = rendered
+    layout = result["layout"]
+    assert 1200 <= layout["viewport"] <= 1280, layout
+    assert layout["wide"] == [] and layout["scroll_width"] <= layout["viewport"], layout
+
+
 def test_no_broken_links(rendered):
     page, result = rendered
     hrefs = [link["href"] for link in result["links"]]

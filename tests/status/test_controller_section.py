@@ -4,6 +4,7 @@ sync, die and get a new master, read through the page's resource as a browser as
 import html
 import re
 
+from namesrv.status.controller import section
 from tests.controller.harness import ControllerHarness, FakeBroker
 from tests.integration.server import free_port
 from tests.status.pages import get, make
@@ -115,3 +116,17 @@ def test_raft_members_say_whether_they_are_authenticated_and_what_was_refused():
     status["controller"]["authenticated"] = False
     assert "member authentication disabled" in _members_line(status)
     assert _members_line({"controller": {"mode": "single"}}) == ""
+
+
+def test_a_peer_without_a_link_is_marked_dead_and_counted():
+    status = {"group": "g", "selfId": "n0", "isLeader": True, "groups": [],
+              "controller": {"mode": "raft", "role": "leader", "leaderId": "n0", "connectedPeers": ["n1"],
+                             "authenticated": True,
+                             "peers": {"n0": "10.0.0.1:9878", "n1": "10.0.0.2:9878", "n2": "10.0.0.3:9878"}}}
+    text = section(status, {})
+    peers = re.findall(r'<span class="peer (\w+)" data-peer="(\w+)">([^<]*)</span>', text)
+    assert peers == [("self", "n0", "n0=10.0.0.1:9878 (this one)"), ("connected", "n1", "n1=10.0.0.2:9878 (connected)"),
+                     ("dead", "n2", "n2=10.0.0.3:9878 (not connected)")]
+    assert '<span class="badge dead">1 of 2 peers not connected</span>' in text
+    status["controller"]["connectedPeers"] = ["n1", "n2"]
+    assert "badge dead" not in section(status, {}) and "peer dead" not in section(status, {})

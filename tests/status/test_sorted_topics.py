@@ -1,10 +1,14 @@
 """The status page's sorted topic names: sorted again only when the set of topics changes."""
 
+import re
+
 from twisted.internet.task import Clock
 
+from namesrv.status import views
 from namesrv.status.views import SortedTopics
-from tests.fakes import run_turns, turn_scheduler
+from tests.fakes import FakeConnection, run_turns, turn_scheduler
 from tests.routes.helpers import new_routes, register
+from tests.status import pages
 
 
 class CountingSort(SortedTopics):
@@ -62,3 +66,33 @@ def test_the_page_answers_a_sliced_search(tmp_path, monkeypatch):
     register(svc, Conn(), "C1", "broker-a", "127.0.0.1:10911", 0, ["T%02d" % i for i in range(30)])
     text = get(svc, "/?t=T1", advance=svc.wall)[2]
     assert "10 topics match" in text and '<a href="?t=T19">T19</a>' in text and "T20" not in text
+
+
+def test_the_page_lists_topics_in_natural_order(tmp_path):
+    """Topic0, Topic1, Topic2, ..., Topic10, Topic100: numbers by their value, as a reader counts (the page sorted
+    them as text: Topic0, Topic1, Topic10, Topic100, Topic2)."""
+    svc = pages.make(tmp_path)
+    names = ["Topic100", "Topic2", "Topic10", "Topic0", "Topic1", "Topic9", "TopicA", "Topic1-b10", "Topic1-b9",
+             "Retry7", "%RETRY%g2", "%RETRY%g10"]
+    pages.register(svc, FakeConnection(), "C1", "broker-a", "127.0.0.1:10911", 0, names)
+    text = pages.get(svc, "/fragment/topics")[2]
+    shown = [n for n in re.findall(r'<a href="\?t=[^"]*">([^<]+)</a>', text) if n in names]
+    assert shown == ["%RETRY%g2", "%RETRY%g10", "Retry7", "Topic0", "Topic1", "Topic1-b9", "Topic1-b10", "Topic2",
+                     "Topic9", "Topic10", "Topic100", "TopicA"]
+
+
+def test_many_new_names_get_their_order_a_slice_per_turn_and_the_list_is_shown_meanwhile(monkeypatch):
+    monkeypatch.setattr(views, "KEYS_INLINE", 10)
+    monkeypatch.setattr(views, "SEARCH_SLICE", 20)
+    clock = Clock()
+    routes = new_routes(clock)
+    register(routes, *["T%d" % i for i in range(55)], base_topic=False)
+    scheduler = turn_scheduler(clock, budget=0.0)
+    topics = SortedTopics(routes, clock, scheduler=scheduler)
+    assert topics.names() == sorted("T%d" % i for i in range(55))   # plain order first: T0, T1, T10, ...
+    run_turns(clock)
+    assert scheduler.turns >= 3                                         # three slices of keys, each its own turn
+    assert topics.names() == ["T%d" % i for i in range(55)]
+    clock.advance(3)
+    register(routes, "T55", "T7", base_topic=False, counter=2, name="broker-b", addr="127.0.0.1:10921")
+    assert topics.names()[-3:] == ["T53", "T54", "T55"]                 # a few new ones: sorted in the turn

@@ -27,6 +27,18 @@ from namesrv.protocol.command import make_request
 from tools.faultlab.records import JsonLines
 
 TIMEOUT = 1.0
+#: at SIGTERM: how long the clients get, together, to notice (the longest of their calls takes 5 s), and how long
+#: reading one broker's log back may take (connect, then the whole log): the agent's stop is bounded by
+#: ``stop_bound(brokers)``, which whoever stops it waits for before a kill (a kill loses the read-back, and the
+#: checker would then find every acknowledged message missing)
+CLIENTS_STOP_SECONDS = 10.0
+READ_BACK_CONNECT_SECONDS = 3.0
+READ_BACK_SECONDS = 5.0
+
+
+def stop_bound(brokers):
+    """Seconds a stopping agent may take with ``brokers`` fake brokers to read back."""
+    return CLIENTS_STOP_SECONDS + brokers * (READ_BACK_CONNECT_SECONDS + READ_BACK_SECONDS)
 
 
 def call(address, code, ext=None, body=None, timeout=TIMEOUT):
@@ -164,8 +176,8 @@ class Agent:
         for address in self.brokers:
             host, port = address.rsplit(":", 1)
             try:
-                with socket.create_connection((host, int(port) + 2), timeout=3.0) as conn:
-                    conn.settimeout(5.0)
+                with socket.create_connection((host, int(port) + 2), timeout=READ_BACK_CONNECT_SECONDS) as conn:
+                    conn.settimeout(READ_BACK_SECONDS)
                     conn.sendall(b"READ\n")
                     state = json.loads(_readline(conn))
                 self.record("log", broker=address, keys=state["keys"], role=state["role"], epoch=state["epoch"])
@@ -211,8 +223,9 @@ def main(argv=None):
     agent.record("agent_started")
     done.wait()
     agent.stopping.set()
+    deadline = time.monotonic() + CLIENTS_STOP_SECONDS   # one bound for all: they stop together
     for thread in threads:
-        thread.join(6)
+        thread.join(max(0.0, deadline - time.monotonic()))
     if args.fake_brokers:
         agent.read_back()
     agent.record("agent_stopped")

@@ -12,6 +12,7 @@ import sys
 import time
 
 from tools import processes
+from tools.faultlab.agent import stop_bound
 
 #: the checkout: the lab's own processes run its modules (python -m tools.faultlab....)
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -142,6 +143,7 @@ class AgentProcess:
                      "--brokers", ",".join(b.address for b in brokers), "--out", self.out, "--seed", str(seed)]
         if fake_brokers:
             self.argv.append("--fake-brokers")
+        self.brokers = brokers if fake_brokers else []   # the fake ones are read back at its stop
         self.process = None
         self.workdir = workdir
 
@@ -150,8 +152,10 @@ class AgentProcess:
         self.process = self.lab.spawn(self.host, self.argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
         return self
 
-    def stop(self, timeout=30):
-        processes.stop(self.process, timeout=timeout)
+    def stop(self):
+        """SIGTERM, then as long as the agent's own stop may take (its clients, then each broker's log read back:
+        agent.stop_bound) before a kill: on a loaded machine a fixed 30 s killed it mid read-back."""
+        processes.stop(self.process, timeout=stop_bound(len(self.brokers)) + 10.0)
 
 
 wait_for = processes.wait_for

@@ -5,8 +5,12 @@ namespace ``<prefix>-sw``; the addresses (``10.<net>.0.<n>/24``) exist only insi
 namespaces, never on the machine's own network. A partition is iptables DROP rules in the hosts'
 own namespaces (both directions, so no RST tells anyone); ``heal`` flushes them. Everything the lab
 creates carries the lab's unique prefix and is removed by ``close()`` (also when a test fails:
-``Lab`` is a context manager), and ``sweep()`` removes what a killed run left behind (only that: the
-prefix names the process that made the lab, so a sweep never touches a lab in use).
+``Lab`` is a context manager).
+
+Several labs may run on one machine at once (two test runs, a test run beside ``python -m
+tools.faultlab``): a prefix (``run_prefix()``: ``fl<pid in hex>x<random>``) names the process that made
+it, so a run counts only its own namespaces (``namespaces(prefix)``) and ``sweep()`` removes only
+those whose maker has exited (a run killed before its cleanup), never a live lab's.
 
 Processes run in a host with ``ip netns exec``; their pids are the machine's (namespaces isolate
 the network, not the process table), so the lab can kill -9 and SIGSTOP them directly.
@@ -19,9 +23,7 @@ import signal
 import subprocess
 import time
 
-#: every lab's namespaces are ``fault<pid of the process that made it>x<2 hex digits>-<host>``: a sweep removes only
-#: those of processes that are gone, never a lab another run (another checkout, another engineer) is using
-PREFIX_ROOT = "fault"
+PREFIX_ROOT = "fl"
 
 
 class LabUnavailable(Exception):
@@ -35,6 +37,36 @@ def _run(argv, check=True):
     return result
 
 
+def run_prefix():
+    """A prefix no other lab has: this process's id (``sweep`` reads it back) and a random part."""
+    return "%s%xx%04x" % (PREFIX_ROOT, os.getpid(), random.randrange(1 << 16))
+
+
+def _maker(name):
+    """The process id a namespace's prefix names (``run_prefix``), or None for another naming."""
+    head = name[len(PREFIX_ROOT):].partition("x")[0]
+    try:
+        return int(head, 16) if name.startswith(PREFIX_ROOT) and "x" in name else None
+    except ValueError:
+        return None
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def namespaces(prefix):
+    """The network namespaces whose name starts with ``prefix`` (a run's own)."""
+    listed = _run(["ip", "netns", "list"], check=False).stdout.splitlines()
+    return [line.split(" ")[0] for line in listed if line.startswith(prefix)]
+
+
 def available():
     """None when the lab can run here, else the reason it cannot."""
     if os.geteuid() != 0:
@@ -42,7 +74,7 @@ def available():
     for tool in ("ip", "iptables"):
         if shutil.which(tool) is None:
             return "%s is not installed (Debian: iproute2, iptables)" % tool
-    name = "%sprobe%d" % (PREFIX_ROOT, os.getpid())
+    name = "%s-probe" % run_prefix()
     try:
         _run(["ip", "netns", "add", name])
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
@@ -56,30 +88,12 @@ def available():
     return None
 
 
-def _maker(name):
-    """The pid in a lab namespace's name, or None when the name is not a lab's."""
-    digits = name[len(PREFIX_ROOT):].split("x", 1)[0]
-    return int(digits) if name.startswith(PREFIX_ROOT) and digits.isdigit() else None
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def sweep():
-    """Remove the namespaces labs left behind whose process is gone (a run killed before its cleanup); labs of
-    running processes are left alone, whoever runs them."""
-    listed = _run(["ip", "netns", "list"], check=False).stdout.split("\n")
-    for line in listed:
-        name = line.split(" ")[0].strip()
-        pid = _maker(name)
-        if pid is not None and pid != os.getpid() and not _alive(pid):
+def sweep(prefix=None):
+    """Remove what labs killed before their cleanup left: the namespaces of ``prefix``, or (by default)
+    those whose maker (``run_prefix``) has exited. A live lab's, and names of another form, stay."""
+    for name in namespaces(prefix or PREFIX_ROOT):
+        maker = _maker(name)
+        if prefix is not None or (maker is not None and maker != os.getpid() and not _alive(maker)):
             _kill_namespace_processes(name)
             _run(["ip", "netns", "del", name], check=False)
 
@@ -112,7 +126,7 @@ class Lab:
         reason = available()
         if reason is not None:
             raise LabUnavailable(reason)
-        self.prefix = prefix or "%s%dx%02x" % (PREFIX_ROOT, os.getpid(), random.randrange(1 << 8))
+        self.prefix = prefix or run_prefix()
         self.net = net if net is not None else random.randrange(100, 250)
         self.switch = "%s-sw" % self.prefix
         self.hosts = {}

@@ -63,12 +63,13 @@ class Run:
 
 
 def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0), heal_seconds=(4.0, 8.0),
-        settle=20.0, bound=30.0, peer_home=None, workdir=None, log=print, brokers="fake"):
+        settle=20.0, bound=30.0, peer_home=None, workdir=None, log=print, brokers="fake", prefix=None):
     """A dict with the run's faults, checks and availability figures.
 
     ``kind``: whose name servers and controllers (``ours`` or ``java``, 5.3.3 from ``peer_home``);
     ``brokers``: ``fake`` (tools/faultlab/fakebroker.py) or ``java`` (5.3.3 brokers from ``peer_home``,
-    with Traffic.java producing and reading back)."""
+    with Traffic.java producing and reading back); ``prefix``: the lab's namespaces' (netns.run_prefix(): a
+    test gives its own, to count only its namespaces)."""
     rng = random.Random(seed)
     log("faultlab: %s, seed %d, %s controllers (%d), %s brokers" % (schedule, seed, kind, size, brokers))
     fake = brokers == "fake"
@@ -77,7 +78,7 @@ def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0),
     member_hosts = ["n%d" % i for i in range(size)]
     processes = []
     result = {}
-    with Lab(member_hosts + ["b0", "b1", "cl"]) as lab:
+    with Lab(member_hosts + ["b0", "b1", "cl"], prefix=prefix) as lab:
         try:
             secret = os.path.join(workdir, "controller.secret")
             with open(secret, "w") as f:
