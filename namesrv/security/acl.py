@@ -49,7 +49,9 @@ class AclStore:
 class BrokerAllowListPolicy:
     """Broker-control requests only from the addresses in ``brokerAllowedAddresses`` (empty: anyone).
 
-    The connection's address is checked, never the ``brokerAddr`` header, which the sender chooses.
+    The connection's address is checked, never the ``brokerAddr`` header, which the sender chooses. The
+    request's class is the one its header makes it (classes.py): mqadmin's designated election (1002 with
+    ``designateElect=true``) is an admin's write, not a broker's, and comes from wherever admins work.
     """
 
     def __init__(self, classifier, config, refusals):
@@ -66,7 +68,7 @@ class BrokerAllowListPolicy:
         allowed = self.allowed.get()
         if not allowed:
             return None
-        request_class = self.classifier.classify(request.code)
+        request_class = self.classifier.classify_request(request)
         if request_class != BROKER_CONTROL:
             return None
         host = peer_host(connection.peer)

@@ -1,0 +1,45 @@
+"""Clients for the live ACL tests: a connection from a chosen loopback address, and requests signed as
+``AclClientRPCHook`` signs them.
+
+Every 127.0.0.0/8 address is the machine's own on Linux, so a client bound to 127.0.0.2 reaches a server
+on 127.0.0.1 from an address that is not 127.0.0.1: an "other source" without a network namespace.
+"""
+
+import socket
+
+from namesrv.client import BlockingRemotingClient
+from namesrv.protocol.command import make_request
+from namesrv.security.signature import sign_request_ext
+
+ALLOWED_SOURCE = "127.0.0.1"
+OTHER_SOURCE = "127.0.0.2"
+
+
+class SourcedClient(BlockingRemotingClient):
+    """The blocking test client, its socket bound to ``source`` before it connects to 127.0.0.1:``port``."""
+
+    def __init__(self, port, source=ALLOWED_SOURCE, timeout=10.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def signed(code, ext=None, body=None, credentials=None, **kwargs):
+    """A request, signed with ``credentials`` ((accessKey, secretKey)) when given."""
+    ext = {key: value if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+           for key, value in (ext or {}).items() if value is not None}
+    if credentials is not None:
+        ext = sign_request_ext(ext, body, *credentials)
+    return make_request(code, ext=ext, body=body, **kwargs)
+
+
+def tampered(request):
+    """``request`` with its header changed after it was signed: a resource it names renamed, or a field added
+    (a signature carried over to a request it was not made for)."""
+    ext = dict(request.ext)
+    for field in ("topic", "brokerName", "clusterName", "cluster"):
+        if field in ext:
+            ext[field] = ext[field] + "-x"
+            break
+    else:
+        ext["extra"] = "1"
+    return request.with_changes(ext=ext)
