@@ -12,7 +12,12 @@ Correctness rests on three rules:
   response ``cacheable`` only when it is a pure function of the request's header and of
   the tables, configuration and KV config (never a "not ready" or SYSTEM_BUSY answer),
   and every request policy must agree (``allows_cached_answer(code)``; a policy without
-  that method, such as the ACL check, switches caching off for everything).
+  that method switches caching off for everything).
+- **Whose answer it is**, with ACL on: the ACL check's verdict depends on the peer's host too
+  (``IPeerScopedPolicy``), so the key starts with the host, and no shape answers (a shape
+  answers a frame that differs in one field, which the signature would not cover). A signed
+  read is then answered from here only when the same host sent the same bytes before and was
+  let through; new credentials empty the cache, as any change of configuration does.
 - **When it goes stale**: ``invalidate()`` drops everything; the route tables, the KV
   store and the configuration call it on every change, and the registry when a policy
   or observer is added. A heartbeat that changes nothing invalidates nothing.
@@ -82,6 +87,14 @@ def _json_opaque_span(frame):
     return start, stop
 
 
+def host_scope(peer):
+    """The key prefix of answers kept per host: ``peer``'s host (``ip:port``, IPv6 in brackets) and a
+    newline, which no host holds, so no frame can pass for another host's."""
+    peer = peer or ""
+    host = peer.rpartition(":")[0] if ":" in peer else peer
+    return host.encode("utf-8", "surrogatepass") + b"\n"
+
+
 def _plain_int(text):
     digits = text[1:] if text[:1] == b"-" else text
     size = len(digits)
@@ -102,6 +115,7 @@ class AnswerCache:
 
     def __init__(self, registry, max_entries=262144, max_frame_length=1024, max_bytes=DEFAULT_MAX_BYTES):
         self.registry = registry
+        self.per_host = registry.answers_per_host
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.max_frame_length = max_frame_length
@@ -157,7 +171,8 @@ class AnswerCache:
 
     # -- the hot path --------------------------------------------------------------
     def answer(self, frame, peer):
-        """The whole answer frame (length field included) for ``frame``, or None (take the slow path)."""
+        """The whole answer frame (length field included) for ``frame`` from ``peer``, or None (take the
+        slow path)."""
         entries, shapes = self._entries, self._shapes
         if not (entries or shapes.markers or self._older) or not 4 <= len(frame) <= self.max_frame_length:
             return None
@@ -179,7 +194,7 @@ class AnswerCache:
                     return None
                 start, stop = span
                 opaque = frame[start:stop]
-            if shapes.markers:
+            if shapes.markers and not self.per_host:
                 found = shapes.answer(frame, start, stop, opaque)
                 if found is not None:
                     whole, counted = found
@@ -194,6 +209,8 @@ class AnswerCache:
             key = frame[:9] + frame[13:]
         else:
             return None
+        if self.per_host:
+            key = host_scope(peer) + key
         entry = entries.get(key)
         if entry is None:
             entry = self._older.get(key)
@@ -219,9 +236,9 @@ class AnswerCache:
             self.registry.observers.record_requests(code, response_code, count, 0, peer)
 
     # -- filling ------------------------------------------------------------------
-    def remember(self, frame, request, response):
-        """Store ``response`` (the answer to ``frame``, decoded as ``request``) if it may be reused:
-        as the shape of every frame like it when it says it varies by one field, else as an entry."""
+    def remember(self, frame, request, response, peer=None):
+        """Store ``response`` (the answer to ``frame`` from ``peer``, decoded as ``request``) if it may be
+        reused: as the shape of every frame like it when it says it varies by one field, else as an entry."""
         if (response is None or not getattr(response, "cacheable", False)
                 or request.is_oneway or len(frame) > self.max_frame_length
                 or not self.registry.allows_cached_answer(request.code)):
@@ -235,7 +252,8 @@ class AnswerCache:
         if entry is None:
             return False
         if entry is not True:
-            self._store(*entry)
+            key, answer = entry
+            self._store(host_scope(peer) + key if self.per_host else key, answer)
         self.stores += 1
         return True
 
@@ -271,8 +289,8 @@ class AnswerCache:
             return None
         prefix, suffix = header_bytes[:cut], header_bytes[cut + len(_SENTINEL_JSON):]
         counted = (request.code, response.code)
-        if response.varies_by is not None and self._shapes.remember(frame, span, request, response.varies_by,
-                                                                    prefix, suffix, counted, body):
+        if response.varies_by is not None and not self.per_host and self._shapes.remember(
+                frame, span, request, response.varies_by, prefix, suffix, counted, body):
             return True
         # Frames sharing this key have as many opaque digits as this one (the header-length
         # word is part of the key), so the answer's lengths can be fixed now.

@@ -24,6 +24,8 @@ class AclStore:
         self.table = table if table is not None else AclTable()
         self.reloads = 0
         self.reload_failures = 0
+        #: called with no arguments once new credentials are in force (AnswerCache.invalidate)
+        self.reload_listeners = []
 
     def load(self):
         """First load: a bad or missing file is an error (refuse to start rather than run unguarded)."""
@@ -42,6 +44,8 @@ class AclStore:
         self.table = table
         self.reloads += 1
         log.info("ACL: {path} changed, {n} account(s) loaded", path=self.path, n=len(table.accounts))
+        for listener in self.reload_listeners:
+            listener()
         return True
 
 

@@ -25,15 +25,23 @@ minute, counted in the metrics (``namesrv_requests_rejected_total{reason}``) and
 from zope.interface import implementer
 
 from namesrv.dispatch.classes import BROKER_CONTROL, parse_class_list
-from namesrv.interfaces import IWorkerCheckedPolicy
+from namesrv.interfaces import IPeerScopedPolicy, IWorkerCheckedPolicy
 from namesrv.protocol.codes import request_name
 from namesrv.security.addresses import AddressMatcher, peer_host
 from namesrv.security.livesetting import LiveSetting
 from namesrv.security.signature import ACCESS_KEY, signature_matches
 
-@implementer(IWorkerCheckedPolicy)
+@implementer(IWorkerCheckedPolicy, IPeerScopedPolicy)
 class TrustPolicy:
-    """``check``: None to let the request through, or (NO_PERMISSION, remark)."""
+    """``check``: None to let the request through, or (NO_PERMISSION, remark).
+
+    Its verdict is a function of the request's bytes but the opaque (the signature covers every header
+    field and the body), of the peer's host, of the credentials and of the configuration. So an answer it
+    let through may be replayed by the answer cache to the same frame from the same host (IPeerScopedPolicy),
+    until the credentials reload or the configuration changes (both empty the cache): what the check would
+    say again. A replayed signed frame is a replay the check would accept too: ACL 1.0 signatures carry no
+    time or nonce.
+    """
 
     def __init__(self, store, classifier, config, refusals):
         self.store = store
@@ -88,6 +96,9 @@ class TrustPolicy:
 
     def done(self, request, connection, response_code):
         pass
+
+    def allows_cached_answer(self, code):
+        return True
 
     def _refuse(self, request, connection, request_class, reason, access_key, remark):
         return self.refusals.refuse(request, connection, request_class or "unclassified", "acl_" + reason,
