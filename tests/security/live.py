@@ -7,9 +7,7 @@ on 127.0.0.1 from an address that is not 127.0.0.1: an "other source" without a 
 
 import socket
 
-from namesrv.client import BlockingRemotingClient
-from namesrv.protocol.command import make_request
-from namesrv.security.signature import sign_request_ext
+from namesrv.client import BlockingRemotingClient, signed_request
 
 ALLOWED_SOURCE = "127.0.0.1"
 OTHER_SOURCE = "127.0.0.2"
@@ -25,11 +23,7 @@ class SourcedClient(BlockingRemotingClient):
 
 def signed(code, ext=None, body=None, credentials=None, **kwargs):
     """A request, signed with ``credentials`` ((accessKey, secretKey)) when given."""
-    ext = {key: value if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
-           for key, value in (ext or {}).items() if value is not None}
-    if credentials is not None:
-        ext = sign_request_ext(ext, body, *credentials)
-    return make_request(code, ext=ext, body=body, **kwargs)
+    return signed_request(code, ext, body, credentials, **kwargs)
 
 
 def tampered(request):
