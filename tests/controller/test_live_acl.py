@@ -19,34 +19,10 @@ from namesrv.protocol.codes import RequestCode as C, ResponseCode
 from tests.brokers import register_request, route_request
 from tests.controller.wire import WireBroker, controller_ports, controller_properties
 from tests.integration.server import NamesrvProcess
-from tests.security.live import ALLOWED_SOURCE, OTHER_SOURCE, SourcedClient, signed
+from tests.security.live import ALLOWED_SOURCE, BROKER_A, BROKER_B, GROUPS_ACL, OTHER_SOURCE, READER, \
+    SourcedClient, signed
 
-ACL = """
-accounts:
-  - {accessKey: opsAdmin10, secretKey: ops-admin-secret-10, admin: "true"}
-users:
-  - {username: brokerA, password: brokerA-secret-123}
-  - {username: brokerB, password: brokerB-secret-123}
-  - {username: reader22, password: reader22-secret-123}
-acls:
-  - subject: User:brokerA
-    policies:
-      - entries:
-          - {resource: "Broker:broker-a", actions: [BrokerControl]}
-          - {resource: "Topic:*", actions: [RouteRead]}
-  - subject: User:brokerB
-    policies:
-      - entries:
-          - {resource: "Broker:broker-b", actions: [BrokerControl]}
-          - {resource: "Topic:*", actions: [RouteRead]}
-  - subject: User:reader22
-    policies:
-      - entries:
-          - {resource: "*", actions: [RouteRead, AdminRead]}
-"""
-BROKER_A = ("brokerA", "brokerA-secret-123")
-ATTACKERS = (("unsigned", None), ("a reader", ("reader22", "reader22-secret-123")),
-             ("broker-b's broker", ("brokerB", "brokerB-secret-123")))
+ATTACKERS = (("unsigned", None), ("a reader", READER), ("broker-b's broker", BROKER_B))
 CLUSTER = "ClusterW"
 #: an address of this machine's loopback that no broker listens on (a notification sent there goes nowhere)
 ATTACKER_ADDRESS = "127.0.0.66:666"
@@ -87,7 +63,7 @@ class SignedBroker(WireBroker):
 
 @pytest.fixture
 def server(tmp_path):
-    (tmp_path / "plain_acl.yml").write_text(ACL)
+    (tmp_path / "plain_acl.yml").write_text(GROUPS_ACL)
     (port,) = controller_ports(1)
     properties = dict(controller_properties(tmp_path, port), aclEnable="true", aclFile=str(tmp_path / "plain_acl.yml"))
     process = NamesrvProcess(tmp_path, properties).start()

@@ -12,6 +12,36 @@ from namesrv.client import BlockingRemotingClient, signed_request
 ALLOWED_SOURCE = "127.0.0.1"
 OTHER_SOURCE = "127.0.0.2"
 
+#: an ACL file with an ACL 1.0 admin, the users of broker groups broker-a and broker-b (broker-control on their
+#: group, route reads) and a reading user, from anywhere
+GROUPS_ACL = """
+accounts:
+  - {accessKey: opsAdmin10, secretKey: ops-admin-secret-10, admin: "true"}
+users:
+  - {username: brokerA, password: brokerA-secret-123}
+  - {username: brokerB, password: brokerB-secret-123}
+  - {username: reader22, password: reader22-secret-123}
+acls:
+  - subject: User:brokerA
+    policies:
+      - entries:
+          - {resource: "Broker:broker-a", actions: [BrokerControl]}
+          - {resource: "Topic:*", actions: [RouteRead]}
+  - subject: User:brokerB
+    policies:
+      - entries:
+          - {resource: "Broker:broker-b", actions: [BrokerControl]}
+          - {resource: "Topic:*", actions: [RouteRead]}
+  - subject: User:reader22
+    policies:
+      - entries:
+          - {resource: "*", actions: [RouteRead, AdminRead]}
+"""
+ADMIN10 = ("opsAdmin10", "ops-admin-secret-10")
+BROKER_A = ("brokerA", "brokerA-secret-123")
+BROKER_B = ("brokerB", "brokerB-secret-123")
+READER = ("reader22", "reader22-secret-123")
+
 
 class SourcedClient(BlockingRemotingClient):
     """The blocking test client, its socket bound to ``source`` before it connects to 127.0.0.1:``port``."""
