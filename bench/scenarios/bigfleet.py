@@ -187,6 +187,7 @@ class Run:
             halfway = args.scenario in ("disconnect", "restart")
             beating = args.warmup + (args.seconds / 2 if halfway else args.seconds)
             fleet.start_beating(args.cycle, beating, grace=10.0)
+            cpu_before = self.server_cpu()
             reads = LoadRun(self.port, templates, reads_spec, self.host).start()
             probe = LoadRun(self.port, templates, probe_spec, self.host).start()
             steal = StealWindow(time.monotonic).start()
@@ -194,6 +195,13 @@ class Run:
             rss_peak = rss_mib(self.server_pids())
             reads_result, probe_result = reads.result(), probe.result()
             steal.stop()
+            cpu_after = self.server_cpu()
+            if cpu_before is not None and cpu_after is not None and args.scenario == "steady":
+                # all of the server's processes, warm-up and the fleet's beats included (the same on every run):
+                # steadier than reads/s on a shared machine, where a neighbour's burst takes cores, not CPU time
+                answered = reads_result.answered + probe_result.answered
+                self.figures["server_cpu_s"] = cpu_after - cpu_before
+                self.figures["server_cpu_us_per_read"] = (cpu_after - cpu_before) * 1e6 / max(1, answered)
             self.figures["host_steal_share"] = steal.share
             idle = guestidle.read()
             self.figures.update(guest_idle_driver=idle["driver"], guest_halt_poll_ns=idle["halt_poll_ns"],
@@ -253,6 +261,13 @@ class Run:
             return {"wholetable": wholetable.ask_all(self.host, self.port, CLUSTER, self.status_port,
                                                      self.layout.topic_name(1))}, None
         return {}, None
+
+    def server_cpu(self):
+        """CPU seconds of the server's processes (main and read workers) so far; None for a --target."""
+        if self.server is None:
+            return None
+        from bench.lib.servers import cpu_seconds
+        return cpu_seconds(self.server.pid, children=True)
 
     def main_cpu(self):
         if self.server is None:
@@ -334,9 +349,10 @@ class Run:
             "cycle %(cycle_s)s s, scenario %(scenario)s" % f,
             "first registration of the fleet: %.2f s (its %d frames built beforehand in %.1f s)"
             % (f["register_all_s"], f["brokers"], f.get("fleet_frames_s") or 0),
-            "route reads: %.0f/s%s (%d errors), p50 %.2f ms, p99 %.2f ms"
+            "route reads: %.0f/s%s (%d errors), p50 %.2f ms, p99 %.2f ms%s"
             % (f["reads_per_s"], " of %.0f offered" % f["offered_rate"] if f["offered_rate"] else "",
-               f["read_errors"], f["read_p50_ms"] or 0, f["read_p99_ms"] or 0),
+               f["read_errors"], f["read_p50_ms"] or 0, f["read_p99_ms"] or 0,
+               "; server CPU %.1f us a read" % f["server_cpu_us_per_read"] if "server_cpu_us_per_read" in f else ""),
             "prober: p50 %.2f ms, p99 %.2f ms, max %.2f ms%s (%d reads, %d errors)"
             % (f["probe_p50_ms"] or 0, f["probe_p99_ms"] or 0, f["probe_max_ms"] or 0,
                "" if f.get("probe_max_after_event_s") is None else
@@ -475,8 +491,9 @@ def run_ours(args, acl):
 
 
 def alternate(args):
-    """``--rounds`` pairs of runs, ACL off then on: each run's report, then the ratio of the reads/s."""
-    rates = {False: [], True: []}
+    """``--rounds`` pairs of runs, ACL off then on: each run's report, then the ratios of the reads/s and of the
+    server's CPU time a read."""
+    rates, costs = {False: [], True: []}, {False: [], True: []}
     for round_ in range(args.rounds):
         for acl in (False, True):
             run = run_ours(args, acl)
@@ -485,19 +502,29 @@ def alternate(args):
             if args.json:
                 print(json.dumps(run.figures, sort_keys=True))
             rates[acl].append(run.figures["reads_per_s"])
+            costs[acl].append(run.figures.get("server_cpu_us_per_read"))
     pairs = [on / off for off, on in zip(rates[False], rates[True]) if off]
     summary = {"acl_alternate_rounds": args.rounds, "reads_per_s_acl_off": rates[False],
                "reads_per_s_acl_on": rates[True], "ratio_per_pair": pairs,
-               "ratio_of_medians": _median(rates[True]) / _median(rates[False]) if _median(rates[False]) else None}
-    print("ACL on / off, reads/s: %s against %s; per pair %s; medians' ratio %.3f"
+               "ratio_of_medians": _ratio(_median(rates[True]), _median(rates[False])),
+               "server_cpu_us_per_read_acl_off": costs[False], "server_cpu_us_per_read_acl_on": costs[True],
+               "cpu_per_read_ratio_of_medians": _ratio(_median(costs[True]), _median(costs[False]))}
+    print("ACL on / off, reads/s: %s against %s; per pair %s; medians' ratio %s"
           % (", ".join("%.0f" % r for r in rates[True]), ", ".join("%.0f" % r for r in rates[False]),
-             ", ".join("%.3f" % r for r in pairs), summary["ratio_of_medians"] or 0))
+             ", ".join("%.3f" % r for r in pairs), _fmt(summary["ratio_of_medians"])))
+    print("server CPU a read, us: ACL on %s, off %s; medians' ratio %s"
+          % (", ".join(_fmt(c) for c in costs[True]), ", ".join(_fmt(c) for c in costs[False]),
+             _fmt(summary["cpu_per_read_ratio_of_medians"])))
     if args.json:
         print(json.dumps(summary, sort_keys=True))
 
 
+def _ratio(numerator, denominator):
+    return numerator / denominator if numerator is not None and denominator else None
+
+
 def _median(values):
-    ordered = sorted(values)
+    ordered = sorted(value for value in values if value is not None)
     if not ordered:
         return None
     middle = len(ordered) // 2
