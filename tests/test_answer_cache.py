@@ -9,6 +9,7 @@ import struct
 
 import pytest
 
+from namesrv.protocol.answercache import KEY_OVERHEAD
 from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, SerializeType
 from namesrv.protocol.command import make_request
@@ -301,6 +302,21 @@ def test_topics_on_the_same_brokers_share_one_body_and_the_bytes_are_bounded(ser
     assert cache.hits == hits + 1 and answer.body == first[39][1].body
 
 
+def test_an_answer_many_keys_share_is_kept_once(server):
+    """Forty topics on the same brokers: forty keys, one answer (the same but for the opaque); each key after
+    the first costs its own bytes and a slot, which lets a signed read of each of 100,000 topics fit."""
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport, topics=ENTRY_TOPICS)
+    cache = svc.answer_cache
+    ask(proto, transport, route(ENTRY_TOPICS[0], 10))   # opaques of two digits: answers of one length
+    first = cache.total_bytes
+    ask(proto, transport, *[route(topic, i) for i, topic in enumerate(ENTRY_TOPICS[1:], 11)])
+    assert len(cache) == 40 and len({id(entry) for entry in cache._entries.values()}) == 1
+    keys = sum(len(key) for key in cache._entries)
+    assert cache.total_bytes - first == keys - len(next(iter(cache._entries))) + 39 * KEY_OVERHEAD
+
+
 def test_an_answer_asked_again_survives_its_generation(server):
     svc = server()
     proto, transport = connect(svc)
@@ -308,9 +324,11 @@ def test_an_answer_asked_again_survives_its_generation(server):
     register(proto, transport, topics=topics)
     cache = svc.answer_cache
     ask(proto, transport, route("S.0", 1))
-    one_entry = cache.total_bytes
-    cache.set_limits(1000, one_entry * 12)              # generations of about six
-    for i, topic in enumerate(topics[1:], 2):
+    first = cache.total_bytes
+    ask(proto, transport, route("S.1", 2))
+    one_key = cache.total_bytes - first                 # S.1's answer is S.0's: kept once
+    cache.set_limits(1000, (first + 5 * one_key) * 2)   # generations of about six
+    for i, topic in enumerate(topics[2:], 3):
         ask(proto, transport, route(topic, i), route("S.0", 100 + i))   # S.0 is asked all along
     hits = cache.hits
     ask(proto, transport, route("S.0", 999))

@@ -103,8 +103,10 @@ def _plain_int(text):
     return size < 10 or -2**31 <= int(text) < 2**31
 
 
-#: what an entry costs beside its bytes: the dict slot, the tuple, four bytes objects' headers
-ENTRY_OVERHEAD = 240
+#: what an answer costs beside its bytes: the dict slots, the tuple, four bytes objects' headers
+ENTRY_OVERHEAD = 290
+#: what one more key costs when its answer is kept already: its bytes object's header and a dict slot
+KEY_OVERHEAD = 100
 BODY_OVERHEAD = 120
 DEFAULT_MAX_BYTES = 64 << 20
 
@@ -122,6 +124,7 @@ class AnswerCache:
         self._entries = {}       # the young generation: stores and promoted hits
         self._older = {}         # the previous one, looked up when the young one misses
         self._bodies = {}        # the young generation's bodies, each kept once
+        self._answers = {}       # the young generation's answers, each kept once (many keys share one)
         self._shapes = Shapes()  # for answers that vary by one field (answershapes.py)
         self.bytes = 0           # the young generation's
         self._older_bytes = 0
@@ -158,7 +161,7 @@ class AnswerCache:
     def invalidate(self, *ignored):
         """Forget every answer and shape (accepts and ignores listener arguments)."""
         if self._entries or self._older or self._bodies or self._shapes:
-            self._entries, self._older, self._bodies, self._shapes = {}, {}, {}, Shapes()
+            self._entries, self._older, self._bodies, self._answers, self._shapes = {}, {}, {}, {}, Shapes()
             self.bytes = self._older_bytes = 0
         self.invalidations += 1
 
@@ -166,7 +169,7 @@ class AnswerCache:
         """The young generation becomes the older one, whose entries go (unless looked up since and so
         promoted): O(1), no pass over the entries, so a full cache never holds the reactor."""
         self._older, self._older_bytes = self._entries, self.bytes
-        self._entries, self._bodies, self.bytes = {}, {}, 0
+        self._entries, self._bodies, self._answers, self.bytes = {}, {}, {}, 0
         self.evictions += 1
 
     # -- the hot path --------------------------------------------------------------
@@ -258,16 +261,25 @@ class AnswerCache:
         return True
 
     def _store(self, key, entry):
-        head, suffix, body, counted = entry
-        size = len(key) + len(head) + len(suffix) + ENTRY_OVERHEAD
-        if body:
-            shared = self._bodies.get(body)
-            if shared is None:
-                self._bodies[body] = body
-                size += len(body) + BODY_OVERHEAD
-            elif shared is not body:
-                entry = (head, suffix, shared, counted)
-        self._entries[key] = entry
+        """Keep ``entry`` for ``key``. An answer is kept once however many keys share it (the route reads of
+        every topic on the same brokers, signed ones included: with ACL on each topic's frame is a key of its
+        own), so a key that points at a kept answer costs its bytes and a slot only."""
+        shared = self._answers.get(entry)
+        if shared is not None:
+            self._entries[key] = shared
+            size = len(key) + KEY_OVERHEAD
+        else:
+            head, suffix, body, counted = entry
+            size = len(key) + len(head) + len(suffix) + ENTRY_OVERHEAD
+            if body:
+                kept = self._bodies.get(body)
+                if kept is None:
+                    self._bodies[body] = body
+                    size += len(body) + BODY_OVERHEAD
+                elif kept is not body:
+                    entry = (head, suffix, kept, counted)
+            self._answers[entry] = entry
+            self._entries[key] = entry
         self.bytes += size
         if self.bytes > self.max_bytes // 2 or len(self._entries) > self.max_entries // 2:
             self._age()
