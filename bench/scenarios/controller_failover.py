@@ -45,9 +45,10 @@ acls:
       - entries:
           - {resource: "Broker:broker-a", actions: [BrokerControl]}
           - {resource: "Topic:*", actions: [RouteRead]}
+          - {resource: "Cluster:*", actions: [AdminRead]}
 """
 ADMIN = ("benchAdmin", "bench-admin-secret")
-BROKER_CREDENTIALS = '{"accessKey":"benchBroker","secretKey":"bench-broker-secret"}'
+BROKER_USER = ("benchBroker", "bench-broker-secret")
 
 
 _handed_out = set()
@@ -176,10 +177,24 @@ def broker(peer, workdir, name, port, namesrv, controllers, signing=False):
              "allAckInSyncStateSet": "true", "syncBrokerMetadataPeriod": "2000", "checkSyncStateSetPeriod": "2000",
              "syncControllerMetadataPeriod": "2000"}
     if signing:
-        props["innerClientAuthenticationCredentials"] = BROKER_CREDENTIALS
+        return signing_broker(peer, workdir, store, name, port, dict(props, namesrvAddr=namesrv))
     env = dict(os.environ, BROKER_EXTRA_PROPS="\n".join("%s=%s" % item for item in props.items()))
     return Process(["bash", os.path.join(peer, "broker.sh"), namesrv, "broker-a", str(port), store, "BenchCluster"],
                    env=env, log=os.path.join(workdir, name + ".out"))
+
+
+def signing_broker(peer, workdir, store, name, port, props):
+    """A 5.3.3 broker signing with innerClientAuthenticationCredentials as BROKER_USER, started the way the
+    Java-peer tests start one (the kit's broker.sh cannot add the user store such a broker needs to the
+    classpath: tests/controller/java/MemoryUsers.java)."""
+    # imported here: only ours-acl needs the test kit's launcher (it imports pytest)
+    from tests.javapeers import JavaBroker, inner_credentials
+    os.environ.setdefault("JAVAPEER5", peer)
+    signing, classpath = inner_credentials(workdir, *BROKER_USER)
+    java = JavaBroker("5.3.3", store, "broker-a", "BenchCluster", dict(props, **signing), port=port,
+                      classpath=classpath)
+    return Process(java.command(), env=dict(os.environ, ROCKETMQ_HOME=java.home), cwd=java.store,
+                   log=os.path.join(workdir, name + ".out"))
 
 
 def one_run(kind, scenario, peer):

@@ -36,8 +36,11 @@ def traffic_classes(tmp_path):
     return "%s:%s" % (out, os.path.join(home, "lib", "*"))
 
 
-def traffic(classpath, *args):
-    return subprocess.Popen(["java", "-Xmx128m", "-Drocketmq.client.logUseSlf4j=false", "-cp", classpath,
+def traffic(classpath, *args, credentials=None):
+    """Traffic.java's producer or reader; signing with ``credentials`` ((accessKey, secretKey)) when given."""
+    signing = ["-Dtraffic.accessKey=%s" % credentials[0], "-Dtraffic.secretKey=%s" % credentials[1]] \
+        if credentials else []
+    return subprocess.Popen(["java", "-Xmx128m", "-Drocketmq.client.logUseSlf4j=false", *signing, "-cp", classpath,
                              "Traffic", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
@@ -47,33 +50,36 @@ def broker_properties(namesrv, controllers):
             "checkSyncStateSetPeriod": "2000", "syncControllerMetadataPeriod": "2000"}
 
 
-def replica_info(controller_port):
+def replica_info(controller_port, credentials=None):
     """broker-a's replica info (1004) from ``controller_port``: (answer, SyncStateSet body), or (None, None)."""
-    answer = ask(controller_port, RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": "broker-a"})
+    answer = ask(controller_port, RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": "broker-a"},
+                 credentials=credentials)
     return answer, (loads(answer.body) if answer is not None and answer.body else None)
 
 
-def in_sync_count(controller_port):
-    answer, body = replica_info(controller_port)
+def in_sync_count(controller_port, credentials=None):
+    answer, body = replica_info(controller_port, credentials)
     return len(body["syncStateSet"]) if answer is not None and answer.code == 0 and body else 0
 
 
-def two_brokers(tmp_path, namesrv, controllers):
+def two_brokers(tmp_path, namesrv, controllers, extra=None, classpath=()):
     first = free_broker_port()
     brokers = []
     for index, port in enumerate((first, free_broker_port(low=first + 20))):
         brokers.append(JavaBroker("5.3.3", tmp_path / ("b%d" % (index + 1)), "broker-a", CLUSTER,
-                                  broker_properties(namesrv, controllers), port=port).start())
+                                  dict(broker_properties(namesrv, controllers), **(extra or {})), port=port,
+                                  classpath=classpath).start())
     return brokers
 
 
-def kill_master_while_sending(tmp_path, brokers, namesrv_ports, also_kill=()):
+def kill_master_while_sending(tmp_path, brokers, namesrv_ports, also_kill=(), credentials=None):
     """Send, kill -9 the master (and the processes in ``also_kill``) mid-way, wait for the survivor to be
     routed by the name server on ``namesrv_ports[-1]``; returns (seconds to routed, acked keys, failed keys,
-    the killed broker, the survivor, the traffic classpath)."""
+    the killed broker, the survivor, the traffic classpath). ``credentials``: the producer and the probes
+    sign with them (a name server with aclEnable=true)."""
     classpath = traffic_classes(tmp_path)
     namesrv = ";".join("127.0.0.1:%d" % p for p in namesrv_ports)
-    master_address = routed_master(namesrv_ports[0])
+    master_address = routed_master(namesrv_ports[0], credentials=credentials)
     master = next(b for b in brokers if master_address.endswith(":%d" % b.port))
     survivor = next(b for b in brokers if b is not master)
     # on every member, as a topic made long before a failure is: a slave copies its master's topic
@@ -88,7 +94,7 @@ def kill_master_while_sending(tmp_path, brokers, namesrv_ports, also_kill=()):
         assert "success" in created.stdout, created.stdout + created.stderr
     wait_for(lambda: _both_hold(master.port, survivor.port, "FailoverTopic"), 40,
              "FailoverTopic with 8 queues on the master and the slave")
-    sender = traffic(classpath, "send", namesrv, "FailoverTopic", "300", "20")
+    sender = traffic(classpath, "send", namesrv, "FailoverTopic", "300", "20", credentials=credentials)
     acked, failed = [], []
     while len(acked) < 60:
         line = sender.stdout.readline()
@@ -99,7 +105,7 @@ def kill_master_while_sending(tmp_path, brokers, namesrv_ports, also_kill=()):
     killed_at = time.monotonic()
     survivor_address = "127.0.0.1:%d" % survivor.port
     survivor_port = namesrv_ports[-1]
-    while routed_master(survivor_port) != survivor_address:
+    while routed_master(survivor_port, credentials=credentials) != survivor_address:
         assert time.monotonic() - killed_at < 60, "the survivor was not routed as master within 60 s"
         time.sleep(0.01)
     routed_after = time.monotonic() - killed_at
@@ -131,9 +137,9 @@ def _tally(line, acked, failed):
         (acked if words[0] == "ACK" else failed).append(words[1])
 
 
-def stored_keys(classpath, namesrv):
+def stored_keys(classpath, namesrv, credentials=None):
     """Every key the topic's queues hold, each queue read to its end offset (errors retried for up to 60 s)."""
-    reader = traffic(classpath, "read", namesrv, "FailoverTopic", "60000")
+    reader = traffic(classpath, "read", namesrv, "FailoverTopic", "60000", credentials=credentials)
     out, _ = reader.communicate(timeout=180)
     incomplete = [line for line in out.splitlines() if line.startswith("INCOMPLETE ")]
     assert not incomplete, "queues not readable to their end within 60 s: %s" % incomplete
@@ -239,10 +245,10 @@ def test_three_name_servers_lose_the_controller_leader_and_the_broker_master_tog
             server.stop()
 
 
-def serving_epoch(controller_ports_):
+def serving_epoch(controller_ports_, credentials=None):
     """broker-a's master epoch as the serving leader among ``controller_ports_`` answers it, or None."""
     for port in controller_ports_:
-        answer, _ = replica_info(port)
+        answer, _ = replica_info(port, credentials)
         if answer is not None and answer.code == 0:
             return int(answer.ext["masterEpoch"])
     return None

@@ -13,7 +13,8 @@ ALLOWED_SOURCE = "127.0.0.1"
 OTHER_SOURCE = "127.0.0.2"
 
 #: an ACL file with an ACL 1.0 admin, the users of broker groups broker-a and broker-b (broker-control on their
-#: group, route reads) and a reading user, from anywhere
+#: group, route reads, and the cluster list a 5.x broker reads every 5 s: GET_BROKER_CLUSTER_INFO, an admin read
+#: naming no resource) and a reading user, from anywhere
 GROUPS_ACL = """
 accounts:
   - {accessKey: opsAdmin10, secretKey: ops-admin-secret-10, admin: "true"}
@@ -27,11 +28,13 @@ acls:
       - entries:
           - {resource: "Broker:broker-a", actions: [BrokerControl]}
           - {resource: "Topic:*", actions: [RouteRead]}
+          - {resource: "Cluster:*", actions: [AdminRead]}
   - subject: User:brokerB
     policies:
       - entries:
           - {resource: "Broker:broker-b", actions: [BrokerControl]}
           - {resource: "Topic:*", actions: [RouteRead]}
+          - {resource: "Cluster:*", actions: [AdminRead]}
   - subject: User:reader22
     policies:
       - entries:
