@@ -27,23 +27,10 @@ from bench.scenarios.bigfleet import ACL_FILE, READER
 from namesrv.config import NamesrvConfig
 from namesrv.protocol.codec import encode_frame
 from namesrv.service import make_service
+from tests.fakes import Reactor, run_turns
 
 BATCH = 32
 BROKERS = 10
-
-
-class Reactor(task.Clock):
-    """The clock, and nothing scheduled runs but what ``drain`` runs (the registrations' turns)."""
-
-    def callWhenRunning(self, f, *a, **kw):
-        pass
-
-    def drain(self):
-        for _ in range(1000):
-            calls = [call for call in self.getDelayedCalls() if call.getTime() <= self.seconds()]
-            if not calls:
-                return
-            self.advance(0)
 
 
 def one_run(topics, reads, acl, seed):
@@ -67,12 +54,17 @@ def one_run(topics, reads, acl, seed):
             body = register_body(names[broker::BROKERS], False)
             proto.dataReceived(encode_frame(register_request("b%d" % broker, "127.0.0.1:%d" % (10000 + broker), body,
                                                              False, 0, "BenchCluster")))
-            reactor.drain()
+            run_turns(reactor)   # a registration runs in the scheduler's turns
         transport.clear()
+        assert len(service.routes.topic_names()) == topics, "the brokers did not register"
         frames = [encode_frame(route_request(name, credentials=READER if acl else None)) for name in names]
         for start in range(0, len(frames), BATCH):        # every frame once: the cache as the fleet's reads leave it
             proto.dataReceived(b"".join(frames[start:start + BATCH]))
             transport.clear()
+        transport.clear()
+        proto.dataReceived(b"".join(frames[:BATCH]))
+        found = transport.value().count(b'{"code":0,') / float(min(BATCH, topics))   # the routes are there
+        transport.clear()
         rng = random.Random(seed)
         order = [rng.randrange(topics) for _ in range(reads)]
         cache = service.answer_cache
@@ -84,7 +76,7 @@ def one_run(topics, reads, acl, seed):
         cpu = time.process_time() - began
         return {"acl": acl, "topics": topics, "reads": reads, "cpu_us_per_read": cpu * 1e6 / reads,
                 "cache_hit_share": (cache.hits - hits) / reads, "cache_keys": len(cache),
-                "cache_mib": cache.total_bytes / 1048576.0}
+                "cache_mib": cache.total_bytes / 1048576.0, "found": found}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
