@@ -163,6 +163,15 @@ def mqadmin(version, *args, jvm_properties=None, timeout=120, home=None):
                           env=env, timeout=timeout)
 
 
+def tools_home(tmp_path, name, access_key=None, secret_key=None):
+    """A ROCKETMQ_HOME whose conf/tools.yml holds the credentials mqadmin signs with (none: no file)."""
+    home = tmp_path / name
+    (home / "conf").mkdir(parents=True)
+    if access_key:
+        (home / "conf" / "tools.yml").write_text("accessKey: %s\nsecretKey: %s\n" % (access_key, secret_key))
+    return str(home)
+
+
 def wait_for(predicate, within, what, every=0.5):
     """Ask ``predicate`` until it is true; a failure naming ``what`` after ``within`` seconds."""
     deadline = time.monotonic() + within

@@ -18,12 +18,11 @@ import time
 
 from namesrv.client import ask, leader_port, routed_master
 from namesrv.protocol.codes import RequestCode
-from tests.controller.test_java_mqadmin_acl import tools_home
-from tests.controller.test_java_brokers import CLUSTER, in_sync_count, kill_master_while_sending, serving_epoch, \
+from tests.controller.javagroup import CLUSTER, in_sync_count, kill_master_while_sending, serving_epoch, \
     stored_keys, two_brokers
 from tests.controller.wire import controller_ports, secret_file
 from tests.integration.server import NamesrvProcess, free_port
-from tests.javapeers import JavaBroker, inner_credentials, peer, wait_for
+from tests.javapeers import JavaBroker, inner_credentials, peer, tools_home, wait_for
 from tests.security.live import ADMIN10, BROKER_A, GROUPS_ACL, READER
 
 

@@ -13,7 +13,7 @@ from namesrv.client import signed_request
 from tests.brokers import register_request
 from tests.controller.wire import controller_ports, controller_properties
 from tests.integration.server import TWISTD, NamesrvProcess
-from tests.javapeers import wait_listening, mqadmin, peer
+from tests.javapeers import mqadmin, peer, tools_home, wait_listening
 
 
 ACL = """accounts:
@@ -21,15 +21,6 @@ ACL = """accounts:
     secretKey: ops-admin-secret-123
     admin: true
 """
-
-
-def tools_home(tmp_path, name, access_key=None, secret_key=None):
-    """A ROCKETMQ_HOME whose conf/tools.yml holds the credentials mqadmin signs with (none: no file)."""
-    home = tmp_path / name
-    (home / "conf").mkdir(parents=True)
-    if access_key:
-        (home / "conf" / "tools.yml").write_text("accessKey: %s\nsecretKey: %s\n" % (access_key, secret_key))
-    return str(home)
 
 
 def test_mqadmin_with_an_admins_credentials_may_change_the_controller_and_without_may_not(tmp_path, monkeypatch):
