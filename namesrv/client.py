@@ -20,6 +20,7 @@ from namesrv.codec.fastjson import loads
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
+from namesrv.security.signature import sign_request_ext
 
 _opaques = itertools.count(1)
 
@@ -86,35 +87,45 @@ class BlockingRemotingClient:
         self.close()
 
 
-def ask(port, code, ext=None, host="127.0.0.1", timeout=2.0):
-    """One request on a connection of its own: the answer, or None where the server is not there
-    (yet, or any more): what a script polls while a server starts, fails over or restarts."""
+def signed_request(code, ext=None, body=None, credentials=None, **kwargs):
+    """A request, signed as ``AclClientRPCHook`` signs it when ``credentials`` ((accessKey, secretKey))
+    are given: for a server with ``aclEnable=true``."""
+    request = make_request(code, ext=ext, body=body, **kwargs)
+    if credentials is None:
+        return request
+    return request.with_changes(ext=sign_request_ext(request.ext, body, *credentials))
+
+
+def ask(port, code, ext=None, host="127.0.0.1", timeout=2.0, credentials=None):
+    """One request on a connection of its own (signed with ``credentials`` when given): the answer, or
+    None where the server is not there (yet, or any more): what a script polls while a server starts,
+    fails over or restarts."""
     try:
         with BlockingRemotingClient(host, port, timeout=timeout) as client:
-            return client.call(make_request(code, ext=ext))
+            return client.call(signed_request(code, ext, credentials=credentials))
     except OSError:
         return None
 
 
-def answers(port, code=RequestCode.GET_BROKER_CLUSTER_INFO, host="127.0.0.1", timeout=2.0):
+def answers(port, code=RequestCode.GET_BROKER_CLUSTER_INFO, host="127.0.0.1", timeout=2.0, credentials=None):
     """Whether the server on ``port`` answers ``code`` with success."""
-    answer = ask(port, code, host=host, timeout=timeout)
+    answer = ask(port, code, host=host, timeout=timeout, credentials=credentials)
     return answer is not None and answer.code == 0
 
 
-def routed_master(namesrv_port, broker_name="broker-a"):
+def routed_master(namesrv_port, broker_name="broker-a", credentials=None):
     """The address a name server routes as ``broker_name``'s master (brokerId 0), or None."""
-    answer = ask(namesrv_port, RequestCode.GET_BROKER_CLUSTER_INFO)
+    answer = ask(namesrv_port, RequestCode.GET_BROKER_CLUSTER_INFO, credentials=credentials)
     if answer is None or answer.code != 0 or not answer.body:
         return None
     addrs = loads(answer.body).get("brokerAddrTable", {}).get(broker_name, {}).get("brokerAddrs", {})
     return addrs.get(0) or addrs.get("0")
 
 
-def leader_port(controller_ports):
+def leader_port(controller_ports, credentials=None):
     """The port of the controller that the first answering controller names as its leader, or None."""
     for port in controller_ports:
-        answer = ask(port, RequestCode.CONTROLLER_GET_METADATA_INFO)
+        answer = ask(port, RequestCode.CONTROLLER_GET_METADATA_INFO, credentials=credentials)
         if answer is not None and answer.ext and answer.ext.get("controllerLeaderAddress"):
             return int(answer.ext["controllerLeaderAddress"].rpartition(":")[2])
     return None

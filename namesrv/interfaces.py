@@ -154,6 +154,13 @@ class ICachedAnswerPolicy(IRequestPolicy):
         """True when an answer to ``code`` may be replayed without asking this policy."""
 
 
+class IPeerScopedPolicy(ICachedAnswerPolicy):
+    """A policy whose verdict depends on the peer's host as well as on the request's bytes (the ACL check:
+    signatures, source addresses): an answer it let through is replayed only to the very same frame (but
+    its opaque) from the same host, never to a frame that differs in one field (answershapes.py), which a
+    signature would not cover."""
+
+
 class IWorkerCheckedPolicy(IRequestPolicy):
     """A policy that read workers run themselves, the same way (the ACL check from the same file): a code
     it guards may still be answered by a worker."""

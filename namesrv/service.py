@@ -195,7 +195,8 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
                           acl_store=acl.store if acl is not None else None, listeners=[listeners])
     housekeeping = BrokerHousekeeping(tables.routes, events, reactor)
     factory = RemotingServerFactory(chain.entry, config, housekeeping, events, reactor,
-                                    answer_cache=answer_cache_for(config, chain.registry, tables))
+                                    answer_cache=answer_cache_for(config, chain.registry, tables,
+                                                                  acl.store if acl is not None else None))
     tls, readiness = TlsListening.for_config(config, factory, reactor), Readiness()
     proxy = proxy_protocol_factory(config, tls.factory if tls is not None else factory, factory, reactor)
     metrics = metrics_port_service(config, chain, listeners, acl, tls, tables.routes, factory, events, reactor,
@@ -258,14 +259,17 @@ def status_page_for(config, tables, chain, events, context, acl, reactor, contro
                                controller.controller if controller is not None else None)
 
 
-def answer_cache_for(config, registry, tables):
-    """Whole answers for repeated route reads, dropped on any change to what they were built from."""
+def answer_cache_for(config, registry, tables, acl_store=None):
+    """Whole answers for repeated route reads, dropped on any change to what they were built from (the
+    credentials too, with ACL on)."""
     if not config.answerCacheEnable:
         return None
     cache = AnswerCache(registry, max_entries=config.answerCacheMaxEntries, max_bytes=config.answerCacheMaxBytes)
     tables.routes.add_change_listener(cache.invalidate)
     tables.kv.change_listeners.append(cache.invalidate)
     config.add_listener(cache.invalidate)
+    if acl_store is not None:
+        acl_store.reload_listeners.append(cache.invalidate)
     config.add_listener(lambda *ignored: cache.set_limits(config.answerCacheMaxEntries, config.answerCacheMaxBytes))
     return cache
 

@@ -9,6 +9,7 @@ the property left out, so ``JavaBroker`` builds the same ``java`` command line f
 """
 
 import glob
+import json
 import os
 import socket
 import subprocess
@@ -16,9 +17,8 @@ import time
 
 import pytest
 
-from namesrv.client import BlockingRemotingClient
+from namesrv.client import BlockingRemotingClient, signed_request
 from namesrv.protocol.codes import RequestCode as C
-from namesrv.protocol.command import make_request
 
 
 #: env variable of each peer, and a jar that proves it is built
@@ -46,6 +46,22 @@ def peer(version):
     return home
 
 
+#: the in-memory user store a 5.3.3 broker signing with innerClientAuthenticationCredentials needs (its source says why)
+MEMORY_USERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "controller", "java", "MemoryUsers.java")
+
+
+def inner_credentials(directory, access_key, secret_key):
+    """What makes a 5.3.3 broker sign every request to name servers and controllers (AclClientRPCHook) as
+    ``access_key``: (its properties, the classpath entries to add: MemoryUsers, compiled into ``directory``)."""
+    home = peer("5.3.3")
+    out = os.path.join(str(directory), "memory-users")
+    os.makedirs(out, exist_ok=True)
+    subprocess.run(["javac", "-d", out, "-cp", os.path.join(home, "lib", "*"), MEMORY_USERS], check=True,
+                   capture_output=True, timeout=120)
+    credentials = json.dumps({"accessKey": access_key, "secretKey": secret_key}, separators=(",", ":"))
+    return {"innerClientAuthenticationCredentials": credentials, "authenticationMetadataProvider": "MemoryUsers"}, [out]
+
+
 def free_broker_port(low=20000, high=32000):
     """A port below 32768 (the kit's limit) with PORT-2 (VIP channel) and PORT+1 (HA) free too."""
     for port in range(low + (os.getpid() * 7) % 1000, high, 10):
@@ -68,8 +84,9 @@ class JavaBroker:
     """A Java broker with the given properties only (the kit's store settings added): no
     ``namesrvAddr`` unless the test gives one. ``jvm_properties`` become ``-Dkey=value``."""
 
-    def __init__(self, version, store, name, cluster, properties=None, jvm_properties=None, port=None):
+    def __init__(self, version, store, name, cluster, properties=None, jvm_properties=None, port=None, classpath=()):
         self.version = version
+        self.classpath = list(classpath)
         self.home = peer(version)
         self.store = os.path.abspath(str(store))
         self.name = name
@@ -97,7 +114,8 @@ class JavaBroker:
             jvm += ["-Dlogback.configurationFile=" + os.path.join(self.home, "conf", "logback.xml"),
                     "-Drmq.logdir=" + self.store]
         jvm += ["-D%s=%s" % item for item in self.jvm_properties.items()]
-        return jvm + ["-cp", os.path.join(self.home, "lib", "*"), "org.apache.rocketmq.broker.BrokerStartup",
+        return jvm + ["-cp", os.pathsep.join([os.path.join(self.home, "lib", "*"), *self.classpath]),
+                      "org.apache.rocketmq.broker.BrokerStartup",
                       "-c", self.config_file]
 
     def start(self):
@@ -158,9 +176,12 @@ def traffic_classes(tmp_path):
     return "%s:%s" % (out, os.path.join(home, "lib", "*"))
 
 
-def traffic(classpath, *args):
-    """Traffic.java ``send NAMESRV TOPIC COUNT PAUSE_MS`` or ``read NAMESRV TOPIC LIMIT_MS``, its stdout a pipe."""
-    return subprocess.Popen(["java", "-Xmx128m", "-Drocketmq.client.logUseSlf4j=false", "-cp", classpath,
+def traffic(classpath, *args, credentials=None):
+    """Traffic.java ``send NAMESRV TOPIC COUNT PAUSE_MS`` or ``read NAMESRV TOPIC LIMIT_MS``, its stdout a pipe;
+    signing with ``credentials`` ((accessKey, secretKey)) when given."""
+    signing = ["-Dtraffic.accessKey=%s" % credentials[0], "-Dtraffic.secretKey=%s" % credentials[1]] \
+        if credentials else []
+    return subprocess.Popen(["java", "-Xmx128m", "-Drocketmq.client.logUseSlf4j=false", *signing, "-cp", classpath,
                              "Traffic", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
@@ -171,13 +192,20 @@ def tally(line, acked, failed):
         (acked if words[0] == "ACK" else failed).append(words[1])
 
 
-def stored_keys(classpath, namesrv, topic):
+def stored_keys(classpath, namesrv, topic, credentials=None):
     """Every key the topic's queues hold, each queue read to its end offset (errors retried for up to 60 s)."""
-    reader = traffic(classpath, "read", namesrv, topic, "60000")
+    reader = traffic(classpath, "read", namesrv, topic, "60000", credentials=credentials)
     out, _ = reader.communicate(timeout=180)
     incomplete = [line for line in out.splitlines() if line.startswith("INCOMPLETE ")]
     assert not incomplete, "queues not readable to their end within 60 s: %s" % incomplete
     return {line.split()[1] for line in out.splitlines() if line.startswith("MSG ")}
+def tools_home(tmp_path, name, access_key=None, secret_key=None):
+    """A ROCKETMQ_HOME whose conf/tools.yml holds the credentials mqadmin signs with (none: no file)."""
+    home = tmp_path / name
+    (home / "conf").mkdir(parents=True)
+    if access_key:
+        (home / "conf" / "tools.yml").write_text("accessKey: %s\nsecretKey: %s\n" % (access_key, secret_key))
+    return str(home)
 
 
 def wait_for(predicate, within, what, every=0.5):
@@ -189,13 +217,14 @@ def wait_for(predicate, within, what, every=0.5):
         time.sleep(every)
 
 
-def wait_listening(port, process, what):
+def wait_listening(port, process, what, credentials=None):
+    """Until the controller on ``port`` leads (asked with ``credentials`` when given: aclEnable=true)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         assert process.poll() is None, "%s exited" % what
         try:
             with BlockingRemotingClient("127.0.0.1", port, timeout=2) as client:
-                answer = client.call(make_request(C.CONTROLLER_GET_METADATA_INFO))
+                answer = client.call(signed_request(C.CONTROLLER_GET_METADATA_INFO, credentials=credentials))
             if answer.ext and answer.ext.get("isLeader") == "true":
                 return
         except OSError:

@@ -9,11 +9,15 @@ import struct
 
 import pytest
 
+from namesrv.protocol.answercache import KEY_OVERHEAD
 from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode, SerializeType
 from namesrv.protocol.command import make_request
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.interfaces import IBulkRequestObserver, IRequestObserver
+from namesrv.security.signature import sign_request_ext
+from twisted.internet.address import IPv4Address
+from twisted.internet.testing import StringTransport
 from zope.interface import implementer
 from tests.answercache import _raw, answers, ask, connect, register, route, server  # noqa: F401 (fixtures)
 from tests.brokers import register_request
@@ -201,15 +205,67 @@ def test_not_ready_answers_are_not_cached(server):
     assert ready.code == ResponseCode.SUCCESS
 
 
-def test_acl_keeps_every_request_on_the_slow_path(server, tmp_path):
+ACL = """
+accounts:
+  - {accessKey: rocketmq2, secretKey: '12345678', admin: 'true'}
+users:
+  - {username: reader01, password: reader-secret-1}
+acls:
+  - subject: User:reader01
+    policies:
+      - entries:
+          - {resource: "*", actions: [RouteRead], sourceIps: [10.0.0.1]}
+          - {resource: "Topic:T3", actions: [RouteRead], decision: Deny}
+"""
+
+
+def signed_route(topic, opaque, access_key="reader01", secret_key="reader-secret-1"):
+    return make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                        sign_request_ext({"topic": topic}, None, access_key, secret_key), opaque=opaque)
+
+
+def connect_from(svc, host):
+    proto = svc.factory.buildProtocol(None)
+    transport = StringTransport(peerAddress=IPv4Address("TCP", host, 40000))
+    proto.makeConnection(transport)
+    return proto, transport
+
+
+def test_with_acl_an_answer_is_replayed_only_to_the_same_frame_from_the_same_host(server, tmp_path):
+    """The ACL check's verdict depends on the bytes and the host: a signed read is kept per host, and no
+    shape answers a frame whose signature was made for another topic."""
     acl = tmp_path / "plain_acl.yml"
-    acl.write_text("accounts:\n- accessKey: rocketmq2\n  secretKey: '12345678'\n  admin: true\n")
-    svc = server(aclEnable="true", aclFile=str(acl), aclSignedClasses="adminWrite")   # reads unsigned: still checked
-    proto, transport = connect(svc)
-    register(proto, transport)
-    ask(proto, transport, route("T1", 1), route("T1", 2))
-    assert svc.answer_cache.hits == 0 and len(svc.answer_cache) == 0
-    assert not svc.registry.allows_cached_answer(RequestCode.GET_ROUTEINFO_BY_TOPIC)
+    acl.write_text(ACL)
+    svc = server(aclEnable="true", aclFile=str(acl))
+    cache = svc.answer_cache
+    admin, admin_transport = connect_from(svc, "10.0.0.1")
+    registration = register_request("C", "b1", "127.0.0.1:10911", topics=["T1", "T2", "T3"])
+    ((_, registered),) = ask(admin, admin_transport, registration.with_changes(
+        ext=sign_request_ext(registration.ext, registration.body, "rocketmq2", "12345678")))
+    assert registered.code == ResponseCode.SUCCESS, registered.remark
+    here, transport = connect_from(svc, "10.0.0.1")
+    ((first_frame, first),) = ask(here, transport, signed_route("T1", 1))
+    ((second_frame, second),) = ask(here, transport, signed_route("T1", 2))
+    assert first.code == second.code == ResponseCode.SUCCESS
+    assert cache.hits == 1 and second_frame == first_frame.replace(b'"opaque":1,', b'"opaque":2,')
+    # the same bytes from a host the reader may not read from: checked, refused
+    there, there_transport = connect_from(svc, "10.0.0.2")
+    ((_, refused),) = ask(there, there_transport, signed_route("T1", 3))
+    assert refused.code == ResponseCode.NO_PERMISSION and cache.hits == 1
+    # a signature made for T1 on a read of T2: no shape of T1's answers it
+    forged = signed_route("T1", 4)
+    forged.ext["topic"] = "T2"
+    ((_, forged_answer),) = ask(here, transport, forged)
+    assert forged_answer.code == ResponseCode.NO_PERMISSION and cache.shapes == 0
+    # a topic the reader is denied, signed: refused every time
+    for opaque in (5, 6):
+        ((_, denied),) = ask(here, transport, signed_route("T3", opaque))
+        assert denied.code == ResponseCode.NO_PERMISSION
+    # new credentials empty the cache: the reader is gone, its kept answer with it
+    acl.write_text(ACL.replace("reader01", "reader02"))
+    assert svc.acl.store.reload()
+    ((_, gone),) = ask(here, transport, signed_route("T1", 7))
+    assert gone.code == ResponseCode.NO_PERMISSION and cache.hits == 1
 
 
 def test_the_cache_is_bounded(server):
@@ -246,6 +302,21 @@ def test_topics_on_the_same_brokers_share_one_body_and_the_bytes_are_bounded(ser
     assert cache.hits == hits + 1 and answer.body == first[39][1].body
 
 
+def test_an_answer_many_keys_share_is_kept_once(server):
+    """Forty topics on the same brokers: forty keys, one answer (the same but for the opaque); each key after
+    the first costs its own bytes and a slot, which lets a signed read of each of 100,000 topics fit."""
+    svc = server()
+    proto, transport = connect(svc)
+    register(proto, transport, topics=ENTRY_TOPICS)
+    cache = svc.answer_cache
+    ask(proto, transport, route(ENTRY_TOPICS[0], 10))   # opaques of two digits: answers of one length
+    first = cache.total_bytes
+    ask(proto, transport, *[route(topic, i) for i, topic in enumerate(ENTRY_TOPICS[1:], 11)])
+    assert len(cache) == 40 and len({id(entry) for entry in cache._entries.values()}) == 1
+    keys = sum(len(key) for key in cache._entries)
+    assert cache.total_bytes - first == keys - len(next(iter(cache._entries))) + 39 * KEY_OVERHEAD
+
+
 def test_an_answer_asked_again_survives_its_generation(server):
     svc = server()
     proto, transport = connect(svc)
@@ -253,9 +324,11 @@ def test_an_answer_asked_again_survives_its_generation(server):
     register(proto, transport, topics=topics)
     cache = svc.answer_cache
     ask(proto, transport, route("S.0", 1))
-    one_entry = cache.total_bytes
-    cache.set_limits(1000, one_entry * 12)              # generations of about six
-    for i, topic in enumerate(topics[1:], 2):
+    first = cache.total_bytes
+    ask(proto, transport, route("S.1", 2))
+    one_key = cache.total_bytes - first                 # S.1's answer is S.0's: kept once
+    cache.set_limits(1000, (first + 5 * one_key) * 2)   # generations of about six
+    for i, topic in enumerate(topics[2:], 3):
         ask(proto, transport, route(topic, i), route("S.0", 100 + i))   # S.0 is asked all along
     hits = cache.hits
     ask(proto, transport, route("S.0", 999))

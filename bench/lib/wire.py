@@ -14,6 +14,7 @@ import struct
 from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, SerializeType, Version
 from namesrv.protocol.command import make_request
+from namesrv.security.signature import sign_request_ext
 
 OPAQUE_BASE = 1_000_000_000
 OPAQUE_LIMIT = 2_147_483_647
@@ -51,13 +52,18 @@ def opaque_digits(opaque):
     return b"%d" % opaque
 
 
-def route_request(topic, version=Version.V4_9_8):
-    """GET_ROUTEINFO_BY_TOPIC as a 4.9.8 Java client sends it (standard JSON answer)."""
-    return make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, version=version)
+def route_request(topic, version=Version.V4_9_8, credentials=None):
+    """GET_ROUTEINFO_BY_TOPIC as a 4.9.8 Java client sends it (standard JSON answer); signed as
+    ``AclClientRPCHook`` signs it with ``credentials`` ((accessKey, secretKey)) when given. The signature
+    does not cover the opaque: a template is signed once, for every opaque it is sent with."""
+    ext = {"topic": topic}
+    if credentials is not None:
+        ext = sign_request_ext(ext, None, *credentials)
+    return make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, ext, version=version)
 
 
-def route_templates(topics, version=Version.V4_9_8):
-    return [FrameTemplate(route_request(topic, version)) for topic in topics]
+def route_templates(topics, version=Version.V4_9_8, credentials=None):
+    return [FrameTemplate(route_request(topic, version, credentials)) for topic in topics]
 
 
 def scan_frames(buffer, start=0):

@@ -5,6 +5,7 @@
                              [--brokers 1000] [--topics 100000] [--brokers-per-topic 10]
                              [--cycle 30] [--rate 0] [--seconds 20] [--read-connections 3] [--depth 32]
                              [--scenario steady|disconnect|takeover|wholetable|restart]
+                             [--acl off|on|alternate [--rounds 3]]
 
 The fleet (issue 21): B brokers in one cluster; broker b hosts ``topics × brokers-per-topic / B``
 topics, ``Fleet%06d`` of ``(b × step + j) mod topics`` with ``step = topics / B``, so each topic is
@@ -36,12 +37,19 @@ The first registration of the whole fleet (``register_all_s``) is timed from the
 to the last answer; their frames are built before (since issue 41: the earlier figures included
 building them, about 8 s at a million topics).
 Every phase is bounded in time; brokers use 127.x.y.z addresses that nobody connects to.
+
+``--acl on`` starts ours with ``aclEnable=true`` (every class signed, deny by default): the reads and the
+prober sign as a reading user (each frame signed once, when its template is made: the signature does
+not cover the opaque), the 4.9-style fleet registers unsigned through ``brokerAllowedAddresses`` as 4.9
+brokers must. ``--acl alternate`` measures ``--rounds`` pairs, ACL off then on, each on a fresh server,
+and prints the ratio of the reads/s (issue 54's cost: at least 0.9).
 """
 
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 
 from tools import guestidle
@@ -56,6 +64,7 @@ from bench.lib.wire import percentile, route_templates
 from namesrv.client import BlockingRemotingClient
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
+from namesrv.security.signature import sign_request_ext
 
 PROBE_RATE = 500.0        # one read every 2 ms
 COLD_BOUND = 600.0        # --scenario cold: the reads' window ends with the registration, or after this
@@ -63,6 +72,31 @@ SETTINGS = {
     "default": {},
     "one": {"routeReadWorkers": "0"},
 }
+#: --acl on: the load generator's user, and the file that lets it read (from this machine only)
+READER = ("benchReader", "bench-reader-secret")
+ACL_FILE = """users:
+  - {username: benchReader, password: bench-reader-secret}
+acls:
+  - subject: User:benchReader
+    policies:
+      - entries:
+          - {resource: "*", actions: [RouteRead, AdminRead], sourceIps: [127.0.0.1/32]}
+"""
+
+
+def acl_properties(directory):
+    """The properties of ``--acl on`` (its file written in ``directory``)."""
+    path = os.path.join(directory, "plain_acl.yml")
+    with open(path, "w") as f:
+        f.write(ACL_FILE)
+    return {"aclEnable": "true", "aclFile": path, "brokerAllowedAddresses": "127.0.0.1"}
+
+
+def request(code, ext=None, credentials=None):
+    ext = dict(ext or {})
+    if credentials is not None:
+        ext = sign_request_ext(ext, None, *credentials)
+    return make_request(code, ext)
 
 
 def server_properties(setting):
@@ -84,11 +118,11 @@ def ms(seconds):
     return None if seconds is None else seconds * 1000.0
 
 
-def cluster_brokers(host, port):
+def cluster_brokers(host, port, credentials=None):
     """How many broker names GET_BROKER_CLUSTER_INFO lists right now."""
     client = BlockingRemotingClient(host, port, timeout=10.0)
     try:
-        answer = client.call(make_request(RequestCode.GET_BROKER_CLUSTER_INFO, {}))
+        answer = client.call(request(RequestCode.GET_BROKER_CLUSTER_INFO, credentials=credentials))
     finally:
         client.close()
     if answer.code != ResponseCode.SUCCESS or not answer.body:
@@ -96,11 +130,11 @@ def cluster_brokers(host, port):
     return answer.body.count(b'"brokerName"')
 
 
-def wait_forgotten(host, port, limit):
+def wait_forgotten(host, port, limit, credentials=None):
     """Seconds until the cluster info lists no broker (None past ``limit``)."""
     started = time.monotonic()
     while time.monotonic() - started < limit:
-        if cluster_brokers(host, port) == 0:
+        if cluster_brokers(host, port, credentials) == 0:
             return time.monotonic() - started
         time.sleep(0.05)
     return None
@@ -113,15 +147,16 @@ def rss_mib(pids):
 class Run:
     """One measured run against ``host:port`` (``server``: our subprocess, or None for a target)."""
 
-    def __init__(self, args, host, port, server=None, status_port=None):
+    def __init__(self, args, host, port, server=None, status_port=None, credentials=None):
         self.args, self.host, self.port, self.server = args, host, port, server
         self.status_port = status_port
+        self.credentials = credentials   # the reads sign with these (--acl on)
         self.event_at = None   # wall-clock time of the scenario's event (the drop, the takeover, the restart)
         self.layout = SpreadLayout(args.brokers, args.topics, args.brokers_per_topic, args.topic_prefix)
         self.figures = {"brokers": args.brokers, "topics": args.topics, "brokers_per_topic": args.brokers_per_topic,
                         "entries": args.brokers * self.layout.per_broker, "cycle_s": args.cycle,
                         "offered_rate": args.rate or None, "read_connections": args.read_connections,
-                        "depth": args.depth, "scenario": args.scenario}
+                        "depth": args.depth, "scenario": args.scenario, "acl": credentials is not None}
 
     def log(self, text):
         print(text, flush=True)
@@ -143,7 +178,7 @@ class Run:
             self.figures["rss_idle_mib"] = rss_mib(self.server_pids())
             self.log("registered in %.1f s; RSS %.0f MiB" % (self.figures["register_all_s"],
                                                              self.figures["rss_idle_mib"]))
-            templates = route_templates(self.layout.all_topics())
+            templates = route_templates(self.layout.all_topics(), credentials=self.credentials)
             reads_spec = LoadSpec(connections=args.read_connections, depth=args.depth, processes=args.load_processes,
                                   warmup=args.warmup, duration=args.seconds, rate=args.rate, stall_timeout=10.0)
             probe_spec = LoadSpec(connections=1, depth=1, processes=1, warmup=args.warmup, duration=args.seconds,
@@ -151,6 +186,7 @@ class Run:
             halfway = args.scenario in ("disconnect", "restart")
             beating = args.warmup + (args.seconds / 2 if halfway else args.seconds)
             fleet.start_beating(args.cycle, beating, grace=10.0)
+            cpu_before = self.server_cpu()
             reads = LoadRun(self.port, templates, reads_spec, self.host).start()
             probe = LoadRun(self.port, templates, probe_spec, self.host).start()
             steal = StealWindow(time.monotonic).start()
@@ -158,6 +194,13 @@ class Run:
             rss_peak = rss_mib(self.server_pids())
             reads_result, probe_result = reads.result(), probe.result()
             steal.stop()
+            cpu_after = self.server_cpu()
+            if cpu_before is not None and cpu_after is not None and args.scenario == "steady":
+                # all of the server's processes, warm-up and the fleet's beats included (the same on every run):
+                # steadier than reads/s on a shared machine, where a neighbour's burst takes cores, not CPU time
+                answered = reads_result.answered + probe_result.answered
+                self.figures["server_cpu_s"] = cpu_after - cpu_before
+                self.figures["server_cpu_us_per_read"] = (cpu_after - cpu_before) * 1e6 / max(1, answered)
             self.figures["host_steal_share"] = steal.share
             idle = guestidle.read()
             self.figures.update(guest_idle_driver=idle["driver"], guest_halt_poll_ns=idle["halt_poll_ns"],
@@ -172,7 +215,7 @@ class Run:
         served) already run: how long it took, and the reads sent meanwhile (TOPIC_NOT_EXIST until a
         topic's first broker has registered, answered all the same)."""
         args = self.args
-        templates = route_templates(self.layout.all_topics())
+        templates = route_templates(self.layout.all_topics(), credentials=self.credentials)
         reads = LoadRun(self.port, templates, LoadSpec(
             connections=args.read_connections, depth=args.depth, processes=args.load_processes, warmup=0.0,
             duration=COLD_BOUND, rate=args.rate, stall_timeout=30.0, timeline=True), self.host).start()
@@ -203,7 +246,7 @@ class Run:
             busy_before = self.main_cpu()
             self.event_at = time.time()
             fleet.drop()
-            forgotten = wait_forgotten(self.host, self.port, args.seconds)
+            forgotten = wait_forgotten(self.host, self.port, args.seconds, self.credentials)
             return {"dropped_brokers_forgotten_s": forgotten,
                     "main_cpu_s_after_drop": None if busy_before is None else self.main_cpu() - busy_before}, beats
         time.sleep(args.warmup + args.seconds / 2)
@@ -217,6 +260,13 @@ class Run:
             return {"wholetable": wholetable.ask_all(self.host, self.port, SpreadLayout.CLUSTER, self.status_port,
                                                      self.layout.topic_name(1))}, None
         return {}, None
+
+    def server_cpu(self):
+        """CPU seconds of the server's processes (main and read workers) so far; None for a --target."""
+        if self.server is None:
+            return None
+        from bench.lib.servers import cpu_seconds
+        return cpu_seconds(self.server.pid, children=True)
 
     def main_cpu(self):
         if self.server is None:
@@ -238,7 +288,7 @@ class Run:
                                % (old.log(), new.log()))
         switched = time.monotonic() - started
         self.server = new
-        return {"takeover_s": switched, "brokers_moved": cluster_brokers(self.host, self.port)}
+        return {"takeover_s": switched, "brokers_moved": cluster_brokers(self.host, self.port, self.credentials)}
 
     def restart(self, fleet):
         """SIGTERM (the route snapshot is written), then a new process on the same port and files: how
@@ -258,7 +308,8 @@ class Run:
             try:
                 with BlockingRemotingClient(self.host, self.port, timeout=5.0) as client:
                     listening = listening or time.monotonic()
-                    answer = client.call(make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
+                    answer = client.call(request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic},
+                                                 self.credentials))
                     if answer.code == ResponseCode.SUCCESS:
                         answered = time.monotonic()
             except OSError:
@@ -296,9 +347,10 @@ class Run:
             "cycle %(cycle_s)s s, scenario %(scenario)s" % f,
             "first registration of the fleet: %.2f s (its %d frames built beforehand in %.1f s)"
             % (f["register_all_s"], f["brokers"], f.get("fleet_frames_s") or 0),
-            "route reads: %.0f/s%s (%d errors), p50 %.2f ms, p99 %.2f ms"
+            "route reads: %.0f/s%s (%d errors), p50 %.2f ms, p99 %.2f ms%s"
             % (f["reads_per_s"], " of %.0f offered" % f["offered_rate"] if f["offered_rate"] else "",
-               f["read_errors"], f["read_p50_ms"] or 0, f["read_p99_ms"] or 0),
+               f["read_errors"], f["read_p50_ms"] or 0, f["read_p99_ms"] or 0,
+               "; server CPU %.1f us a read" % f["server_cpu_us_per_read"] if "server_cpu_us_per_read" in f else ""),
             "prober: p50 %.2f ms, p99 %.2f ms, max %.2f ms%s (%d reads, %d errors)"
             % (f["probe_p50_ms"] or 0, f["probe_p99_ms"] or 0, f["probe_max_ms"] or 0,
                "" if f.get("probe_max_after_event_s") is None else
@@ -387,13 +439,98 @@ OPTIONS = (
                    choices=("steady", "disconnect", "takeover", "wholetable", "restart", "cold")),
     options.JAVA,
     options.JAVA_HEAP("4g"),
+    options.Option("--acl", "ours with aclEnable=true and signed reads; alternate: --rounds pairs, off then on",
+                   choices=("off", "on", "alternate"), default="off"),
+    options.ROUNDS(3, "--acl alternate: pairs of runs"),
     options.JSON,
     options.Option("--keep-logs", "copy the servers' logs here before cleaning up", metavar="DIR"),
 )
 
 
+def run_ours(args, acl):
+    """One run against a fresh server of ours (``acl``: with ``aclEnable=true`` and signed reads)."""
+    props = server_properties(args.server)
+    props.update(options.properties(args.property))
+    if args.scenario == "restart":   # the route snapshot, written at stop, restored at start
+        props.setdefault("routeSnapshotEnable", "true")
+        props.setdefault("routeSnapshotPath", "routes.snapshot")
+    if args.scenario == "wholetable" and "statusListenPort" not in props:
+        props["statusListenPort"] = str(free_port())
+    workdir = tempfile.mkdtemp(prefix="bench-namesrv-")
+    if acl:
+        props.update(acl_properties(workdir))
+    server = NamesrvServer(props, workdir=workdir)
+    try:
+        server.start(timeout=60)
+        if props.get("routeReadWorkers", "auto") != "0":
+            server.wait_for_log("read worker 0 listening", timeout=60)
+        status = int(props["statusListenPort"]) if props.get("statusListenPort") else None
+        run = Run(args, "127.0.0.1", server.port, server, status, credentials=READER if acl else None)
+        try:
+            run.measure()
+        finally:
+            if run.server is not server:
+                run.server.stop()
+    finally:
+        server.stop()
+        if args.keep_logs:
+            os.makedirs(args.keep_logs, exist_ok=True)
+            for name in os.listdir(server.workdir):
+                if name.endswith(".log"):
+                    shutil.copy(os.path.join(server.workdir, name), args.keep_logs)
+        server.cleanup()
+        shutil.rmtree(workdir, ignore_errors=True)
+    run.figures["server"] = args.server
+    return run
+
+
+def alternate(args):
+    """``--rounds`` pairs of runs, ACL off then on: each run's report, then the ratios of the reads/s and of the
+    server's CPU time a read."""
+    rates, costs = {False: [], True: []}, {False: [], True: []}
+    for round_ in range(args.rounds):
+        for acl in (False, True):
+            run = run_ours(args, acl)
+            run.figures["round"] = round_ + 1
+            print("--- round %d, ACL %s\n%s" % (round_ + 1, "on" if acl else "off", run.report()))
+            if args.json:
+                print(json.dumps(run.figures, sort_keys=True))
+            rates[acl].append(run.figures["reads_per_s"])
+            costs[acl].append(run.figures.get("server_cpu_us_per_read"))
+    pairs = [on / off for off, on in zip(rates[False], rates[True]) if off]
+    summary = {"acl_alternate_rounds": args.rounds, "reads_per_s_acl_off": rates[False],
+               "reads_per_s_acl_on": rates[True], "ratio_per_pair": pairs,
+               "ratio_of_medians": _ratio(_median(rates[True]), _median(rates[False])),
+               "server_cpu_us_per_read_acl_off": costs[False], "server_cpu_us_per_read_acl_on": costs[True],
+               "cpu_per_read_ratio_of_medians": _ratio(_median(costs[True]), _median(costs[False]))}
+    print("ACL on / off, reads/s: %s against %s; per pair %s; medians' ratio %s"
+          % (", ".join("%.0f" % r for r in rates[True]), ", ".join("%.0f" % r for r in rates[False]),
+             ", ".join("%.3f" % r for r in pairs), _fmt(summary["ratio_of_medians"])))
+    print("server CPU a read, us: ACL on %s, off %s; medians' ratio %s"
+          % (", ".join(_fmt(c) for c in costs[True]), ", ".join(_fmt(c) for c in costs[False]),
+             _fmt(summary["cpu_per_read_ratio_of_medians"])))
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+
+
+def _ratio(numerator, denominator):
+    return numerator / denominator if numerator is not None and denominator else None
+
+
+def _median(values):
+    ordered = sorted(value for value in values if value is not None)
+    if not ordered:
+        return None
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
+
+
 def main(argv=None):
     args = options.parse("bigfleet", __doc__, OPTIONS, argv)
+    if args.acl != "off" and (args.target or args.java):
+        raise SystemExit("--acl is for a server of ours that this benchmark starts")
+    if args.acl == "alternate":
+        return alternate(args)
     if args.target:
         host, _, port = args.target.rpartition(":")
         run = Run(args, host or "127.0.0.1", int(port))
@@ -408,34 +545,7 @@ def main(argv=None):
             java.cleanup()
         run.figures["server"] = "java %s -Xmx%s" % (os.path.basename(args.java.rstrip("/")), args.java_heap)
     else:
-        props = server_properties(args.server)
-        props.update(options.properties(args.property))
-        if args.scenario == "restart":   # the route snapshot, written at stop, restored at start
-            props.setdefault("routeSnapshotEnable", "true")
-            props.setdefault("routeSnapshotPath", "routes.snapshot")
-        if args.scenario == "wholetable" and "statusListenPort" not in props:
-            props["statusListenPort"] = str(free_port())
-        server = NamesrvServer(props)
-        try:
-            server.start(timeout=60)
-            if props.get("routeReadWorkers", "auto") != "0":
-                server.wait_for_log("read worker 0 listening", timeout=60)
-            status = int(props["statusListenPort"]) if props.get("statusListenPort") else None
-            run = Run(args, "127.0.0.1", server.port, server, status)
-            try:
-                run.measure()
-            finally:
-                if run.server is not server:
-                    run.server.stop()
-        finally:
-            server.stop()
-            if args.keep_logs:
-                os.makedirs(args.keep_logs, exist_ok=True)
-                for name in os.listdir(server.workdir):
-                    if name.endswith(".log"):
-                        shutil.copy(os.path.join(server.workdir, name), args.keep_logs)
-            server.cleanup()
-        run.figures["server"] = args.server
+        run = run_ours(args, args.acl == "on")
     print(run.report())
     if args.json:
         print(json.dumps(run.figures, sort_keys=True))

@@ -12,13 +12,13 @@ size before and after. ``--pythonpath`` runs another checkout's code (the same c
 the bounds). Printed: one JSON object.
 """
 
-import argparse
 import json
 import os
 import sys
 import tempfile
 import time
 
+from bench.lib import options
 from bench.scenarios.controller_failover import Process, free_port, wait
 from namesrv.client import BlockingRemotingClient, ask
 from namesrv.protocol.codes import RequestCode
@@ -69,14 +69,17 @@ def flood_applies(port, count, size):
     return accepted, refused
 
 
+OPTIONS = (
+    options.Option("--heartbeats", "heartbeats with new keys on one connection", type=int, default=600),
+    options.Option("--heartbeat-kib", "KiB of each heartbeat's fields", type=int, default=900),
+    options.Option("--applies", "apply-broker-id requests with new broker names", type=int, default=200),
+    options.Option("--apply-kib", "KiB of each apply's names", type=int, default=100),
+    options.Option("--pythonpath", "run the controller from this checkout's code instead"),
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--heartbeats", type=int, default=600)
-    parser.add_argument("--heartbeat-kib", type=int, default=900)
-    parser.add_argument("--applies", type=int, default=200)
-    parser.add_argument("--apply-kib", type=int, default=100)
-    parser.add_argument("--pythonpath", default=None, help="run this checkout's code instead")
-    args = parser.parse_args(argv)
+    args = options.parse("controller_bounds", __doc__, OPTIONS, argv)
     workdir = tempfile.mkdtemp(prefix="controller-bounds-")
     port = free_port()
     store = os.path.join(workdir, "store")

@@ -1,6 +1,7 @@
 """Failover of a real 5.3.3 broker group: our embedded controller against Java's, in one run.
 
     python -m bench controller_failover --peer /tmp/peers/java5peer [--runs 3] [--scenario single|three|both]
+                                        [--sides ours,java | ours,ours-acl | ...]
 
 Each run, for each side: name servers with embedded controllers (``twistd namesrv`` or the peer's
 Java NameServer with ``enableControllerInNamesrv=true``), two 5.3.3 brokers of one group in
@@ -9,6 +10,10 @@ controller mode (``allAckInSyncStateSet=true``), both in sync; then ``kill -9`` 
 Printed: seconds from the kill until a surviving name server routes the survivor as brokerId 0
 (polled every 5 ms), and until the controller answers it as master. The brokers and the clients
 are the same Java code on both sides; only the name servers and controllers differ.
+
+``ours-acl`` is ours with ``aclEnable=true`` (every class signed, deny by default): the brokers sign with
+``innerClientAuthenticationCredentials`` as a user allowed broker-control on broker-a, the benchmark's probes
+as an admin (issue 54: failover at today's times with ACL on).
 """
 
 import json
@@ -28,6 +33,22 @@ from namesrv.protocol.codes import RequestCode
 
 TWISTD = os.path.join(os.path.dirname(sys.executable), "twistd")
 POLL = 0.005
+SIDES = ("ours", "java", "ours-acl")
+#: ours-acl: the brokers' user, and the admin the probes sign as
+ACL_FILE = """accounts:
+  - {accessKey: benchAdmin, secretKey: bench-admin-secret, admin: "true"}
+users:
+  - {username: benchBroker, password: bench-broker-secret}
+acls:
+  - subject: User:benchBroker
+    policies:
+      - entries:
+          - {resource: "Broker:broker-a", actions: [BrokerControl]}
+          - {resource: "Topic:*", actions: [RouteRead]}
+          - {resource: "Cluster:*", actions: [AdminRead]}
+"""
+ADMIN = ("benchAdmin", "bench-admin-secret")
+BROKER_USER = ("benchBroker", "bench-broker-secret")
 
 
 _handed_out = set()
@@ -65,10 +86,11 @@ class Process:
         self.popen.wait()
 
 
-def controller_master(controller_ports):
+def controller_master(controller_ports, credentials=None):
     """(master address, in-sync count) as the serving controller leader answers, or (None, 0)."""
     for port in controller_ports:
-        answer = ask(port, RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": "broker-a"})
+        answer = ask(port, RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": "broker-a"},
+                     credentials=credentials)
         if answer is not None and answer.code == 0:
             members = loads(answer.body)["syncStateSet"] if answer.body else []
             return answer.ext.get("masterAddress"), len(members)
@@ -86,10 +108,11 @@ def wait(predicate, within, what):
 
 
 class Side:
-    """Name servers with embedded controllers: ours or Java's."""
+    """Name servers with embedded controllers: ours (``acl``: with aclEnable=true) or Java's."""
 
-    def __init__(self, kind, peer, workdir, count):
+    def __init__(self, kind, peer, workdir, count, acl=False):
         self.kind, self.peer, self.workdir = kind, peer, workdir
+        self.credentials = ADMIN if acl else None     # the probes sign with these
         self.namesrv_ports = [free_port(neighbours=(0,)) for _ in range(count)]
         self.controller_ports = []
         while len(self.controller_ports) < count:
@@ -117,6 +140,11 @@ class Side:
             os.makedirs(run, exist_ok=True)
             if self.secret:
                 props["controllerPeerSecretFile"] = self.secret
+            if self.credentials:
+                acl_file = os.path.join(self.workdir, "plain_acl.yml")
+                with open(acl_file, "w") as f:
+                    f.write(ACL_FILE)
+                props.update(aclEnable="true", aclFile=acl_file)
             props.update(listenPort=port, bindAddress="127.0.0.1", routeReadWorkers=0,
                          kvConfigPath=os.path.join(run, "kv.json"), logDir=os.path.join(run, "logs"),
                          routeSnapshotPath=os.path.join(run, "routes.snapshot"))
@@ -129,7 +157,8 @@ class Side:
             env = dict(os.environ, NAMESRV_EXTRA_PROPS="\n".join("%s=%s" % item for item in props.items()))
             self.processes[index] = Process(["bash", os.path.join(self.peer, "namesrv.sh"), str(port)], env=env,
                                             log=log)
-        wait(lambda: ask(port, RequestCode.GET_BROKER_CLUSTER_INFO, timeout=1) is not None, 60,
+        wait(lambda: ask(port, RequestCode.GET_BROKER_CLUSTER_INFO, timeout=1, credentials=self.credentials)
+             is not None, 60,
              "%s name server %d listening" % (self.kind, index))
 
     def start_all(self):
@@ -142,19 +171,37 @@ class Side:
                 process.kill()
 
 
-def broker(peer, workdir, name, port, namesrv, controllers):
+def broker(peer, workdir, name, port, namesrv, controllers, signing=False):
     store = os.path.join(workdir, name)
     props = {"enableControllerMode": "true", "controllerAddr": controllers, "brokerId": "-1",
              "allAckInSyncStateSet": "true", "syncBrokerMetadataPeriod": "2000", "checkSyncStateSetPeriod": "2000",
              "syncControllerMetadataPeriod": "2000"}
+    if signing:
+        return signing_broker(peer, workdir, store, name, port, dict(props, namesrvAddr=namesrv))
     env = dict(os.environ, BROKER_EXTRA_PROPS="\n".join("%s=%s" % item for item in props.items()))
     return Process(["bash", os.path.join(peer, "broker.sh"), namesrv, "broker-a", str(port), store, "BenchCluster"],
                    env=env, log=os.path.join(workdir, name + ".out"))
 
 
+def signing_broker(peer, workdir, store, name, port, props):
+    """A 5.3.3 broker signing with innerClientAuthenticationCredentials as BROKER_USER, started the way the
+    Java-peer tests start one (the kit's broker.sh cannot add the user store such a broker needs to the
+    classpath: tests/controller/java/MemoryUsers.java)."""
+    # imported here: only ours-acl needs the test kit's launcher (it imports pytest)
+    from tests.javapeers import JavaBroker, inner_credentials
+    os.environ.setdefault("JAVAPEER5", peer)
+    signing, classpath = inner_credentials(workdir, *BROKER_USER)
+    java = JavaBroker("5.3.3", store, "broker-a", "BenchCluster", dict(props, **signing), port=port,
+                      classpath=classpath)
+    return Process(java.command(), env=dict(os.environ, ROCKETMQ_HOME=java.home), cwd=java.store,
+                   log=os.path.join(workdir, name + ".out"))
+
+
 def one_run(kind, scenario, peer):
     workdir = tempfile.mkdtemp(prefix="failover-%s-" % kind)
-    side = Side(kind, peer, workdir, 3 if scenario == "three" else 1)
+    acl = kind == "ours-acl"
+    side = Side("ours" if acl else kind, peer, workdir, 3 if scenario == "three" else 1, acl=acl)
+    credentials = side.credentials
     brokers = []
     try:
         side.start_all()
@@ -164,18 +211,18 @@ def one_run(kind, scenario, peer):
         for i in range(2):
             port = free_port(low=20000 + 2000 * i, neighbours=(-2, 0, 1))
             ports.append(port)
-            brokers.append(broker(peer, workdir, "b%d" % i, port, namesrv, controllers))
+            brokers.append(broker(peer, workdir, "b%d" % i, port, namesrv, controllers, signing=acl))
         started = time.monotonic()
-        wait(lambda: routed_master(side.namesrv_ports[0]), 90, "a master routed")
+        wait(lambda: routed_master(side.namesrv_ports[0], credentials=credentials), 90, "a master routed")
         master_up = time.monotonic() - started
-        wait(lambda: controller_master(side.controller_ports)[1] == 2, 90, "both brokers in sync")
-        master = routed_master(side.namesrv_ports[0])
+        wait(lambda: controller_master(side.controller_ports, credentials)[1] == 2, 90, "both brokers in sync")
+        master = routed_master(side.namesrv_ports[0], credentials=credentials)
         victim = 0 if master.endswith(":%d" % ports[0]) else 1
         survivor = "127.0.0.1:%d" % ports[1 - victim]
         killed = [brokers[victim]]
         surviving_ns = side.namesrv_ports
         if scenario == "three":
-            leader = wait(lambda: leader_port(side.controller_ports), 30, "a controller leader")
+            leader = wait(lambda: leader_port(side.controller_ports, credentials), 30, "a controller leader")
             index = side.controller_ports.index(leader)
             killed.append(side.processes[index])
             surviving_ns = [p for i, p in enumerate(side.namesrv_ports) if i != index]
@@ -185,9 +232,9 @@ def one_run(kind, scenario, peer):
             process.kill()
         in_controller = routed = None
         while time.monotonic() - t0 < 120 and routed is None:
-            if in_controller is None and controller_master(side.controller_ports)[0] == survivor:
+            if in_controller is None and controller_master(side.controller_ports, credentials)[0] == survivor:
                 in_controller = time.monotonic() - t0
-            if routed_master(surviving_ns[-1]) == survivor:
+            if routed_master(surviving_ns[-1], credentials=credentials) == survivor:
                 routed = time.monotonic() - t0
             time.sleep(POLL)
         return {"side": kind, "scenario": scenario, "master_up_s": round(master_up, 2),
@@ -206,6 +253,8 @@ OPTIONS = (
     options.Option("--runs", "runs of each scenario, each on both sides", type=int, default=3),
     options.Option("--scenario", "kill the master (single), or the master and the controller leader's name server "
                    "(three)", choices=("single", "three", "both"), default="both"),
+    options.Option("--sides", "comma-separated, in the order run: ours, java, ours-acl (ours with aclEnable=true)",
+                   default="ours,java"),
     options.JSON,
 )
 
@@ -216,16 +265,19 @@ def main(argv=None):
     if not args.peer or not os.path.isfile(os.path.join(args.peer, "broker.sh")):
         parser.error("--peer (or $JAVAPEER5): the java5peer directory built by ../shared/javapeers/build.sh")
     scenarios = ("single", "three") if args.scenario == "both" else (args.scenario,)
-    print("%-6s %-7s %10s %18s %16s" % ("side", "scenario", "master up", "master in ctrl", "routed as 0"))
+    sides = [side.strip() for side in args.sides.split(",") if side.strip()]
+    if not sides or set(sides) - set(SIDES):
+        parser.error("--sides: a comma-separated list of %s" % ", ".join(SIDES))
+    print("%-8s %-7s %10s %18s %16s" % ("side", "scenario", "master up", "master in ctrl", "routed as 0"))
     for run in range(args.runs):
         for scenario in scenarios:
-            for kind in ("ours", "java"):
+            for kind in sides:
                 row = one_run(kind, scenario, args.peer)
                 row["run"] = run + 1
                 if args.json:
                     print(json.dumps(row), flush=True)
                 else:
-                    print("%-6s %-7s %9.1fs %17ss %15ss" % (kind, scenario, row["master_up_s"],
+                    print("%-8s %-7s %9.1fs %17ss %15ss" % (kind, scenario, row["master_up_s"],
                                                             row["controller_master_s"], row["routed_as_0_s"]),
                           flush=True)
 

@@ -19,7 +19,6 @@ broker group per scenario:
 Printed: one JSON object per scenario and side: what happened and whether it is what a correct controller does.
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -27,6 +26,7 @@ import sys
 import tempfile
 import time
 
+from bench.lib import options
 from bench.scenarios.controller_failover import Process, free_port, wait
 from namesrv.client import BlockingRemotingClient, ask
 from namesrv.protocol.codes import RequestCode as C
@@ -194,11 +194,16 @@ def start(side, peer, workdir):
     return process, port
 
 
+OPTIONS = (
+    options.Option("--peer", "the 5.3.3 peer (java5peer) directory, $JAVAPEER5 if set",
+                   default=os.environ.get("JAVAPEER5")),
+    options.Option("--side", "whose controller", choices=("both", "ours", "java"), default="both"),
+    options.Option("--runs", "runs of every scenario", type=int, default=1),
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--peer", default=os.environ.get("JAVAPEER5"))
-    parser.add_argument("--side", choices=("both", "ours", "java"), default="both")
-    parser.add_argument("--runs", type=int, default=1)
+    parser = options.parser("controller_java_bugs", __doc__, OPTIONS)
     args = parser.parse_args(argv)
     sides = ("java", "ours") if args.side == "both" else (args.side,)
     if "java" in sides and not (args.peer and os.path.isfile(os.path.join(args.peer, "controller.sh"))):

@@ -60,3 +60,10 @@ def test_a_server_given_by_address_is_measured_with_its_processes(tmp_path):
     finally:
         server.stop()
     assert figures["reads"] > 0 and figures["rss_mib"] > 10 and "server" not in figures
+
+
+def test_acl_alternate_signs_the_reads_and_prints_both_ratios():
+    summary = run("--acl", "alternate", "--rounds", "1")
+    assert set(summary) >= {"ratio_of_medians", "cpu_per_read_ratio_of_medians", "reads_per_s_acl_on",
+                            "server_cpu_us_per_read_acl_on"}
+    assert summary["reads_per_s_acl_on"][0] > 0 and summary["server_cpu_us_per_read_acl_on"][0] > 0

@@ -10,8 +10,8 @@ import pytest
 from bench.lib import cli, options, runner
 
 BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: Each scenario's options and defaults when they were declared in 14 argparse blocks (83901f6); the
-#: suite's are ``None``'s. A scenario may add options, never lose one or change its default.
+#: Each scenario's options and defaults when they were declared in 14 argparse blocks (83901f6), and those
+#: of scenarios added since; the suite's are ``None``'s. A scenario may add options, never lose one or change its default.
 BEFORE = {
     None: {"--connections": None, "--depth": None, "--out": runner.DEFAULT_OUT,
            "--only": "inprocess,route,profile,mixed,register,memory,cores,fleet", "--processes": None,
@@ -43,6 +43,11 @@ BEFORE = {
     "tls_reads": {"--connections": 8, "--depth": 8, "--duration": 3.0, "--no-cache": False, "--only": "",
                   "--processes": 2, "--topics": 100, "--warmup": 1.0},
     "worker_reads": {"connections": 255, "depth": 32, "rounds": 4},
+    # added since, each with the options it was measured with
+    "acl_reads": {"--json": False, "--reads": 300000, "--rounds": 3, "--topics": 100000},
+    "controller_bounds": {"--applies": 200, "--apply-kib": 100, "--heartbeat-kib": 900, "--heartbeats": 600,
+                          "--pythonpath": None},
+    "controller_java_bugs": {"--peer": os.environ.get("JAVAPEER5"), "--runs": 1, "--side": "both"},
 }
 #: Options spelled like a shared one but meaning something else, kept as results and docs name them.
 OLDER_SPELLINGS = {("spark_bench", "--json")}

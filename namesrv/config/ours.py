@@ -23,7 +23,7 @@ OURS = (
     Long("eventLogMaxBytes", 104857600, "rotate the event log at this size"),
     Int("eventLogBackups", 10, "rotated event log files kept"),
     Int("kvConfigPrintInterval", 600, "seconds between KV table prints to the log", runtime=True, minimum=1),
-    Bool("answerCacheEnable", True, "replay whole answers to repeated route reads (off when ACL is on)"),
+    Bool("answerCacheEnable", True, "replay whole answers to repeated route reads (with ACL on: the same frame from the same host only)"),
     Int("answerCacheMaxEntries", 262144, "most cached request frames; past it the oldest quarter goes", runtime=True),
     Long("answerCacheMaxBytes", 67108864, "bytes the answer cache may hold (request keys, answer headers, each distinct body once); past it the oldest quarter goes", runtime=True),
     Long("routeBodyCacheMaxBytes", 33554432, "bytes of whole route bodies kept per topic (only routes not joined from their brokers' pieces: acting master, static topics, filter servers)", runtime=True),

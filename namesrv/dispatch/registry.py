@@ -13,8 +13,8 @@ from zope.interface.verify import verifyObject
 from namesrv.dispatch.observers import AnswerObservers, RequestObservers
 from namesrv.dispatch.refusals import RefusalLog
 from namesrv.interfaces import (Answer, ICachedAnswerPolicy, IControllerProcessorFactory, IDispatcher,
-                                IRemotingConnection, IRequestObserver, IRequestPolicy, IRequestProcessor,
-                                IRequestProcessorFactory)
+                                IPeerScopedPolicy, IRemotingConnection, IRequestObserver, IRequestPolicy,
+                                IRequestProcessor, IRequestProcessorFactory)
 from namesrv.observe.eventlog import NullEventLog
 from namesrv.plugin import CONTROLLER_PORT, NAMESRV_PORT
 from namesrv.protocol.codes import ResponseCode, request_name
@@ -59,6 +59,8 @@ class ProcessorRegistry:
         self.policies = tuple(policies)
         for policy in self.policies:
             verifyObject(IRequestPolicy, policy)
+        #: an answer may be replayed only to the same frame from the same host (IPeerScopedPolicy: the ACL check)
+        self.answers_per_host = any(IPeerScopedPolicy.providedBy(policy) for policy in self.policies)
         #: every answer is counted here (metrics, the event log); answers replayed by the answer cache
         #: or given by a read worker are told to it too
         self.observers = RequestObservers([self.events, *observers])

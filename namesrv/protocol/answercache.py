@@ -12,7 +12,12 @@ Correctness rests on three rules:
   response ``cacheable`` only when it is a pure function of the request's header and of
   the tables, configuration and KV config (never a "not ready" or SYSTEM_BUSY answer),
   and every request policy must agree (``allows_cached_answer(code)``; a policy without
-  that method, such as the ACL check, switches caching off for everything).
+  that method switches caching off for everything).
+- **Whose answer it is**, with ACL on: the ACL check's verdict depends on the peer's host too
+  (``IPeerScopedPolicy``), so the key starts with the host, and no shape answers (a shape
+  answers a frame that differs in one field, which the signature would not cover). A signed
+  read is then answered from here only when the same host sent the same bytes before and was
+  let through; new credentials empty the cache, as any change of configuration does.
 - **When it goes stale**: ``invalidate()`` drops everything; the route tables, the KV
   store and the configuration call it on every change, and the registry when a policy
   or observer is added. A heartbeat that changes nothing invalidates nothing.
@@ -76,6 +81,9 @@ class AnswerRegistry(Protocol):
     @property
     def observers(self) -> IBulkRequestObserver: ...
 
+    #: an answer may be replayed only to the same frame from the same host (the ACL check's verdict)
+    answers_per_host: bool
+
     def allows_cached_answer(self, code: int) -> bool: ...
 
 
@@ -97,6 +105,14 @@ def _json_opaque_span(frame: bytes) -> Optional[tuple[int, int]]:
     return start, stop
 
 
+def host_scope(peer: Optional[str]) -> bytes:
+    """The key prefix of answers kept per host: ``peer``'s host (``ip:port``, IPv6 in brackets) and a
+    newline, which no host holds, so no frame can pass for another host's."""
+    peer = peer or ""
+    host = peer.rpartition(":")[0] if ":" in peer else peer
+    return host.encode("utf-8", "surrogatepass") + b"\n"
+
+
 def _plain_int(text: bytes) -> bool:
     digits = text[1:] if text[:1] == b"-" else text
     size = len(digits)
@@ -105,8 +121,10 @@ def _plain_int(text: bytes) -> bool:
     return size < 10 or -2**31 <= int(text) < 2**31
 
 
-#: what an entry costs beside its bytes: the dict slot, the tuple, four bytes objects' headers
-ENTRY_OVERHEAD = 240
+#: what an answer costs beside its bytes: the dict slots, the tuple, four bytes objects' headers
+ENTRY_OVERHEAD = 290
+#: what one more key costs when its answer is kept already: its bytes object's header and a dict slot
+KEY_OVERHEAD = 100
 BODY_OVERHEAD = 120
 DEFAULT_MAX_BYTES = 64 << 20
 
@@ -118,12 +136,14 @@ class AnswerCache:
     def __init__(self, registry: AnswerRegistry, max_entries: int = 262144, max_frame_length: int = 1024,
                  max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.registry = registry
+        self.per_host = registry.answers_per_host
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.max_frame_length = max_frame_length
         self._entries: dict[bytes, Entry] = {}   # the young generation: stores and promoted hits
         self._older: dict[bytes, Entry] = {}     # the previous one, looked up when the young one misses
         self._bodies: dict[bytes, bytes] = {}    # the young generation's bodies, each kept once
+        self._answers: dict[Entry, Entry] = {}   # the young generation's answers, each kept once (keys share them)
         self._shapes = Shapes()  # for answers that vary by one field (answershapes.py)
         self.bytes = 0           # the young generation's
         self._older_bytes = 0
@@ -160,7 +180,7 @@ class AnswerCache:
     def invalidate(self, *ignored: object) -> None:
         """Forget every answer and shape (accepts and ignores listener arguments)."""
         if self._entries or self._older or self._bodies or self._shapes:
-            self._entries, self._older, self._bodies, self._shapes = {}, {}, {}, Shapes()
+            self._entries, self._older, self._bodies, self._answers, self._shapes = {}, {}, {}, {}, Shapes()
             self.bytes = self._older_bytes = 0
         self.invalidations += 1
 
@@ -168,12 +188,13 @@ class AnswerCache:
         """The young generation becomes the older one, whose entries go (unless looked up since and so
         promoted): O(1), no pass over the entries, so a full cache never holds the reactor."""
         self._older, self._older_bytes = self._entries, self.bytes
-        self._entries, self._bodies, self.bytes = {}, {}, 0
+        self._entries, self._bodies, self._answers, self.bytes = {}, {}, {}, 0
         self.evictions += 1
 
     # -- the hot path --------------------------------------------------------------
     def answer(self, frame: bytes, peer: str) -> Optional[bytes]:
-        """The whole answer frame (length field included) for ``frame``, or None (take the slow path)."""
+        """The whole answer frame (length field included) for ``frame`` from ``peer``, or None (take the
+        slow path)."""
         entries, shapes = self._entries, self._shapes
         if not (entries or shapes.markers or self._older) or not 4 <= len(frame) <= self.max_frame_length:
             return None
@@ -195,7 +216,7 @@ class AnswerCache:
                     return None
                 start, stop = span
                 opaque = frame[start:stop]
-            if shapes.markers:
+            if shapes.markers and not self.per_host:
                 found = shapes.answer(frame, start, stop, opaque)
                 if found is not None:
                     whole, counted = found
@@ -210,6 +231,8 @@ class AnswerCache:
             key = frame[:9] + frame[13:]
         else:
             return None
+        if self.per_host:
+            key = host_scope(peer) + key
         entry = entries.get(key)
         if entry is None:
             entry = self._older.get(key)
@@ -235,9 +258,10 @@ class AnswerCache:
             self.registry.observers.record_requests(code, response_code, count, 0, peer)
 
     # -- filling ------------------------------------------------------------------
-    def remember(self, frame: bytes, request: RemotingCommand, response: Optional[RemotingCommand]) -> bool:
-        """Store ``response`` (the answer to ``frame``, decoded as ``request``) if it may be reused:
-        as the shape of every frame like it when it says it varies by one field, else as an entry."""
+    def remember(self, frame: bytes, request: RemotingCommand, response: Optional[RemotingCommand],
+                 peer: Optional[str] = None) -> bool:
+        """Store ``response`` (the answer to ``frame`` from ``peer``, decoded as ``request``) if it may be
+        reused: as the shape of every frame like it when it says it varies by one field, else as an entry."""
         if (response is None or not getattr(response, "cacheable", False)
                 or request.is_oneway or len(frame) > self.max_frame_length
                 or not self.registry.allows_cached_answer(request.code)):
@@ -251,21 +275,31 @@ class AnswerCache:
         if entry is None:
             return False
         if entry is not True:
-            self._store(*entry)
+            key, answer = entry
+            self._store(host_scope(peer) + key if self.per_host else key, answer)
         self.stores += 1
         return True
 
     def _store(self, key: bytes, entry: Entry) -> None:
-        head, suffix, body, counted = entry
-        size = len(key) + len(head) + len(suffix) + ENTRY_OVERHEAD
-        if body:
-            shared = self._bodies.get(body)
-            if shared is None:
-                self._bodies[body] = body
-                size += len(body) + BODY_OVERHEAD
-            elif shared is not body:
-                entry = (head, suffix, shared, counted)
-        self._entries[key] = entry
+        """Keep ``entry`` for ``key``. An answer is kept once however many keys share it (the route reads of
+        every topic on the same brokers, signed ones included: with ACL on each topic's frame is a key of its
+        own), so a key that points at a kept answer costs its bytes and a slot only."""
+        shared = self._answers.get(entry)
+        if shared is not None:
+            self._entries[key] = shared
+            size = len(key) + KEY_OVERHEAD
+        else:
+            head, suffix, body, counted = entry
+            size = len(key) + len(head) + len(suffix) + ENTRY_OVERHEAD
+            if body:
+                kept = self._bodies.get(body)
+                if kept is None:
+                    self._bodies[body] = body
+                    size += len(body) + BODY_OVERHEAD
+                elif kept is not body:
+                    entry = (head, suffix, kept, counted)
+            self._answers[entry] = entry
+            self._entries[key] = entry
         self.bytes += size
         if self.bytes > self.max_bytes // 2 or len(self._entries) > self.max_entries // 2:
             self._age()
@@ -288,8 +322,8 @@ class AnswerCache:
             return None
         prefix, suffix = header_bytes[:cut], header_bytes[cut + len(_SENTINEL_JSON):]
         counted = (request.code, response.code)
-        if response.varies_by is not None and self._shapes.remember(frame, span, request, response.varies_by,
-                                                                    prefix, suffix, counted, body):
+        if response.varies_by is not None and not self.per_host and self._shapes.remember(
+                frame, span, request, response.varies_by, prefix, suffix, counted, body):
             return True
         # Frames sharing this key have as many opaque digits as this one (the header-length
         # word is part of the key), so the answer's lengths can be fixed now.

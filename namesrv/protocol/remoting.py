@@ -343,7 +343,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
             answer.addCallback(self.send)
         else:
             if answer.cacheable and self.answer_cache is not None:
-                self.answer_cache.remember(frame, request, answer)
+                self.answer_cache.remember(frame, request, answer, self.peer)
             self.send(answer)
 
     def _write_cached(self, answers: list[bytes]) -> None:

@@ -24,6 +24,8 @@ class AclStore:
         self.table = table if table is not None else AclTable()
         self.reloads = 0
         self.reload_failures = 0
+        #: called with no arguments once new credentials are in force (AnswerCache.invalidate)
+        self.reload_listeners = []
 
     def load(self):
         """First load: a bad or missing file is an error (refuse to start rather than run unguarded)."""
@@ -42,6 +44,8 @@ class AclStore:
         self.table = table
         self.reloads += 1
         log.info("ACL: {path} changed, {n} account(s) loaded", path=self.path, n=len(table.accounts))
+        for listener in self.reload_listeners:
+            listener()
         return True
 
 
@@ -49,7 +53,9 @@ class AclStore:
 class BrokerAllowListPolicy:
     """Broker-control requests only from the addresses in ``brokerAllowedAddresses`` (empty: anyone).
 
-    The connection's address is checked, never the ``brokerAddr`` header, which the sender chooses.
+    The connection's address is checked, never the ``brokerAddr`` header, which the sender chooses. The
+    request's class is the one its header makes it (classes.py): mqadmin's designated election (1002 with
+    ``designateElect=true``) is an admin's write, not a broker's, and comes from wherever admins work.
     """
 
     def __init__(self, classifier, config, refusals):
@@ -66,7 +72,7 @@ class BrokerAllowListPolicy:
         allowed = self.allowed.get()
         if not allowed:
             return None
-        request_class = self.classifier.classify(request.code)
+        request_class = self.classifier.classify_request(request)
         if request_class != BROKER_CONTROL:
             return None
         host = peer_host(connection.peer)

@@ -22,8 +22,14 @@ def peer_host(peer):
     return host.strip("[]")
 
 
+#: hosts whose verdict a matcher remembers (the ACL check asks for every request not answered from the cache;
+#: parsing the address is most of the cost); past it the memo starts again
+MEMO_SIZE = 4096
+
+
 class AddressMatcher:
-    """Matches a host against a list of patterns; an empty matcher matches nothing."""
+    """Matches a host against a list of patterns; an empty matcher matches nothing. A matcher never changes
+    (a new list is a new matcher), so it remembers its verdicts for up to MEMO_SIZE hosts."""
 
     def __init__(self, patterns=()):
         self.patterns = tuple(patterns)
@@ -31,6 +37,7 @@ class AddressMatcher:
         self._exact = set()
         self._networks = []
         self._octet_rules = []
+        self._memo = {}
         for pattern in self.patterns:
             self._add(pattern)
 
@@ -82,6 +89,15 @@ class AddressMatcher:
             return True
         if not self.patterns:
             return False
+        memo = self._memo
+        verdict = memo.get(host)
+        if verdict is None:
+            if len(memo) >= MEMO_SIZE:
+                memo.clear()
+            verdict = memo[host] = self._match(host)
+        return verdict
+
+    def _match(self, host):
         try:
             address = ipaddress.ip_address(host)
         except ValueError:

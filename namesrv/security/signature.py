@@ -32,12 +32,20 @@ def _java_string_order(key):
     return key.encode("utf-16-be", "surrogatepass")
 
 
+def _java_sorted(keys):
+    """``keys`` in Java's TreeMap order. For ASCII keys (every header field a client sends) that is Python's own
+    string order: only characters past the Basic Multilingual Plane sort differently in UTF-16."""
+    if all(key.isascii() for key in keys):
+        return sorted(keys)
+    return sorted(keys, key=_java_string_order)
+
+
 def signed_content(ext, body, version=None):
     """The bytes the client signed: sorted ext values without the signature, then the body."""
     ext = ext or {}
     skip_query_flag = version is not None and version <= LAST_VERSION_SIGNING_WITHOUT_QUERY_FLAG
     values = []
-    for key in sorted(ext, key=_java_string_order):
+    for key in _java_sorted(ext):
         if key == SIGNATURE or (skip_query_flag and key == UNIQUE_MSG_QUERY_FLAG):
             continue
         value = ext[key]
@@ -48,7 +56,7 @@ def signed_content(ext, body, version=None):
 
 def calculate_signature(content, secret_key):
     """``AclSigner.calSignature``: base64(HmacSHA1(secret_key, content))."""
-    digest = hmac.new(secret_key.encode("utf-8"), content, hashlib.sha1).digest()
+    digest = hmac.digest(secret_key.encode("utf-8"), content, hashlib.sha1)
     return base64.b64encode(digest).decode("ascii")
 
 

@@ -25,15 +25,23 @@ minute, counted in the metrics (``namesrv_requests_rejected_total{reason}``) and
 from zope.interface import implementer
 
 from namesrv.dispatch.classes import BROKER_CONTROL, parse_class_list
-from namesrv.interfaces import IWorkerCheckedPolicy
+from namesrv.interfaces import IPeerScopedPolicy, IWorkerCheckedPolicy
 from namesrv.protocol.codes import request_name
 from namesrv.security.addresses import AddressMatcher, peer_host
 from namesrv.security.livesetting import LiveSetting
 from namesrv.security.signature import ACCESS_KEY, signature_matches
 
-@implementer(IWorkerCheckedPolicy)
+@implementer(IWorkerCheckedPolicy, IPeerScopedPolicy)
 class TrustPolicy:
-    """``check``: None to let the request through, or (NO_PERMISSION, remark)."""
+    """``check``: None to let the request through, or (NO_PERMISSION, remark).
+
+    Its verdict is a function of the request's bytes but the opaque (the signature covers every header
+    field and the body), of the peer's host, of the credentials and of the configuration. So an answer it
+    let through may be replayed by the answer cache to the same frame from the same host (IPeerScopedPolicy),
+    until the credentials reload or the configuration changes (both empty the cache): what the check would
+    say again. A replayed signed frame is a replay the check would accept too: ACL 1.0 signatures carry no
+    time or nonce.
+    """
 
     def __init__(self, store, classifier, config, refusals):
         self.store = store
@@ -58,25 +66,25 @@ class TrustPolicy:
         if table.global_white_addresses.matches(host):
             return None
         access_key = request.get(ACCESS_KEY)
-        what = "request code %d (%s) is %s" % (request.code, request_name(request.code), request_class)
         if access_key is None:
             brokers = self.broker_addresses.get()
             if request_class == BROKER_CONTROL and brokers and brokers.matches(host):
                 return None
             return self._refuse(request, connection, request_class, "unsigned", None,
                                 "No accessKey is configured: %s and must be signed with an AccessKey and SecretKey"
-                                % what)
+                                % _what(request, request_class))
         account = table.account(access_key)
         if account is None:
             return self._refuse(request, connection, request_class, "unknown_account", access_key,
-                                "No acl config for %s: %s" % (access_key, what))
+                                "No acl config for %s: %s" % (access_key, _what(request, request_class)))
         if not account.enabled:
             return self._refuse(request, connection, request_class, "disabled_account", access_key,
-                                "User:%s is disabled: %s" % (access_key, what))
+                                "User:%s is disabled: %s" % (access_key, _what(request, request_class)))
         if not account.white_addresses.matches(host) and not signature_matches(
                 request.ext, request.body, request.version, account.secret_key):
             return self._refuse(request, connection, request_class, "bad_signature", access_key,
-                                "Check signature failed for accessKey=%s: %s" % (access_key, what))
+                                "Check signature failed for accessKey=%s: %s"
+                                % (access_key, _what(request, request_class)))
         refusal = account.refusal(request_class, classifier.resources(request), host)
         if refusal is not None:
             resource, why = refusal
@@ -89,6 +97,14 @@ class TrustPolicy:
     def done(self, request, connection, response_code):
         pass
 
+    def allows_cached_answer(self, code):
+        return True
+
     def _refuse(self, request, connection, request_class, reason, access_key, remark):
         return self.refusals.refuse(request, connection, request_class or "unclassified", "acl_" + reason,
                                     access_key, remark)
+
+
+def _what(request, request_class):
+    """What a refusal's remark says of the request (built only for a refusal: a request let through pays nothing)."""
+    return "request code %d (%s) is %s" % (request.code, request_name(request.code), request_class)

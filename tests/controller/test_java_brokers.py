@@ -11,99 +11,13 @@ Java's controller); the assertions are about outcomes, with generous deadlines.
 
 import time
 
-
 from namesrv.client import ask, leader_port, routed_master
-from namesrv.codec.fastjson import loads
 from namesrv.protocol.codes import RequestCode
+from tests.controller.javagroup import CLUSTER, broker_properties, in_sync_count, kill_master_while_sending, \
+    replica_info, serving_epoch, two_brokers
 from tests.controller.wire import controller_ports, secret_file
 from tests.integration.server import NamesrvProcess, free_port
-from tests.javapeers import (JavaBroker, free_broker_port, mqadmin, peer, stored_keys, tally, traffic,
-                             traffic_classes, wait_for)
-
-CLUSTER = "ClusterJ"
-
-
-def broker_properties(namesrv, controllers):
-    return {"namesrvAddr": namesrv, "enableControllerMode": "true", "controllerAddr": controllers,
-            "brokerId": "-1", "allAckInSyncStateSet": "true", "syncBrokerMetadataPeriod": "2000",
-            "checkSyncStateSetPeriod": "2000", "syncControllerMetadataPeriod": "2000"}
-
-
-def replica_info(controller_port):
-    """broker-a's replica info (1004) from ``controller_port``: (answer, SyncStateSet body), or (None, None)."""
-    answer = ask(controller_port, RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": "broker-a"})
-    return answer, (loads(answer.body) if answer is not None and answer.body else None)
-
-
-def in_sync_count(controller_port):
-    answer, body = replica_info(controller_port)
-    return len(body["syncStateSet"]) if answer is not None and answer.code == 0 and body else 0
-
-
-def two_brokers(tmp_path, namesrv, controllers):
-    first = free_broker_port()
-    brokers = []
-    for index, port in enumerate((first, free_broker_port(low=first + 20))):
-        brokers.append(JavaBroker("5.3.3", tmp_path / ("b%d" % (index + 1)), "broker-a", CLUSTER,
-                                  broker_properties(namesrv, controllers), port=port).start())
-    return brokers
-
-
-def kill_master_while_sending(tmp_path, brokers, namesrv_ports, also_kill=()):
-    """Send, kill -9 the master (and the processes in ``also_kill``) mid-way, wait for the survivor to be
-    routed by the name server on ``namesrv_ports[-1]``; returns (seconds to routed, acked keys, failed keys,
-    the killed broker, the survivor, the traffic classpath)."""
-    classpath = traffic_classes(tmp_path)
-    namesrv = ";".join("127.0.0.1:%d" % p for p in namesrv_ports)
-    master_address = routed_master(namesrv_ports[0])
-    master = next(b for b in brokers if master_address.endswith(":%d" % b.port))
-    survivor = next(b for b in brokers if b is not master)
-    # on every member, as a topic made long before a failure is: a slave copies its master's topic
-    # configuration only every few seconds, and a master elected before that serves the topic with the
-    # default 4 queues, hiding the messages of the others (the broker's behaviour with Java's controller too)
-    # The master first: the slave replaces its whole table with its master's every 10 s, and a copy taken
-    # before the master had the topic would drop it from the slave; elected, the slave would make it anew
-    # with 4 queues, and a read would find half of the messages.
-    for broker in (master, survivor):
-        created = mqadmin("5.3.3", "updateTopic", "-n", namesrv, "-b", "127.0.0.1:%d" % broker.port, "-t",
-                          "FailoverTopic", "-r", "8", "-w", "8", home=str(tmp_path))
-        assert "success" in created.stdout, created.stdout + created.stderr
-    wait_for(lambda: _both_hold(master.port, survivor.port, "FailoverTopic"), 40,
-             "FailoverTopic with 8 queues on the master and the slave")
-    sender = traffic(classpath, "send", namesrv, "FailoverTopic", "300", "20")
-    acked, failed = [], []
-    while len(acked) < 60:
-        line = sender.stdout.readline()
-        assert line, "the producer stopped before the kill"
-        tally(line, acked, failed)
-    for process in (master.process, *also_kill):
-        process.kill()
-    killed_at = time.monotonic()
-    survivor_address = "127.0.0.1:%d" % survivor.port
-    survivor_port = namesrv_ports[-1]
-    while routed_master(survivor_port) != survivor_address:
-        assert time.monotonic() - killed_at < 60, "the survivor was not routed as master within 60 s"
-        time.sleep(0.01)
-    routed_after = time.monotonic() - killed_at
-    for line in sender.stdout:
-        tally(line, acked, failed)
-    sender.wait(120)
-    return routed_after, acked, failed, master, survivor, classpath
-
-
-GET_ALL_TOPIC_CONFIG = 21   # a broker's own request code (Java's RequestCode.GET_ALL_TOPIC_CONFIG)
-
-
-def _topic_table(port):
-    """A broker's topic table as it answers GET_ALL_TOPIC_CONFIG ({topic: config}; empty if no answer)."""
-    answer = ask(port, GET_ALL_TOPIC_CONFIG, timeout=5.0)
-    if answer is None or answer.code != 0 or not answer.body:
-        return {}
-    return loads(answer.body).get("topicConfigTable") or {}
-
-
-def _both_hold(master_port, slave_port, topic):
-    return all(_topic_table(port).get(topic, {}).get("writeQueueNums") == 8 for port in (master_port, slave_port))
+from tests.javapeers import JavaBroker, peer, stored_keys, wait_for
 
 
 def test_a_5_3_3_group_fails_over_through_our_embedded_controller_without_losing_acked_messages(tmp_path):
@@ -203,15 +117,6 @@ def test_three_name_servers_lose_the_controller_leader_and_the_broker_master_tog
             broker.stop()
         for server in servers:
             server.stop()
-
-
-def serving_epoch(controller_ports_):
-    """broker-a's master epoch as the serving leader among ``controller_ports_`` answers it, or None."""
-    for port in controller_ports_:
-        answer, _ = replica_info(port)
-        if answer is not None and answer.code == 0:
-            return int(answer.ext["masterEpoch"])
-    return None
 
 
 def _knows_leader(port):

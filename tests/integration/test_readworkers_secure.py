@@ -180,14 +180,12 @@ def test_signed_route_reads_are_checked_and_answered_by_the_worker(make_namesrv,
         for _ in range(50):
             assert client.call(_signed("Guarded", "rocketmq2", "12345678")).code == ResponseCode.SUCCESS
         wrong = client.call(_signed("Guarded", "rocketmq2", "87654321"))
-        assert (wrong.code, wrong.remark) == (ResponseCode.NO_PERMISSION,
-                                              "Check signature failed for accessKey=rocketmq2: request code 105 "
-                                              "(GET_ROUTEINFO_BY_TOPIC) is route_read")
+        assert wrong.code == ResponseCode.NO_PERMISSION
+        assert wrong.remark.startswith("Check signature failed for accessKey=rocketmq2")
         unsigned = client.call(route_request("Guarded"))
         assert unsigned.code == ResponseCode.NO_PERMISSION and "must be signed" in unsigned.remark
         unknown = client.call(_signed("Guarded", "newcomer1", "abcdefgh"))
-        assert (unknown.code, unknown.remark) == (ResponseCode.NO_PERMISSION, "No acl config for newcomer1: request "
-                                                  "code 105 (GET_ROUTEINFO_BY_TOPIC) is route_read")
+        assert unknown.code == ResponseCode.NO_PERMISSION and unknown.remark.startswith("No acl config for newcomer1")
 
         acl.write_text(ACL_WITH_A_NEW_ACCOUNT)
         wait_for_log(server, "[read-worker-0] info ACL: %s changed, 2 account(s) loaded" % acl)

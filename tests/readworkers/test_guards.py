@@ -340,3 +340,22 @@ def test_a_workers_refusals_reach_the_main_event_log_checked_field_by_field(tmp_
     pool.record_counts(0, message["counts"], message["connections"], message["rejections"], message["refused"])
     assert [(e["worker"], e["peer"], e["reason"]) for e in events.named("request_refused")] == [
         (0, "127.0.0.7:40000", "acl_unsigned")]
+def test_the_workers_answer_cache_keeps_a_signed_read_per_host_until_the_acl_file_changes(tmp_path):
+    harness = AclHarness(tmp_path)
+    harness.guards.startService()
+    try:
+        factory = Factory(harness.replica, str(tmp_path / "none.sock"), task.Clock())
+        cache = harness.replica.answer_cache
+        here, here_transport = connect(factory)   # StringTransport's peer: 192.168.1.1
+        for opaque in (1, 2):
+            here.dataReceived(encode_frame(signed_route("T1", opaque=opaque)))
+        first, second = [decode_frame(frame[4:]) for frame in written_frames(here_transport)]
+        assert first.code == second.code == ResponseCode.SUCCESS and cache.hits == 1
+        harness.acl.write_text(ACL.replace("rocketmq2", "rocketmq3"))
+        harness.clock.advance(0.5)
+        assert harness.guards.acl_store.reloads == 1
+        here.dataReceived(encode_frame(signed_route("T1", opaque=3)))
+        (gone,) = [decode_frame(frame[4:]) for frame in written_frames(here_transport)]
+        assert gone.code == ResponseCode.NO_PERMISSION and cache.hits == 1
+    finally:
+        harness.guards.stopService()

@@ -309,3 +309,17 @@ def test_broker_allow_list_checks_the_connection_address_not_the_header():
     cfg.update({"brokerAllowedAddresses": ""})
     assert answer(registry, register, peer="172.16.0.1:50000").code == ResponseCode.SUCCESS
     assert listener.rejections == [("broker_control", "broker_allowlist")]
+
+
+def test_broker_allow_list_leaves_an_admins_designated_election_to_the_acl():
+    """mqadmin electMaster (1002 with designateElect) is an admin's write: it comes from an operator's host,
+    which is not a broker's; a broker's own election request (no designateElect) is still held to the list."""
+    cfg = make_config(brokerAllowedAddresses="10.0.0.0/8")
+    registry = ProcessorRegistry([Echo()], policies=[BrokerAllowListPolicy(
+        RequestClassifier(), cfg, Refusals([], None, task.Clock()))])
+    ext = {"clusterName": "c", "brokerName": "broker-a", "brokerId": "1"}
+    designated = make_request(RequestCode.CONTROLLER_ELECT_MASTER, dict(ext, designateElect="true"))
+    own = make_request(RequestCode.CONTROLLER_ELECT_MASTER, dict(ext, designateElect="false"))
+    assert answer(registry, designated, peer="172.16.0.1:50000").code == ResponseCode.SUCCESS
+    assert answer(registry, own, peer="172.16.0.1:50000").code == ResponseCode.NO_PERMISSION
+    assert answer(registry, own, peer="10.1.1.1:50000").code == ResponseCode.SUCCESS

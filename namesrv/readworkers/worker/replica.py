@@ -78,13 +78,13 @@ class FreshAnswerCache(AnswerCache):
     def usable(self):
         return self.replica.fresh()
 
-    def remember(self, frame, request, response):
+    def remember(self, frame, request, response, peer=None):
         config = self.replica.config
         if not config.answerCacheEnable:
             return False
         if self.max_entries != config.answerCacheMaxEntries or self.max_bytes != config.answerCacheMaxBytes:
             self.set_limits(config.answerCacheMaxEntries, config.answerCacheMaxBytes)
-        return AnswerCache.remember(self, frame, request, response)
+        return AnswerCache.remember(self, frame, request, response, peer)
 
 
 class Replica:
@@ -129,6 +129,8 @@ class Replica:
         self.registry = self.chain.registry
         self.dispatcher = self.chain.entry
         self.answer_cache = FreshAnswerCache(self.registry, self)
+        if acl is not None:
+            acl.store.reload_listeners.append(self.answer_cache.invalidate)
 
     @property
     def held(self):

@@ -2,7 +2,11 @@
 // Java peer's jars (nothing of it is built into the repository).
 //   send NAMESRV TOPIC COUNT PAUSE_MS   prints "ACK key" for each SEND_OK, "FAIL key reason" otherwise
 //   read NAMESRV TOPIC LIMIT_MS         prints "MSG key" for every message stored in the topic's queues
+// With -Dtraffic.accessKey=... -Dtraffic.secretKey=... both sign every request (AclClientRPCHook), as a client
+// of a name server with aclEnable=true must.
 import java.util.Set;
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.PullResult;
 import org.apache.rocketmq.client.consumer.PullStatus;
@@ -24,8 +28,17 @@ public class Traffic {
         System.exit(0);
     }
 
+    // The request signer of -Dtraffic.accessKey/-Dtraffic.secretKey, or none
+    static AclClientRPCHook signer() {
+        String accessKey = System.getProperty("traffic.accessKey");
+        if (accessKey == null || accessKey.isEmpty()) {
+            return null;
+        }
+        return new AclClientRPCHook(new SessionCredentials(accessKey, System.getProperty("traffic.secretKey")));
+    }
+
     static void send(String namesrv, String topic, int count, long pause) throws Exception {
-        DefaultMQProducer producer = new DefaultMQProducer("failover_test_producer");
+        DefaultMQProducer producer = new DefaultMQProducer("failover_test_producer", signer());
         producer.setNamesrvAddr(namesrv);
         producer.setSendMsgTimeout(3000);
         producer.setRetryTimesWhenSendFailed(0);
@@ -55,7 +68,7 @@ public class Traffic {
     // as they do just after a failover while the client's route still names the old master). Prints
     // "QUEUE broker id first end read" per queue, and "INCOMPLETE ..." for one not read to its end.
     static void read(String namesrv, String topic, long limit) throws Exception {
-        DefaultMQPullConsumer consumer = new DefaultMQPullConsumer("failover_test_reader");
+        DefaultMQPullConsumer consumer = new DefaultMQPullConsumer("failover_test_reader", signer());
         consumer.setNamesrvAddr(namesrv);
         consumer.start();
         long deadline = System.currentTimeMillis() + limit;
