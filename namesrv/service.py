@@ -25,6 +25,7 @@ from namesrv.dispatch.registry import ProcessorRegistry
 from namesrv.handover.inflight import InFlightDispatcher
 from namesrv.observe.eventlog import event_log_for
 from namesrv.observe.health import Readiness
+from namesrv.observe.stopwatch import NullStopWatch, stop_children
 from namesrv.periodic import PeriodicCall
 from namesrv.security.wiring import RequestGuards, TlsListening
 from namesrv.server.endpoint import RemotingEndpoint, RemotingPortService
@@ -51,8 +52,10 @@ class NamesrvService(service.MultiService):
     def __init__(self, *, config, reactor, clock, events, kv, routes, context, registry, housekeeping,
                  guards, inflight, factory, answer_cache=None, tls=None, http_ports=(), snapshots=None,
                  read_workers=None, readiness=None, takeover=False, address_service=None,
-                 controller=None):
+                 controller=None, stop_watch=None):
         service.MultiService.__init__(self)
+        #: reports a stop that takes longer than its bound (observe/stopwatch.py); none in tests
+        self.stop_watch = stop_watch if stop_watch is not None else NullStopWatch()
         self.config = config
         self.reactor = reactor
         self.clock = clock
@@ -134,6 +137,7 @@ class NamesrvService(service.MultiService):
             self.restore_routes()
         gc.freeze()
         self.events.start()
+        self.stop_watch.start(self.reactor)
         service.MultiService.startService(self)   # the guards first, the remoting port last
 
     def restore_routes(self):
@@ -196,19 +200,24 @@ class NamesrvService(service.MultiService):
     def stopService(self):
         self.readiness.serving_address = None
         # the port, the read workers (fires once they have ended), the timers, ..., the guards
-        children = service.MultiService.stopService(self)
-        stopping = [children, defer.maybeDeferred(self.handover.stop)]
+        children = stop_children(self, self.stop_watch)
+        stopping = [children, self.stop_watch.waiting_for("takeover control socket",
+                                                           defer.maybeDeferred(self.handover.stop))]
         # Save before closing connections: closing them is not brokers leaving (those that closed
         # before are forgotten first). After a takeover the tables are the new process's, which
         # saves them itself.
         self.housekeeping.flush()
+        watch = self.stop_watch
         if self.snapshots is not None and not self.handover.handed_over:
-            self.snapshots.save_now()
-        self.kv.flush_sync()
+            with watch.part("route snapshot"):
+                self.snapshots.save_now()
+        with watch.part("KV file"):
+            self.kv.flush_sync()
         for processor in self.registry.processors:
             stop = getattr(processor, "stop", None)  # optional: processors with state to flush
             if stop is not None:
-                stop()
+                with watch.part("processor " + processor.name):
+                    stop()
         self.factory.close_all()
         # The event log closes after the workers: their last request counts arrive as they exit.
         children.addCallback(self._close_event_log)
@@ -216,8 +225,9 @@ class NamesrvService(service.MultiService):
 
     def _close_event_log(self, ignored=None):
         self.events.emit("server_stopped", listen=self.context.server_id)
-        self.events.stop()
-        log.info("The Name Server stopped")
+        with self.stop_watch.part("event log"):
+            self.events.stop()
+        log.info("The Name Server stopped{took}", took=self.stop_watch.summary())
 
     # -- timers ------------------------------------------------------------------
     def _scan_not_active_brokers(self):
@@ -237,8 +247,10 @@ class NamesrvService(service.MultiService):
             self._scan.restart()
 
 
-def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False):
-    """The tap-style factory: one NameServer service for ``config`` (``takeover``: namesrv/handover)."""
+def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False,
+                 stop_watch=None):
+    """The tap-style factory: one NameServer service for ``config`` (``takeover``: namesrv/handover;
+    ``stop_watch``: observe/stopwatch.py, for a real process)."""
     from namesrv.kvconfig import KVConfigManager
     from namesrv.routes import RouteInfoManager
     if reactor is None:
@@ -286,7 +298,8 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
         registry=registry, housekeeping=housekeeping, guards=guards, inflight=inflight, factory=factory,
         answer_cache=answer_cache, tls=tls, http_ports=http_ports, snapshots=_make_snapshotter(config, routes, context, reactor),
         read_workers=_make_read_workers(config, routes, kv, registry, factory, guards, tls, metrics, context, reactor),
-        readiness=readiness, takeover=takeover, address_service=addresses, controller=controller)
+        readiness=readiness, takeover=takeover, address_service=addresses, controller=controller,
+        stop_watch=stop_watch)
 
 
 def _make_controller(config, reactor, events, clock, plugin_package, metrics_port):
