@@ -157,7 +157,10 @@ class StopWatch:
             with open(path, "a") as f:
                 f.write("%s (pid %d) has not stopped %.1f s after its stop began (%s); bound %.1f s\n"
                         % (self.what, os.getpid(), elapsed, self.why, self.bound))
-                f.write("still waiting for: %s\n\n" % (", ".join(self.pending()) or "nothing the service tracks"))
+                f.write("still waiting for: %s\n\n" % (", ".join(self.pending()) or
+                                                       "nothing of the service's (every part of it has stopped: "
+                                                       "what hangs comes after, the reactor joining its thread "
+                                                       "pool or the process exiting; the main thread's stack says)"))
                 f.write("threads:\n")
                 f.flush()
                 faulthandler.dump_traceback(f, all_threads=True)
