@@ -202,7 +202,7 @@ class NamesrvService(service.MultiService):
         # the port, the read workers (fires once they have ended), the timers, ..., the guards
         children = stop_children(self, self.stop_watch)
         stopping = [children, self.stop_watch.waiting_for("takeover control socket",
-                                                           defer.maybeDeferred(self.handover.stop))]
+                                                           defer.maybeDeferred(self.handover.stop_serving))]
         # Save before closing connections: closing them is not brokers leaving (those that closed
         # before are forgotten first). After a takeover the tables are the new process's, which
         # saves them itself.
