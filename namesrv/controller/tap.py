@@ -12,6 +12,8 @@ from twisted.application import service
 from twisted.python import usage
 from twisted.logger import Logger
 
+from namesrv.observe.stopwatch import NullStopWatch, StopWatch
+
 log = Logger()
 
 PROGRAM = "controller"
@@ -47,10 +49,12 @@ class Options(usage.Options):
 class StandaloneController(service.MultiService):
     """The controller service, its Prometheus port (``prometheusListenPort``) and the event log's start and stop."""
 
-    def __init__(self, controller, events, metrics=None):
+    def __init__(self, controller, events, metrics=None, stop_watch=None):
         service.MultiService.__init__(self)
         self.controller = controller
         self.events = events
+        #: reports a stop that hangs, and handles SIGTERM on the reactor thread (observe/stopwatch.py)
+        self.stop_watch = stop_watch if stop_watch is not None else NullStopWatch()
         controller.setServiceParent(self)
         self.metrics = metrics
         if metrics is not None:
@@ -58,6 +62,7 @@ class StandaloneController(service.MultiService):
 
     def startService(self):
         self.events.start()
+        self.stop_watch.start(self.controller.reactor)
         service.MultiService.startService(self)
         self.events.emit("controller_started", listen="%s:%s" % self.controller.address)
 
@@ -90,7 +95,8 @@ def makeService(options):
     controller.state_files = claims   # held as long as the service lives (the process)
     log.info("controller state in {path}", path=os.path.abspath(os.path.expanduser(
         config.controllerStorePath or "~")))
-    return StandaloneController(controller, events, _metrics_port(config, controller, events, reactor))
+    return StandaloneController(controller, events, _metrics_port(config, controller, events, reactor),
+                                stop_watch=StopWatch(config.logDir, what="controller"))
 
 
 def _metrics_port(config, controller, events, reactor):

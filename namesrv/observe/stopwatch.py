@@ -1,5 +1,5 @@
 """A stop that hangs names itself: every thread's stack, what the stop still waits for, and the
-children's state, in a file that is kept.
+children's state, in a file that is kept. And a SIGTERM that never deadlocks the process it stops.
 
 ``systemctl stop`` sends SIGTERM and, 90 s later, SIGKILL: a stop that hangs loses the clean shutdown
 (the last route snapshot, the KV flush) and, without this, leaves nothing to read. So from the moment a
@@ -13,6 +13,18 @@ log names the file.
 A thread, not a reactor timer: a reactor that is itself stuck must be seen too. A thread that holds the GIL
 for ever would keep this one from running, so ``faulthandler.dump_traceback_later`` (C level, no GIL) is
 armed beside it and writes the stacks to stderr (the journal under systemd) a little later.
+
+**Signals run nothing on the spot** (``SignalsOnTheReactor``). Python runs a signal handler between two
+bytecodes of whatever the main thread was doing. Twisted's SIGTERM and SIGINT handlers log "Received
+SIGTERM, shutting down." from there, and the log file's observer is synchronized by Twisted with a
+pure-Python RLock: a signal landing between that lock's inner acquire and its owner being recorded (or the
+reverse, in release) made the handler wait for a lock its own thread held, for ever. Under load the main
+thread logs all the time (a line per KV write, per bad frame), and tools.stopstress caught it: stop 136 of
+seed 57, its report showing the handler's frames on top of the interrupted log call, both in RLock.acquire.
+That was the SIGTERM under load that did not stop the server (tests/robustness/test_faults.py, the fuzz
+tests' teardown). So the handlers installed here only note the signal (attributes, no lock, no thread) and
+hand the reactor's own handler to the reactor thread (``callFromThread``: a list append and a byte on its
+waker), where it logs and stops as it always did; the watchdog thread, idle until then, sees the note.
 """
 
 import contextlib
@@ -36,6 +48,8 @@ REPEAT = 15.0
 FALLBACK_DELAY = 2.0
 #: the part of a stop from its signal to the services' stop (the reactor finishing what it was doing)
 REACTOR = "the reactor, to begin the stop"
+#: how often the idle watchdog looks whether a stop began (a signal handler may not wake a thread: a lock)
+LOOK = 0.1
 
 
 class StopWatch:
@@ -48,40 +62,33 @@ class StopWatch:
         self.repeat = repeat
         self.what = what
         self.stderr_fd = stderr_fd
-        self.armed_at = None
+        self.armed_at = None           # when the stop began (monotonic); set by ``arm`` alone
         self.why = None
+        self.stopping_began = None     # when the services' stop began (``began_stopping``)
         self.reports = []              # paths written (one per stop that hung: appended to)
         self.took = {}                 # name -> seconds, of each part of the stop that ended
         self._pending = {}             # name -> when it began
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # never taken by a signal handler
         self._thread = None
 
     # -- the stop begins -----------------------------------------------------------------------
     def start(self, reactor):
-        """Watch this process's stops: arm at the reactor's shutdown (before the services stop) and, once
-        the reactor runs (its own signal handlers are in place by then), as SIGTERM or SIGINT arrives."""
+        """Watch this process's stops: the watchdog thread (idle until a stop begins), armed at the reactor's
+        shutdown (before the services stop) and, once the reactor runs (its own signal handlers are in place
+        by then), as SIGTERM or SIGINT arrives (SignalsOnTheReactor)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._watch, name="namesrv-stop-watch", daemon=True)
+            self._thread.start()
         reactor.addSystemEventTrigger("before", "shutdown", self.arm, "reactor shutdown")
-        reactor.callWhenRunning(self._install_on_main_thread)
-
-    def _install_on_main_thread(self):
-        if threading.current_thread() is threading.main_thread():
-            self.install_signal_handlers()
+        signals = SignalsOnTheReactor(reactor, before=self.arm)
+        reactor.callWhenRunning(signals.install)
 
     def arm(self, why):
-        """The stop begins (``why``: "SIGTERM", "reactor shutdown"...): start the watchdog, once."""
-        with self._lock:
-            if self.armed_at is not None:
-                return
-            self.armed_at, self.why = time.monotonic(), why
-            # a signal is handled between two bytecodes: the reactor thread may be busy (or stuck) before the
-            # services' stop begins (stop_children)
-            self._pending[REACTOR] = self.armed_at
-        self._thread = threading.Thread(target=self._watch, name="namesrv-stop-watch", daemon=True)
-        self._thread.start()
-        try:
-            faulthandler.dump_traceback_later(self.bound + FALLBACK_DELAY, repeat=False, file=self.stderr_fd)
-        except (ValueError, OSError):   # no usable stderr: the Python report is all there is
-            pass
+        """The stop begins (``why``: "SIGTERM", "reactor shutdown"...). Called from a signal handler too: it
+        only sets attributes (no lock, no thread started, nothing logged); the watchdog thread notices."""
+        if self.armed_at is None:
+            self.why = why
+            self.armed_at = time.monotonic()
 
     def waiting_for(self, name, deferred):
         """``name`` is part of the stop until ``deferred`` fires (whatever its result); returns it."""
@@ -103,7 +110,10 @@ class StopWatch:
 
     def began_stopping(self):
         """The services' stop begins: the reactor is there (``REACTOR`` ends)."""
-        self._end(REACTOR)
+        self.stopping_began = time.monotonic()
+        if self.armed_at is not None:
+            with self._lock:
+                self.took[REACTOR] = self.stopping_began - self.armed_at
 
     def _begin(self, name):
         with self._lock:
@@ -117,7 +127,10 @@ class StopWatch:
 
     def pending(self):
         with self._lock:
-            return sorted(self._pending)
+            pending = sorted(self._pending)
+        if self.armed_at is not None and self.stopping_began is None:
+            pending.insert(0, REACTOR)
+        return pending
 
     def summary(self, at_least=0.1):
         """" in 1.2 s (read workers 0.9 s, route snapshot 0.2 s)": how long the stop has taken so far and its
@@ -129,21 +142,20 @@ class StopWatch:
         parts = ", ".join("%s %.2f s" % (name, seconds) for seconds, name in slow)
         return " in %.2f s%s" % (time.monotonic() - self.armed_at, " (%s)" % parts if parts else "")
 
-    def install_signal_handlers(self):
-        """Arm on SIGTERM and SIGINT before the handlers already there (the reactor's) run: call once the
-        reactor has installed its own (``reactor.callWhenRunning``), on the main thread."""
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous = signal.getsignal(signum)
-            if isinstance(previous, _Arming):
-                previous.watch = self   # a second service in this process (tests): the newest is watched
-            elif callable(previous):   # SIG_DFL / SIG_IGN: nobody stops on it here, nothing to watch
-                signal.signal(signum, _Arming(self, signum, previous))
-
     # -- the report ------------------------------------------------------------------------------
     def _watch(self):
-        delay = self.bound
+        """The watchdog: idle until a stop begins, then a report at the bound and every ``repeat`` after."""
+        while self.armed_at is None:
+            time.sleep(LOOK)   # a thread of its own: it only ever waits here
+        fallback = self.armed_at + self.bound + FALLBACK_DELAY - time.monotonic()
+        try:
+            faulthandler.dump_traceback_later(max(fallback, 0.001), repeat=False, file=self.stderr_fd)
+        except (ValueError, OSError):   # no usable stderr: the Python report is all there is
+            pass
+        delay = self.armed_at + self.bound - time.monotonic()
         while True:
-            time.sleep(delay)   # a thread of its own: it only ever waits here
+            if delay > 0:
+                time.sleep(delay)
             self.report()
             delay = self.repeat
 
@@ -204,17 +216,40 @@ class NullStopWatch:
         return ""
 
 
-class _Arming:
-    """A signal handler that arms the watch, then hands the signal to the handler that was there."""
+class SignalsOnTheReactor:
+    """SIGTERM and SIGINT handled on the reactor thread, not in the signal handler (the module's docstring
+    says why): ``install`` (on the main thread, once the reactor's own handlers are in place) puts a handler
+    before each that calls ``before(name)`` (attributes only) and hands the reactor's handler to
+    ``reactor.callFromThread``. Read workers install it too, with nothing before."""
 
-    def __init__(self, watch, signum, previous):
-        self.watch = watch
+    def __init__(self, reactor, before=None):
+        self.reactor = reactor
+        self.before = before
+
+    def install(self):
+        if threading.current_thread() is not threading.main_thread():
+            return   # only the main thread may set handlers (a test's reactor in another thread)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.getsignal(signum)
+            if isinstance(previous, _OnTheReactor):
+                previous.before = self.before   # a second service in this process (tests): the newest watches
+            elif callable(previous):   # SIG_DFL / SIG_IGN: nobody stops on it here
+                signal.signal(signum, _OnTheReactor(self.reactor, signum, previous, self.before))
+
+
+class _OnTheReactor:
+    """A signal handler that notes the signal and runs the handler that was there on the reactor thread."""
+
+    def __init__(self, reactor, signum, previous, before):
+        self.reactor = reactor
         self.name = signal.Signals(signum).name
         self.previous = previous
+        self.before = before
 
     def __call__(self, signum, frame):
-        self.watch.arm(self.name)
-        return self.previous(signum, frame)
+        if self.before is not None:
+            self.before(self.name)
+        self.reactor.callFromThread(self.previous, signum, None)
 
 
 def stop_children(parent, watch):

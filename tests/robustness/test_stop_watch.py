@@ -12,7 +12,7 @@ import textwrap
 from twisted.application import service
 from twisted.internet import defer, task
 
-from namesrv.observe.stopwatch import STOP_BOUND, StopWatch, stop_children
+from namesrv.observe.stopwatch import REACTOR, STOP_BOUND, StopWatch, stop_children
 from tests.integration.server import NamesrvProcess
 
 
@@ -62,17 +62,44 @@ def test_the_report_names_what_the_stop_still_waits_for_every_thread_and_the_chi
     assert stopping.called and watch.pending() == []
 
 
-def test_the_signals_arm_it_before_the_handler_that_was_there(tmp_path):
+class CallsFromThreads(task.Clock):
+    def __init__(self):
+        task.Clock.__init__(self)
+        self.from_threads = []
+
+    def callFromThread(self, f, *args):
+        self.from_threads.append((f, args))
+
+
+def test_a_signal_arms_the_watch_and_runs_the_reactors_handler_on_the_reactor_thread(tmp_path):
+    """The handler that was there (Twisted's, which logs) runs later, from the reactor's queue, never in the
+    signal handler: the interrupted code may hold the lock it would take. Here the main thread holds such a
+    lock (as the log file's observer holds its RLock) when a real SIGTERM arrives."""
+    import threading
+    from namesrv.observe.stopwatch import SignalsOnTheReactor
     watch = quiet_watch(tmp_path)
+    reactor = CallsFromThreads()
+    held = threading.Lock()
     heard = []
+
+    def twisteds_handler(signum, frame):   # as reactor.sigTerm: it logs, which takes a lock
+        heard.append(held.acquire(timeout=1))
+        held.release()
+
     saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
-        signal.signal(signal.SIGTERM, lambda signum, frame: heard.append(signum))
-        watch.install_signal_handlers()
-        signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
-        assert heard == [signal.SIGTERM] and watch.why == "SIGTERM" and watch.armed_at is not None
+        signal.signal(signal.SIGTERM, twisteds_handler)
+        SignalsOnTheReactor(reactor, before=watch.arm).install()
+        with held:                                # the main thread is in the middle of a log line...
+            os.kill(os.getpid(), signal.SIGTERM)  # ...when SIGTERM arrives
+            for _ in range(1000):
+                if watch.armed_at is not None:    # the handler has run (between two bytecodes of this loop)
+                    break
+        assert watch.why == "SIGTERM" and heard == [] and len(reactor.from_threads) == 1
+        f, args = reactor.from_threads[0]
+        f(*args)                                  # the reactor thread, later: the lock is free
+        assert heard == [True]
     finally:
-        faulthandler.cancel_dump_traceback_later()
         for signum, handler in saved.items():
             signal.signal(signum, handler)
 
@@ -89,10 +116,13 @@ def test_the_reactors_shutdown_arms_it_and_the_summary_names_the_slow_parts(tmp_
     try:
         assert (phase, event) == ("before", "shutdown")
         arm(*args)
+        assert watch.pending() == [REACTOR]    # the services' stop has not begun
+        stop_children(service.MultiService(), watch)
         with watch.part("route snapshot"):
             pass
         watch.took["read workers"] = 0.5
-        assert watch.summary().endswith("(read workers 0.50 s)") and watch.why == "reactor shutdown"
+        assert watch.pending() == [] and watch.why == "reactor shutdown"
+        assert watch.summary().endswith("(read workers 0.50 s)")
     finally:
         faulthandler.cancel_dump_traceback_later()
 

@@ -29,6 +29,7 @@ from twisted.logger import FilteringLogObserver, LogLevel, LogLevelFilterPredica
 from zope.interface import implementer
 
 from namesrv.dispatch.scheduler import CONTROL
+from namesrv.observe.stopwatch import SignalsOnTheReactor
 from namesrv.periodic import EasingLoop
 from namesrv.readworkers.channel.feed import FeedError, counts_message, down_reader, pack, resync_message
 from namesrv.readworkers.channel.generation import SharedGeneration
@@ -292,6 +293,8 @@ def main(argv=None):
     # SIGTERM (the parent-death signal, or an operator) stops the reactor: close every connection
     # and the port first, and say whether the main process is gone.
     reactor.addSystemEventTrigger("before", "shutdown", _before_shutdown, worker, lifeline)
+    # ...handled on the reactor thread, not where the signal lands (observe/stopwatch.py: a deadlock otherwise)
+    reactor.callWhenRunning(SignalsOnTheReactor(reactor).install)
     unrestored = _restore_baseline(replica, options)
     feed = stdio.StandardIO(worker, reactor=reactor)
     # a publication in one write and one read (channel/pipes.py)
