@@ -358,7 +358,7 @@ class WorkerProcess(protocol.ProcessProtocol):
             return
         log.error("route read worker {i} has not exited {s} s after its stop: its stacks follow, then SIGKILL",
                   i=self.index, s=STOP_GRACE)
-        self._signal("USR1")   # faulthandler in the worker (entry.py) writes them to its stderr, our log
+        self._signal("USR1")   # faulthandler in the worker (worker/__main__.py): to its stderr, our log
         self._kill_call = self.pool.reactor.callLater(DUMP_GRACE, self._kill)
 
     def _kill(self):
