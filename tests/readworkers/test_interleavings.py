@@ -268,7 +268,8 @@ class AnsweringMidPublication(Replica):
         return not self.held and self.generation is not None and needed <= self.generation <= self.shared.read()
 
 
-SEEDS = 150
+#: schedules a run of the suite explores (a few seconds); bench/results/stops-and-replicas.md has 300 of them
+SEEDS = 100
 
 
 @pytest.mark.parametrize("first", range(0, SEEDS, 50))
@@ -278,10 +279,10 @@ def test_no_worker_answer_sees_a_publication_partly_applied(first):
 
 
 def test_the_exploration_finds_a_replica_that_answers_mid_publication():
-    failures = []
     for seed in range(50):
         try:
             explore(seed, replica_class=AnsweringMidPublication)
         except AssertionError as e:
-            failures.append(str(e))
-    assert failures, "50 schedules did not catch a replica answering between a publication's parts"
+            assert "no state of the main process" in str(e) or "between two states" in str(e), e
+            return
+    raise AssertionError("50 schedules did not catch a replica answering between a publication's parts")
