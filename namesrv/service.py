@@ -31,6 +31,7 @@ from namesrv.observe.eventlog import event_log_for
 from namesrv.observe.health import Readiness
 from namesrv.observe.metrics import metrics_port_service
 from namesrv.observe.proxy_metrics import add_proxy_protocol_collector
+from namesrv.observe.stopwatch import NullStopWatch, stop_children
 from namesrv.protocol.answercache import AnswerCache
 from namesrv.readworkers.main.processes import ReadWorkerPool
 from namesrv.readworkers.main.service import ReadWorkersService
@@ -97,10 +98,12 @@ class NamesrvService(service.MultiService):
 
     name = "namesrv"
 
-    def __init__(self, parts, state_files=None):
+    def __init__(self, parts, state_files=None, stop_watch=None):
         service.MultiService.__init__(self)
         self.parts = parts
         self.state_files = state_files
+        #: reports a stop that takes longer than its bound (observe/stopwatch.py); none in tests
+        self.stop_watch = stop_watch if stop_watch is not None else NullStopWatch()
         for child in parts.children():
             child.setServiceParent(self)
 
@@ -108,22 +111,27 @@ class NamesrvService(service.MultiService):
         self.parts.serving.prepare()   # the route snapshot, unless a takeover brings the tables
         gc.freeze()
         self.parts.events.start()
+        self.stop_watch.start(self.parts.reactor)
         service.MultiService.startService(self)
 
     def stopService(self):
-        parts = self.parts
-        children = service.MultiService.stopService(self)   # the port first, ..., the ACL file last
-        stopping = [children, defer.maybeDeferred(self.handover.stop)]
+        parts, watch = self.parts, self.stop_watch
+        children = stop_children(self, watch)   # the port first, ..., the ACL file last
+        stopping = [children, watch.waiting_for("takeover control socket",
+                                                defer.maybeDeferred(self.handover.stop_serving))]
         parts.chain.stop()
         # Save before closing connections: closing them is not brokers leaving (those that closed before
         # are forgotten first). After a takeover the tables are the new process's, which saves them itself.
         parts.housekeeping.flush()
         if parts.snapshots is not None and not self.handover.handed_over:
-            parts.snapshots.save_now()
-        parts.tables.kv.flush_sync()
+            with watch.part("route snapshot"):
+                parts.snapshots.save_now()
+        with watch.part("KV file"):
+            parts.tables.kv.flush_sync()
         for processor in parts.chain.registry.processors:
             if IStoppableProcessor.providedBy(processor):
-                processor.stop()
+                with watch.part("processor " + processor.name):
+                    processor.stop()
         parts.factory.close_all()
         # The event log closes after the workers: their last request counts arrive as they exit.
         children.addCallback(self._close_event_log)
@@ -131,8 +139,9 @@ class NamesrvService(service.MultiService):
 
     def _close_event_log(self, ignored=None):
         self.parts.events.emit("server_stopped", listen=self.parts.context.server_id)
-        self.parts.events.stop()
-        log.info("The Name Server stopped")
+        with self.stop_watch.part("event log"):
+            self.parts.events.stop()
+        log.info("The Name Server stopped{took}", took=self.stop_watch.summary())
 
     # -- the parts, read-only, for the tools and tests that look inside ---------------------------------
     config = property(lambda self: self.parts.config)
@@ -176,8 +185,9 @@ class ServerTables:
 
 
 def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False,
-                 state_files=None):
-    """The tap-style factory: one NameServer service for ``config`` (``takeover``: namesrv/handover)."""
+                 state_files=None, stop_watch=None):
+    """The tap-style factory: one NameServer service for ``config`` (``takeover``: namesrv/handover;
+    ``stop_watch``: observe/stopwatch.py, for a real process)."""
     if reactor is None:
         from twisted.internet import reactor   # the one twistd installed: imported only once it has
     clock = clock or MonotonicClock()
@@ -214,7 +224,8 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
     return NamesrvService(NamesrvParts(
         config, reactor, events, tables, context, chain, housekeeping, factory, readiness, serving, timers,
         answer_cache=factory.answer_cache, acl=acl, tls=tls, metrics=metrics, status=status, addresses=addresses,
-        controller=controller, pool=pool, workers=workers, snapshots=snapshots, proxy=proxy), state_files)
+        controller=controller, pool=pool, workers=workers, snapshots=snapshots, proxy=proxy), state_files,
+        stop_watch)
 
 
 def listening_factory(factory, tls, proxy):

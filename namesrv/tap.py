@@ -9,6 +9,7 @@ from twisted.python import usage
 
 from namesrv.dispatch.registry import ProcessorConflictError
 from namesrv.kvconfig import KVConfigError
+from namesrv.observe.stopwatch import StopWatch
 from namesrv.optional import missing_part
 from namesrv.startup import StartupError, configure, refuse
 from namesrv.startup.ownership import check_directory, claim_state_files
@@ -56,7 +57,8 @@ def makeService(options):
         check_ports(namesrv_listens(config, takeover))
         for prop, directory in log_directories(config):
             check_directory(prop, directory)
-        service = make_service(config, takeover=takeover, state_files=claims)
+        # a stop that hangs leaves its stacks in logDir (observe/stopwatch.py)
+        service = make_service(config, takeover=takeover, state_files=claims, stop_watch=StopWatch(config.logDir))
     except (StartupError, KVConfigError, ProcessorConflictError, ValueError) as e:
         refuse(PROGRAM, e)
     except ImportError as e:

@@ -134,6 +134,12 @@ class TableChecker:
         self.host, self.port, self.timeout = host, port, timeout
         self.fuzz_topics = fuzz_topics
         self.expected_routes = None
+        #: what ``check`` saw: route answers cross-checked against a stable cluster info, and disagreements that
+        #: a second look no longer found (a broker that registered and left between the reads) or that moved
+        #: with the cluster info (``unstable``): each counted, none reported
+        self.routes_cross_checked = 0
+        self.transient = 0
+        self.unstable = 0
 
     def _client(self):
         return BlockingRemotingClient(self.host, self.port, timeout=self.timeout)
@@ -176,7 +182,9 @@ class TableChecker:
                     if own:
                         return own
                     if not across:
+                        self.transient += bool(problems)
                         return []
+                    self.unstable += across == ["unstable"]
                     problems = [] if across == ["unstable"] else across
                 return problems   # the same disagreement every time, or the tables kept changing ([])
         except (OSError, ConnectionError) as e:
@@ -211,6 +219,7 @@ class TableChecker:
         across = []
         for topic, answer in routes.items():
             if answer.code == ResponseCode.SUCCESS:
+                self.routes_cross_checked += 1
                 across += route_problems(topic, loads_fastjson(answer.body), info)
         return [], across
 

@@ -1,5 +1,5 @@
 """Fault injection against `twistd namesrv` processes: kill -9 during KV writes, an unwritable or full
-KV directory, SIGTERM under load.
+KV directory, SIGTERM under load and during metrics scrapes.
 
     python -m tools.faults                    # every fault, figures as a Markdown table
     python -m tools.faults --only kill9 --rounds 20
@@ -288,15 +288,61 @@ def sigterm_under_load(workdir, clients=8, load_seconds=1.0):
             "unhandled_in_log": log.count("Unhandled"), "kv_file_parses": kv_ok}
 
 
+def sigterm_during_scrapes(workdir, rounds=3, scrapers=4, scrape_seconds=0.5):
+    """``rounds`` servers with the metrics port on, each scraped over kept-alive connections (as Prometheus
+    does) by ``scrapers`` threads, then SIGTERM: how many stopped, and how (before the fix of issue 57 a
+    scrape's thread and the reactor's shutdown waited for each other: 17 of 20 never ended)."""
+    import http.client
+    from tests.integration.server import free_port
+    figures = {"rounds": rounds, "stopped": 0, "exit_codes": [], "scrapes": 0, "hang_reports": [],
+               "clean_shutdown_logged": 0}
+    for n in range(rounds):
+        metrics_port = free_port()
+        directory = os.path.join(str(workdir), "round-%d" % n)
+        os.makedirs(directory)
+        server = NamesrvProcess(directory, {"prometheusListenPort": str(metrics_port)}).start()
+        stop = threading.Event()
+        scraped = []
+
+        def scrape():
+            while not stop.is_set():
+                try:
+                    connection = http.client.HTTPConnection("127.0.0.1", metrics_port, timeout=5)
+                    while not stop.is_set():
+                        connection.request("GET", "/metrics")
+                        connection.getresponse().read()
+                        scraped.append(1)
+                except (OSError, http.client.HTTPException):
+                    stop.wait(0.01)
+
+        threads = [threading.Thread(target=scrape, daemon=True) for _ in range(scrapers)]
+        for thread in threads:
+            thread.start()
+        time.sleep(scrape_seconds)
+        code = server.stop(signal.SIGTERM, timeout=60)
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+        figures["scrapes"] += len(scraped)
+        figures["exit_codes"].append(code)
+        if not server.hang_report:
+            figures["stopped"] += 1
+        else:
+            figures["hang_reports"].append(server.hang_report[-3000:])
+        figures["clean_shutdown_logged"] += "Server Shut Down." in checks.server_log(server)
+    return figures
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", help="comma-separated: kill9,readonly,diskfull,fds,sigterm")
+    parser.add_argument("--only", help="comma-separated: kill9,readonly,diskfull,fds,sigterm,scrapes")
     parser.add_argument("--rounds", type=int, default=20, help="kill -9 rounds")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     faults = [("kill9", lambda d: kill9_during_kv_writes(d, args.rounds)),
               ("readonly", kv_directory_read_only), ("diskfull", kv_disk_full), ("fds", fd_exhaustion),
-              ("sigterm", lambda d: sigterm_under_load(d, clients=16, load_seconds=3.0))]
+              ("sigterm", lambda d: sigterm_under_load(d, clients=16, load_seconds=3.0)),
+              ("scrapes", lambda d: sigterm_during_scrapes(d, rounds=10))]
     wanted = set(args.only.split(",")) if args.only else None
     results = {}
     for name, run in faults:

@@ -18,6 +18,7 @@ from namesrv.controller.service import ControllerService, controller_peers, stor
 from namesrv.observe.eventlog import event_log_for
 from namesrv.observe.metrics import MetricsHttpService, NamesrvMetrics
 from namesrv.observe.proxy_metrics import add_proxy_protocol_collector
+from namesrv.observe.stopwatch import NullStopWatch, StopWatch
 from namesrv.startup import StartupError, configure, refuse
 from namesrv.startup.ownership import check_directory, claim_state_files
 from namesrv.startup.plan import controller_listens, controller_state_files, listen_address, log_directories
@@ -61,11 +62,13 @@ class StandaloneController(service.MultiService):
     """The controller service, its Prometheus port (``prometheusListenPort``) and the event log's start and stop;
     ``state_files`` (the store it claimed) are held as long as it lives."""
 
-    def __init__(self, controller, events, metrics=None, state_files=None):
+    def __init__(self, controller, events, metrics=None, state_files=None, stop_watch=None):
         service.MultiService.__init__(self)
         self.controller = controller
         self.events = events
         self.state_files = state_files
+        #: reports a stop that hangs, and handles SIGTERM on the reactor thread (observe/stopwatch.py)
+        self.stop_watch = stop_watch if stop_watch is not None else NullStopWatch()
         controller.setServiceParent(self)
         self.metrics = metrics
         if metrics is not None:
@@ -73,6 +76,7 @@ class StandaloneController(service.MultiService):
 
     def startService(self):
         self.events.start()
+        self.stop_watch.start(self.controller.reactor)
         service.MultiService.startService(self)
         self.events.emit("controller_started", listen="%s:%s" % self.controller.address)
 
@@ -98,7 +102,8 @@ def makeService(options):
         refuse(PROGRAM, e)
     log.info("controller state in {path}", path=os.path.abspath(os.path.expanduser(
         config.controllerStorePath or "~")))
-    return StandaloneController(controller, events, _metrics_port(config, controller, events, reactor), claims)
+    return StandaloneController(controller, events, _metrics_port(config, controller, events, reactor), claims,
+                                stop_watch=StopWatch(config.logDir, what="controller"))
 
 
 def _metrics_port(config, controller, events, reactor):

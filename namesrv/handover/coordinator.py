@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from twisted.internet import defer, threads
+from twisted.internet.error import ReactorNotRunning
 from twisted.logger import Logger
 
 from namesrv.handover import peers
@@ -133,6 +134,7 @@ class Handover:
         self.busy = False
         self.handed_over = False
         self.control_port = None
+        self.handing = None         # the control socket's factory (its open conversations), once listening
         self.client = None
         self._tracker = None
         self._drain_began = None
@@ -279,12 +281,20 @@ class Handover:
                          "this one cannot be taken over", path=self.path)
                 return
             os.unlink(self.path)
-        self.control_port = self.reactor.listenUNIX(self.path, HandingFactory(self, self.reactor), mode=0o600)
+        self.handing = HandingFactory(self, self.reactor)
+        self.control_port = self.reactor.listenUNIX(self.path, self.handing, mode=0o600)
 
     def stop(self):
+        """No more takeover: the control socket closes (a takeover under way keeps its conversation)."""
         if self.control_port is not None:
             port, self.control_port = self.control_port, None
             return port.stopListening()
+
+    def stop_serving(self):
+        """The service stops: the control socket closes and a takeover under way ends there (HandingSession.stop)."""
+        if self.handing is not None:
+            self.handing.stop()
+        return self.stop()
 
     # -- the old process (HandingSession's server) -----------------------------------------------
     def precopy(self):
@@ -411,4 +421,10 @@ class Handover:
 
     def exit(self):
         log.info("handed over: exiting")
-        self.reactor.callLater(0, self.reactor.stop)
+        self.reactor.callLater(0, self._stop_reactor)
+
+    def _stop_reactor(self):
+        try:
+            self.reactor.stop()
+        except ReactorNotRunning:   # a SIGTERM stopped it meanwhile
+            pass

@@ -58,6 +58,9 @@ class HandingSession(protocol.Protocol):
 
     log = Logger()
 
+    #: called with this session once its conversation has ended (HandingFactory keeps the open ones)
+    factory_forget = staticmethod(lambda session: None)
+
     def __init__(self, server, clock, is_running=peers.running):
         self.server = server
         self.clock = clock
@@ -218,14 +221,30 @@ class HandingSession(protocol.Protocol):
         # the new process closes the conversation once it has read everything; wait for that
         self._done_timeout = self.clock.callLater(DONE_TIMEOUT, self.transport.loseConnection)
 
-    def connectionLost(self, reason=None):
+    def stop(self):
+        """This process stops (SIGTERM) in the middle of the conversation: end it, resuming nothing and
+        exiting on nobody's word. The new process, finding it closed, starts on its own once this one has
+        exited, or serves with the tables it has (taking.py). Without this the drain went on looking after
+        the service had stopped, and asked the closed port for its socket (AttributeError, tools.stopstress)."""
+        if self.state in ("refused", "failed", "stopped"):
+            return
+        self.state = "stopped"
+        self._stop_timers()
+        if self.transport is not None:
+            self.transport.loseConnection()
+
+    def _stop_timers(self):
         if self._sweep is not None and self._sweep.running:
             self._sweep.stop()
         for call in (self._ready_timeout, self._done_timeout):
             if call is not None and call.active():
                 call.cancel()
+
+    def connectionLost(self, reason=None):
+        self._stop_timers()
         self.server.release([(d, None, None) for d in self._sent])
         self._sent = []
+        self.factory_forget(self)
         if self.state == "precopy":
             self.state = "failed"
             self.server.abandon("the new process left before it restored the first copy")
@@ -275,11 +294,21 @@ def send_in_batches(transport, sockets, done=b""):
 
 
 class HandingFactory(protocol.Factory):
+    """The control socket's conversations; ``sessions`` those still open (``stop`` ends them)."""
+
     noisy = False
 
     def __init__(self, server, clock):
         self.server = server
         self.clock = clock
+        self.sessions = set()
 
     def buildProtocol(self, addr):
-        return HandingSession(self.server, self.clock)
+        session = HandingSession(self.server, self.clock)
+        session.factory_forget = self.sessions.discard
+        self.sessions.add(session)
+        return session
+
+    def stop(self):
+        for session in list(self.sessions):
+            session.stop()

@@ -1,4 +1,5 @@
-"""Fuzzing a real `twistd namesrv` over TCP (a few hundred frames; the long run is tools/fuzz.py).
+"""Fuzzing a real `twistd namesrv` with a read worker over TCP (a few hundred frames; the long run is
+tools/fuzz.py).
 
 After every example: the process is alive, a fresh connection is answered, the control
 broker's routes are unchanged and cluster info and routes are consistent.
@@ -24,7 +25,8 @@ FUZZ_SETTINGS = settings(max_examples=100, suppress_health_check=[HealthCheck.to
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory):
-    server = NamesrvProcess(tmp_path_factory.mktemp("fuzz")).start()
+    # a read worker whatever the CPUs (auto is 0 on one): the replicas answer the routes the checks compare
+    server = NamesrvProcess(tmp_path_factory.mktemp("fuzz"), {"routeReadWorkers": "1"}).start()
     control = checks.ControlBroker("127.0.0.1", server.port)
     checker = checks.TableChecker("127.0.0.1", server.port)
     checker.record_expected()
@@ -70,9 +72,10 @@ def test_short_fuzz_run_reports_no_crash(target):
     """The standalone fuzzer's own loop, for 300 frames."""
     server, _ = target
     report = fuzz("127.0.0.1", server.port, frames=300, max_seconds=50, seed=3, pid=server.process.pid,
-                  process=server.process, batch=25)
+                  process=server.process, batch=25, churn=2)
     assert report.frames >= 300 or report.stopped_by == "max-seconds"
-    assert report.crashes == 0 and report.inconsistencies == []
+    assert report.crashes == 0 and report.inconsistencies == [] and report.plan_route_problems == []
+    assert report.churn["registrations"] > 0 and report.routes_cross_checked > 0
     assert report.outcomes["stalled"] == 0 and report.outcomes["wrong"] == 0
     assert report.rss_before_kib and report.rss_after_kib
     assert report.leftover_brokers == []

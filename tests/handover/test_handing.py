@@ -352,3 +352,29 @@ def test_version_3_a_first_copy_that_cannot_be_written_refuses_and_stops_nothing
     (refusal,) = sent(transport)
     assert refusal["kind"] == "refuse" and "disk full" in refusal["reason"] and transport.disconnecting
     assert server.calls == ["abandon"] and "begin" not in server.calls
+
+
+def test_a_stop_mid_drain_ends_the_conversation_without_resuming_or_asking_for_the_socket():
+    """SIGTERM to the old process while it drains: the drain no longer looks (the port is closed: its socket
+    is gone), nothing resumes, nothing exits on the conversation's end; the new process starts on its own."""
+    proto, transport, server, clock = session()
+    proto.dataReceived(hello())
+    assert proto.state == "draining"
+    proto.stop()
+    assert transport.disconnecting and proto.state == "stopped"
+    server.is_settled = True
+    clock.advance(handing.SLOW_SWEEP * 10)
+    proto.connectionLost(None)
+    clock.advance(peers.EXIT_WAIT)
+    assert server.calls == ["begin", ("release", [])]   # no tables, no listen_fd, no resume, no exit
+
+
+def test_the_factory_stops_every_open_conversation_and_forgets_the_ended_ones():
+    factory = handing.HandingFactory(FakeServer(), task.Clock())
+    first, second = factory.buildProtocol(None), factory.buildProtocol(None)
+    for proto in (first, second):
+        proto.makeConnection(DescriptorTransport())
+    first.connectionLost(None)
+    assert factory.sessions == {second}
+    factory.stop()
+    assert second.state == "stopped" and second.transport.disconnecting

@@ -59,3 +59,12 @@ def test_the_end_of_the_pipe_is_its_end():
         assert pipes.read_in_large_chunks(Reader).doRead() is main.CONNECTION_DONE
     finally:
         os.close(read_fd)
+
+
+def test_a_pipe_already_gone_takes_nothing():
+    """A worker killed -9: Twisted drops its stdin pipe before the process's end is reported, and a
+    publication then must not raise (writeToChild would: KeyError 0)."""
+    transport = Transport(-1)
+    del transport.pipes[0]
+    transport.writeToChild = lambda child_fd, data: transport.pipes[child_fd]
+    pipes.write_now(transport, b"a publication")

@@ -189,7 +189,9 @@ def test_a_failed_publication_leaves_workers_forwarding_and_tries_again(harness)
     assert publisher.publishes == 1 and pool.workers[0].sent
 
 
-def test_a_quiet_publication_is_applied_while_the_replica_goes_on_answering(harness, tmp_path):
+def test_a_quiet_publication_answers_nothing_between_its_parts_and_is_fresh_at_its_end(harness, tmp_path):
+    """Quiet parts (a close nobody was told of) leave the counter as it was, but the replica answers nothing
+    between them: the main process made the change whole (replica.py's invariant; it answered mid-way once)."""
     harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2", "T3"]))
     harness.publish()
     assert harness.replica.fresh()
@@ -209,8 +211,9 @@ def test_a_quiet_publication_is_applied_while_the_replica_goes_on_answering(harn
     assert [m.get("quiet") for m in messages[:-1]] == [True, True, True]
     for message in messages[:-1]:
         harness.replica.apply(message)
-        assert harness.replica.fresh()               # answering all along, from what it has
+        assert not harness.replica.fresh() and not harness.replica.holds(generation)
     harness.replica.apply(messages[-1])
+    assert harness.shared.value == generation        # the counter never moved
     assert harness.replica.fresh()
     harness.assert_same_answers(["T1", "T2", "T3"])
 
@@ -329,3 +332,22 @@ def test_registrations_and_closed_connections_read_through_a_worker_connection_m
             for request, ours in zip(requests, answers):
                 main = harness.main(request)
                 assert (ours.code, ours.body) == (main.code, main.body), (step, request.ext)
+
+
+def test_a_publication_the_tables_changed_under_answers_nothing_until_a_whole_one_follows(harness):
+    """Parts are encoded a turn apart: when something changed meanwhile (``whole`` false), the replica holds
+    topics of different moments and answers nothing, neither fresh nor holding, until the next publication."""
+    harness.main(register_request("C1", "broker-a", "10.0.0.1:10911", topics=["T1", "T2", "T3"]))
+    harness.publish()
+    generation = harness.shared.value
+    _, topics = harness.tracker.take()
+    messages = down_reader().feed(b"".join(publication(
+        generation, harness.service.routes, harness.service.kv, harness.service.config,
+        harness.service.context.started, RouteProcessor.replicable_codes, {"T1", "T2"}, part_topics=1,
+        unchanged=lambda: False)))
+    assert messages[-1]["whole"] is False
+    for message in messages:
+        harness.replica.apply(message)
+    assert harness.replica.mixed and not harness.replica.fresh() and not harness.replica.holds(generation)
+    harness.publish()
+    assert harness.replica.fresh() and not harness.replica.mixed

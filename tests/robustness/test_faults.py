@@ -52,6 +52,15 @@ def test_sigterm_under_load_stops_cleanly(tmp_path):
     assert figures["kv_file_parses"], figures
 
 
+def test_sigterm_during_kept_alive_metrics_scrapes_stops(tmp_path):
+    """A scrape's thread waited for the reactor while the reactor's shutdown joined that thread: the stop never
+    ended (17 of 20 before issue 57's fix)."""
+    figures = faults.sigterm_during_scrapes(tmp_path, rounds=3)
+    assert figures["stopped"] == 3, figures["hang_reports"]
+    assert figures["scrapes"] > 0 and figures["clean_shutdown_logged"] == 3, figures
+    assert all(code in (0, -signal.SIGTERM) for code in figures["exit_codes"]), figures
+
+
 def test_running_out_of_file_descriptors_recovers(tmp_path):
     figures = faults.fd_exhaustion(tmp_path, nofile=128, connections=200)
     assert figures["server_alive"] and figures["tracebacks_in_log"] == 0, figures

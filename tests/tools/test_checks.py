@@ -90,3 +90,22 @@ def test_cluster_info_that_keeps_changing_shows_nothing_inconsistent():
     table_checker, client = checker([(False, route(), True)] * 3)
     assert table_checker.check(pause=0) == []
     assert client.checks == 3
+
+
+def test_what_the_checks_compared_and_looked_at_again_is_counted():
+    table_checker, _ = checker([(False, route(), False), (False, None, False)])
+    assert table_checker.check(pause=0) == []
+    assert (table_checker.routes_cross_checked, table_checker.transient, table_checker.unstable) == (1, 1, 0)
+    table_checker, _ = checker([(True, route(), False), (True, route(), True)])
+    assert table_checker.check(pause=0) == []
+    assert (table_checker.routes_cross_checked, table_checker.transient, table_checker.unstable) == (1, 0, 1)
+
+
+def test_a_plans_route_answer_is_checked_whole():
+    from tools.fuzz import FuzzReport, _check_route_answer
+    report = FuzzReport()
+    _check_route_answer(report, answer(route()))
+    _check_route_answer(report, answer(route(broker_datas=False)))
+    _check_route_answer(report, answer({"configTable": {}}))     # not a route
+    assert report.plan_routes_checked == 2
+    assert report.plan_route_problems == [["route (a plan's read): queue data of 'x' without broker data"]]

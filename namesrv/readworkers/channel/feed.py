@@ -8,7 +8,7 @@ msgpack: the main process never unpickles what a worker writes. Down, one
 publication is some ``{"kind": "topics", "reset": bool, "quiet": bool, "topics": …, "mappings": …}``
 parts (see delta.py; the first part of a full copy has ``reset``; ``quiet`` parts carry changes
 not settled yet, see main/publisher.py), then one
-``{"kind": "replica", "generation": …, "full": bool, …}`` with the broker tables, the
+``{"kind": "replica", "generation": …, "full": bool, "whole": bool, …}`` with the broker tables, the
 ORDER_TOPIC_CONFIG namespace, the properties and the codes a worker may answer. Up
 (worker → main): ``{"kind": "counts", "counts": [[code, responseCode, count, micros], ...],
 "connections": {kind: count}, "rejections": [[requestClass, reason, count], ...], "proxy": {kind: count}}``
@@ -72,7 +72,7 @@ class MessageReader(LengthPrefixedReader):
 
 def topics_part(routes, topics, reset=False, quiet=False, moves=None):
     """One part, unencoded: the current state of ``topics`` (``reset``: the first part of a full copy;
-    ``quiet``: of changes nobody was told of yet, which a worker may apply while it goes on answering;
+    ``quiet``: of changes nobody was told of yet, after which the shared counter has not moved;
     ``moves``: (topics, map) naming each of ``topics`` once, their maps now)."""
     return dict(encode_topics(routes, topics, moves), kind="topics", reset=reset, quiet=quiet)
 
@@ -82,29 +82,38 @@ def topics_message(routes, topics, reset=False, quiet=False):
     return pack_down(topics_part(routes, topics, reset, quiet))
 
 
-def replica_message(generation, routes, kv, config, started, local_codes, full, brokers=None, part=None):
+def replica_message(generation, routes, kv, config, started, local_codes, full, brokers=None, part=None,
+                    whole=True):
     """The end of a publication: after it a worker may answer ``local_codes`` while the shared
     counter still reads ``generation`` (the value when the publication began). ``brokers``: the broker
     names changed since the previous publication (None: every broker's row); ``part``: the publication's
     only topics part (``topics_part``), carried in the same message (one message, one turn to apply: the
-    replica is fresh again sooner)."""
+    replica is fresh again sooner). ``whole``: nothing a read could see changed while the parts were
+    encoded, so the replica holds one state of the main tables (else it waits for the next publication)."""
     return pack_down(dict(encode_brokers(routes, brokers), kind="replica", generation=generation, full=full,
-                     topics=part,
+                     topics=part, whole=whole,
                      orderTopicConfig=kv.namespace(ORDER_TOPIC_CONFIG),
                      config=config.texts(),
                      started=started, localCodes=sorted(local_codes)))
 
 
+def one_message_limit(part_topics=PART_TOPICS):
+    """Up to how many changed topics a publication is one message: ONE_MESSAGE_TOPICS, or ``part_topics``
+    when parts of another size are asked (tests ask for tiny ones, to have publications of several)."""
+    return ONE_MESSAGE_TOPICS if part_topics == PART_TOPICS else part_topics
+
+
 def publication(generation, routes, kv, config, started, local_codes, topics=None, part_topics=PART_TOPICS,
-                quiet=False, brokers=None, moves=None):
+                quiet=False, brokers=None, moves=None, unchanged=lambda: True):
     """The messages of one publication, one at a time: parts of ``topics`` (None: every topic,
     a full copy, never ``quiet``), then the final replica message with the rows of ``brokers``
     (None: every broker's; a full copy has them all). Encoded lazily, so a caller may send one per
-    reactor turn. ``moves`` (Publisher: the tracker's moves naming each topic once) spares a small
-    publication the look at each topic's map.""" 
+    reactor turn; ``unchanged()``, asked as the final message is encoded, says whether the tables
+    stayed as they were since the first part (its ``whole``). ``moves`` (Publisher: the tracker's moves
+    naming each topic once) spares a small publication the look at each topic's map."""
     full = topics is None
     names = list(routes.topic_queue_table) if full else list(topics)
-    one_message = ONE_MESSAGE_TOPICS if part_topics == PART_TOPICS else part_topics   # parts of the size asked
+    one_message = one_message_limit(part_topics)
     if not full and len(names) <= one_message:
         yield replica_message(generation, routes, kv, config, started, local_codes, False, brokers,
                               topics_part(routes, names, quiet=quiet, moves=moves) if names else None)
@@ -112,7 +121,8 @@ def publication(generation, routes, kv, config, started, local_codes, topics=Non
     for start in range(0, max(len(names), 1 if full else 0), part_topics):
         yield topics_message(routes, names[start:start + part_topics], reset=full and start == 0,
                              quiet=quiet and not full)
-    yield replica_message(generation, routes, kv, config, started, local_codes, full, None if full else brokers)
+    yield replica_message(generation, routes, kv, config, started, local_codes, full, None if full else brokers,
+                          whole=bool(unchanged()))
 
 
 def resync_message():

@@ -50,8 +50,13 @@ def read_in_large_chunks(reader, size=FEED_PIPE_BYTES):
 def write_now(transport, data, child_fd=0):
     """Write ``data`` to a child process's pipe ``child_fd`` now if nothing waits before it (the rest, and
     any error, through ``transport.writeToChild`` as Twisted does): Twisted's writer only buffers, and sends
-    on the next reactor turn, after whatever that turn runs first (a registration of several ms)."""
-    writer = getattr(transport, "pipes", {}).get(child_fd)
+    on the next reactor turn, after whatever that turn runs first (a registration of several ms). A pipe that
+    broke (a worker killed, whose end is not reported yet) takes nothing: Twisted's writeToChild would raise
+    KeyError (seen by tools.stopstress, a publication right after a kill -9)."""
+    pipes = getattr(transport, "pipes", None)
+    writer = pipes.get(child_fd) if pipes is not None else None
+    if pipes is not None and writer is None:
+        return   # that pipe broke and is gone (the child died; its processEnded follows): nobody reads this
     if writer is not None and not writer.dataBuffer and not getattr(writer, "_tempDataBuffer", True) \
             and not writer.disconnecting and writer.connected:
         try:

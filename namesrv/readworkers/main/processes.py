@@ -25,7 +25,10 @@ from namesrv.readworkers.main.publisher import Publisher, replicable_processors
 log = Logger()
 
 RESPAWN_DELAY = 1.0
-STOP_GRACE = 5.0
+#: a worker still there this long after its stdin closed prints its stacks (SIGUSR1: faulthandler, into
+#: our log) and is killed ``DUMP_GRACE`` later: well within the whole stop's bound (observe/stopwatch.py)
+STOP_GRACE = 3.0
+DUMP_GRACE = 0.5
 
 
 class ReadWorkerGauges:
@@ -349,22 +352,37 @@ class WorkerProcess(protocol.ProcessProtocol):
                     log.info("[read-worker-{i}] {line}", i=self.index, line=line.decode("utf-8", "replace"))
 
     def stop(self):
-        """Close stdin (the worker then exits), KILL after a grace; the Deferred fires at its end."""
+        """Close stdin (the worker then exits); after a grace, its stacks, then KILL; the Deferred fires at
+        its end. One not listening yet (still importing, restoring its first copy: seconds on a busy machine)
+        has no client and no count to report: SIGTERM ends it at once instead of when it first reads stdin."""
         if self.ended:
             return defer.succeed(None)
         try:
             self.transport.closeStdin()
         except Exception:
             pass
-        self._kill_call = self.pool.reactor.callLater(STOP_GRACE, self._kill)
+        if not self.listening:
+            self._signal("TERM")
+        self._kill_call = self.pool.reactor.callLater(STOP_GRACE, self._dump_and_kill)
         return self.ended_deferred
+
+    def _dump_and_kill(self):
+        if self.ended:
+            return
+        log.error("route read worker {i} has not exited {s} s after its stop: its stacks follow, then SIGKILL",
+                  i=self.index, s=STOP_GRACE)
+        self._signal("USR1")   # faulthandler in the worker (worker/__main__.py): to its stderr, our log
+        self._kill_call = self.pool.reactor.callLater(DUMP_GRACE, self._kill)
 
     def _kill(self):
         if not self.ended:
-            try:
-                self.transport.signalProcess("KILL")
-            except Exception:
-                pass
+            self._signal("KILL")
+
+    def _signal(self, name):
+        try:
+            self.transport.signalProcess(name)
+        except Exception:   # ProcessExitedAlready, or no transport yet
+            pass
 
     def processEnded(self, reason):
         self.ended = True

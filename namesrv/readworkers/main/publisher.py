@@ -16,8 +16,8 @@ from zope.interface import implementer
 from namesrv.timing.scheduler import CONTROL
 from namesrv.interfaces import IAnswerObserver, ICachedAnswerPolicy, IReplicableProcessor, IWorkerCheckedPolicy
 from namesrv.protocol.codes import RequestCode
-from namesrv.readworkers.channel.delta import ONE_MESSAGE_TOPICS
-from namesrv.readworkers.channel.feed import publication
+from namesrv.readworkers.channel.delta import PART_TOPICS
+from namesrv.readworkers.channel.feed import one_message_limit, publication
 
 log = Logger()
 
@@ -113,6 +113,9 @@ class Publisher:
     which replicas answer with. It hears of every answer (IAnswerObserver) to settle the counter.
     """
 
+    #: topics per part of a publication of several (tests make it tiny, to have publications of several parts)
+    part_topics = PART_TOPICS
+
     def __init__(self, routes, kv, config, registry, priority, started, reactor, scheduler, workers, active):
         self.routes = routes
         self.kv = kv
@@ -132,6 +135,7 @@ class Publisher:
         self._sending = scheduler.job(self._send_all, CONTROL, "replica publication")
         self._publish_work = 0.0       # reactor time the running publication has taken so far
         self._published_generation = None
+        self._changes = 0              # changes a read could see, ever (a publication's ``whole`` compares)
         self._unsettled = False        # tables changed since the shared counter was last bumped
         self._quiet = False            # the running publication carries changes the counter was not bumped for
         self._fresh_waiters = []       # (Deferred, timeout call) of large registrations held
@@ -214,6 +218,7 @@ class Publisher:
         """Something a read could see changed: publish soon; replicas are stale once settled."""
         if not self.active():
             return
+        self._changes += 1
         self._unsettled = True
         self._schedule_publish()
 
@@ -271,7 +276,7 @@ class Publisher:
         once, unpaced (about a ms of work), so the workers are fresh again before the next registration runs
         and go on answering reads instead of forwarding them to this busy process."""
         tracker = self.tracker
-        return not tracker.full and 0 < len(tracker) <= ONE_MESSAGE_TOPICS \
+        return not tracker.full and 0 < len(tracker) <= one_message_limit(self.part_topics) \
             and not any(worker.needs_full for worker in self.workers())
 
     def local_codes(self):
@@ -279,9 +284,13 @@ class Publisher:
 
     def publication(self, topics=None, quiet=False, brokers=None, moves=None):
         """The messages of one publication (feed.publication): ``topics`` and ``brokers`` changed, or all (None);
-        ``moves``: the tracker's moves naming those topics (their maps, without a look at each topic)."""
+        ``moves``: the tracker's moves naming those topics (their maps, without a look at each topic). Its parts
+        are encoded a turn apart: its end says whether anything changed meanwhile (``whole``), for then the
+        replica holds topics of different moments until the next publication (replica.py)."""
+        began = self._changes
         return publication(self.generation.value, self.routes, self.kv, self.config, self.started,
-                           self.local_codes(), topics, quiet=quiet, brokers=brokers, moves=moves)
+                           self.local_codes(), topics, part_topics=self.part_topics, quiet=quiet, brokers=brokers,
+                           moves=moves, unchanged=lambda: self._changes == began)
 
     def _publish(self):
         """Start a publication; its messages go out one per step of the scheduler (reads forwarded to
@@ -298,9 +307,10 @@ class Publisher:
         for worker in workers:
             worker.needs_full = False
         # Changes nobody has been told of yet (no answer left since: a connection closed, a broker
-        # expired) go out quietly: the counter stays, the workers go on answering while they apply
-        # them part by part, as the main process would have meanwhile. The first answer to leave
-        # before the publication ends settles them (settle), as for any change.
+        # expired) go out quietly: the counter stays, so the workers answer from their replica until the
+        # publication's message (or first part) arrives and again as soon as its end is applied (never in
+        # between: worker/replica.py). The first answer to leave before the publication ends settles them
+        # (settle), as for any change.
         quiet = self._unsettled and not full and all(worker.applied_generation == self.generation.value
                                                      for worker in workers if not worker.ended)
         if quiet:

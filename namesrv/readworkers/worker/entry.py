@@ -30,6 +30,7 @@ from zope.interface import implementer
 
 from namesrv.timing.scheduler import CONTROL
 from namesrv.timing.periodic import EasingLoop
+from namesrv.observe.stopwatch import SignalsOnTheReactor
 from namesrv.readworkers.channel.feed import FeedError, counts_message, down_reader, pack, resync_message
 from namesrv.readworkers.channel.generation import SharedGeneration
 from namesrv.readworkers.channel.pipes import enlarge, read_in_large_chunks
@@ -296,6 +297,8 @@ def main(argv=None):
     # SIGTERM (the parent-death signal, or an operator) stops the reactor: close every connection
     # and the port first, and say whether the main process is gone.
     reactor.addSystemEventTrigger("before", "shutdown", _before_shutdown, worker, lifeline)
+    # ...handled on the reactor thread, not where the signal lands (observe/stopwatch.py: a deadlock otherwise)
+    reactor.callWhenRunning(SignalsOnTheReactor(reactor).install)
     unrestored = _restore_baseline(replica, options)
     feed = stdio.StandardIO(worker, reactor=reactor)
     # a publication in one write and one read (channel/pipes.py)

@@ -1,4 +1,27 @@
-"""A read worker's copy of what route reads are answered from, and how fresh it is."""
+"""A read worker's copy of what route reads are answered from, and how fresh it is.
+
+**The invariant.** A read the worker answers from its replica (a route, the cluster info) gets what the main
+process answered at one instant S, its tables, ORDER_TOPIC_CONFIG and properties as they stood then, where S is
+no earlier than the last change the main process had acknowledged when the read arrived. So no read observes a
+publication partly applied: a route answer and the cluster info given beside it are answers the main process
+gave at one instant, and a read that follows an acknowledged write sees it. Why it holds:
+
+- the main process changes its tables only by whole operations on its reactor thread, and bumps the shared
+  counter (channel/generation.py) before the first answer that follows a change (main/publisher.py, ``settle``):
+  a read that arrives after an acknowledgement finds the counter past the replica's generation unless the
+  replica holds that change (``fresh``, ``holds``);
+- a publication of several parts is applied a part per turn, and from its first part to its end
+  (``in_publication``) nothing is answered here, quiet parts included: the main process applied that change
+  whole, so its reads never saw half of it;
+- those parts are encoded a turn apart in the main process: a publication during which anything a read could
+  see changed ends not ``whole``, and the replica, whose topics then come from different moments, answers
+  nothing (``mixed``) until a whole publication has followed (the next one carries every topic changed since
+  this one began, so it leaves one state again);
+- a publication of one message is encoded in one turn and applied in one step: always whole.
+
+tests/readworkers/test_interleavings.py explores interleavings of those steps against every state the main
+process went through, and fails on an apply that breaks any of them.
+"""
 
 from zope.interface import implementer
 
@@ -141,9 +164,12 @@ class Replica:
     def config(self):
         return self.context.config
 
+    #: the last publication's topics come from different moments of the main process (it was not ``whole``)
+    mixed = False
+
     def fresh(self):
-        return (not self.loading and not self.held and self.generation is not None
-                and self.shared.read() == self.generation)
+        return (not self.loading and not self.in_publication and not self.mixed and not self.held
+                and self.generation is not None and self.shared.read() == self.generation)
 
     def holds(self, needed):
         """Has every change acknowledged while the shared counter read ``needed`` or less, and no
@@ -152,8 +178,8 @@ class Replica:
         moment between the read's arrival and its answer). ``fresh()`` asks for the newest generation,
         which a fleet registering back to back moves again before each publication is applied."""
         generation = self.generation
-        return (not self.loading and not self.in_publication and not self.held and generation is not None
-                and needed <= generation <= self.shared.read())
+        return (not self.loading and not self.in_publication and not self.mixed and not self.held
+                and generation is not None and needed <= generation <= self.shared.read())
 
     def apply(self, message):
         """Apply one message of a publication (feed.publication). Returns False when the replica
@@ -178,9 +204,9 @@ class Replica:
     in_publication = False
 
     def _apply_part(self, message):
-        # A quiet part carries changes the shared counter was not bumped for (nobody has been told of
-        # them): the replica goes on answering, topic by topic as the parts come, as the main process
-        # would have while it applied them. Any other part makes it stale until the publication ends.
+        # A quiet part carries changes the shared counter was not bumped for (nobody has been told of them):
+        # the counter stays, so the replica is fresh again as soon as their publication ends. Until it ends
+        # nothing is answered (in_publication), quiet or not: the main process made that change whole.
         if not message.get("quiet"):
             self.loading = True
         if message["reset"]:
@@ -191,6 +217,7 @@ class Replica:
     def _finish(self, message):
         self.loading = False
         self.in_publication = False
+        self.mixed = not message.get("whole", True)
         if message["full"]:
             if not self._reset_seen:
                 raise ValueError("a full replica without its first part")
