@@ -186,8 +186,7 @@ class ServerTables:
 
 def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False,
                  state_files=None, stop_watch=None):
-    """The tap-style factory: one NameServer service for ``config`` (``takeover``: namesrv/handover;
-    ``stop_watch``: observe/stopwatch.py, for a real process)."""
+    """One NameServer service for ``config`` (``takeover``: handover/; ``stop_watch``: observe/stopwatch.py)."""
     if reactor is None:
         from twisted.internet import reactor   # the one twistd installed: imported only once it has
     clock = clock or MonotonicClock()
@@ -205,8 +204,7 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
                           acl_store=acl.store if acl is not None else None, listeners=[listeners])
     housekeeping = BrokerHousekeeping(tables.routes, events, reactor)
     factory = RemotingServerFactory(chain.entry, config, housekeeping, events, reactor,
-                                    answer_cache=answer_cache_for(config, chain.registry, tables,
-                                                                  acl.store if acl is not None else None))
+                                    answer_cache=answer_cache_for(config, chain.registry, tables, acl))
     tls, readiness = TlsListening.for_config(config, factory, reactor), Readiness()
     proxy = proxy_protocol_factory(config, tls.factory if tls is not None else factory, factory, reactor)
     metrics = metrics_port_service(config, chain, listeners, acl, tls, tables.routes, factory, events, reactor,
@@ -270,17 +268,17 @@ def status_page_for(config, tables, chain, events, context, acl, reactor, contro
                                controller.controller if controller is not None else None)
 
 
-def answer_cache_for(config, registry, tables, acl_store=None):
+def answer_cache_for(config, registry, tables, acl=None):
     """Whole answers for repeated route reads, dropped on any change to what they were built from (the
-    credentials too, with ACL on)."""
+    credentials too, with ACL on: ``acl``, the AclFile)."""
     if not config.answerCacheEnable:
         return None
     cache = AnswerCache(registry, max_entries=config.answerCacheMaxEntries, max_bytes=config.answerCacheMaxBytes)
     tables.routes.add_change_listener(cache.invalidate)
     tables.kv.change_listeners.append(cache.invalidate)
     config.add_listener(cache.invalidate)
-    if acl_store is not None:
-        acl_store.reload_listeners.append(cache.invalidate)
+    if acl is not None:
+        acl.store.reload_listeners.append(cache.invalidate)
     config.add_listener(lambda *ignored: cache.set_limits(config.answerCacheMaxEntries, config.answerCacheMaxBytes))
     return cache
 

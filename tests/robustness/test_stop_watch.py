@@ -135,9 +135,9 @@ def test_a_real_server_whose_stop_hangs_leaves_its_stacks_in_logDir(tmp_path):
     (extra / "stuck_processor.py").write_text(textwrap.dedent("""
         import threading
         from zope.interface import implementer
-        from namesrv.interfaces import IRequestProcessor
+        from namesrv.interfaces import IRequestProcessor, IStoppableProcessor
 
-        @implementer(IRequestProcessor)
+        @implementer(IRequestProcessor, IStoppableProcessor)
         class Stuck:
             name = "stuck"
             codes = frozenset([7778])
