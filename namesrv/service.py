@@ -237,8 +237,10 @@ class NamesrvService(service.MultiService):
             self._scan.restart()
 
 
-def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False):
-    """The tap-style factory: one NameServer service for ``config`` (``takeover``: namesrv/handover)."""
+def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False,
+                 force_new_controller_group=False):
+    """The tap-style factory: one NameServer service for ``config`` (``takeover``: namesrv/handover;
+    ``force_new_controller_group``: namesrv/controller/replication/fencing.py)."""
     from namesrv.kvconfig import KVConfigManager
     from namesrv.routes import RouteInfoManager
     if reactor is None:
@@ -269,7 +271,7 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
         from namesrv.observe.metrics import metrics_port_service
         metrics = metrics_port_service(config, guards, tls, routes, factory, events, registry, reactor, readiness)
         http_ports.append(metrics)
-    controller = _make_controller(config, reactor, events, clock, plugin_package, metrics)
+    controller = _make_controller(config, reactor, events, clock, plugin_package, metrics, force_new_controller_group)
     if controller is not None:
         # a slave whose master registered only with the other name servers yet is told of it (registration.py)
         routes.registrations.master_hint = controller.committed_master_address
@@ -289,13 +291,16 @@ def make_service(config, reactor=None, plugin_package=None, clock=None, events=N
         readiness=readiness, takeover=takeover, address_service=addresses, controller=controller)
 
 
-def _make_controller(config, reactor, events, clock, plugin_package, metrics_port):
+def _make_controller(config, reactor, events, clock, plugin_package, metrics_port, force_new_group=False):
     """The embedded controller (RIP-44) on its own port, when ``enableControllerInNamesrv``, with its
     families on the metrics port (``metrics_port``, or None)."""
     if not config.enableControllerInNamesrv:
+        if force_new_group:
+            raise ValueError("--force-new-controller-group: enableControllerInNamesrv is false, there is no controller")
         return None
     from namesrv.controller.service import ControllerService
-    controller = ControllerService(config, reactor, events, clock=clock, plugin_package=plugin_package)
+    controller = ControllerService(config, reactor, events, clock=clock, plugin_package=plugin_package,
+                                   force_new_group=force_new_group)
     if metrics_port is not None:
         from namesrv.controller.metrics import ControllerCollector
         metrics_port.metrics.add_collector(ControllerCollector(controller.controller))

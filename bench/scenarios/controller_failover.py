@@ -24,6 +24,7 @@ import time
 
 from namesrv.client import ask, leader_port, routed_master
 from namesrv.codec.fastjson import loads
+from namesrv.controller.replication.identity import create_group_keys
 from namesrv.protocol.codes import RequestCode
 
 TWISTD = os.path.join(os.path.dirname(sys.executable), "twistd")
@@ -100,11 +101,13 @@ class Side:
         self.processes = [None] * count
         self.secret = None
         if kind == "ours" and count > 1:
-            # several controllers authenticate each other with a shared secret (controllerPeerSecretFile)
+            # several controllers authenticate each other: a shared secret (controllerPeerSecretFile) and a key
+            # per member (controllerMembersFile)
             self.secret = os.path.join(workdir, "controller.secret")
             with open(self.secret, "w") as f:
                 f.write(os.urandom(32).hex())
             os.chmod(self.secret, 0o600)
+            self.members = create_group_keys(workdir, ["n%d" % i for i in range(count)])
 
     def start(self, index):
         props = {"enableControllerInNamesrv": "true", "controllerDLegerGroup": "bench",
@@ -117,6 +120,7 @@ class Side:
             os.makedirs(run, exist_ok=True)
             if self.secret:
                 props["controllerPeerSecretFile"] = self.secret
+                props["controllerMembersFile"] = self.members
             props.update(listenPort=port, bindAddress="127.0.0.1", routeReadWorkers=0,
                          kvConfigPath=os.path.join(run, "kv.json"), logDir=os.path.join(run, "logs"),
                          routeSnapshotPath=os.path.join(run, "routes.snapshot"))

@@ -22,7 +22,16 @@ CONTROLLER_CONFIG = (
     Int("controllerRequestThreadPoolQueueCapacity", 50000, "Java controller request queue capacity (informational here)", informational=True),
     Int("mappedFileSize", 1073741824, "Java DLedger file size (informational here)", informational=True),
     Str("controllerPeerSecretFile", "", "file holding the controllers' shared secret (at least 16 bytes, the same on every member): members prove it to each other before any Raft message is read; required with several controllers", path=True),
-    Bool("controllerPeerAuthDisabled", False, "let controllers join without the shared secret (a closed network only: anyone reaching a controller port could join); warned at every start"),
+    Bool("controllerPeerAuthDisabled", False, "let controllers join without the shared secret and member keys (a closed network only: anyone reaching a controller port could join as anyone); warned at every start"),
+    Str("controllerMembersFile", "", "every member's Ed25519 public key, 'id key' per line, the same file on every member (two lines for one id while its key rotates); a member proves its id with its key; required with several controllers; reread when it changes", path=True),
+    Str("controllerMemberKeyFile", "", "this member's Ed25519 private key (namesrv-admin createControllerKey); empty: <controllerDLegerSelfId>.key beside controllerMembersFile; reread when it changes", path=True),
+    Int("controllerMemberMaxPendingHandshakes", 16, "member-link connections in their handshake at once; more are closed at once (a configured member's host takes the oldest stranger's place); every member connection also counts towards serverMaxConnections"),
+    Bool("controllerJoin", False, "this member joins a group that already runs: it has no vote until the group's configuration says so (namesrv-admin addController, then promoteController); once it has the group's log, the log's configuration is used"),
+    Int("controllerSnapshotEntries", 20000, "a snapshot replaces the Raft log once it holds this many entries"),
+    Long("controllerSnapshotBytes", 16777216, "a snapshot replaces the Raft log once the journal reaches this many bytes (at most a quarter of controllerStoreMaxBytes)"),
+    Int("controllerSnapshotIntervalSeconds", 3600, "a snapshot replaces the Raft log at least this often while entries come in"),
+    Long("controllerStoreMaxBytes", 67108864, "the bound on a member's Raft store (journal, snapshot and their temporary copies); a snapshot larger than a quarter of it is warned about, one from the leader larger than it refused"),
+    Int("controllerLeaderTransferTimeoutMillis", 2000, "a leadership transfer (namesrv-admin transferControllerLeader) not done by then is abandoned and the leader serves again"),
     Int("controllerRaftPortOffset", 1, "no longer used: controllers talk Raft on the controller port itself (kept so that older files load)", informational=True),
 )
 

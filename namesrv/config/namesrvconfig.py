@@ -12,7 +12,8 @@ from namesrv.config.table import Bool, InstanceFile, Int, Long, Str, home
 #: with ACL on, an admin must not be able to turn it off remotely.
 DEFAULT_BLACK_LIST = ("configBlackList;configStorePath;kvConfigPath;aclEnable;aclFile;aclSignedClasses;"
                       "brokerAllowedAddresses;tlsMode;prometheusListenPort;addressServiceNamesrvAddr;"
-                      "addressServiceSubgroups;controllerPeerSecretFile;controllerPeerAuthDisabled")
+                      "addressServiceSubgroups;controllerPeerSecretFile;controllerPeerAuthDisabled;controllerMembersFile;"
+                      "controllerMemberKeyFile;controllerJoin")
 
 #: Always refused by UPDATE_NAMESRV_CONFIG, whatever configBlackList says (Java hard-codes these).
 ALWAYS_BLACK_LISTED = frozenset(["configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"])

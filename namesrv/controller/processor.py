@@ -26,7 +26,9 @@ from namesrv.protocol.command import HeaderFieldError
 #: identity and store: changed at run time they would split the group or lose its state
 CONTROLLER_BLACK_LIST = frozenset(["configBlackList", "configStorePath", "rocketmqHome", "controllerStorePath",
                                    "controllerDLegerPeers", "controllerDLegerSelfId", "controllerDLegerGroup",
-                                   "controllerPeerSecretFile", "controllerPeerAuthDisabled", "aclEnable", "aclFile"])
+                                   "controllerPeerSecretFile", "controllerPeerAuthDisabled", "controllerMembersFile",
+                                   "controllerMemberKeyFile", "controllerJoin", "controllerStoreMaxBytes", "aclEnable",
+                                   "aclFile"])
 
 
 @implementer(IRequestProcessor)

@@ -151,11 +151,14 @@ class ControllerAdminAclPolicy:
     """``aclEnable`` on the controller port: its admin writes are signed as the name server's are.
 
     Those are what mqadmin changes: CONTROLLER_ELECT_MASTER with a designated broker (``electMaster``),
-    UPDATE_CONTROLLER_CONFIG and CLEAN_BROKER_DATA. Everything brokers send (their own elections,
+    UPDATE_CONTROLLER_CONFIG and CLEAN_BROKER_DATA, and what ``namesrv-admin`` changes in the group itself
+    (adding, promoting and removing members, handing leadership over). Everything brokers send (their own elections,
     ids, heartbeats, in-sync sets) and the reads pass as before, as on the name server port.
     """
 
-    ADMIN_WRITES = frozenset([RequestCode.UPDATE_CONTROLLER_CONFIG, RequestCode.CLEAN_BROKER_DATA])
+    ADMIN_WRITES = frozenset([RequestCode.UPDATE_CONTROLLER_CONFIG, RequestCode.CLEAN_BROKER_DATA,
+                              RequestCode.CONTROLLER_ADD_MEMBER, RequestCode.CONTROLLER_PROMOTE_MEMBER,
+                              RequestCode.CONTROLLER_REMOVE_MEMBER, RequestCode.CONTROLLER_TRANSFER_LEADER])
 
     def __init__(self, acl):
         self.acl = acl

@@ -60,7 +60,9 @@ class PausableReactor:
 
 
 class SimMesh:
-    """One member's view of the simulated network, with ``MemberMesh``'s interface."""
+    """One member's view of the simulated network, with ``MemberMesh``'s interface. Two members link only
+    when each one's configuration holds the other and their group generations agree, as the member
+    link's handshake decides (``credentials``: the RaftLog's, set when the member starts)."""
 
     def __init__(self, net, member_id):
         self.net = net
@@ -68,6 +70,8 @@ class SimMesh:
         self.receiver = None
         self.links = {}
         self.refusals = type("Refusals", (), {"count": 0})()
+        self.credentials = None
+        self._last_in = {}
 
     def start(self, receiver):
         self.receiver = receiver
@@ -77,7 +81,16 @@ class SimMesh:
         self.net.leave(self)
         self.receiver = None
 
-    def send(self, peer, value):
+    def set_peers(self, addresses):
+        if self.receiver is not None:
+            self.net.relink(self.member_id)
+
+    def set_fenced(self, addresses):
+        self.fenced = dict(addresses)
+        if self.receiver is not None:
+            self.net.relink(self.member_id)
+
+    def send(self, peer, value, force=False):
         return self.net.send(self.member_id, peer, value)
 
     def connected(self, peer):
@@ -106,14 +119,49 @@ class SimNet:
         self._epoch = {}          # frozenset({a, b}) -> link epoch; a message of an older epoch is lost
         self.sent = 0
         self.drops = 0
+        self.fencings = []        # (fenced member, the member that told it)
+
+    def _reachable(self, a, b):
+        return a in self.meshes and b in self.meshes and frozenset((a, b)) not in self.cut
 
     def _up(self, a, b):
-        return a in self.meshes and b in self.meshes and frozenset((a, b)) not in self.cut
+        return self._reachable(a, b) and self._allowed(a, b)
+
+    def _allowed(self, a, b):
+        """The handshake's decision: both know each other, and their generations agree (the older one of two
+        generations that meet is fenced, as ``members.MemberLink._peer_state`` does)."""
+        ca, cb = self.meshes[a].credentials, self.meshes[b].credentials
+        if ca is None or cb is None:
+            return True
+        sa, sb = ca.state(), cb.state()
+        tells = (ca.is_fenced(b) and cb.knows(a)) or (cb.is_fenced(a) and ca.knows(b))
+        if (ca.knows(b) and cb.knows(a)) or tells:
+            if not sa.same_group(sb):
+                older, newer, state = (a, b, sb) if sa.epoch < sb.epoch else (b, a, sa)
+                if self.meshes[older].credentials.state().epoch < state.epoch:
+                    self.fencings.append((older, newer))
+                    self.meshes[older].credentials.fenced(newer, state)
+                return False
+            return not tells
+        return False
+
+    def relink(self, member):
+        """A member's configuration changed: links it no longer allows go, links it now allows come."""
+        if member not in self.meshes:
+            return
+        for other in list(self.meshes):
+            if other == member or member not in self.meshes:
+                continue
+            mesh, peer = self.meshes[member], self.meshes[other]
+            if other in mesh.links and not self._up(member, other):
+                self._disconnect(mesh, peer)
+            elif other not in mesh.links and self._up(member, other):
+                self._connect(member, other)
 
     def join(self, mesh):
         self.meshes[mesh.member_id] = mesh
         for other in list(self.meshes):
-            if other != mesh.member_id and self._up(mesh.member_id, other):
+            if other != mesh.member_id and mesh.member_id in self.meshes and self._up(mesh.member_id, other):
                 self._connect(mesh.member_id, other)
 
     def leave(self, mesh):
@@ -163,7 +211,7 @@ class SimNet:
             self._connect(a, b)
 
     def send(self, a, b, value):
-        if not self._up(a, b) or b not in self.meshes[a].links:
+        if not self._reachable(a, b) or b not in self.meshes[a].links:
             return False
         if self.loss and self.rng.random() < self.loss:
             return True
@@ -184,6 +232,7 @@ class SimNet:
         if reactor is not None and reactor.paused:
             reactor._held.append((self._deliver, (a, b, epoch, data), {}))
             return
+        mesh._last_in[a] = self.clock.seconds()
         mesh.receiver.value_received(a, unpack(data))
 
 
@@ -228,14 +277,17 @@ class SimGroup:
         self._patch.__exit__(None, None, None)
 
     # -- members ------------------------------------------------------------------------------------
-    def start(self, member):
+    def start(self, member, peers=None, force=False):
+        """Start ``member`` on its disk (``peers``: its controllerDLegerPeers, the group's by default;
+        ``force``: --force-new-controller-group)."""
         reactor = PausableReactor(self.clock)
         self.reactors[member] = self.net.reactors[member] = reactor
         self.disks[member].clock = reactor
         store = os.path.join(str(self.tmp_path), member)
-        log = RaftLog(ReplicaState(), store, member, self.peers, "g", reactor, secret=b"s" * 32,
-                      timing=self.timing, mesh=SimMesh(self.net, member), disk=self.disks[member],
-                      monotonic=self.clock.seconds, rng=self.rng)
+        mesh = SimMesh(self.net, member)
+        log = RaftLog(ReplicaState(), store, member, peers or self.peers, "g", reactor, timing=self.timing, mesh=mesh,
+                      disk=self.disks[member], monotonic=self.clock.seconds, rng=self.rng, force_new_group=force)
+        mesh.credentials = log.credentials
         log.role_listeners.append(lambda serving, m=member, l=log: self._role(m, l, serving))
         log.start()
         self.logs[member] = log
@@ -264,8 +316,8 @@ class SimGroup:
         self._halt(member)
         self.disks[member].power_cut(self.rng)
 
-    def restart(self, member):
-        return self.start(member)
+    def restart(self, member, **kwargs):
+        return self.start(member, **kwargs)
 
     def pause(self, member):
         self.reactors[member].pause()

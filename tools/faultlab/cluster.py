@@ -33,7 +33,7 @@ def _write_properties(path, properties):
 class Member:
     """One name server with its embedded controller, in lab host ``host``; ``kind`` is ours or java."""
 
-    def __init__(self, lab, host, index, peers, workdir, kind, peer_home=None, secret=None):
+    def __init__(self, lab, host, index, peers, workdir, kind, peer_home=None, secret=None, members=None):
         self.lab, self.host, self.index, self.kind = lab, host, index, kind
         self.peer_home = peer_home
         self.address = lab[host].address
@@ -49,6 +49,7 @@ class Member:
             self.properties.update({
                 "bindAddress": self.address, "routeReadWorkers": "0", "logDir": os.path.join(self.workdir, "logs"),
                 "routeSnapshotPath": os.path.join(self.workdir, "routes.snapshot"), "controllerPeerSecretFile": secret,
+                "controllerMembersFile": members,
                 "statusListenPort": "0"})
         else:
             self.properties.update({"rocketmqHome": self.workdir})

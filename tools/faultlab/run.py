@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 
+from namesrv.controller.replication.identity import create_group_keys
 from tools.faultlab import checkers
 from tools.faultlab.cluster import (REPO, AgentProcess, FakeBrokerProcess, JavaBrokerProcess, Member, TrafficProcess,
                                     compile_traffic, read_back_java, wait_for)
@@ -84,7 +85,9 @@ def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0),
                 f.write(secrets.token_hex(32))
             os.chmod(secret, 0o600)
             peers = ";".join("n%d-%s:9878" % (i, lab[h].address) for i, h in enumerate(member_hosts))
-            members = [Member(lab, h, i, peers, workdir, kind, peer_home, secret) for i, h in enumerate(member_hosts)]
+            keys = create_group_keys(workdir, ["n%d" % i for i in range(size)])
+            members = [Member(lab, h, i, peers, workdir, kind, peer_home, secret, keys)
+                       for i, h in enumerate(member_hosts)]
             controllers, namesrvs = [m.controller for m in members], [m.namesrv for m in members]
             if fake:
                 group = [FakeBrokerProcess(lab, h, "broker-a", workdir, controllers, namesrvs) for h in ("b0", "b1")]
