@@ -22,6 +22,7 @@ from twisted.internet import task
 from namesrv.controller.replication import NotLeader
 from namesrv.controller.replication.codec import pack, unpack
 from namesrv.controller.replication.disk import MemoryDisk
+from namesrv.controller.replication.membership import Configuration
 from namesrv.controller.replication.raft import RaftLog, RaftTiming
 from namesrv.controller.state import ReplicaState
 
@@ -201,7 +202,7 @@ class SimNet:
 
     def heal(self):
         cut, self.cut = self.cut, set()
-        for pair in cut:
+        for pair in sorted(cut, key=sorted):
             a, b = sorted(pair)
             if self._up(a, b) and b not in self.meshes[a].links:
                 self._connect(a, b)
@@ -249,9 +250,15 @@ def pysyncobj_on(clock, rng):
 
 
 class SimGroup:
-    """``size`` controllers n0..n{size-1} on one clock."""
+    """``size`` controllers n0..n{size-1} on one clock, and ``spare`` more ids (with disks) to add later.
 
-    def __init__(self, tmp_path, size=3, seed=0, delay=(0.0005, 0.003), loss=0.0, timing=None, disk_latency=0.002):
+    Besides Raft's own checks, every step checks the membership invariants (KAFKA-16580's): a leader's log
+    holds at most one uncommitted configuration entry; committed configurations are the same sequence on
+    every member, and two that follow each other differ by one voter at most; and no term has two leaders
+    whatever configuration each was elected in."""
+
+    def __init__(self, tmp_path, size=3, seed=0, delay=(0.0005, 0.003), loss=0.0, timing=None, disk_latency=0.002,
+                 spare=0):
         self.seed = seed
         self.rng = random.Random(seed)
         self.clock = task.Clock()
@@ -259,13 +266,17 @@ class SimGroup:
         self.tmp_path = tmp_path
         self.timing = timing or RaftTiming()
         self.ids = ["n%d" % i for i in range(size)]
-        self.peers = {i: "10.0.0.%d:9878" % (n + 1) for n, i in enumerate(self.ids)}
-        self.disks = {i: MemoryDisk(self.clock, latency=disk_latency) for i in self.ids}
+        self.spares = ["n%d" % i for i in range(size, size + spare)]
+        self.addresses = {i: "10.0.0.%d:9878" % (n + 1) for n, i in enumerate(self.ids + self.spares)}
+        self.peers = {i: self.addresses[i] for i in self.ids}
+        self.disks = {i: MemoryDisk(self.clock, latency=disk_latency) for i in self.ids + self.spares}
         self.logs = {}
         self.reactors = {}
         self.history = []          # ("leader", time, id, term) whenever a member serves as leader
         self.leaders_by_term = {}  # term -> members pysyncobj made leader in it (Raft: at most one)
+        self.committed = {}        # log index -> the configuration a member applied (committed) there
         self.violations = []
+        self._checked = 0
         self._patch = pysyncobj_on(self.clock, self.rng)
         self._patch.__enter__()
         for member in self.ids:
@@ -277,21 +288,34 @@ class SimGroup:
         self._patch.__exit__(None, None, None)
 
     # -- members ------------------------------------------------------------------------------------
-    def start(self, member, peers=None, force=False):
-        """Start ``member`` on its disk (``peers``: its controllerDLegerPeers, the group's by default;
-        ``force``: --force-new-controller-group)."""
+    def start(self, member, peers=None, force=False, join=False):
+        """Start ``member`` on its disk (``peers``: its controllerDLegerPeers, the group's by default, with
+        itself added when it joins; ``force``: --force-new-controller-group; ``join``: controllerJoin)."""
         reactor = PausableReactor(self.clock)
         self.reactors[member] = self.net.reactors[member] = reactor
         self.disks[member].clock = reactor
         store = os.path.join(str(self.tmp_path), member)
         mesh = SimMesh(self.net, member)
-        log = RaftLog(ReplicaState(), store, member, peers or self.peers, "g", reactor, timing=self.timing, mesh=mesh,
-                      disk=self.disks[member], monotonic=self.clock.seconds, rng=self.rng, force_new_group=force)
+        if peers is None:
+            peers = dict(self.peers, **{member: self.addresses[member]})
+        log = RaftLog(ReplicaState(), store, member, peers, "g", reactor, timing=self.timing, mesh=mesh,
+                      disk=self.disks[member], monotonic=self.clock.seconds, rng=self.rng, force_new_group=force,
+                      join=join)
         mesh.credentials = log.credentials
         log.role_listeners.append(lambda serving, m=member, l=log: self._role(m, l, serving))
+        applied = log._members_applied
+        log._members_applied = lambda wire, m=member, l=log: (self._applied(m, l, wire), applied(wire))[1]
         log.start()
         self.logs[member] = log
         return log
+
+    def _applied(self, member, log, wire):
+        """A configuration committed and applied on ``member``: every member applies the same one at an index."""
+        index, configuration = log._syncobj.raftLastApplied + 1, Configuration.from_wire(wire)
+        known = self.committed.setdefault(index, configuration)
+        if known != configuration:
+            self.violations.append("%s applied %s at %d, another member %s (seed %d)"
+                                   % (member, configuration, index, known, self.seed))
 
     def _role(self, member, log, serving):
         if serving:
@@ -342,6 +366,23 @@ class SimGroup:
             if len(members) > 1:
                 self.violations.append("term %d has leaders %s (seed %d)" % (term, sorted(members), self.seed))
                 self.leaders_by_term[term] = {min(members)}
+        self._check_membership()
+
+    def _check_membership(self):
+        for member, log in self.logs.items():
+            obj = log._syncobj
+            if obj is not None and obj._isLeader():
+                pending = log._journal.uncommitted_configurations(obj.raftCommitIndex)
+                if len(pending) > 1:
+                    self.violations.append("leader %s has %d uncommitted configuration entries %s at %.3f (seed %d)"
+                                           % (member, len(pending), pending, self.clock.seconds(), self.seed))
+        if len(self.committed) != self._checked:
+            self._checked = len(self.committed)
+            sequence = [self.committed[index] for index in sorted(self.committed)]
+            for before, after in zip([Configuration.static(self.peers)] + sequence, sequence):
+                if len(before.voter_change(after)) > 1 and after.epoch == before.epoch:
+                    self.violations.append("committed configurations %s then %s differ by %d voters (seed %d)"
+                                           % (before, after, len(before.voter_change(after)), self.seed))
 
     def run(self, seconds, step=0.005):
         end = self.clock.seconds() + seconds

@@ -128,3 +128,37 @@ def test_snapshots_are_checked_before_they_replace_the_state():
     import pickle
     with pytest.raises(snapshot.SnapshotError):
         snapshot.decode(pickle.dumps({"state": {}}))
+
+
+def test_entries_cut_and_sent_again_the_same_are_never_cut_on_disk():
+    """pysyncobj cuts a follower's log whenever the leader sends entries it has already, then appends the same
+    entries: a crash between the two writes must not leave the log without entries it acknowledged. Only a
+    cut whose entries do not come back the same reaches the disk."""
+    clock = task.Clock()
+    disk = MemoryDisk(clock, latency=0.01)
+    journal = _journal(clock, disk)
+    for index in range(1, 6):
+        journal.add(NOOP, index, 1)
+    journal.sync()
+    clock.advance(0.02)
+    durable = len(disk.durable)
+    journal.deleteEntriesFrom(2)                 # positions 2.. are entries 3, 4, 5
+    journal.add(NOOP, 3, 1)
+    journal.add(NOOP, 4, 1)
+    assert len(disk.durable) == durable and disk._ops.items == []     # nothing written for 3 and 4
+    journal.add(encode_events([{"type": "x"}]), 5, 2)      # entry 5 of another term: a real conflict
+    assert [i for _, i, _ in journal] == [1, 2, 3, 4, 5] and journal.dirty
+    journal.sync()
+    clock.advance(0.02)
+    assert [(i, t) for _, i, t in DurableJournal(_Durable(disk.durable))] == [(1, 1), (2, 1), (3, 1), (4, 1), (5, 2)]
+    journal.deleteEntriesFrom(3)                 # entries 4, 5 go and nothing comes back: the cut is written
+    assert journal.dirty
+    journal.sync()
+    clock.advance(0.02)
+    assert [i for _, i, _ in DurableJournal(_Durable(disk.durable))] == [1, 2, 3]
+
+
+class _Durable(MemoryDisk):
+    def __init__(self, data):
+        MemoryDisk.__init__(self, task.Clock())
+        self.durable = data

@@ -92,6 +92,7 @@ class DurableJournal:
         self.on_configuration = None
         self.size = 0           # bytes of the journal file (what was handed to the disk)
         self._entries = []
+        self._cut = []          # entries cut from the log and not written as cut yet (see deleteEntriesFrom)
         self._term = 0
         self._voted_for = None
         self.written = 0        # records handed to the disk
@@ -198,8 +199,13 @@ class DurableJournal:
 
     # -- pysyncobj's interface ---------------------------------------------------------------------
     def add(self, command, idx, term):
-        self._entries.append((command, idx, term))
-        self._append(["E", idx, term, command])
+        entry = (command, idx, term)
+        self._entries.append(entry)
+        if self._cut and self._cut[0] == entry:
+            self._cut.pop(0)               # the same entry again: it is on disk already
+        else:
+            self._write_cut()
+            self._append(["E", idx, term, command])
         before = self.configuration()
         if self._note(command, idx):
             self._changed(before)
@@ -214,15 +220,28 @@ class DurableJournal:
         self._changed(before)
 
     def deleteEntriesFrom(self, entryFrom):
-        """Cut the log back from position ``entryFrom`` (a follower's conflicting tail)."""
+        """Cut the log back from position ``entryFrom`` (a follower's conflicting tail).
+
+        pysyncobj cuts whenever a leader sends entries a member has already (after a lost acknowledgement),
+        then appends the same entries again. Written as is, a cut followed by the same entries would leave,
+        after a crash between the two writes, a log without entries this member had acknowledged; so the cut
+        is only kept here (``_cut``) and written when an entry that differs comes, or before anything is
+        made durable: entries that come back the same are never cut on disk."""
         if entryFrom >= len(self._entries):
             return
+        self._write_cut()
         index = self._entries[entryFrom][1]
+        self._cut = self._entries[entryFrom:]
         del self._entries[entryFrom:]
-        self._append(["X", index])
         before = self.configuration()
         self.configurations = [c for c in self.configurations if c[0] < index]
         self._changed(before)
+
+    def _write_cut(self):
+        """The cut kept back, for the entries that did not come back the same: on disk now."""
+        if self._cut:
+            self._append(["X", self._cut[0][1]])
+        self._cut = []
 
     def deleteEntriesTo(self, entryTo):
         """Drop the entries a snapshot now holds (positions before ``entryTo``)."""
@@ -246,6 +265,7 @@ class DurableJournal:
     def setCurrentTerm(self, term, votedForNodeId):
         if (term, votedForNodeId) == (self._term, self._voted_for):
             return
+        self._write_cut()
         self._term, self._voted_for = term, votedForNodeId
         self._append(["T", term, votedForNodeId])
 
@@ -271,6 +291,7 @@ class DurableJournal:
         self.written += 1
 
     def _rewrite(self):
+        self._cut = []                     # the whole file is written from the entries as they are now
         records = [encode_record(["H", MAGIC, VERSION])]
         if self._term or self._voted_for is not None:
             records.append(encode_record(["T", self._term, self._voted_for]))
@@ -282,10 +303,11 @@ class DurableJournal:
 
     @property
     def dirty(self):
-        return self.written > self.synced
+        return self.written > self.synced or bool(self._cut)
 
     def sync(self):
         """Make everything written so far durable (one batch at a time); returns nothing, see ``when_synced``."""
+        self._write_cut()
         if self.failed is not None or self._syncing is not None or not self.dirty:
             return
         target = self.written
@@ -317,6 +339,8 @@ class DurableJournal:
 
     def when_synced(self, records=None):
         """A Deferred firing once the first ``records`` records (default: all written so far) are durable."""
+        if records is None:
+            self._write_cut()
         records = self.written if records is None else records
         if self.failed is not None:
             return defer.fail(self.failed)

@@ -20,6 +20,7 @@ pysyncobj accepts a transport object; this one sits between its core and the mes
 A member's node is a ``MemberNode``: its id is the controller id (n0, n1, ...).
 """
 
+import zlib
 from collections import deque
 
 from pysyncobj.config import FAIL_REASON
@@ -41,7 +42,13 @@ TIMEOUT_NOW = "timeout-now"
 
 
 class MemberNode(Node):
-    """A controller in pysyncobj's eyes: its id is the controller id."""
+    """A controller in pysyncobj's eyes: its id is the controller id.
+
+    Its hash does not depend on the process's string-hash seed, so pysyncobj walks its sets of members in
+    the same order in every run: a simulated group replays exactly from its seed."""
+
+    def __hash__(self):
+        return zlib.crc32(self.id.encode("utf-8"))
 
 
 class MemberTransport(Transport):
