@@ -371,7 +371,9 @@ class SimGroup:
     def _check_membership(self):
         for member, log in self.logs.items():
             obj = log._syncobj
-            if obj is not None and obj._isLeader():
+            # a leader that serves has committed an entry of its term: its commit index covers every entry
+            # committed before, so what it sees as uncommitted is
+            if obj is not None and log.is_leader:
                 pending = log._journal.uncommitted_configurations(obj.raftCommitIndex)
                 if len(pending) > 1:
                     self.violations.append("leader %s has %d uncommitted configuration entries %s at %.3f (seed %d)"
