@@ -174,6 +174,18 @@ def availability(agent, faults):
     return {"acknowledged": len(oks), "longest_gap": round(max(gaps), 2) if gaps else None, "faults": per_fault}
 
 
+def group_operations(lab_records, failed):
+    """Every operator's step of a membership schedule was done: members added and promoted, removed, leadership
+    handed over, a member caught up from a snapshot, old members fenced when they came back."""
+    steps = [r for r in lab_records if r["kind"] == "group_op"]
+    unfenced = [r["member"] for r in steps if r["step"] == "fenced" and not r.get("refused")]
+    details = list(failed) + ["%s came back with its old store and was not fenced" % m for m in unfenced]
+    counts = {}
+    for record in steps:
+        counts[record["step"]] = counts.get(record["step"], 0) + 1
+    return Check("group operations done", not details, details, value=counts)
+
+
 def run_all(agent, brokers, healed_at, namesrvs, bound=30.0, fake_brokers=True):
     checks = [one_master_per_epoch(agent, brokers), epochs_never_go_back(agent, brokers), linearizable(agent)]
     checks += [no_acknowledged_message_lost(agent), master_routed_after_heal(agent, healed_at, namesrvs, bound)]

@@ -156,6 +156,8 @@ class SnapshotStore:
         self.current, self.decoded = received, decoded
         self._outgoing.clear()
         self.installed += 1
+        self.log.info("controller: Raft snapshot received from the leader ({n} bytes, entry {index}): this member "
+                      "was behind the leader's log", n=len(received), index=decoded[1][1])
         return True
 
     def _drop(self, reason):
