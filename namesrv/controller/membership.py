@@ -57,7 +57,7 @@ class ControllerMembershipProcessor:
                                          "no members to change")
         if request.code == RequestCode.CONTROLLER_TRANSFER_LEADER:
             start = partial(self.replicated.transfer_leadership, request.require("toControllerId").strip())
-            return self._answer(request, start, self._new_leader)
+            return self._answer(request, start, partial(self._new_leader, self.context.reactor.seconds()))
         member = request.require("controllerId").strip()
         if request.code == RequestCode.CONTROLLER_ADD_MEMBER:
             start = partial(changes.add, member, request.require("controllerAddress").strip())
@@ -67,8 +67,9 @@ class ControllerMembershipProcessor:
             start = partial(changes.remove, member)
         return self._answer(request, start, _configuration)
 
-    def _new_leader(self, leader):
-        return {"leaderId": leader, "leaderAddress": self.replicated.peers.get(leader)}
+    def _new_leader(self, started, leader):
+        return {"leaderId": leader, "leaderAddress": self.replicated.peers.get(leader),
+                "millis": int((self.context.reactor.seconds() - started) * 1000)}
 
     def _answer(self, request, start, describe):
         try:

@@ -92,9 +92,9 @@ def table(rows):
     """Per schedule and side: runs, runs with a safety violation, acknowledged messages lost, and (median / max
     over the faults) the longest time without an acknowledged send, the time from a fault to the next one, and
     from a heal until both brokers are in the in-sync set again."""
-    lines = ["%-26s %-5s %4s %6s %5s %20s %20s %20s" % ("schedule", "side", "runs", "unsafe", "lost",
-                                                       "no ack (longest)", "fault -> next ack",
-                                                       "heal -> both in sync")]
+    lines = ["%-30s %-5s %4s %6s %5s %20s %20s %20s %24s" % ("schedule", "side", "runs", "unsafe", "lost",
+                                                            "no ack (longest)", "fault -> next ack",
+                                                            "heal -> both in sync", "no ack around transfers")]
     groups = {}
     for row in rows:
         groups.setdefault((row["schedule"], row["side"]), []).append(row)
@@ -104,10 +104,12 @@ def table(rows):
         lost = sum((r["checks"].get("no acknowledged message lost", {}).get("value") or {}).get("lost", 0)
                    for r in group)
         faults = [f for r in group for f in r["availability"].get("faults", [])]
-        lines.append("%-26s %-5s %4d %6d %5d %20s %20s %20s" % (
+        transfers = [t for r in group for t in r.get("transfers") or []]
+        lines.append("%-30s %-5s %4d %6d %5d %20s %20s %20s %24s" % (
             name, side, len(group), unsafe, lost, _median_max(f.get("longest_gap") for f in faults),
             _median_max(f.get("seconds_to_next_ack") for f in faults),
-            _median_max(f.get("in_sync_after_heal") for f in faults)))
+            _median_max(f.get("in_sync_after_heal") for f in faults),
+            _median_max(t.get("gap") for t in transfers) if transfers else "-"))
     return "\n".join(lines)
 
 

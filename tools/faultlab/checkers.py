@@ -174,6 +174,24 @@ def availability(agent, faults):
     return {"acknowledged": len(oks), "longest_gap": round(max(gaps), 2) if gaps else None, "faults": per_fault}
 
 
+def transfer_gaps(agent, lab_records, baseline=10.0):
+    """Per leadership transfer: the longest time without an acknowledged send around it (the gap between two
+    acknowledged sends that spans any part of the leader's handover, bounded by the answer and its
+    ``millis``), and for comparison the longest such gap in the ``baseline`` seconds before it."""
+    oks = sorted(r["ret"] for r in agent if r["kind"] == "send" and r["ok"])
+    figures = []
+    for op in lab_records:
+        if op.get("kind") != "group_op" or op.get("step") != "transferred" or op.get("millis") is None:
+            continue
+        end = op["ended"]
+        start = end - op["millis"] / 1000.0 - 0.05
+        spanning = [b - a for a, b in zip(oks, oks[1:]) if a < end and b > start]
+        before = [b - a for a, b in zip(oks, oks[1:]) if start - baseline <= a and b < start]
+        figures.append({"millis": op["millis"], "gap": round(max(spanning), 3) if spanning else None,
+                        "baseline": round(max(before), 3) if before else None})
+    return figures
+
+
 def group_operations(lab_records, failed):
     """Every operator's step of a membership schedule was done: members added and promoted, removed, leadership
     handed over, a member caught up from a snapshot, old members fenced when they came back."""

@@ -98,10 +98,7 @@ def remove_member(state, member):
     """The leader hands over first when ``member`` leads; then it is removed and stopped (parked)."""
     data = members(state)
     if data.get("leaderId") == member.member_id:
-        started = time.monotonic()
-        answer = until_done(state, "transferControllerLeader", ["transferControllerLeader", "--to", "any"])
-        note(state, "transferred", frm=member.member_id, to=answer.get("leaderId"),
-             seconds=round(time.monotonic() - started, 3))
+        transfer(state, "any")
     until_done(state, "removeController %s" % member.member_id, ["removeController", "-i", member.member_id])
     state.in_group.discard(member.host)
     state.parked.add(member.host)
@@ -116,11 +113,13 @@ def leader_member(state):
 
 
 def transfer(state, target="any"):
+    """Leadership handed over; the record says when the answer came and how long the leader took
+    (``millis``), which bounds the moment of the handover for the availability figures."""
     started = time.monotonic()
     before = leader_member(state)
     answer = until_done(state, "transferControllerLeader", ["transferControllerLeader", "--to", target])
     note(state, "transferred", frm=before.member_id if before else None, to=answer.get("leaderId"),
-         seconds=round(time.monotonic() - started, 3))
+         seconds=round(time.monotonic() - started, 3), millis=answer.get("millis"), ended=time.monotonic())
 
 
 def churn(state, count, prefix):

@@ -164,6 +164,7 @@ def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0),
                       "checks": {c.name: {"passed": c.passed, "details": c.details, "value": c.value} for c in checks},
                       "availability": checkers.availability(agent_records, faults),
                       "group_ops": [r for r in read_jsonl(state.lab_path) if r["kind"] == "group_op"],
+                      "transfers": checkers.transfer_gaps(agent_records, read_jsonl(state.lab_path)),
                       "passed": all(checks), "workdir": workdir}
             for check in checks:
                 log("  %-32s %s %s" % (check.name, "ok" if check else "FAILED",
