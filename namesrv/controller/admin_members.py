@@ -56,7 +56,10 @@ def list_controllers(client, args):
                      "yes" if member.get("leader") else "", "" if member.get("lag") is None else member["lag"],
                      "" if contact is None else "%.2f" % contact, "yes" if member.get("connected") else "no"])
     lines = ["#Group\t%s" % body.get("group"), "#Leader\t%s" % (body.get("leaderId") or "none"),
-             "#Epoch\t%s" % body.get("epoch")]
+             "#Epoch\t%s" % body.get("epoch"),
+             "#Answered by\t%s (%s, term %s, last log entry %s of term %s)" % (
+                 body.get("selfId"), body.get("role"), body.get("term"), body.get("lastLogIndex"),
+                 body.get("lastLogTerm"))]
     if body.get("fenced"):
         lines.append("#Fenced\t%s" % ", ".join(body["fenced"]))
     lines.extend(table(["Id", "Address", "Role", "Leader", "Lag", "LastContact(s)", "Connected"], rows))

@@ -102,7 +102,8 @@ class ControllerMembershipProcessor:
         body = {"group": replicated.group, "selfId": replicated.self_id, "leaderId": replicated.leader_id,
                 "epoch": configuration.get("epoch", 0), "generation": configuration.get("generation", ""),
                 "fenced": configuration.get("fenced", []), "members": members, "role": status.get("role"),
-                "term": status.get("term"), "store": status.get("store")}
+                "term": status.get("term"), "store": status.get("store"), "lastLogIndex": status.get("lastLogIndex"),
+                "lastLogTerm": status.get("lastLogTerm")}
         return request.make_response(ResponseCode.SUCCESS, body=json.dumps(body, sort_keys=True).encode("utf-8"))
 
 

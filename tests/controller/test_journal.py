@@ -162,3 +162,32 @@ class _Durable(MemoryDisk):
     def __init__(self, data):
         MemoryDisk.__init__(self, task.Clock())
         self.durable = data
+
+
+def test_a_journal_of_version_1_is_read_and_written_again_as_version_2_and_an_unknown_one_refused():
+    older = encode_record(["H", "rocketmq-namesrv-raft", 1]) + encode_record(["E", 1, 0, NOOP]) + \
+        encode_record(["T", 3, "n1"])
+    journal = DurableJournal(_Durable(older))
+    assert [i for _, i, _ in journal] == [1] and journal.getCurrentTerm() == 3
+    journal.sync()
+    journal.disk.clock.advance(1)
+    assert journal.disk.durable.startswith(encode_record(["H", "rocketmq-namesrv-raft", 2]))
+    newer = encode_record(["H", "rocketmq-namesrv-raft", 3]) + encode_record(["E", 1, 0, NOOP])
+    with pytest.raises(JournalError, match="format version 3; this server reads versions 1-2"):
+        DurableJournal(_Durable(newer))
+
+
+def test_a_snapshot_of_version_1_is_read_and_one_of_an_unknown_version_refused_naming_both():
+    import struct
+    import zlib
+    from namesrv.controller.replication.codec import pack
+
+    def framed(value):
+        payload = pack(value)
+        return struct.pack(">II", len(payload), zlib.crc32(payload)) + payload
+    v1 = {"format": "rocketmq-namesrv-raft-snapshot", "version": 1, "state": {"applied": 2, "groups": []},
+          "last": [NOOP, 5, 1], "prev": [NOOP, 4, 1], "members": ["n0", "n1"]}
+    state, last, prev, configuration = snapshot.decode(framed(v1))
+    assert last == (NOOP, 5, 1) and configuration is None       # the static configuration applies
+    with pytest.raises(snapshot.SnapshotError, match="format version 7; this server reads versions 1-2"):
+        snapshot.decode(framed(dict(v1, version=7)))

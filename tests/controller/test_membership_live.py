@@ -7,12 +7,18 @@ Waits are bounded loops on the reactor (never a sleep, never a timing assertion)
 
 import io
 import json
+import os
 
 import pytest_twisted
 from twisted.internet import reactor, threads
+from twisted.internet.protocol import Protocol
 
 from namesrv.admin import cli
+from namesrv.controller.replication.identity import MemberIdentity
+from namesrv.controller.replication.raft import RaftLog
+from namesrv.controller.replication.sniffing import MemberSniffingFactory
 from namesrv.controller.service import ControllerService
+from namesrv.controller.state import ReplicaState
 from namesrv.observe.eventlog import NullEventLog
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from tests.controller.livegroup import ask, controller_config, until
@@ -155,3 +161,76 @@ def test_changes_sent_to_a_follower_go_to_the_leader_and_one_change_at_a_time(tm
     finally:
         for d in group.stop_all():
             yield d
+
+
+class _SignsWith:
+    """A member identity that signs with another member's key file (a removed member, or one holding the
+    group's secret, claiming an id that is not its own)."""
+
+    def __init__(self, actual, key_path, members_path):
+        self._members = MemberIdentity(actual, key_path, members_path)
+
+    def sign(self, data):
+        return self._members.sign(data)
+
+    def verify(self, member, data, signature):
+        return self._members.verify(member, data, signature)
+
+    def refresh(self):
+        return False
+
+    def accepts(self, member, raw):
+        return True
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_member_with_the_secret_and_its_own_key_cannot_take_another_members_id(tmp_path):
+    """n2 is down; something holding the group's secret and n2's key starts as n1 (n1 being down too): the
+    live members refuse it, and the group of n0 alone cannot be led by it."""
+    group = Members(tmp_path, spare=0)
+    group.start("n0")
+    impostor_store = str(tmp_path / "impostor")
+    secret = open(group.credentials["controllerPeerSecretFile"], "rb").read().strip()
+    peers = {m: group.address(m) for m in group.initial}
+    identity = _SignsWith("n2", os.path.join(str(tmp_path), "n2.key"), group.credentials["controllerMembersFile"])
+    impostor = RaftLog(ReplicaState(), impostor_store, "n1", peers, "g", reactor, secrets=[secret], identity=identity)
+    listening = reactor.listenTCP(group.ports["n1"], _sniffing(impostor), interface="127.0.0.1")
+    impostor.start()
+    try:
+        real = group.services["n0"].replicated
+        yield until(lambda: real.mesh.refusals.count > 0, "n0 refuses the impostor")
+        reasons = " ".join(reason for _, reason in real.mesh.refusals.seen)
+        assert "could not prove it is n1" in reasons
+        assert real.mesh.links == {} and impostor.mesh.links == {}
+        assert not real.is_leader and not impostor.is_leader        # no majority was ever formed with it
+    finally:
+        yield impostor.stop()
+        yield listening.stopListening()
+        for d in group.stop_all():
+            yield d
+
+
+class _NoClients:
+    """The controller port's remoting side for a member that takes no clients."""
+
+    class config:
+        serverChannelMaxIdleTimeSeconds = 120
+
+    connections = {}
+    refused = 0
+
+    def connection_limit(self):
+        return 0
+
+    def buildProtocol(self, addr):
+        return Protocol()
+
+    def doStart(self):
+        pass
+
+    def doStop(self):
+        pass
+
+
+def _sniffing(raftlog):
+    return MemberSniffingFactory(_NoClients(), raftlog.mesh, reactor)

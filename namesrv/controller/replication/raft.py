@@ -471,6 +471,8 @@ class RaftLog:
             "preVoteRounds": self._transport.prevote.rounds, "dropped": dict(self._transport.dropped),
             "refusedLinks": self.mesh.refusals.count if hasattr(self.mesh, "refusals") else 0,
             "journalSynced": self._journal.synced, "members": self.changes.members_status(),
+            "lastLogIndex": self._journal[-1][1] if len(self._journal) else 0,
+            "lastLogTerm": self._journal[-1][2] if len(self._journal) else 0,
             "store": {"journalBytes": self._journal.size, "snapshotBytes": self._store.size,
                       "maxBytes": self.timing.store_max_bytes, "snapshotsWritten": self._store.written,
                       "snapshotsInstalled": self._store.installed, "logEntries": len(self._journal)},
