@@ -323,7 +323,7 @@ class SimGroup:
 
     def _halt(self, member):
         log = self.logs.pop(member)
-        if log._ticker.running:
+        if log._ticker is not None and log._ticker.running:       # None: it never started (fenced)
             log._ticker.stop()
         log.mesh.stop()
         log._syncobj = None

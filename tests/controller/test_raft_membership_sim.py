@@ -425,3 +425,24 @@ def _ids_in(disk):
                 if event.get("brokerName") == "b":
                     ids.add(event["brokerId"])
     return ids
+
+
+def test_a_member_fenced_while_it_runs_says_so_and_names_no_leader(sim):
+    g = sim(seed=16)
+    g.leader()
+    survivor = "n0"
+    for member in g.ids:
+        g.crash(member)
+    g.restart(survivor, force=True)
+    g.run_until(lambda: g.leaders() == [survivor])
+    g.restart("n1")
+    g.run(1.0)
+    status = g.logs["n1"].status()
+    assert status["role"] == "fenced" and "forced anew" in status["fencedReason"]
+    assert g.logs["n1"].leader_id is None and not g.logs["n1"].is_leader
+    from namesrv.controller.metrics import raft_families
+    fenced = {f.name: f for f in raft_families(status)}["rocketmq_namesrv_controller_raft_fenced"]
+    assert fenced.samples[0].value == 1
+    g.crash("n1")
+    g.restart("n1")                                    # and at every start after, from its marker
+    assert g.logs["n1"].status()["role"] == "fenced" and g.logs["n1"]._syncobj is None

@@ -425,7 +425,7 @@ class RaftLog:
         if self.is_leader:
             return self.self_id
         syncobj = self._syncobj
-        if syncobj is None:
+        if syncobj is None or self.broken is not None:
             return None
         leader = syncobj._getLeader()
         if leader is None or leader.id == self.self_id or not self._transport.heard_from_leader():
@@ -463,6 +463,8 @@ class RaftLog:
         role = "leader" if self.is_leader else ("candidate" if obj._isLeader() else "follower")
         if self.configuration.role(self.self_id) == "learner":
             role = "learner"
+        if self.broken is not None:
+            role = "fenced" if self.fenced_reason else "broken"
         lease_end = self._transport.lease.expires() if obj._isLeader() else None
         base.update({
             "role": role, "term": obj.raftCurrentTerm, "commitIndex": obj.raftCommitIndex, "leaderId": self.leader_id,
@@ -473,6 +475,7 @@ class RaftLog:
             "journalSynced": self._journal.synced, "members": self.changes.members_status(),
             "lastLogIndex": self._journal[-1][1] if len(self._journal) else 0,
             "lastLogTerm": self._journal[-1][2] if len(self._journal) else 0,
+            "fencedReason": self.fenced_reason,
             "store": {"journalBytes": self._journal.size, "snapshotBytes": self._store.size,
                       "maxBytes": self.timing.store_max_bytes, "snapshotsWritten": self._store.written,
                       "snapshotsInstalled": self._store.installed, "logEntries": len(self._journal)},
