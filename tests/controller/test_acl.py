@@ -87,3 +87,35 @@ def test_the_controller_service_guards_its_port_when_acl_is_on(tmp_path):
     refused = service.registry.dispatch(make_request(RequestCode.CLEAN_BROKER_DATA, CLEAN),
                                         FakeConnection("10.0.0.5:4000"))
     assert refused.code == ResponseCode.NO_PERMISSION
+
+
+@pytest.mark.parametrize("code, ext", [(RequestCode.CONTROLLER_ADD_MEMBER, {"controllerId": "n9",
+                                                                           "controllerAddress": "10.0.0.9:9878"}),
+                                       (RequestCode.CONTROLLER_PROMOTE_MEMBER, {"controllerId": "n9"}),
+                                       (RequestCode.CONTROLLER_REMOVE_MEMBER, {"controllerId": "n1"}),
+                                       (RequestCode.CONTROLLER_TRANSFER_LEADER, {"toControllerId": "any"})])
+def test_the_groups_own_changes_are_admin_writes_and_its_listing_a_read(tmp_path, code, ext):
+    from twisted.internet import task
+
+    from namesrv.config import NamesrvConfig
+    from namesrv.controller.service import ControllerService
+    from namesrv.observe.eventlog import NullEventLog
+    from namesrv.protocol.command import make_request
+    from tests.controller.wire import controller_ports
+
+    (tmp_path / "plain_acl.yml").write_text(ACL)
+    config = NamesrvConfig()
+    config.update({"aclEnable": "true", "aclFile": str(tmp_path / "plain_acl.yml"),
+                   "controllerDLegerPeers": "n0-127.0.0.1:%d" % controller_ports(1)[0], "controllerDLegerSelfId": "n0",
+                   "controllerStorePath": str(tmp_path / "store")}, announce=False)
+    service = ControllerService(config, task.Clock(), NullEventLog())
+    assert RequestClassifier().classify(code) == "admin_write"
+    refused = service.registry.dispatch(make_request(code, ext), FakeConnection("10.0.0.5:4000"))
+    assert refused.code == ResponseCode.NO_PERMISSION
+    signed = service.registry.dispatch(make_request(code, _signed(ext, "opsAdmin", "ops-admin-secret-123")),
+                                       FakeConnection("10.0.0.5:4000"))
+    assert signed.code == ResponseCode.CONTROLLER_INVALID_REQUEST and "alone" in signed.remark
+    listing = service.registry.dispatch(make_request(RequestCode.CONTROLLER_LIST_MEMBERS),
+                                        FakeConnection("10.0.0.5:4000"))
+    assert listing.code == ResponseCode.SUCCESS
+    assert RequestClassifier().classify(RequestCode.CONTROLLER_LIST_MEMBERS) == "admin_read"
