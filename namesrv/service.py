@@ -185,15 +185,16 @@ class ServerTables:
 
 
 def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False,
-                 state_files=None, stop_watch=None):
-    """One NameServer service for ``config`` (``takeover``: handover/; ``stop_watch``: observe/stopwatch.py)."""
+                 state_files=None, stop_watch=None, force_new_controller_group=False):
+    """One NameServer service for ``config`` (``takeover``: handover/; ``stop_watch``: observe/stopwatch.py;
+    ``force_new_controller_group``: controller/replication/fencing.py)."""
     if reactor is None:
         from twisted.internet import reactor   # the one twistd installed: imported only once it has
     clock = clock or MonotonicClock()
     config.pin_instance_paths()
     events = events if events is not None else event_log_for(config, reactor)
     acl, listeners = AclFile.for_config(config, reactor), GuardListeners()
-    controller = embedded_controller(config, reactor, events, clock, plugin_package, acl)
+    controller = embedded_controller(config, reactor, events, clock, plugin_package, acl, force_new_controller_group)
     tables = ServerTables(config, clock, events, reactor,
                           master_hint=controller.committed_master_address if controller is not None else None)
     context = NamesrvContext(config=config, routes=tables.routes, kv=tables.kv, reactor=reactor, events=events,
@@ -234,11 +235,14 @@ def listening_factory(factory, tls, proxy):
     return tls.factory if tls is not None else factory
 
 
-def embedded_controller(config, reactor, events, clock, plugin_package, acl):
+def embedded_controller(config, reactor, events, clock, plugin_package, acl, force_new_group=False):
     """The controller in this process (``enableControllerInNamesrv``), on its own port, or None."""
     if not config.enableControllerInNamesrv:
+        if force_new_group:
+            raise ValueError("--force-new-controller-group: enableControllerInNamesrv is false, there is no controller")
         return None
-    return ControllerService(config, reactor, events, clock=clock, plugin_package=plugin_package, acl=acl)
+    return ControllerService(config, reactor, events, clock=clock, plugin_package=plugin_package, acl=acl,
+                             force_new_group=force_new_group)
 
 
 def follow_controller(controller, routes, metrics):

@@ -22,7 +22,8 @@ PROGRAM = "namesrv"
 class Options(usage.Options):
     """Options named like the Java `mqnamesrv` ones (`-c`, `-p`) plus `--listenPort`/`--host`."""
 
-    synopsis = "[-c FILE] [-p] [--takeover] [--listenPort PORT] [--host ADDRESS] [--statusListenPort PORT]"
+    synopsis = ("[-c FILE] [-p] [--takeover] [--listenPort PORT] [--host ADDRESS] [--statusListenPort PORT] "
+                "[--force-new-controller-group]")
     longdesc = ("Runs a RocketMQ NameServer. Properties use the Java names (listenPort, kvConfigPath, "
                 "orderMessageEnable, scanNotActiveBrokerInterval, ...); see conf/namesrv.properties.")
     # Values stay text here: the property table checks them and names the property when one is bad.
@@ -36,6 +37,9 @@ class Options(usage.Options):
         ["printConfigItem", "p", "Print every property's effective value as key=value and exit."],
         ["takeover", None, "Replace the running process of this instance (same -c file) without dropping a "
                            "request: take its tables, port and connections (see docs/restarts.md)."],
+        ["force-new-controller-group", None, "Once, after a majority of the controllers is lost for good: start "
+                                             "this controller as a new group of one from its own store, fencing the "
+                                             "others (docs/runbook.md, ControllerQuorumLost)."],
     ]
 
     def postOptions(self):
@@ -58,7 +62,8 @@ def makeService(options):
         for prop, directory in log_directories(config):
             check_directory(prop, directory)
         # a stop that hangs leaves its stacks in logDir (observe/stopwatch.py)
-        service = make_service(config, takeover=takeover, state_files=claims, stop_watch=StopWatch(config.logDir))
+        service = make_service(config, takeover=takeover, state_files=claims, stop_watch=StopWatch(config.logDir),
+                               force_new_controller_group=bool(options["force-new-controller-group"]))
     except (StartupError, KVConfigError, ProcessorConflictError, ValueError) as e:
         refuse(PROGRAM, e)
     except ImportError as e:

@@ -110,6 +110,11 @@ def scenarios(live, home, busy):
                                "controllerDLegerPeers=n0-127.0.0.1:%d;n1-127.0.0.1:%d\n"
                                "controllerPeerSecretFile=%s\n" % (free_port(), free_port(),
                                                                    os.path.join(home, "no.secret"))}),
+        Scenario("three controllers, a secret and no member keys", ["namesrv", "-c", "{f}"], "controllerMembersFile",
+                 {"f": other + "enableControllerInNamesrv=true\ncontrollerDLegerSelfId=n0\n"
+                               "controllerDLegerPeers=n0-127.0.0.1:%d;n1-127.0.0.1:%d\n"
+                               "controllerPeerSecretFile={secret}\n" % (free_port(), free_port()),
+                  "secret": "a-secret-of-more-than-16-bytes-long"}),
         Scenario("a corrupt KV file", ["namesrv", "-c", "{f}"], "kv",
                  {"f": other + "kvConfigPath={kv}\n", "kv": "{not json"}),
         Scenario("an address list without its port", ["namesrv", "-c", "{f}"], "prometheusListenPort",

@@ -29,6 +29,7 @@ import time
 from bench.lib import options
 from namesrv.client import ask, leader_port, routed_master
 from namesrv.codec.fastjson import loads
+from namesrv.controller.replication.identity import create_group_keys
 from namesrv.protocol.codes import RequestCode
 
 TWISTD = os.path.join(os.path.dirname(sys.executable), "twistd")
@@ -123,11 +124,13 @@ class Side:
         self.processes = [None] * count
         self.secret = None
         if kind == "ours" and count > 1:
-            # several controllers authenticate each other with a shared secret (controllerPeerSecretFile)
+            # several controllers authenticate each other: a shared secret (controllerPeerSecretFile) and a key
+            # per member (controllerMembersFile)
             self.secret = os.path.join(workdir, "controller.secret")
             with open(self.secret, "w") as f:
                 f.write(os.urandom(32).hex())
             os.chmod(self.secret, 0o600)
+            self.members = create_group_keys(workdir, ["n%d" % i for i in range(count)])
 
     def start(self, index):
         props = {"enableControllerInNamesrv": "true", "controllerDLegerGroup": "bench",
@@ -140,6 +143,7 @@ class Side:
             os.makedirs(run, exist_ok=True)
             if self.secret:
                 props["controllerPeerSecretFile"] = self.secret
+                props["controllerMembersFile"] = self.members
             if self.credentials:
                 acl_file = os.path.join(self.workdir, "plain_acl.yml")
                 with open(acl_file, "w") as f:

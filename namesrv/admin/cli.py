@@ -11,6 +11,7 @@ import os
 import sys
 
 from namesrv.controller import admin as controller_admin   # noqa: F401 (declares the controller sub-commands)
+from namesrv.controller import admin_members   # noqa: F401 (declares the controller group's own sub-commands)
 from namesrv.admin.commands import COMMANDS
 from namesrv.admin.connection import AdminClient, AdminError
 from namesrv.admin.output import to_json

@@ -13,7 +13,7 @@ from namesrv.config.table import Bool, InstanceFile, Int, Long, Str, home
 DEFAULT_BLACK_LIST = ("configBlackList;configStorePath;kvConfigPath;aclEnable;aclFile;aclSignedClasses;"
                       "brokerAllowedAddresses;tlsMode;prometheusListenPort;addressServiceNamesrvAddr;"
                       "addressServiceSubgroups;controllerPeerSecretFile;controllerPeerAuthDisabled;proxyProtocolEnable;"
-                      "proxyProtocolTrustedAddresses")
+                      "proxyProtocolTrustedAddresses;controllerMembersFile;controllerMemberKeyFile;controllerJoin")
 
 #: Always refused by UPDATE_NAMESRV_CONFIG, whatever configBlackList says (Java hard-codes these).
 ALWAYS_BLACK_LISTED = frozenset(["configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"])

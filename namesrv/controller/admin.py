@@ -30,7 +30,7 @@ CONTROLLER = "controller"
 NO_SUCH_CLUSTER = "Make sure the specified clusterName exists or the name server connected to is correct."
 
 _ADDRESS = (("-a", "--controllerAddress"), dict(required=True, help="the address of controller"))
-_ADDRESSES = (("-a", "--controllerAddress"), dict(
+ADDRESSES = (("-a", "--controllerAddress"), dict(
     required=True, help="Controller address list, eg: 192.168.0.1:9878;192.168.0.2:9878"))
 
 
@@ -43,7 +43,7 @@ def java(value):
     return str(value)
 
 
-def _controllers(args):
+def controllers(args):
     addresses = split_addresses(args.controllerAddress)
     if not addresses:
         raise AdminError("no controller address: give -a host:port")
@@ -64,7 +64,7 @@ def metadata(client, addresses):
 
 def leader_address(client, args):
     """The controller leader's address, as 1005 of ``-a`` names it (MQClientAPIImpl asks the same)."""
-    address, header = metadata(client, _controllers(args))
+    address, header = metadata(client, controllers(args))
     leader = header.get("controllerLeaderAddress")
     if not leader:
         raise AdminError("%s: no controller leader of group %s is known yet (try again once one is elected)"
@@ -74,7 +74,7 @@ def leader_address(client, args):
 
 @command("getControllerMetaData", "Get controller cluster's metadata.", _ADDRESS)
 def get_controller_metadata(client, args):
-    _, header = metadata(client, _controllers(args))
+    _, header = metadata(client, controllers(args))
     lines = ["", "#ControllerGroup\t%s" % java(header.get("group")),
              "#ControllerLeaderId\t%s" % java(header.get("controllerLeaderId")),
              "#ControllerLeaderAddress\t%s" % java(header.get("controllerLeaderAddress"))]
@@ -195,22 +195,22 @@ def clean_broker_metadata(client, args):
     return Output({"brokerName": name, "cleaned": True}, ["clear broker %s metadata from controller success! " % name])
 
 
-@command("getControllerConfig", "Get controller config.", _ADDRESSES)
+@command("getControllerConfig", "Get controller config.", ADDRESSES)
 def get_controller_config(client, args):
     configs, lines = {}, []
-    for address in _controllers(args):
+    for address in controllers(args):
         answer = client.call_ok(address, RequestCode.GET_CONTROLLER_CONFIG, kind=CONTROLLER)
         configs[address] = parse_properties(decode_properties_bytes(answer.body or b""))
         lines.extend(config_lines(address, configs[address]))
     return Output(configs, lines)
 
 
-@command("updateControllerConfig", "Update controller config.", _ADDRESSES,
+@command("updateControllerConfig", "Update controller config.", ADDRESSES,
          (("-k", "--key"), dict(required=True, help="config key")),
          (("-v", "--value"), dict(required=True, help="config value")))
 def update_controller_config(client, args):
     key, value = args.key.strip(), args.value.strip()
-    addresses = _controllers(args)
+    addresses = controllers(args)
     body = format_properties([(key, value)]).encode("utf-8")
     errors = []
     for address in addresses:

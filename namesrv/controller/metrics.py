@@ -95,6 +95,58 @@ def raft_families(raft):
     for reason, count in sorted((raft.get("dropped") or {}).items()):
         held.add_metric([reason], count)
     yield held
+    yield from member_families(raft)
+    yield from store_families(raft)
+
+
+def member_families(raft):
+    """The group's configuration as this controller has it in force: every member's role, and on the leader
+    how far each one's log is behind and when it was last heard from."""
+    members = raft.get("members") or []
+    role = GaugeMetricFamily(PREFIX + "raft_member", "1 for each member of the group's configuration in force, by "
+                             "role (voter: counts for majorities; learner: catching up, counts for nothing).",
+                             labels=["member", "role"])
+    lag = GaugeMetricFamily(PREFIX + "raft_member_lag_entries", "Log entries a member is behind the leader (on the "
+                            "leader only).", labels=["member"])
+    contact = GaugeMetricFamily(PREFIX + "raft_member_last_contact_seconds", "Seconds since this controller last "
+                                "heard from the member.", labels=["member"])
+    for member in members:
+        role.add_metric([member["id"], member["role"]], 1)
+        if member.get("lag") is not None:
+            lag.add_metric([member["id"]], member["lag"])
+        if member.get("lastContactSeconds") is not None:
+            contact.add_metric([member["id"]], member["lastContactSeconds"])
+    yield role
+    yield lag
+    yield contact
+    configuration = raft.get("configuration") or {}
+    yield GaugeMetricFamily(PREFIX + "raft_group_epoch", "The group's epoch: raised by one each time a survivor was "
+                            "forced into a new group (--force-new-controller-group).",
+                            value=configuration.get("epoch") or 0)
+    yield GaugeMetricFamily(PREFIX + "raft_fenced", "1 when this controller was fenced by a forced new group and "
+                            "takes no part any more (move its store aside, add it again).",
+                            value=1 if raft.get("role") == "fenced" else 0)
+    yield GaugeMetricFamily(PREFIX + "raft_leader_transfer", "1 while this leader hands leadership over.",
+                            value=1 if raft.get("transfer") else 0)
+
+
+def store_families(raft):
+    """The Raft store's size against its bound (controllerStoreMaxBytes), and its snapshots."""
+    store = raft.get("store")
+    if not store:
+        return
+    size = GaugeMetricFamily(PREFIX + "raft_store_bytes", "Bytes of this controller's Raft store, by part.",
+                             labels=["part"])
+    size.add_metric(["journal"], store.get("journalBytes") or 0)
+    size.add_metric(["snapshot"], store.get("snapshotBytes") or 0)
+    yield size
+    yield GaugeMetricFamily(PREFIX + "raft_store_max_bytes", "controllerStoreMaxBytes: the bound on the store.",
+                            value=store.get("maxBytes") or 0)
+    snapshots = CounterMetricFamily(PREFIX + "raft_snapshots", "Snapshots written here (the log compacted) and "
+                                    "installed from the leader (this member was behind its log).", labels=["kind"])
+    snapshots.add_metric(["written"], store.get("snapshotsWritten") or 0)
+    snapshots.add_metric(["installed"], store.get("snapshotsInstalled") or 0)
+    yield snapshots
 
 
 class ControllerCollector:

@@ -26,7 +26,8 @@ from namesrv.controller.heartbeats import BrokerHeartbeats
 from namesrv.controller.notifier import RoleChangeNotifier
 from namesrv.controller.relay import RELAY_INTERVAL, LivenessRelay
 from namesrv.controller.replication import peer_table, split_address
-from namesrv.controller.replication.members import MemberSniffingFactory
+from namesrv.controller.replication.identity import IdentityError, MemberIdentity
+from namesrv.controller.replication.sniffing import MemberSniffingFactory
 from namesrv.controller.routing import CommittedMasterRouting
 from namesrv.controller.state import ReplicaState
 from namesrv.dispatch.chain import controller_chain
@@ -105,8 +106,9 @@ MAKE_SECRET = "give every member the same secret file (e.g. %s)" % SECRET_COMMAN
 
 
 def peer_secret(config, peers):
-    """The members' shared secret (bytes), or None where the operator opted out; ControllerConfigError
-    when several controllers have neither: a group nobody authenticates does not start."""
+    """The members' shared secrets (a list of bytes: the first one used, every one accepted; a second line is
+    a new secret being rolled out), or None where the operator opted out; ControllerConfigError when
+    several controllers have neither: a group nobody authenticates does not start."""
     path = config.controllerPeerSecretFile
     if not path:
         if config.controllerPeerAuthDisabled:
@@ -117,15 +119,20 @@ def peer_secret(config, peers):
     path = os.path.expanduser(path)
     try:
         with open(path, "rb") as f:
-            secret = f.read().strip()
+            secrets = [line.strip() for line in f.read().splitlines() if line.strip()]
     except OSError as e:
         raise ControllerConfigError("controllerPeerSecretFile=%s cannot be read (%s): correct the path, or %s, "
                                     "readable by the user that runs the name server"
                                     % (path, e.strerror or e, MAKE_SECRET))
-    if len(secret) < MIN_SECRET_BYTES:
-        raise ControllerConfigError("controllerPeerSecretFile=%s holds %d bytes: use at least %d random bytes (e.g. "
-                                    "%s), the same file on every member"
-                                    % (path, len(secret), MIN_SECRET_BYTES, SECRET_COMMAND))
+    if not secrets or len(secrets) > 2:
+        raise ControllerConfigError("controllerPeerSecretFile=%s holds %d lines: one secret (e.g. %s), or two while "
+                                    "a new one is rolled out, the same file on every member"
+                                    % (path, len(secrets), SECRET_COMMAND))
+    for secret in secrets:
+        if len(secret) < MIN_SECRET_BYTES:
+            raise ControllerConfigError("controllerPeerSecretFile=%s holds a secret of %d bytes: use at least %d "
+                                        "random bytes (e.g. %s), the same file on every member"
+                                        % (path, len(secret), MIN_SECRET_BYTES, SECRET_COMMAND))
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -133,21 +140,65 @@ def peer_secret(config, peers):
     if mode & 0o077:
         log.warn("controllerPeerSecretFile {path} can be read by other users (mode {mode:o}): chmod 600 it",
                  path=path, mode=mode & 0o777)
-    return secret
+    return secrets
 
 
-def make_replicated_log(config, state, reactor):
+def member_identity(config, self_id):
+    """This member's key and the members' public keys (identity.py), or None where authentication is off;
+    ControllerConfigError naming the property otherwise."""
+    if config.controllerPeerAuthDisabled and not config.controllerMembersFile:
+        return None
+    members = config.controllerMembersFile
+    if not members:
+        raise ControllerConfigError(
+            "several controllers need controllerMembersFile: each member proves its id with a key of its own. "
+            "On each member: namesrv-admin createControllerKey -i %s -o %s.key, then list every printed line in one "
+            "file given to every member as controllerMembersFile" % (self_id, self_id))
+    members = os.path.expanduser(members)
+    key = os.path.expanduser(config.controllerMemberKeyFile) if config.controllerMemberKeyFile else \
+        os.path.join(os.path.dirname(os.path.abspath(members)), self_id + ".key")
+    try:
+        return MemberIdentity(self_id, key, members)
+    except IdentityError as e:
+        raise ControllerConfigError(str(e))
+
+
+def raft_timing(config):
+    """Raft's timers and the store's bounds from the properties; ControllerConfigError when the snapshot
+    thresholds cannot keep the store under controllerStoreMaxBytes."""
+    from namesrv.controller.replication.raft import RaftTiming
+    if config.controllerSnapshotBytes * 4 > config.controllerStoreMaxBytes:
+        raise ControllerConfigError(
+            "controllerSnapshotBytes=%d cannot keep the store under controllerStoreMaxBytes=%d (a journal that size, "
+            "its rewrite and two snapshots): use at most a quarter of it" % (config.controllerSnapshotBytes,
+                                                                            config.controllerStoreMaxBytes))
+    if config.controllerSnapshotEntries < 2 or config.controllerSnapshotIntervalSeconds < 1:
+        raise ControllerConfigError("controllerSnapshotEntries must be at least 2 and controllerSnapshotIntervalSeconds "
+                                    "at least 1")
+    return RaftTiming(compaction_entries=config.controllerSnapshotEntries,
+                      compaction_seconds=config.controllerSnapshotIntervalSeconds,
+                      compaction_bytes=config.controllerSnapshotBytes, store_max_bytes=config.controllerStoreMaxBytes,
+                      transfer_timeout=max(0.1, config.controllerLeaderTransferTimeoutMillis / 1000.0))
+
+
+def make_replicated_log(config, state, reactor, force_new_group=False):
     self_id, peers = controller_peers(config)
     directory = store_dir(config)
     group = config.controllerDLegerGroup
-    if len(peers) == 1:
+    if len(peers) == 1 and not config.controllerJoin:
+        if force_new_group:
+            raise ControllerConfigError("--force-new-controller-group: this controller is alone already "
+                                        "(controllerDLegerPeers lists one controller)")
         from namesrv.controller.replication.local import LocalLog
         log = LocalLog(state, directory, self_id, peers[self_id], group, reactor)
         log.load()      # an unreadable state refuses to start here, before anything listens
         return log
-    secret = peer_secret(config, peers)
+    secrets = peer_secret(config, peers)
+    identity = member_identity(config, self_id) if secrets else None
     from namesrv.controller.replication.raft import RaftLog
-    return RaftLog(state, os.path.join(directory, self_id), self_id, peers, group, reactor, secret=secret)
+    return RaftLog(state, os.path.join(directory, self_id), self_id, peers, group, reactor, secrets=secrets,
+                   identity=identity, timing=raft_timing(config), force_new_group=force_new_group,
+                   join=config.controllerJoin)
 
 
 class ControllerPortError(ControllerConfigError):
@@ -170,7 +221,7 @@ class ControllerService(service.MultiService):
     name = "controller"
 
     def __init__(self, config, reactor, events, clock=None, plugin_package=None, replicated=None, notifier=None,
-                 acl=None):
+                 acl=None, force_new_group=False):
         service.MultiService.__init__(self)
         self.config = config
         self.reactor = reactor
@@ -178,7 +229,8 @@ class ControllerService(service.MultiService):
         clock = clock or MonotonicClock()
         self.state = ReplicaState()
         self.heartbeats = BrokerHeartbeats(clock, reactor, config)
-        self.replicated = replicated if replicated is not None else make_replicated_log(config, self.state, reactor)
+        self.replicated = replicated if replicated is not None else make_replicated_log(config, self.state, reactor,
+                                                                                        force_new_group)
         self.notifier = notifier if notifier is not None else RoleChangeNotifier(reactor)
         self.controller = Controller(config, self.state, self.replicated, self.heartbeats, reactor, self.notifier,
                                      events)
@@ -197,13 +249,15 @@ class ControllerService(service.MultiService):
         self.registry = self.chain.registry
         self.factory = RemotingServerFactory(self.chain.entry, config, ControllerHousekeeping(self.heartbeats), events,
                                              reactor)
-        host, port = split_address(self.replicated.peers[self.replicated.self_id])
+        host, port = split_address(getattr(self.replicated, "self_address", None)
+                                   or self.replicated.peers[self.replicated.self_id])
         self.address = (host, port)
         listening = self.factory
         mesh = getattr(self.replicated, "mesh", None)
         if mesh is not None:
             # the other controllers talk Raft on this same port (DLedger's one address per controller)
-            listening = MemberSniffingFactory(self.factory, mesh, reactor)
+            listening = MemberSniffingFactory(self.factory, mesh, reactor,
+                                              max_pending=config.controllerMemberMaxPendingHandshakes)
         #: PROXY headers before anything else (proxyProtocolEnable, server/proxyprotocol.py), or None
         self.proxy = proxy_protocol_factory(config, listening, self.factory, reactor)
         if self.proxy is not None:

@@ -30,7 +30,7 @@ PROGRAM = "controller"
 
 
 class Options(usage.Options):
-    synopsis = "-c FILE [-p]"
+    synopsis = "-c FILE [-p] [--force-new-controller-group]"
     longdesc = ("Runs a RocketMQ controller (RIP-44) without a name server. Properties use the Java names "
                 "(controllerDLegerGroup, controllerDLegerPeers, controllerDLegerSelfId, controllerStorePath, "
                 "scanInactiveMasterInterval, enableElectUncleanMaster, notifyBrokerRoleChanged, ...).")
@@ -39,6 +39,9 @@ class Options(usage.Options):
     ]
     optFlags = [
         ["printConfigItem", "p", "Print every effective property as key=value and exit."],
+        ["force-new-controller-group", None, "Once, after a majority of the controllers is lost for good: start "
+                                             "this controller as a new group of one from its own store, fencing the "
+                                             "others (docs/runbook.md, ControllerQuorumLost)."],
     ]
 
     def postOptions(self):
@@ -97,7 +100,8 @@ def makeService(options):
         for prop, directory in log_directories(config):
             check_directory(prop, directory)
         events = event_log_for(config, reactor)
-        controller = ControllerService(config, reactor, events)
+        controller = ControllerService(config, reactor, events,
+                                       force_new_group=bool(options["force-new-controller-group"]))
     except (StartupError, ValueError) as e:
         refuse(PROGRAM, e)
     log.info("controller state in {path}", path=os.path.abspath(os.path.expanduser(

@@ -106,6 +106,8 @@ TABLE: dict[int, RequestClass] = {
     C.GET_NAMESRV_CONFIG: RequestClass(ADMIN_READ, note="the name server's properties"),
     C.CONTROLLER_GET_SYNC_STATE_DATA: RequestClass(ADMIN_READ, (), _CTRL, note="in-sync sets (mqadmin getSyncStateSet)"),
     C.GET_CONTROLLER_CONFIG: RequestClass(ADMIN_READ, (), _CTRL, note="the controller's properties"),
+    C.CONTROLLER_LIST_MEMBERS: RequestClass(ADMIN_READ, (), _CTRL,
+                                            note="the controller group's members, roles and lag (listControllers)"),
 
     C.PUT_KV_CONFIG: RequestClass(ADMIN_WRITE, note="set a KV entry"),
     C.DELETE_KV_CONFIG: RequestClass(ADMIN_WRITE, note="delete a KV entry"),
@@ -117,6 +119,10 @@ TABLE: dict[int, RequestClass] = {
     C.REGISTER_TOPIC_IN_NAMESRV: RequestClass(ADMIN_WRITE, _TOPIC, note="register a topic's routes"),
     C.UPDATE_CONTROLLER_CONFIG: RequestClass(ADMIN_WRITE, (), _CTRL, note="change the controller's run-time properties"),
     C.CLEAN_BROKER_DATA: RequestClass(ADMIN_WRITE, _GROUP, _CTRL, note="forget a broker group's controller metadata"),
+    C.CONTROLLER_ADD_MEMBER: RequestClass(ADMIN_WRITE, (), _CTRL, note="add a controller to the group, as a learner"),
+    C.CONTROLLER_PROMOTE_MEMBER: RequestClass(ADMIN_WRITE, (), _CTRL, note="make a caught-up learner a voter"),
+    C.CONTROLLER_REMOVE_MEMBER: RequestClass(ADMIN_WRITE, (), _CTRL, note="remove a controller from the group"),
+    C.CONTROLLER_TRANSFER_LEADER: RequestClass(ADMIN_WRITE, (), _CTRL, note="hand the group's leadership over"),
 }
 
 

@@ -44,6 +44,13 @@ class RequestCode(IntEnum):
     CLEAN_BROKER_DATA = 1011
     CONTROLLER_GET_NEXT_BROKER_ID = 1012
     CONTROLLER_APPLY_BROKER_ID = 1013
+    # ours: the controller group's membership and leadership (namesrv/controller/membership.py), in a range
+    # Java's RequestCode leaves unused
+    CONTROLLER_ADD_MEMBER = 1101
+    CONTROLLER_PROMOTE_MEMBER = 1102
+    CONTROLLER_REMOVE_MEMBER = 1103
+    CONTROLLER_LIST_MEMBERS = 1104
+    CONTROLLER_TRANSFER_LEADER = 1105
 
 
 class ResponseCode(IntEnum):

@@ -78,7 +78,7 @@ def _members_line(status):
     if controller.get("mode") != "raft":
         return ""
     if controller.get("authenticated"):
-        auth = "members authenticated by the group's secret"
+        auth = "members authenticated by the group's secret and their own keys"
     else:
         auth = '<span class="badge dead">member authentication disabled</span> (controllerPeerAuthDisabled)'
     parts = [auth]
@@ -91,6 +91,40 @@ def _members_line(status):
     if dropped:
         parts.append("held back: " + ", ".join("%s %s" % (v, k.replace("_", " ")) for k, v in sorted(dropped.items())))
     return '<p id="controller-members" class="muted">%s</p>' % " &middot; ".join(parts)
+
+
+def _members_table(status):
+    """The group's configuration in force: each member's role, lag behind the leader and last contact."""
+    controller = status.get("controller") or {}
+    members = controller.get("members") or []
+    if controller.get("mode") != "raft":
+        return ""
+    configuration = controller.get("configuration") or {}
+    notes = []
+    if configuration.get("epoch"):
+        notes.append("group epoch %s (forced anew)" % _text(configuration["epoch"]))
+    if configuration.get("fenced"):
+        notes.append("fenced: %s" % escape(", ".join(configuration["fenced"])))
+    if controller.get("fencedReason"):
+        notes.append('<span class="badge dead">this controller is fenced</span> %s' % _text(controller["fencedReason"]))
+    transfer = controller.get("transfer")
+    if transfer:
+        notes.append("handing leadership over to %s (%s)" % (_text(transfer.get("target")), _text(transfer.get("phase"))))
+    store = controller.get("store") or {}
+    if store:
+        notes.append("store: journal %s B, snapshot %s B of %s B" % (_text(store.get("journalBytes")),
+                                                                    _text(store.get("snapshotBytes")),
+                                                                    _text(store.get("maxBytes"))))
+    rows = ['<tr class="%s"><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class="num">%s</td><td class="num">%s</td>'
+            '<td>%s</td></tr>' % ("alive" if m.get("connected") else "dead", _text(m.get("id")), _text(m.get("address")),
+                                  _text(m.get("role")), "leader" if m.get("leader") else "",
+                                  "" if m.get("lag") is None else _text(m["lag"]),
+                                  "" if m.get("lastContactSeconds") is None else "%.2f s" % m["lastContactSeconds"],
+                                  "this one" if m.get("self") else ("linked" if m.get("connected") else "not linked"))
+            for m in members]
+    return ('<p class="muted">%s</p><table id="controller-members-table"><tr><th>Member</th><th>Address</th>'
+            '<th>Role</th><th>Leads</th><th>Lag (entries)</th><th>Last contact</th><th>Link</th></tr>%s</table>'
+            % (" &middot; ".join(notes), "".join(rows)))
 
 
 def _master_text(group):
@@ -119,7 +153,7 @@ def _member(member, master_id):
 def section(status, params, page=1):
     """The whole section for one ``Controller.status()``, its ``page``-th page of groups."""
     groups, total, page, pages = groups_page(status, params.get("cq", ""), page)
-    out = ['<h2>Controller</h2>', _leader_line(status), _members_line(status),
+    out = ['<h2>Controller</h2>', _leader_line(status), _members_line(status), _members_table(status),
            _search(params, "cq", "cluster, broker group or address", keep=("bq", "t", "ns")),
            '<table id="controller-groups"><tr><th>Cluster</th><th>Broker group</th><th>Master</th>'
            '<th>Master epoch</th><th>In-sync set</th><th>Sync set epoch</th><th>Members</th></tr>']

@@ -22,6 +22,7 @@ from twisted.internet import task
 from namesrv.controller.replication import NotLeader
 from namesrv.controller.replication.codec import pack, unpack
 from namesrv.controller.replication.disk import MemoryDisk
+from namesrv.controller.replication.membership import Configuration
 from namesrv.controller.replication.raft import RaftLog, RaftTiming
 from namesrv.controller.state import ReplicaState
 
@@ -60,7 +61,9 @@ class PausableReactor:
 
 
 class SimMesh:
-    """One member's view of the simulated network, with ``MemberMesh``'s interface."""
+    """One member's view of the simulated network, with ``MemberMesh``'s interface. Two members link only
+    when each one's configuration holds the other and their group generations agree, as the member
+    link's handshake decides (``credentials``: the RaftLog's, set when the member starts)."""
 
     def __init__(self, net, member_id):
         self.net = net
@@ -68,6 +71,8 @@ class SimMesh:
         self.receiver = None
         self.links = {}
         self.refusals = type("Refusals", (), {"count": 0})()
+        self.credentials = None
+        self._last_in = {}
 
     def start(self, receiver):
         self.receiver = receiver
@@ -77,7 +82,16 @@ class SimMesh:
         self.net.leave(self)
         self.receiver = None
 
-    def send(self, peer, value):
+    def set_peers(self, addresses):
+        if self.receiver is not None:
+            self.net.relink(self.member_id)
+
+    def set_fenced(self, addresses):
+        self.fenced = dict(addresses)
+        if self.receiver is not None:
+            self.net.relink(self.member_id)
+
+    def send(self, peer, value, force=False):
         return self.net.send(self.member_id, peer, value)
 
     def connected(self, peer):
@@ -106,14 +120,49 @@ class SimNet:
         self._epoch = {}          # frozenset({a, b}) -> link epoch; a message of an older epoch is lost
         self.sent = 0
         self.drops = 0
+        self.fencings = []        # (fenced member, the member that told it)
+
+    def _reachable(self, a, b):
+        return a in self.meshes and b in self.meshes and frozenset((a, b)) not in self.cut
 
     def _up(self, a, b):
-        return a in self.meshes and b in self.meshes and frozenset((a, b)) not in self.cut
+        return self._reachable(a, b) and self._allowed(a, b)
+
+    def _allowed(self, a, b):
+        """The handshake's decision: both know each other, and their generations agree (the older one of two
+        generations that meet is fenced, as ``members.MemberLink._peer_state`` does)."""
+        ca, cb = self.meshes[a].credentials, self.meshes[b].credentials
+        if ca is None or cb is None:
+            return True
+        sa, sb = ca.state(), cb.state()
+        tells = (ca.is_fenced(b) and cb.knows(a)) or (cb.is_fenced(a) and ca.knows(b))
+        if (ca.knows(b) and cb.knows(a)) or tells:
+            if not sa.same_group(sb):
+                older, newer, state = (a, b, sb) if sa.epoch < sb.epoch else (b, a, sa)
+                if self.meshes[older].credentials.state().epoch < state.epoch:
+                    self.fencings.append((older, newer))
+                    self.meshes[older].credentials.fenced(newer, state)
+                return False
+            return not tells
+        return False
+
+    def relink(self, member):
+        """A member's configuration changed: links it no longer allows go, links it now allows come."""
+        if member not in self.meshes:
+            return
+        for other in list(self.meshes):
+            if other == member or member not in self.meshes:
+                continue
+            mesh, peer = self.meshes[member], self.meshes[other]
+            if other in mesh.links and not self._up(member, other):
+                self._disconnect(mesh, peer)
+            elif other not in mesh.links and self._up(member, other):
+                self._connect(member, other)
 
     def join(self, mesh):
         self.meshes[mesh.member_id] = mesh
         for other in list(self.meshes):
-            if other != mesh.member_id and self._up(mesh.member_id, other):
+            if other != mesh.member_id and mesh.member_id in self.meshes and self._up(mesh.member_id, other):
                 self._connect(mesh.member_id, other)
 
     def leave(self, mesh):
@@ -153,7 +202,7 @@ class SimNet:
 
     def heal(self):
         cut, self.cut = self.cut, set()
-        for pair in cut:
+        for pair in sorted(cut, key=sorted):
             a, b = sorted(pair)
             if self._up(a, b) and b not in self.meshes[a].links:
                 self._connect(a, b)
@@ -163,7 +212,7 @@ class SimNet:
             self._connect(a, b)
 
     def send(self, a, b, value):
-        if not self._up(a, b) or b not in self.meshes[a].links:
+        if not self._reachable(a, b) or b not in self.meshes[a].links:
             return False
         if self.loss and self.rng.random() < self.loss:
             return True
@@ -184,6 +233,7 @@ class SimNet:
         if reactor is not None and reactor.paused:
             reactor._held.append((self._deliver, (a, b, epoch, data), {}))
             return
+        mesh._last_in[a] = self.clock.seconds()
         mesh.receiver.value_received(a, unpack(data))
 
 
@@ -200,9 +250,15 @@ def pysyncobj_on(clock, rng):
 
 
 class SimGroup:
-    """``size`` controllers n0..n{size-1} on one clock."""
+    """``size`` controllers n0..n{size-1} on one clock, and ``spare`` more ids (with disks) to add later.
 
-    def __init__(self, tmp_path, size=3, seed=0, delay=(0.0005, 0.003), loss=0.0, timing=None, disk_latency=0.002):
+    Besides Raft's own checks, every step checks the membership invariants (KAFKA-16580's): a leader's log
+    holds at most one uncommitted configuration entry; committed configurations are the same sequence on
+    every member, and two that follow each other differ by one voter at most; and no term has two leaders
+    whatever configuration each was elected in."""
+
+    def __init__(self, tmp_path, size=3, seed=0, delay=(0.0005, 0.003), loss=0.0, timing=None, disk_latency=0.002,
+                 spare=0):
         self.seed = seed
         self.rng = random.Random(seed)
         self.clock = task.Clock()
@@ -210,13 +266,17 @@ class SimGroup:
         self.tmp_path = tmp_path
         self.timing = timing or RaftTiming()
         self.ids = ["n%d" % i for i in range(size)]
-        self.peers = {i: "10.0.0.%d:9878" % (n + 1) for n, i in enumerate(self.ids)}
-        self.disks = {i: MemoryDisk(self.clock, latency=disk_latency) for i in self.ids}
+        self.spares = ["n%d" % i for i in range(size, size + spare)]
+        self.addresses = {i: "10.0.0.%d:9878" % (n + 1) for n, i in enumerate(self.ids + self.spares)}
+        self.peers = {i: self.addresses[i] for i in self.ids}
+        self.disks = {i: MemoryDisk(self.clock, latency=disk_latency) for i in self.ids + self.spares}
         self.logs = {}
         self.reactors = {}
         self.history = []          # ("leader", time, id, term) whenever a member serves as leader
         self.leaders_by_term = {}  # term -> members pysyncobj made leader in it (Raft: at most one)
+        self.committed = {}        # log index -> the configuration a member applied (committed) there
         self.violations = []
+        self._checked = 0
         self._patch = pysyncobj_on(self.clock, self.rng)
         self._patch.__enter__()
         for member in self.ids:
@@ -228,18 +288,34 @@ class SimGroup:
         self._patch.__exit__(None, None, None)
 
     # -- members ------------------------------------------------------------------------------------
-    def start(self, member):
+    def start(self, member, peers=None, force=False, join=False):
+        """Start ``member`` on its disk (``peers``: its controllerDLegerPeers, the group's by default, with
+        itself added when it joins; ``force``: --force-new-controller-group; ``join``: controllerJoin)."""
         reactor = PausableReactor(self.clock)
         self.reactors[member] = self.net.reactors[member] = reactor
         self.disks[member].clock = reactor
         store = os.path.join(str(self.tmp_path), member)
-        log = RaftLog(ReplicaState(), store, member, self.peers, "g", reactor, secret=b"s" * 32,
-                      timing=self.timing, mesh=SimMesh(self.net, member), disk=self.disks[member],
-                      monotonic=self.clock.seconds, rng=self.rng)
+        mesh = SimMesh(self.net, member)
+        if peers is None:
+            peers = dict(self.peers, **{member: self.addresses[member]})
+        log = RaftLog(ReplicaState(), store, member, peers, "g", reactor, timing=self.timing, mesh=mesh,
+                      disk=self.disks[member], monotonic=self.clock.seconds, rng=self.rng, force_new_group=force,
+                      join=join)
+        mesh.credentials = log.credentials
         log.role_listeners.append(lambda serving, m=member, l=log: self._role(m, l, serving))
+        applied = log._members_applied
+        log._members_applied = lambda wire, m=member, l=log: (self._applied(m, l, wire), applied(wire))[1]
         log.start()
         self.logs[member] = log
         return log
+
+    def _applied(self, member, log, wire):
+        """A configuration committed and applied on ``member``: every member applies the same one at an index."""
+        index, configuration = log._syncobj.raftLastApplied + 1, Configuration.from_wire(wire)
+        known = self.committed.setdefault(index, configuration)
+        if known != configuration:
+            self.violations.append("%s applied %s at %d, another member %s (seed %d)"
+                                   % (member, configuration, index, known, self.seed))
 
     def _role(self, member, log, serving):
         if serving:
@@ -247,7 +323,7 @@ class SimGroup:
 
     def _halt(self, member):
         log = self.logs.pop(member)
-        if log._ticker.running:
+        if log._ticker is not None and log._ticker.running:       # None: it never started (fenced)
             log._ticker.stop()
         log.mesh.stop()
         log._syncobj = None
@@ -264,8 +340,8 @@ class SimGroup:
         self._halt(member)
         self.disks[member].power_cut(self.rng)
 
-    def restart(self, member):
-        return self.start(member)
+    def restart(self, member, **kwargs):
+        return self.start(member, **kwargs)
 
     def pause(self, member):
         self.reactors[member].pause()
@@ -290,6 +366,25 @@ class SimGroup:
             if len(members) > 1:
                 self.violations.append("term %d has leaders %s (seed %d)" % (term, sorted(members), self.seed))
                 self.leaders_by_term[term] = {min(members)}
+        self._check_membership()
+
+    def _check_membership(self):
+        for member, log in self.logs.items():
+            obj = log._syncobj
+            # a leader that serves has committed an entry of its term: its commit index covers every entry
+            # committed before, so what it sees as uncommitted is
+            if obj is not None and log.is_leader:
+                pending = log._journal.uncommitted_configurations(obj.raftCommitIndex)
+                if len(pending) > 1:
+                    self.violations.append("leader %s has %d uncommitted configuration entries %s at %.3f (seed %d)"
+                                           % (member, len(pending), pending, self.clock.seconds(), self.seed))
+        if len(self.committed) != self._checked:
+            self._checked = len(self.committed)
+            sequence = [self.committed[index] for index in sorted(self.committed)]
+            for before, after in zip([Configuration.static(self.peers)] + sequence, sequence):
+                if len(before.voter_change(after)) > 1 and after.epoch == before.epoch:
+                    self.violations.append("committed configurations %s then %s differ by %d voters (seed %d)"
+                                           % (before, after, len(before.voter_change(after)), self.seed))
 
     def run(self, seconds, step=0.005):
         end = self.clock.seconds() + seconds

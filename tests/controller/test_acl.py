@@ -9,11 +9,13 @@ from twisted.internet import task
 
 from namesrv.config import NamesrvConfig
 from namesrv.controller.service import ControllerService
+from namesrv.dispatch.classes import TABLE
 from namesrv.observe.eventlog import NullEventLog
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from namesrv.security.acl import AclStore
 from namesrv.security.aclfile import parse_acl
+from namesrv.security.signature import sign_request_ext
 from tests.controller.harness import ControllerHarness, FakeBroker
 from tests.controller.wire import controller_ports
 from tests.fakes import FakeConnection
@@ -143,3 +145,26 @@ def test_the_controller_service_guards_its_port_when_acl_is_on(tmp_path):
     for code, ext in ((RequestCode.CLEAN_BROKER_DATA, CLEAN), (RequestCode.BROKER_HEARTBEAT, {})):
         refused = service.chain.entry.dispatch(make_request(code, ext), FakeConnection("10.0.0.5:4000"))
         assert refused.code == ResponseCode.NO_PERMISSION
+
+
+@pytest.mark.parametrize("code, ext", [(RequestCode.CONTROLLER_ADD_MEMBER, {"controllerId": "n9",
+                                                                           "controllerAddress": "10.0.0.9:9878"}),
+                                       (RequestCode.CONTROLLER_PROMOTE_MEMBER, {"controllerId": "n9"}),
+                                       (RequestCode.CONTROLLER_REMOVE_MEMBER, {"controllerId": "n1"}),
+                                       (RequestCode.CONTROLLER_TRANSFER_LEADER, {"toControllerId": "any"})])
+def test_the_groups_own_changes_are_admin_writes_and_its_listing_a_read(tmp_path, code, ext):
+    (tmp_path / "plain_acl.yml").write_text(ACL)
+    config = NamesrvConfig()
+    config.update({"aclEnable": "true", "aclFile": str(tmp_path / "plain_acl.yml"),
+                   "controllerDLegerPeers": "n0-127.0.0.1:%d" % controller_ports(1)[0], "controllerDLegerSelfId": "n0",
+                   "controllerStorePath": str(tmp_path / "store")}, announce=False)
+    service = ControllerService(config, task.Clock(), NullEventLog())
+    assert TABLE[code].name == "admin_write" and TABLE[RequestCode.CONTROLLER_LIST_MEMBERS].name == "admin_read"
+    here = FakeConnection("10.0.0.5:4000")
+    refused = service.chain.entry.dispatch(make_request(code, ext), here)
+    assert refused.code == ResponseCode.NO_PERMISSION
+    signed = service.chain.entry.dispatch(make_request(code, sign_request_ext(ext, None, *ADMIN)), here)
+    assert signed.code == ResponseCode.CONTROLLER_INVALID_REQUEST and "alone" in signed.remark
+    listing = service.chain.entry.dispatch(make_request(RequestCode.CONTROLLER_LIST_MEMBERS,
+                                                        sign_request_ext({}, None, *VIEWER)), here)
+    assert listing.code == ResponseCode.SUCCESS

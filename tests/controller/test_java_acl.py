@@ -20,7 +20,7 @@ from namesrv.client import ask, leader_port, routed_master
 from namesrv.protocol.codes import RequestCode
 from tests.controller.javagroup import CLUSTER, in_sync_count, kill_master_while_sending, serving_epoch, \
     two_brokers
-from tests.controller.wire import controller_ports, secret_file
+from tests.controller.wire import controller_ports, group_credentials
 from tests.integration.server import NamesrvProcess, free_port
 from tests.javapeers import JavaBroker, inner_credentials, peer, stored_keys, tools_home, wait_for
 from tests.security.live import ADMIN10, BROKER_A, GROUPS_ACL, READER
@@ -35,7 +35,7 @@ def acl_name_servers(tmp_path, count, extra=None):
     properties = {"enableControllerInNamesrv": "true", "controllerDLegerGroup": "g", "controllerDLegerPeers": peers,
                   "routeReadWorkers": "0", "aclEnable": "true", "aclFile": str(tmp_path / "plain_acl.yml")}
     if count > 1:
-        properties["controllerPeerSecretFile"] = secret_file(tmp_path)
+        properties.update(group_credentials(tmp_path, ["n%d" % i for i in range(count)]))
     properties.update(extra or {})
     servers = []
     for i in range(count):

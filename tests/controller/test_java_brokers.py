@@ -15,7 +15,7 @@ from namesrv.client import ask, leader_port, routed_master
 from namesrv.protocol.codes import RequestCode
 from tests.controller.javagroup import CLUSTER, broker_properties, in_sync_count, kill_master_while_sending, \
     replica_info, serving_epoch, two_brokers
-from tests.controller.wire import controller_ports, secret_file
+from tests.controller.wire import controller_ports, group_credentials
 from tests.integration.server import NamesrvProcess, free_port
 from tests.javapeers import JavaBroker, peer, stored_keys, wait_for
 
@@ -65,13 +65,13 @@ def test_three_name_servers_lose_the_controller_leader_and_the_broker_master_tog
     peer("5.3.3")
     ports = controller_ports(3)
     peers = ";".join("n%d-127.0.0.1:%d" % (i, p) for i, p in enumerate(ports))
-    secret = secret_file(tmp_path)
+    credentials = group_credentials(tmp_path)
     servers = []
     for i, port in enumerate(ports):
         (tmp_path / ("ns%d" % i)).mkdir()
         servers.append(NamesrvProcess(tmp_path / ("ns%d" % i), {
             "enableControllerInNamesrv": "true", "controllerDLegerGroup": "g", "controllerDLegerSelfId": "n%d" % i,
-            "controllerDLegerPeers": peers, "routeReadWorkers": "0", "controllerPeerSecretFile": secret,
+            "controllerDLegerPeers": peers, "routeReadWorkers": "0", **credentials,
             "controllerStorePath": str(tmp_path / ("ctrl%d" % i))}, port=free_port()))
     for server in servers:
         server.start()

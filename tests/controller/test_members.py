@@ -1,5 +1,6 @@
-"""The member link byte by byte: the handshake proves the secret both ways, frames are checked before
-they are decoded, and anything else closes the link without a byte of it turned into an object."""
+"""The member link byte by byte: the handshake proves the secret and each member's own key both ways,
+frames are checked before they are decoded, and anything else closes the link without a byte of it
+turned into an object."""
 
 import os
 import pickle
@@ -10,12 +11,27 @@ from twisted.internet import task
 from twisted.internet.testing import MemoryReactorClock, StringTransport
 
 from namesrv.controller.replication import members
+from namesrv.controller.replication.identity import MemberIdentity, create_private_key
 from namesrv.controller.replication.mesh import MemberMesh
-from namesrv.controller.replication.members import (HELLO_SIZE, MAGIC, MAX_FRAME, Credentials, MemberLink,
-                                                     RefusalLog)
+from namesrv.controller.replication.members import (HELLO_SIZE, MAGIC, MAX_FRAME, Credentials, GroupState,
+                                                     MemberLink, RefusalLog)
+from tests.controller.wire import member_keys
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 PEERS = ["n0", "n1", "n2"]
+
+
+@pytest.fixture(autouse=True)
+def keys(tmp_path):
+    """Every member's key and the members file, in ``tmp_path`` (the tests' ``_identity`` reads them)."""
+    global KEYS
+    KEYS = tmp_path
+    member_keys(tmp_path, PEERS + ["n3"])
+    yield tmp_path
+
+
+def _identity(self_id, key=None):
+    return MemberIdentity(self_id, key or str(KEYS / (self_id + ".key")), str(KEYS / "controller.members"))
 
 
 class Handler:
@@ -32,9 +48,16 @@ class Handler:
         self.frames.append(value)
 
 
-def _end(self_id, secret, dialing=None, clock=None):
+def _credentials(self_id, secret, state=None, fenced=None, knows=PEERS, identity=None):
+    if not secret:
+        return Credentials(self_id, None, PEERS, state=state, fenced=fenced)
+    return Credentials(self_id, secret, identity=identity or _identity(self_id), knows=lambda p: p in knows,
+                       state=state, fenced=fenced)
+
+
+def _end(self_id, secret, dialing=None, clock=None, **kwargs):
     handler = Handler()
-    link = MemberLink(Credentials(self_id, secret, PEERS), handler, RefusalLog(), dialing=dialing,
+    link = MemberLink(_credentials(self_id, secret, **kwargs), handler, RefusalLog(), dialing=dialing,
                       reactor=clock or task.Clock())
     transport = StringTransport()
     link.makeConnection(transport)
@@ -42,17 +65,19 @@ def _end(self_id, secret, dialing=None, clock=None):
 
 
 def _pump(a, ta, b, tb, rounds=4):
+    """Deliver what each side wrote to the other; an aborted connection delivers nothing more, a closed one
+    (loseConnection) what was written before its close, as TCP does."""
     for _ in range(rounds):
         for src, dst in ((ta, b), (tb, a)):
             data = src.value()
             src.clear()
-            if data and not src.disconnecting:
+            if data and not src.disconnected and not getattr(dst.transport, "disconnecting", False):
                 dst.dataReceived(data)
 
 
-def _pair(dialer_secret=SECRET, acceptor_secret=SECRET):
-    dialer = _end("n0", dialer_secret, dialing="n1")
-    acceptor = _end("n1", acceptor_secret)
+def _pair(dialer_secret=SECRET, acceptor_secret=SECRET, dialer=None, acceptor=None):
+    dialer = _end("n0", dialer_secret, dialing="n1", **(dialer or {}))
+    acceptor = _end("n1", acceptor_secret, **(acceptor or {}))
     _pump(dialer[0], dialer[2], acceptor[0], acceptor[2])
     return dialer, acceptor
 
@@ -80,8 +105,96 @@ def test_a_member_without_the_secret_is_refused_before_anything_is_decoded(who):
 
 def test_a_stranger_id_is_refused_at_hello():
     link, handler, transport = _end("n1", SECRET)
-    link.dataReceived(MAGIC + bytes([members.MODE_SECRET]) + b"intruder".ljust(32, b"\0") + os.urandom(32))
+    link.dataReceived(MAGIC + bytes([members.MODE_SECRET]) + b"intruder".ljust(32, b"\0") + os.urandom(32 + 32)
+                      + GroupState().pack())
     assert transport.disconnecting and transport.value() == b"" and handler.up == []
+
+
+def test_a_member_holding_the_secret_cannot_take_another_members_id():
+    """n2 holds the group's secret and its own key, and says it is n0: its signature does not match n0's key,
+    whichever side of the handshake it is on."""
+    impostor = {"identity": _SignsAs("n2")}
+    (d, dh, dt), (a, ah, at) = _pair(dialer=impostor)
+    assert ah.up == [] and at.disconnected and "could not prove it is n0" in _refusal(a)
+    acceptor_impostor = _end("n1", SECRET, identity=_SignsAs("n2"))
+    real = _end("n0", SECRET, dialing="n1")
+    _pump(real[0], real[2], acceptor_impostor[0], acceptor_impostor[2])
+    assert real[1].up == [] and acceptor_impostor[1].up == [] and "could not prove it is n1" in _refusal(real[0])
+
+
+class _SignsAs:
+    """An identity that signs with ``actual``'s key whatever id it claims (what a removed member holding the
+    group's secret and its own key would do), and checks others as anyone does."""
+
+    def __init__(self, actual, members_path=None):
+        from namesrv.controller.replication.identity import read_private_key
+        self._key = read_private_key(str(KEYS / (actual + ".key")))
+        self._checker = _identity("n3") if members_path is None else MemberIdentity("n1", str(KEYS / "n1.key"),
+                                                                                       members_path)
+
+    def sign(self, data):
+        return self._key.sign(data)
+
+    def verify(self, member, data, signature):
+        return self._checker.verify(member, data, signature)
+
+
+def _refusal(link):
+    return " ".join(reason for _, reason in link.refusals.seen)
+
+
+def test_a_second_key_for_one_id_is_accepted_while_it_rotates_and_refused_once_its_line_goes(tmp_path):
+    members_file = KEYS / "controller.members"
+    new_key = str(tmp_path / "n0.next.key")
+    old_text = members_file.read_text()
+    members_file.write_text(old_text + "n0 %s\n" % create_private_key(new_key))
+    with_both = str(members_file)
+    for n0_key in (str(KEYS / "n0.key"), new_key):          # during the window: either key proves n0
+        (d, dh, dt), (a, ah, at) = _pair(dialer={"identity": MemberIdentity("n0", n0_key, with_both)},
+                                         acceptor={"identity": MemberIdentity("n1", str(KEYS / "n1.key"), with_both)})
+        assert dh.up == ["n1"] and ah.up == ["n0"]
+    old_line = [line for line in old_text.splitlines() if line.startswith("n0 ")][0]
+    members_file.write_text(members_file.read_text().replace(old_line + "\n", ""))
+    acceptor = {"identity": MemberIdentity("n1", str(KEYS / "n1.key"), str(members_file))}
+    (d, dh, dt), (a, ah, at) = _pair(dialer={"identity": MemberIdentity("n0", new_key, str(members_file))},
+                                     acceptor=acceptor)
+    assert dh.up == ["n1"] and ah.up == ["n0"]
+    (d, dh, dt), (a, ah, at) = _pair(dialer={"identity": _SignsAs("n0", str(members_file))}, acceptor=acceptor)
+    assert ah.up == [] and "could not prove it is n0" in _refusal(a)
+
+
+def test_a_key_file_changed_on_disk_is_read_again_and_a_revoked_key_closes_its_link(tmp_path):
+    members_file = KEYS / "controller.members"
+    identity = MemberIdentity("n1", str(KEYS / "n1.key"), str(members_file))
+    (d, dh, dt), (a, ah, at) = _pair(acceptor={"identity": identity})
+    assert ah.up == ["n0"] and identity.accepts("n0", a.peer_key)
+    members_file.write_text("".join(line + "\n" for line in members_file.read_text().splitlines()
+                                    if not line.startswith("n0 ")))
+    os.utime(members_file, ns=(1, 1))
+    assert identity.refresh() and not identity.accepts("n0", a.peer_key)
+
+
+def test_a_member_of_another_link_version_is_answered_with_ours_and_both_say_so():
+    link, handler, transport = _end("n1", SECRET)
+    link.dataReceived(members.PREFIX + b"\x01" + os.urandom(65))        # a version 1 dialer's HELLO
+    assert transport.value() == MAGIC and transport.disconnecting and handler.up == []
+    assert "speaks member-link format version 1; this member speaks version 2" in _refusal(link)
+    dialer, dh, dt = _end("n0", SECRET, dialing="n1")
+    dialer.dataReceived(members.PREFIX + b"\x03")                          # a newer acceptor's answer
+    assert dt.disconnecting and "speaks member-link format version 3; this member speaks version 2" in _refusal(dialer)
+
+
+def test_members_of_two_generations_never_link_and_the_older_one_learns_it_was_fenced():
+    fenced = []
+    new = GroupState(epoch=1, generation=b"g" * 16, fresh=False)
+    old = GroupState(epoch=0, generation=b"", fresh=False)
+    (d, dh, dt), (a, ah, at) = _pair(dialer={"state": lambda: new}, acceptor={
+        "state": lambda: old, "fenced": lambda peer, theirs: fenced.append((peer, theirs.epoch))})
+    assert dh.up == [] and ah.up == [] and fenced == [("n0", 1)]
+    assert "was fenced" in _refusal(a)
+    # a fresh member (its store moved aside) may join the new generation
+    (d, dh, dt), (a, ah, at) = _pair(dialer={"state": lambda: new}, acceptor={"state": lambda: GroupState()})
+    assert dh.up == ["n1"] and ah.up == ["n0"]
 
 
 def test_a_member_that_opted_out_and_one_that_did_not_do_not_link():
@@ -170,7 +283,7 @@ def test_a_dialled_connection_closed_before_its_handshake_is_dialled_again():
     """A proxy in the path accepts at once, then closes when the peer is not listening yet: the lab's
     packet-loss and mixed schedules once left a group without a leader for 90 s this way."""
     reactor = MemoryReactorClock()
-    mesh = MemberMesh(Credentials("n0", SECRET, PEERS), {"n1": ("127.0.0.1", 9878), "n2": ("127.0.0.1", 9879)},
+    mesh = MemberMesh(_credentials("n0", SECRET), {"n1": ("127.0.0.1", 9878), "n2": ("127.0.0.1", 9879)},
                       reactor, reactor.seconds)
     mesh.start(_Receiver())
     assert [port for _, port, *_ in reactor.tcpClients] == [9878, 9879]
@@ -187,7 +300,7 @@ def test_a_dialled_connection_closed_before_its_handshake_is_dialled_again():
 
 def test_a_link_that_was_up_is_dialled_again_once():
     reactor = MemoryReactorClock()
-    mesh = MemberMesh(Credentials("n0", SECRET, PEERS), {"n1": ("127.0.0.1", 9878)}, reactor, reactor.seconds)
+    mesh = MemberMesh(_credentials("n0", SECRET), {"n1": ("127.0.0.1", 9878)}, reactor, reactor.seconds)
     mesh.start(_Receiver())
     _, _, factory, _, _ = reactor.tcpClients[0]
     connector = reactor.connectors[0]

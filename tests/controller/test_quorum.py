@@ -8,7 +8,7 @@ from tests.fakes import CallableClock
 
 def test_a_lease_needs_a_majority_and_ends_before_anyone_could_vote_again():
     clock = CallableClock(100.0)
-    lease = LeaderLease(clock, members=3, min_timeout=0.4)
+    lease = LeaderLease(clock, lambda: ["n1", "n2"], min_timeout=0.4)
     assert not lease.valid()                       # no echo yet: not sure of anything
     stamp = lease.stamp()
     clock.now += 0.05
@@ -22,7 +22,7 @@ def test_a_lease_needs_a_majority_and_ends_before_anyone_could_vote_again():
 
 def test_five_members_need_two_echoes_and_the_older_one_bounds_the_lease():
     clock = CallableClock(100.0)
-    lease = LeaderLease(clock, members=5, min_timeout=1.0)
+    lease = LeaderLease(clock, lambda: ["n1", "n2", "n3", "n4"], min_timeout=1.0)
     early = lease.stamp()
     clock.now += 0.5
     late = lease.stamp()
@@ -36,7 +36,7 @@ def test_five_members_need_two_echoes_and_the_older_one_bounds_the_lease():
 
 def test_old_stamps_are_forgotten_and_an_unknown_echo_counts_for_nothing():
     clock = CallableClock(100.0)
-    lease = LeaderLease(clock, members=3, min_timeout=0.4)
+    lease = LeaderLease(clock, lambda: ["n1", "n2"], min_timeout=0.4)
     first = lease.stamp()
     for _ in range(STAMPS_KEPT + 10):
         lease.stamp()
@@ -63,10 +63,13 @@ class Member:
     def heard_from_leader(self):
         return self._heard
 
+    def transfer_election(self):
+        return False
 
-def _prevote(member, sent=None):
-    return PreVote(member, ["n1", "n2"], CallableClock(100.0), random.Random(1), 0.4, 1.4,
-                   lambda peer, body: (sent if sent is not None else []).append((peer, body)))
+
+def _prevote(member, sent=None, voters=("n1", "n2"), voting=True):
+    return PreVote(member, lambda: list(voters), CallableClock(100.0), random.Random(1), 0.4, 1.4,
+                   lambda peer, body: (sent if sent is not None else []).append((peer, body)), voting=lambda: voting)
 
 
 def test_a_vote_is_promised_only_to_an_up_to_date_log_when_no_leader_was_heard_from():
@@ -88,3 +91,41 @@ def test_the_gate_opens_once_a_majority_promised_and_a_round_times_out():
     pre.reply("n1", {"term": 6, "granted": True})
     assert pre.gate() and pre.elections_allowed == 1
     assert not pre.gate()                                      # one election per round
+
+
+def test_the_voters_in_force_decide_who_is_asked_and_what_a_majority_is():
+    """The configuration changes while the group runs: a learner never stands, the only voter stands at
+    once, and a promise from a member that is no longer a voter counts for nothing."""
+    assert not _prevote(Member(), voting=False).gate()
+    alone = _prevote(Member(), voters=())
+    assert alone.gate() and alone.elections_allowed == 1
+    voters = ["n1", "n2"]
+    sent = []
+    pre = PreVote(Member(), lambda: list(voters), CallableClock(100.0), random.Random(1), 0.4, 1.4,
+                  lambda peer, body: sent.append(peer))
+    assert not pre.gate()
+    pre.reply("n2", {"term": 6, "granted": True})
+    voters.remove("n2")
+    voters.extend(["n3", "n4"])             # n2 left, two joined: three others, so two promises are needed
+    assert not pre.gate()
+    assert pre.majority == 3
+
+
+def test_an_echo_from_a_member_that_left_the_voters_stops_counting_and_a_restart_forgets_older_echoes():
+    clock = CallableClock(100.0)
+    voters = ["n1", "n2"]
+    lease = LeaderLease(clock, lambda: list(voters), min_timeout=0.4)
+    stamp = lease.stamp()
+    lease.echoed("n1", stamp)
+    assert lease.valid()
+    voters.remove("n1")
+    assert not lease.valid()
+    voters.append("n1")
+    assert lease.valid()
+    clock.now += 0.01
+    lease.restart()                           # an abandoned leadership transfer
+    assert not lease.valid()
+    lease.echoed("n1", stamp)                 # sent before the restart: it says nothing any more
+    assert not lease.valid()
+    lease.echoed("n1", lease.stamp())
+    assert lease.valid()

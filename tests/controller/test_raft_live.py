@@ -14,35 +14,13 @@ import pytest
 import pytest_twisted
 from twisted.internet import defer, reactor, task
 
-from namesrv.client import BlockingRemotingClient
-from namesrv.config import NamesrvConfig
 from namesrv.controller.service import ControllerConfigError, ControllerPortError, ControllerService
 from namesrv.observe.eventlog import NullEventLog
 from namesrv.protocol.codes import RequestCode, ResponseCode
-from namesrv.protocol.command import make_request
-from tests.controller.wire import controller_ports, secret_file
+from tests.controller.livegroup import ask, controller_config, until
+from tests.controller.wire import controller_ports, group_credentials, member_keys, secret_file
 
-DEADLINE = 30.0
 MARKER = "/tmp/namesrv-controller-pickle-ran"
-
-
-@defer.inlineCallbacks
-def until(condition, what):
-    waited = 0.0
-    while not condition():
-        if waited > DEADLINE:
-            raise AssertionError("not within %s s: %s" % (DEADLINE, what))
-        yield task.deferLater(reactor, 0.05, lambda: None)
-        waited += 0.05
-
-
-def _config(tmp_path, peers, self_id, **extra):
-    config = NamesrvConfig()
-    properties = {"controllerDLegerGroup": "g", "controllerDLegerPeers": peers, "controllerDLegerSelfId": self_id,
-                  "controllerStorePath": str(tmp_path / ("store-" + self_id))}
-    properties.update(extra)
-    config.update(properties, announce=False)
-    return config
 
 
 class Group:
@@ -52,11 +30,12 @@ class Group:
         self.tmp_path = tmp_path
         self.extra = dict(extra)
         if "controllerPeerAuthDisabled" not in extra:
-            self.extra.setdefault("controllerPeerSecretFile", secret_file(tmp_path))
+            for key, value in group_credentials(tmp_path, ["n%d" % i for i in range(size)]).items():
+                self.extra.setdefault(key, value)
         self.services = {}
 
     def start(self, member):
-        service = ControllerService(_config(self.tmp_path, self.peers, member, **self.extra), reactor, NullEventLog())
+        service = ControllerService(controller_config(self.tmp_path, self.peers, member, **self.extra), reactor, NullEventLog())
         service.startService()
         self.services[member] = service
         return service
@@ -79,18 +58,6 @@ class Group:
             yield self.stop(member)
 
 
-def _ask(port, code, ext=None):
-    """A RocketMQ client on the controller port (in a thread: the reactor keeps serving)."""
-    def ask():
-        client = BlockingRemotingClient("127.0.0.1", port, timeout=5)
-        try:
-            return client.call(make_request(code, ext))
-        finally:
-            client.close()
-    from twisted.internet import threads
-    return threads.deferToThread(ask)
-
-
 @pytest_twisted.inlineCallbacks
 def test_three_controllers_elect_replicate_and_serve_clients_on_the_same_port(tmp_path):
     group = Group(tmp_path).start_all()
@@ -98,19 +65,19 @@ def test_three_controllers_elect_replicate_and_serve_clients_on_the_same_port(tm
         yield until(lambda: len(group.leaders()) == 1, "one serving leader")
         leader = group.leaders()[0]
         port = group.ports[int(leader[1:])]
-        answer = yield _ask(port, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
+        answer = yield ask(port, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
                             {"clusterName": "c", "brokerName": "broker-a"})
         assert answer.code == ResponseCode.SUCCESS and answer.ext["nextBrokerId"] == "1"
-        answer = yield _ask(port, RequestCode.CONTROLLER_APPLY_BROKER_ID,
+        answer = yield ask(port, RequestCode.CONTROLLER_APPLY_BROKER_ID,
                             {"clusterName": "c", "brokerName": "broker-a", "appliedBrokerId": "1",
                              "registerCheckCode": "127.0.0.1:30911;1"})
         assert answer.code == ResponseCode.SUCCESS
         yield until(lambda: all(s.state.applied == 1 for s in group.services.values()), "replicated to all")
         follower = next(m for m in group.services if m != leader)
-        answer = yield _ask(group.ports[int(follower[1:])], RequestCode.CONTROLLER_GET_REPLICA_INFO,
+        answer = yield ask(group.ports[int(follower[1:])], RequestCode.CONTROLLER_GET_REPLICA_INFO,
                             {"brokerName": "broker-a"})
         assert answer.code == ResponseCode.CONTROLLER_NOT_LEADER
-        metadata = yield _ask(group.ports[int(follower[1:])], RequestCode.CONTROLLER_GET_METADATA_INFO)
+        metadata = yield ask(group.ports[int(follower[1:])], RequestCode.CONTROLLER_GET_METADATA_INFO)
         assert metadata.ext["controllerLeaderId"] == leader and metadata.ext["isLeader"] == "false"
         status = group.services[leader].replicated.status()
         assert status["authenticated"] and sorted(status["connectedPeers"]) == sorted(
@@ -133,7 +100,7 @@ def test_a_controller_with_another_secret_never_joins(tmp_path):
     (tmp_path / "other").mkdir()
     intruder_extra = dict(group.extra, controllerPeerSecretFile=secret_file(tmp_path / "other",
                                                                              b"not-the-group-secret-at-all-000000"))
-    intruder = ControllerService(_config(tmp_path, group.peers, "n2", **intruder_extra), reactor, NullEventLog())
+    intruder = ControllerService(controller_config(tmp_path, group.peers, "n2", **intruder_extra), reactor, NullEventLog())
     intruder.startService()
     try:
         yield until(lambda: len(group.leaders()) == 1, "n0 and n1 elect a leader")
@@ -180,12 +147,13 @@ def test_hostile_bytes_on_the_controller_port_run_nothing_and_the_group_serves_o
         yield until(lambda: len(group.leaders()) == 1, "one serving leader")
         bomb = pickle.dumps(_Boom())
         framed = struct.pack(">I", len(bomb)) + bomb
-        member_hello = b"RMQCTRL\x01\x01" + b"n1".ljust(32, b"\0") + os.urandom(32)
+        member_hello = b"RMQCTRL\x02\x01" + b"n1".ljust(32, b"\0") + os.urandom(32 + 32) + b"\0" * 21
         attacks = [
             bomb,                                                        # a raw pickle
             struct.pack(">I", len(framed)) + framed,                     # a pickle framed as remoting
             b"RMQCTRL\x01" + bomb,                                       # a pickle after the member magic
-            member_hello + os.urandom(32) + struct.pack(">I", len(bomb)) + os.urandom(32) + bomb,  # a forged proof
+            member_hello + os.urandom(96) + struct.pack(">I", len(bomb)) + os.urandom(32) + bomb,  # a forged proof
+            b"RMQCTRL\x01\x01" + b"n1".ljust(32, b"\0") + os.urandom(32),  # a member-link version 1 hello
             struct.pack(">I", 0x7FFFFFFF) + b"\0" * 64,                  # an oversize length
             os.urandom(4096),                                            # garbage
             b"RMQCTRLX" + os.urandom(100),                               # almost the magic
@@ -198,7 +166,7 @@ def test_hostile_bytes_on_the_controller_port_run_nothing_and_the_group_serves_o
         yield task.deferLater(reactor, 0.5, lambda: None)
         assert len(group.leaders()) == 1
         leader = group.leaders()[0]
-        answer = yield _ask(group.ports[int(leader[1:])], RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
+        answer = yield ask(group.ports[int(leader[1:])], RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
                             {"clusterName": "c", "brokerName": "broker-z"})
         assert answer.code == ResponseCode.SUCCESS
         refused = sum(s.replicated.mesh.refusals.count for s in group.services.values())
@@ -211,15 +179,23 @@ def test_several_controllers_without_a_secret_refuse_to_start_naming_the_propert
     ports = controller_ports(3)
     peers = ";".join("n%d-127.0.0.1:%d" % (i, port) for i, port in enumerate(ports))
     with pytest.raises(ControllerConfigError, match="controllerPeerSecretFile"):
-        ControllerService(_config(tmp_path, peers, "n0"), reactor, NullEventLog())
+        ControllerService(controller_config(tmp_path, peers, "n0"), reactor, NullEventLog())
     short = tmp_path / "short.secret"
     short.write_bytes(b"too-short")
     with pytest.raises(ControllerConfigError, match="at least 16"):
-        ControllerService(_config(tmp_path, peers, "n0", controllerPeerSecretFile=str(short)), reactor,
+        ControllerService(controller_config(tmp_path, peers, "n0", controllerPeerSecretFile=str(short)), reactor,
                           NullEventLog())
     with pytest.raises(ControllerConfigError, match="cannot be read"):
-        ControllerService(_config(tmp_path, peers, "n0", controllerPeerSecretFile=str(tmp_path / "missing")),
+        ControllerService(controller_config(tmp_path, peers, "n0", controllerPeerSecretFile=str(tmp_path / "missing")),
                           reactor, NullEventLog())
+    with pytest.raises(ControllerConfigError, match="controllerMembersFile.*createControllerKey"):
+        ControllerService(controller_config(tmp_path, peers, "n0", controllerPeerSecretFile=secret_file(tmp_path)), reactor,
+                          NullEventLog())
+    (tmp_path / "keys").mkdir()
+    members = member_keys(tmp_path / "keys", ["n1", "n2"])
+    with pytest.raises(ControllerConfigError, match="n0.key"):
+        ControllerService(controller_config(tmp_path, peers, "n0", controllerPeerSecretFile=secret_file(tmp_path),
+                                  controllerMembersFile=members), reactor, NullEventLog())
 
 
 @pytest_twisted.inlineCallbacks
@@ -245,7 +221,7 @@ def test_a_taken_controller_port_is_one_line_naming_it(tmp_path):
         port = taken.getsockname()[1]
         other = controller_ports(1)[0]
         peers = "n0-127.0.0.1:%d;n1-127.0.0.1:%d" % (port, other)
-        service = ControllerService(_config(tmp_path, peers, "n0", controllerPeerSecretFile=secret_file(tmp_path)),
+        service = ControllerService(controller_config(tmp_path, peers, "n0", **group_credentials(tmp_path, ["n0", "n1"])),
                                     reactor, NullEventLog())
         with pytest.raises(ControllerPortError) as raised:
             service.privilegedStartService()

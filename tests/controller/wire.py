@@ -6,6 +6,7 @@ import struct
 import threading
 
 from namesrv.client import BlockingRemotingClient, recv_until_closed
+from namesrv.controller.replication.identity import create_group_keys
 from namesrv.protocol.codec import decode_frame
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
@@ -31,6 +32,17 @@ def secret_file(directory, secret=b"a-group-secret-of-32-bytes-long!"):
     path.write_bytes(secret + b"\n")
     path.chmod(0o600)
     return str(path)
+
+
+def member_keys(directory, ids=("n0", "n1", "n2")):
+    """A private key per member (``<id>.key``) and the controllerMembersFile listing their public keys, in
+    ``directory``; the members file's path (the keys' default place is beside it)."""
+    return create_group_keys(str(directory), ids)
+
+
+def group_credentials(directory, ids=("n0", "n1", "n2")):
+    """The properties several controllers need: the group's secret and the members' keys."""
+    return {"controllerPeerSecretFile": secret_file(directory), "controllerMembersFile": member_keys(directory, ids)}
 
 
 class NotificationPort:

@@ -100,3 +100,36 @@ def test_raft_members_term_lease_and_refusals_are_exported():
     dropped = {s.labels["reason"]: s.value for s in families["rocketmq_namesrv_controller_raft_dropped_messages"].samples}
     assert dropped == {"stale_ack": 2, "bad": 1}
     assert list(raft_families({"mode": "single"})) == []
+
+
+def test_every_members_role_lag_and_last_contact_and_the_store_are_exported(tmp_path):
+    """A simulated group of three with a learner, read on its leader: what an operator alerts on when a member
+    falls behind or the store nears its bound."""
+    from namesrv.controller.metrics import raft_families
+    from tests.controller.raftsim import SimGroup, apply_id
+    g = SimGroup(tmp_path, spare=1)
+    try:
+        leader = g.leader()
+        for broker_id in range(1, 6):
+            g.propose(leader, [apply_id("b", broker_id)])
+        g.run(0.2)
+        g.start("n3", join=True)
+        added = g.logs[leader].changes.add("n3", g.addresses["n3"])
+        g.run_until(lambda: added.called)
+        g.run(0.5)
+        families = {f.name: f for f in raft_families(g.logs[leader].status())}
+    finally:
+        g.close()
+    roles = {(s.labels["member"], s.labels["role"]) for s in families[PREFIX_RAFT + "member"].samples}
+    assert roles == {("n0", "voter"), ("n1", "voter"), ("n2", "voter"), ("n3", "learner")}
+    lags = {s.labels["member"]: s.value for s in families[PREFIX_RAFT + "member_lag_entries"].samples}
+    assert lags == {"n0": 0, "n1": 0, "n2": 0, "n3": 0}
+    contact = {s.labels["member"]: s.value for s in families[PREFIX_RAFT + "member_last_contact_seconds"].samples}
+    assert set(contact) == {"n0", "n1", "n2", "n3"} and all(0 <= v < 1 for v in contact.values())
+    parts = {s.labels["part"]: s.value for s in families[PREFIX_RAFT + "store_bytes"].samples}
+    assert parts["journal"] > 0 and parts["snapshot"] == 0
+    assert families[PREFIX_RAFT + "store_max_bytes"].samples[0].value == 64 << 20
+    assert families[PREFIX_RAFT + "group_epoch"].samples[0].value == 0
+
+
+PREFIX_RAFT = "rocketmq_namesrv_controller_raft_"

@@ -18,7 +18,7 @@ import pytest
 
 from namesrv.protocol.codes import ResponseCode
 from tests.brokers import register_request, route_request
-from tests.controller.wire import secret_file
+from tests.controller.wire import group_credentials
 from tests.integration.server import REPO, NamesrvProcess, free_port
 from tests.packaging.checkout import copy_checkout
 
@@ -101,7 +101,7 @@ def test_installed_wheel_serves_routes_from_outside_the_checkout(installed, tmp_
         "controllerDLegerPeers": ";".join("n%d-127.0.0.1:%d" % item
                                           for item in enumerate([controller_port, *others])),
         "controllerDLegerSelfId": "n0", "controllerStorePath": str(workdir / "controller"),
-        "controllerPeerSecretFile": secret_file(workdir),
+        **group_credentials(workdir),
         **tls_properties(workdir),
     })
     server.start(timeout=60)

@@ -15,7 +15,7 @@ from namesrv.client import BlockingRemotingClient, recv_until_closed
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from tests.brokers import register_request, route_request
-from tests.controller.wire import controller_ports, secret_file
+from tests.controller.wire import controller_ports, group_credentials
 from tests.integration.server import free_port
 
 MARKER_DIR = "/tmp"
@@ -55,13 +55,15 @@ def _send(address, data, family=socket.AF_INET):
 
 
 def _replayed_member_frames(port, secret):
-    """A real member's handshake and first frame, captured, then replayed on a new connection: the replay
-    cannot finish the handshake (the acceptor's nonce is new), so nothing after it is read."""
+    """A handshake by someone holding the group's secret (but not n1's key) and its first frame, captured, then
+    replayed on a new connection: neither finishes the handshake (no signature of n1's; the acceptor's nonce
+    is new), so nothing after it is read."""
     import hashlib
     import hmac
     from namesrv.controller.replication import members
     nonce = os.urandom(32)
-    hello = members.MAGIC + bytes([members.MODE_SECRET]) + b"n1".ljust(32, b"\0") + nonce
+    hello = (members.MAGIC + bytes([members.MODE_SECRET]) + b"n1".ljust(32, b"\0") + nonce + os.urandom(32)
+             + members.GroupState().pack())
     with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
         s.sendall(hello)
         challenge = b""
@@ -70,7 +72,7 @@ def _replayed_member_frames(port, secret):
             if not chunk:
                 return False
             challenge += chunk
-        proof = hmac.new(secret, b"dial" + hello + challenge, hashlib.sha256).digest()
+        proof = hmac.new(secret, b"dial" + hello + challenge, hashlib.sha256).digest() + bytes(64)
         s.sendall(proof)
         captured = hello + proof
     # the same bytes again: the acceptor answers a fresh challenge, the old proof does not match it
@@ -86,14 +88,15 @@ def test_nothing_any_port_receives_runs_and_the_server_serves_on(start_server, t
     if os.path.exists(marker):
         os.remove(marker)
     controller, *others = controller_ports(3)
-    secret_path = secret_file(tmp_path)
+    credentials = group_credentials(tmp_path)
+    secret_path = credentials["controllerPeerSecretFile"]
     ports = {"status": free_port(), "metrics": free_port()}
     server = start_server({
         "routeReadWorkers": "1", "statusListenPort": str(ports["status"]),
         "prometheusListenPort": str(ports["metrics"]), "addressServiceNamesrvAddr": "127.0.0.1:1",
         "enableControllerInNamesrv": "true", "controllerDLegerSelfId": "n0", "controllerDLegerGroup": "g",
         "controllerDLegerPeers": ";".join("n%d-127.0.0.1:%d" % item for item in enumerate([controller, *others])),
-        "controllerPeerSecretFile": secret_path, "controllerStorePath": str(tmp_path / "controller")})
+        "controllerStorePath": str(tmp_path / "controller"), **credentials})
     with BlockingRemotingClient("127.0.0.1", server.port) as broker:
         assert broker.call(register_request("C", "broker-h", "127.0.0.1:10911",
                                             topics=["Hostile1", "Hostile2"])).code == ResponseCode.SUCCESS

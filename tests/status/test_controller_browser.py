@@ -11,7 +11,7 @@ import signal
 
 import pytest
 
-from tests.controller.wire import controller_ports, controller_properties, secret_file
+from tests.controller.wire import controller_ports, controller_properties, group_credentials
 from tests.controllerbrokers import ControllerBroker, embedded_controller
 from tests.integration.server import NamesrvProcess, free_port
 from tests.status.chromium import browser, pytestmark  # noqa: F401 (the Chromium fixture, skip without it)
@@ -69,13 +69,13 @@ def three_members(tmp_path):
     """Three name servers whose embedded controllers form one Raft group; the first serves the status page."""
     ports = controller_ports(3)
     peers = ";".join("n%d-127.0.0.1:%d" % (i, port) for i, port in enumerate(ports))
-    secret = secret_file(tmp_path)
+    credentials = group_credentials(tmp_path)
     members = []
     try:
         for i, port in enumerate(ports):
             workdir = tmp_path / ("n%d" % i)
             workdir.mkdir()
-            extra = {"controllerPeerSecretFile": secret}
+            extra = dict(credentials)
             if i == 0:
                 extra["statusListenPort"] = str(free_port())
             member = NamesrvProcess(workdir, dict(controller_properties(workdir, port, peers, "n%d" % i), **extra))

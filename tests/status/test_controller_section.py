@@ -130,3 +130,20 @@ def test_a_peer_without_a_link_is_marked_dead_and_counted():
     assert '<span class="badge dead">1 of 2 peers not connected</span>' in text
     status["controller"]["connectedPeers"] = ["n1", "n2"]
     assert "badge dead" not in section(status, {}) and "peer dead" not in section(status, {})
+def test_the_members_table_shows_roles_lag_last_contact_and_a_transfer():
+    from namesrv.status.controller import _members_table
+    status = {"controller": {"mode": "raft", "configuration": {"epoch": 1, "fenced": ["n1"]},
+                             "transfer": {"target": "n2", "phase": "catching up"},
+                             "store": {"journalBytes": 1200, "snapshotBytes": 800, "maxBytes": 67108864},
+                             "members": [
+                                 {"id": "n0", "address": "10.0.0.1:9878", "role": "voter", "leader": True, "self": True,
+                                  "connected": True, "lag": 0, "lastContactSeconds": 0.0},
+                                 {"id": "n3", "address": "10.0.0.4:9878", "role": "learner", "leader": False,
+                                  "connected": False, "lag": 42, "lastContactSeconds": 3.5}]}}
+    text = html.unescape(re.sub(r"<[^>]+>", " ", _members_table(status)))
+    words = " ".join(text.split())
+    assert "n3 10.0.0.4:9878 learner 42 3.50 s not linked" in words
+    assert "n0 10.0.0.1:9878 voter leader 0 0.00 s this one" in words
+    assert "group epoch 1" in words and "fenced: n1" in words and "handing leadership over to n2" in words
+    assert "journal 1200 B, snapshot 800 B of 67108864 B" in words
+    assert _members_table({"controller": {"mode": "single"}}) == ""

@@ -93,11 +93,13 @@ def _median_max(values):
 def table(rows):
     """Per schedule and side: runs, runs with a safety violation, acknowledged messages lost, and (median / max
     over the faults) the longest time without an acknowledged send, the time from a fault to the next one, and
-    from a heal until both brokers are in the in-sync set again; and the master epochs each fault moved through
-    (median / max: an election each, or the group left without a master)."""
-    lines = ["%-34s %-5s %4s %6s %5s %20s %20s %20s %10s" % ("schedule", "side", "runs", "unsafe", "lost",
-                                                            "no ack (longest)", "fault -> next ack",
-                                                            "heal -> both in sync", "elections")]
+    from a heal until both brokers are in the in-sync set again; the master epochs each fault moved through
+    (median / max: an election each, or the group left without a master); and the longest write gap around
+    each leadership transfer."""
+    lines = ["%-34s %-5s %4s %6s %5s %20s %20s %20s %10s %24s" % ("schedule", "side", "runs", "unsafe", "lost",
+                                                                 "no ack (longest)", "fault -> next ack",
+                                                                 "heal -> both in sync", "elections",
+                                                                 "no ack around transfers")]
     groups = {}
     for row in rows:
         groups.setdefault((row["schedule"], row["side"]), []).append(row)
@@ -108,11 +110,13 @@ def table(rows):
                    for r in group)
         faults = [f for r in group for f in r["availability"].get("faults", [])]
         elections = [f.get("elections") for f in faults if f.get("elections") is not None]
-        lines.append("%-34s %-5s %4d %6d %5d %20s %20s %20s %10s" % (
+        transfers = [t for r in group for t in r.get("transfers") or []]
+        lines.append("%-34s %-5s %4d %6d %5d %20s %20s %20s %10s %24s" % (
             name, side, len(group), unsafe, lost, _median_max(f.get("longest_gap") for f in faults),
             _median_max(f.get("seconds_to_next_ack") for f in faults),
             _median_max(f.get("in_sync_after_heal") for f in faults),
-            "%g / %g" % (statistics.median(elections), max(elections)) if elections else "-"))
+            "%g / %g" % (statistics.median(elections), max(elections)) if elections else "-",
+            _median_max(t.get("gap") for t in transfers) if transfers else "-"))
     return "\n".join(lines)
 
 

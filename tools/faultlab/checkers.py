@@ -187,6 +187,36 @@ def availability(agent, faults):
     return {"acknowledged": len(oks), "longest_gap": round(max(gaps), 2) if gaps else None, "faults": per_fault}
 
 
+def transfer_gaps(agent, lab_records, baseline=10.0):
+    """Per leadership transfer: the longest time without an acknowledged send around it (the gap between two
+    acknowledged sends that spans any part of the leader's handover, bounded by the answer and its
+    ``millis``), and for comparison the longest such gap in the ``baseline`` seconds before it."""
+    oks = sorted(r["ret"] for r in agent if r["kind"] == "send" and r["ok"])
+    figures = []
+    for op in lab_records:
+        if op.get("kind") != "group_op" or op.get("step") != "transferred" or op.get("millis") is None:
+            continue
+        end = op["ended"]
+        start = end - op["millis"] / 1000.0 - 0.05
+        spanning = [b - a for a, b in zip(oks, oks[1:]) if a < end and b > start]
+        before = [b - a for a, b in zip(oks, oks[1:]) if start - baseline <= a and b < start]
+        figures.append({"millis": op["millis"], "gap": round(max(spanning), 3) if spanning else None,
+                        "baseline": round(max(before), 3) if before else None})
+    return figures
+
+
+def group_operations(lab_records, failed):
+    """Every operator's step of a membership schedule was done: members added and promoted, removed, leadership
+    handed over, a member caught up from a snapshot, old members fenced when they came back."""
+    steps = [r for r in lab_records if r["kind"] == "group_op"]
+    unfenced = [r["member"] for r in steps if r["step"] == "fenced" and not r.get("refused")]
+    details = list(failed) + ["%s came back with its old store and was not fenced" % m for m in unfenced]
+    counts = {}
+    for record in steps:
+        counts[record["step"]] = counts.get(record["step"], 0) + 1
+    return Check("group operations done", not details, details, value=counts)
+
+
 def run_all(agent, brokers, healed_at, namesrvs, bound=30.0, fake_brokers=True):
     checks = [one_master_per_epoch(agent, brokers), epochs_never_go_back(agent, brokers), linearizable(agent)]
     checks += [no_acknowledged_message_lost(agent), master_routed_after_heal(agent, healed_at, namesrvs, bound)]

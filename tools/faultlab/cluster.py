@@ -34,7 +34,7 @@ def _write_properties(path, properties):
 class Member:
     """One name server with its embedded controller, in lab host ``host``; ``kind`` is ours or java."""
 
-    def __init__(self, lab, host, index, peers, workdir, kind, peer_home=None, secret=None):
+    def __init__(self, lab, host, index, peers, workdir, kind, peer_home=None, secret=None, members=None):
         self.lab, self.host, self.index, self.kind = lab, host, index, kind
         self.peer_home = peer_home
         self.address = lab[host].address
@@ -50,6 +50,7 @@ class Member:
             self.properties.update({
                 "bindAddress": self.address, "routeReadWorkers": "0", "logDir": os.path.join(self.workdir, "logs"),
                 "routeSnapshotPath": os.path.join(self.workdir, "routes.snapshot"), "controllerPeerSecretFile": secret,
+                "controllerMembersFile": members,
                 "statusListenPort": "0"})
         else:
             self.properties.update({"rocketmqHome": self.workdir})
@@ -57,6 +58,20 @@ class Member:
         _write_properties(self.conf, self.properties)
         self.process = None
         self.paused = False
+        self.extra = []
+
+    @property
+    def member_id(self):
+        return "n%d" % self.index
+
+    def store(self):
+        """This member's Raft store (its journal, snapshot and fenced marker)."""
+        return os.path.join(self.properties["controllerStorePath"], self.member_id)
+
+    def configure(self, **properties):
+        """Change properties for the next start (a joining member's peers, say)."""
+        self.properties.update(properties)
+        _write_properties(self.conf, self.properties)
 
     @property
     def namesrv(self):
@@ -70,14 +85,16 @@ class Member:
         if self.kind == "ours":
             twistd = os.path.join(os.path.dirname(sys.executable), "twistd")
             return [twistd, "-n", "--pidfile=", "--logfile", os.path.join(self.workdir, "twistd.log"), "namesrv",
-                    "-c", self.conf]
+                    "-c", self.conf] + self.extra
         return (["java", "-Xms256m", "-Xmx256m"] + _OPENS5 +
                 ["-Duser.home=" + self.workdir, "-Drocketmq.home.dir=" + self.workdir,
                  "-Dlogback.configurationFile=" + os.path.join(self.peer_home, "conf", "logback.xml"),
                  "-Drmq.logdir=" + self.workdir, "-cp", os.path.join(self.peer_home, "lib", "*"),
                  "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", self.conf])
 
-    def start(self):
+    def start(self, extra=()):
+        """Start it (``extra``: arguments for this start only, e.g. --force-new-controller-group)."""
+        self.extra = list(extra)
         out = open(os.path.join(self.workdir, "stdout.log"), "ab")
         # ours runs this checkout's code, as the lab's own processes do (not what was last installed)
         env = dict(os.environ, ROCKETMQ_HOME=self.workdir, PYTHONPATH=REPO)

@@ -16,26 +16,37 @@ import sys
 import tempfile
 import time
 
+from namesrv.controller.replication.identity import create_group_keys
 from tools.faultlab import checkers
 from tools.faultlab.cluster import (REPO, AgentProcess, FakeBrokerProcess, JavaBrokerProcess, Member, TrafficProcess,
                                     compile_traffic, read_back_java, wait_for)
+from tools.faultlab.groupops import StepFailed
 from tools.faultlab.netns import Lab
-from tools.faultlab.records import read_jsonl
-from tools.faultlab.schedules import SCHEDULES
+from tools.faultlab.records import JsonLines, read_jsonl
+from tools.faultlab.schedules import MEMBERSHIP, SCHEDULES
+
+#: the lab's members compact their Raft logs often in the membership schedules, so that snapshots are
+#: written, sent and cut by faults within a run
+COMPACTING = {"controllerSnapshotEntries": "50", "controllerSnapshotIntervalSeconds": "5"}
 
 
 class Run:
-    def __init__(self, lab, members, brokers, agent, client_host):
+    def __init__(self, lab, members, brokers, agent, client_host, size=None, workdir=None):
         self.lab = lab
-        self.members = members
+        self.members = members                  # the group's members, and spare ones the schedule may add
         self.brokers = brokers
         self.agent = agent
         self.client_host = client_host
-        self.member_hosts = [m.host for m in members]
+        size = len(members) if size is None else size
+        self.member_hosts = [m.host for m in members[:size]]
+        self.in_group = set(self.member_hosts)  # hosts whose member belongs to the group's configuration
+        self.parked = set()                     # hosts a heal does not restart (removed, or lost for good)
         self.broker_hosts = [b.host for b in brokers]
-        self.all_hosts = self.member_hosts + self.broker_hosts + [client_host]
+        self.all_hosts = [m.host for m in members] + self.broker_hosts + [client_host]
         self.traffic_path = None
         self.proxies = {}
+        self.lab_path = os.path.join(workdir, "lab.jsonl") if workdir else None
+        self.lab_record = JsonLines(self.lab_path, "kind") if workdir else (lambda *args, **kwargs: None)
 
     def records(self):
         records = read_jsonl(self.agent.out)
@@ -75,7 +86,8 @@ def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0),
     fake = brokers == "fake"
     own_workdir = workdir is None
     workdir = workdir or tempfile.mkdtemp(prefix="faultlab-")
-    member_hosts = ["n%d" % i for i in range(size)]
+    spares = 1 if schedule == "member-added-during-partition" else 0
+    member_hosts = ["n%d" % i for i in range(size + spares)]
     processes = []
     result = {}
     with Lab(member_hosts + ["b0", "b1", "cl"], prefix=prefix) as lab:
@@ -84,9 +96,14 @@ def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0),
             with open(secret, "w") as f:
                 f.write(secrets.token_hex(32))
             os.chmod(secret, 0o600)
-            peers = ";".join("n%d-%s:9878" % (i, lab[h].address) for i, h in enumerate(member_hosts))
-            members = [Member(lab, h, i, peers, workdir, kind, peer_home, secret) for i, h in enumerate(member_hosts)]
-            controllers, namesrvs = [m.controller for m in members], [m.namesrv for m in members]
+            peers = ";".join("n%d-%s:9878" % (i, lab[h].address) for i, h in enumerate(member_hosts[:size]))
+            keys = create_group_keys(workdir, ["n%d" % i for i in range(size + spares)])
+            members = [Member(lab, h, i, peers, workdir, kind, peer_home, secret, keys)
+                       for i, h in enumerate(member_hosts)]
+            if schedule in MEMBERSHIP:
+                for member in members:
+                    member.configure(**COMPACTING)
+            controllers, namesrvs = [m.controller for m in members[:size]], [m.namesrv for m in members[:size]]
             if fake:
                 group = [FakeBrokerProcess(lab, h, "broker-a", workdir, controllers, namesrvs) for h in ("b0", "b1")]
             else:
@@ -95,10 +112,11 @@ def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0),
                 classpath = compile_traffic(peer_home, workdir)
             agent = AgentProcess(lab, "cl", workdir, members, group, seed, fake_brokers=fake)
             processes += group + members
-            state = Run(lab, members, group, agent, "cl")
+            state = Run(lab, members, group, agent, "cl", size=size, workdir=workdir)
+            state.parked.update(m.host for m in members[size:])
             if schedule in ("packet-loss", "mixed"):
                 state.proxies = _start_proxies(lab, members, workdir, seed)
-            for member in members:
+            for member in members[:size]:
                 member.start()
             agent.start()
             wait_for(lambda: state.leader_host(), 90, "a controller leader")
@@ -113,14 +131,17 @@ def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0),
                      "messages acknowledged")
             faults = []
             pick = SCHEDULES[schedule]
+            failed_steps = []
             for cycle in range(cycles):
                 fault = pick(rng, state)
                 started = time.monotonic()
-                _break(lab, state, fault)
                 faults.append({"t": started, "action": fault.description})
                 log("  %5.1fs fault: %s" % (started - faults[0]["t"], fault.description))
+                _step(state, failed_steps, _break, lab, state, fault)
                 time.sleep(rng.uniform(*fault_seconds))
                 _heal(lab, state)
+                if fault.heal is not None:
+                    _step(state, failed_steps, fault.heal, state)
                 faults[-1]["healed"] = time.monotonic()
                 log("  %5.1fs healed" % (faults[-1]["healed"] - faults[0]["t"]))
                 time.sleep(rng.uniform(*heal_seconds))
@@ -137,10 +158,14 @@ def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0),
             agent_records = state.records()
             broker_events = {b.host: read_jsonl(b.events) for b in group}
             checks = checkers.run_all(agent_records, broker_events, healed_at, namesrvs, bound, fake_brokers=fake)
+            if schedule in MEMBERSHIP:
+                checks.append(checkers.group_operations(read_jsonl(state.lab_path), failed_steps))
             result = {"schedule": schedule, "seed": seed, "side": kind, "members": size, "brokers": brokers,
                       "faults": [f["action"] for f in faults],
                       "checks": {c.name: {"passed": c.passed, "details": c.details, "value": c.value} for c in checks},
                       "availability": checkers.availability(agent_records, faults),
+                      "group_ops": [r for r in read_jsonl(state.lab_path) if r["kind"] == "group_op"],
+                      "transfers": checkers.transfer_gaps(agent_records, read_jsonl(state.lab_path)),
                       "passed": all(checks), "workdir": workdir}
             for check in checks:
                 log("  %-32s %s %s" % (check.name, "ok" if check else "FAILED",
@@ -151,6 +176,15 @@ def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0),
                 (process.stop if isinstance(process, TrafficProcess) else process.kill)()
             if own_workdir and result.get("passed"):
                 shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _step(state, failed, action, *args):
+    """One operator's step of a membership schedule; one that could not be done is recorded, not raised."""
+    try:
+        action(*args)
+    except (StepFailed, TimeoutError) as e:
+        failed.append(str(e))
+        state.lab_record("group_op", step="failed", error=str(e))
 
 
 def _in_sync(state):
@@ -183,6 +217,8 @@ def _break(lab, state, fault):
                 _process(state, step[1]).kill()
             elif step[0] == "wait":
                 time.sleep(step[1])
+    elif fault.action == "ops":
+        fault.run(state)
 
 
 def _heal(lab, state):
@@ -190,6 +226,8 @@ def _heal(lab, state):
     for host in state.proxies:
         _proxy_settings(state, host, {})
     for process in state.members + state.brokers:
+        if process.host in state.parked:
+            continue
         process.resume()
         if not process.running():
             process.start()

@@ -16,9 +16,19 @@ then all restarted), ``master-cut`` (the broker master cut off from the controll
 RocketMQ's controller bug reports (``JAVA_BUGS``): ``leader-cut-from-master`` (#10812),
 ``leader-cut-from-slave-master-kill`` (#10812, #9845), ``master-hang`` (#10416), ``slave-kill`` (#8380,
 #10875), ``isr-flap`` (#7219, #6342).
+
+The controller group's own operations (issue 56), done by the lab as an operator would with
+``namesrv-admin`` (``groupops.py``) while clients and brokers run: ``member-added-during-partition``,
+``leader-removed`` (leadership handed over first), ``leader-transfer``, ``snapshot-catch-up`` (a member
+kept down while the log is compacted past it) and ``quorum-lost-forced`` (two of three lost, the
+survivor forced into a new group, the old ones fenced when they come back, then added back fresh).
+Each restores a group of three before the next cycle.
 """
 
 from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from tools.faultlab import groupops
 
 
 @dataclass
@@ -31,6 +41,8 @@ class Fault:
     #: steps: one fault made of several, in order: ("cut", side_a, side_b), ("heal",), ("kill", host),
     #: ("wait", seconds); the fault's own duration starts after the last one
     steps: list = field(default_factory=list)
+    run: Optional[Callable] = None    # ops: the operator's part, done at the fault (state)
+    heal: Optional[Callable] = None   # ops: what brings the group back to three, done after the heal (state)
 
 
 def _halves(rng, names):
@@ -218,10 +230,102 @@ JAVA_BUGS = ("leader-cut-from-master", "leader-cut-from-slave-master-kill", "mas
 
 
 def mixed(rng, run):
-    name = rng.choice(sorted(n for n in SCHEDULES if n not in JAVA_BUGS))   # as before they came: seeds replay
+    name = rng.choice(_MIXED)   # the schedules before the controller bug reports and the group's operations
     fault = SCHEDULES[name](rng, run)
     fault.description = "%s: %s" % (name, fault.description)
     return fault
 
 
 SCHEDULES["mixed"] = mixed
+_MIXED = sorted(n for n in SCHEDULES if n not in JAVA_BUGS)   # as before they came: seeds replay
+
+
+# -- the controller group's own operations (groupops.py) ----------------------------------------------------
+def member_added_during_partition(rng, run):
+    isolated = rng.choice(sorted(run.in_group))
+    new = groupops.spare(run)
+
+    def act(state):
+        state.lab.partition([isolated], [h for h in state.all_hosts if h != isolated])
+        groupops.add_member(state, new)
+
+    def undo(state):
+        groupops.remove_member(state, new)
+    return Fault("ops", run=act, heal=undo,
+                 description="%s cut off; %s added and promoted meanwhile" % (isolated, new.member_id))
+
+
+def leader_removed(rng, run):
+    box = {}
+
+    def act(state):
+        box["leader"] = groupops.leader_member(state)
+        groupops.remove_member(state, box["leader"])
+
+    def undo(state):
+        groupops.add_member(state, box["leader"])
+    return Fault("ops", run=act, heal=undo, description="the leader handed over and removed, then added back fresh")
+
+
+def leader_transfer(rng, run):
+    target = rng.choice(["any"] + ["n%d" % i for i in range(len(run.members))])
+
+    def act(state):
+        members = groupops.members(state)
+        voters = [row["id"] for row in members.get("members") or [] if row["role"] == "voter" and not row["leader"]]
+        groupops.transfer(state, target if target in voters or target == "any" else "any")
+    return Fault("ops", run=act, description="leadership handed over to %s under load" % target)
+
+
+def snapshot_catch_up(rng, run):
+    box = {}
+
+    def act(state):
+        leader = groupops.leader_member(state)
+        follower = rng.choice([m for m in state.members if m.host in state.in_group and m is not leader])
+        box["follower"] = follower
+        box["installed"] = groupops.installed_snapshots(follower)
+        follower.kill()
+        state.parked.add(follower.host)
+        written = (groupops.members(state).get("store") or {}).get("snapshotsWritten", 0)
+        box["round"] = box.get("round", 0) + 1
+        if not groupops.churn(state, 150, "snap-%d-%d" % (id(box), box["round"])):
+            raise groupops.StepFailed("the log did not grow by 150 entries while %s was down" % follower.member_id)
+        groupops.wait_for(lambda: (groupops.members(state).get("store") or {}).get("snapshotsWritten", 0)
+                          >= written + 2, 60, "the leader compacted its log twice", every=1.0)
+
+    def undo(state):
+        follower = box["follower"]
+        state.parked.discard(follower.host)
+        follower.start()
+        groupops.wait_for(lambda: groupops.installed_snapshots(follower) > box["installed"], 60,
+                          "%s caught up from a snapshot" % follower.member_id, every=0.5)
+        groupops.note(state, "caught_up_from_snapshot", member=follower.member_id)
+    return Fault("ops", run=act, heal=undo, description="a follower kept down while the log is compacted past it")
+
+
+def quorum_lost_forced(rng, run):
+    box = {}
+
+    def act(state):
+        group = [m for m in state.members if m.host in state.in_group]
+        survivor = rng.choice(group)
+        box["lost"] = [m for m in group if m is not survivor]
+        groupops.force_new_group(state, survivor, box["lost"])
+
+    def undo(state):
+        groupops.old_members_come_back(state, box["lost"])
+        for member in box["lost"]:
+            groupops.add_member(state, member)
+    return Fault("ops", run=act, heal=undo,
+                 description="two of three lost for good, the survivor forced; the old ones fenced, then added fresh")
+
+
+MEMBERSHIP = {
+    "member-added-during-partition": member_added_during_partition,
+    "leader-removed": leader_removed,
+    "leader-transfer": leader_transfer,
+    "snapshot-catch-up": snapshot_catch_up,
+    "quorum-lost-forced": quorum_lost_forced,
+}
+SCHEDULES.update(MEMBERSHIP)

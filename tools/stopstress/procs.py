@@ -8,6 +8,7 @@ import subprocess
 import time
 
 from namesrv.client import answers
+from namesrv.controller.replication.identity import create_group_keys
 from namesrv.observe.stopwatch import child_pids
 from namesrv.readworkers.channel.scratch import process_start
 from tests.integration.server import TWISTD, NamesrvProcess, free_port
@@ -44,6 +45,8 @@ class Group:
         with open(self.secret, "wb") as f:
             f.write(SECRET)
         os.chmod(self.secret, 0o600)
+        #: each member proves its id with a key of its own (controllerMembersFile)
+        self.members = create_group_keys(workdir, sorted(self.ports))
         self.processes = {}
 
     @property
@@ -53,6 +56,7 @@ class Group:
     def properties(self, self_id):
         return {"controllerDLegerGroup": "stopstress", "controllerDLegerPeers": self.peers,
                 "controllerDLegerSelfId": self_id, "controllerPeerSecretFile": self.secret,
+                "controllerMembersFile": self.members,
                 "controllerStorePath": os.path.join(self.workdir, "store-" + self_id)}
 
     def ensure(self):

@@ -10,3 +10,7 @@ route = ProcessorPlugin("route", "processors.route", "RouteProcessor",
                         "broker registration and every route query")
 controller = ProcessorPlugin("controller", "namesrv.controller.processor", "ControllerProcessor",
                              "the controller's codes (RIP-44), on the controller's port", port="controller")
+controller_membership = ProcessorPlugin("controller-membership", "namesrv.controller.membership",
+                                        "ControllerMembershipProcessor",
+                                        "the controller group's members and leadership (ours), on the controller's port",
+                                        port="controller")

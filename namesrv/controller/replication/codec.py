@@ -9,51 +9,22 @@ is code from the network. So:
   there): the same ``dumps``/``loads`` names, but msgpack underneath, with no object types;
 - every message a member receives is checked against ``check_message`` before pysyncobj sees
   it: known types only, known keys, the right types, and every log entry's command checked by
-  ``check_command`` (a no-op, or our one replicated call with a list of event dicts). Leadership
-  transfer, forwarded commands, membership and code-version commands are refused: we never send
-  them, so a member that does is broken or hostile.
+  ``check_command`` (a no-op, our replicated call with a list of event dicts, or a configuration
+  of the group, ``membership.py``). Forwarded commands, pysyncobj's own membership and
+  code-version commands are refused: we never send them, so a member that does is broken or hostile.
 
 A message that fails is a ``CodecError``; the link that carried it is closed (``members.py``).
 """
 
-import msgpack
+from namesrv.controller.replication import membership
+from namesrv.controller.replication.values import CodecError, pack, unpack
 
 #: pysyncobj's command types (pysyncobj.syncobj._COMMAND_TYPE); the first byte of every log command
 COMMAND_REGULAR = 0
 COMMAND_NO_OP = 1
 
-#: the id pysyncobj gives our one replicated method (the journal consumer has exactly one)
+#: the id pysyncobj gives ``apply_events`` (our replicated methods sorted by name; ``apply_members`` is 1)
 APPLY_EVENTS_ID = 0
-
-#: bounds on what one decoded value may hold (a frame is already bounded by members.MAX_FRAME)
-MAX_ITEMS = 1 << 20
-MAX_BYTES = 64 << 20
-
-
-class CodecError(ValueError):
-    """Bytes that are not a message, command or snapshot we know."""
-
-
-def _no_ext(code, data):
-    raise CodecError("msgpack extension type %d refused" % code)
-
-
-def pack(value):
-    return msgpack.packb(value, use_bin_type=True)
-
-
-def unpack(data):
-    """msgpack to plain Python data: dict, list, str, bytes, int, float, bool, None. Nothing else."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise CodecError("expected bytes, got %s" % type(data).__name__)
-    try:
-        return msgpack.unpackb(bytes(data), raw=False, use_list=True, strict_map_key=True, ext_hook=_no_ext,
-                               max_bin_len=MAX_BYTES, max_str_len=MAX_BYTES, max_array_len=MAX_ITEMS,
-                               max_map_len=MAX_ITEMS)
-    except CodecError:
-        raise
-    except Exception as e:      # msgpack raises several types (ExtraData, FormatError, ValueError, ...)
-        raise CodecError("not msgpack: %s" % e)
 
 
 class SafePickle:
@@ -95,7 +66,7 @@ def encode_events(events):
 
 
 def check_command(command):
-    """A log command we accept: a no-op, or ``apply_events`` with a list of event dicts."""
+    """A log command we accept: a no-op, ``apply_events`` with a list of event dicts, or a configuration."""
     if not isinstance(command, bytes) or not command:
         raise CodecError("a log command must be non-empty bytes")
     kind = command[0]
@@ -104,7 +75,11 @@ def check_command(command):
             raise CodecError("a no-op command carries nothing")
         return
     if kind != COMMAND_REGULAR:
-        raise CodecError("log command type %d refused (membership and version changes are not used)" % kind)
+        raise CodecError("log command type %d refused (pysyncobj's membership and version changes are not used)"
+                         % kind)
+    if membership.is_configuration(command):
+        membership.decode_command(command)
+        return
     call = unpack(command[1:])
     if not (isinstance(call, list) and len(call) == 2 and call[0] == APPLY_EVENTS_ID
             and isinstance(call[1], list) and len(call[1]) == 1 and isinstance(call[1][0], list)):

@@ -7,11 +7,17 @@ the journal (``journal.py``) only ever appends records or replaces the whole fil
 is durable until ``sync()``'s Deferred fires; the member link holds back every message written
 after the last sync until then (``transport.py``).
 
+The snapshot goes through the same queue (``write_file``: a sibling file written whole, fsynced,
+renamed over the old one, the directory fsynced), so that the journal is never rewritten without
+the entries a snapshot replaced before that snapshot is durable: order is the whole protocol.
+
 ``FileDisk`` does the writing and the fsyncs in a thread (the reactor never waits for a disk),
-one batch at a time and in order: whatever was appended while a sync ran goes in the next.
-``MemoryDisk`` is the same contract in memory for the simulated cluster: what was not synced
-when ``power_cut()`` is called is gone (a torn last write included), which is the failure a
-real power cut causes and a kill -9 cannot.
+one batch at a time and in order: whatever was handed over while a sync ran goes in the next.
+``MemoryDisk`` is the same contract in memory for the simulated cluster. A crash or a power cut
+there stops the batch under way at a random operation: the operations before it are done, an
+append under way leaves a torn prefix, a file or journal replacement under way leaves the old
+file (its rename never happened): every point of a snapshot (before its fsync, between fsync and
+rename, after) is a place a simulated crash can fall.
 """
 
 import os
@@ -34,8 +40,11 @@ class _Ops:
         else:
             self.items.append(("append", [data]))
 
-    def replace(self, data, first_sync):
-        self.items.append(("replace", data, tuple(first_sync)))
+    def replace(self, data):
+        self.items.append(("replace", data))
+
+    def write_file(self, name, data):
+        self.items.append(("file", name, data))
 
     def take(self):
         items, self.items = self.items, []
@@ -56,8 +65,12 @@ class _Syncing:
     def append(self, data):
         self._ops.append(data)
 
-    def replace(self, data, first_sync=()):
-        self._ops.replace(data, first_sync)
+    def replace(self, data):
+        self._ops.replace(data)
+
+    def write_file(self, name, data):
+        """Replace the sibling file ``name`` with ``data``, atomically, in order with the journal's writes."""
+        self._ops.write_file(name, data)
 
     def sync(self):
         d = defer.Deferred()
@@ -125,8 +138,10 @@ class FileDisk(_Syncing):
                 view = memoryview(data)
                 while view:
                     view = view[os.write(self._fd, view):]
+            elif op[0] == "replace":
+                self._replace(op[1])
             else:
-                self._replace(op[1], op[2])
+                self._write_sibling(op[1], op[2])
         if self._fd is None:
             self._open()
         os.fsync(self._fd)
@@ -136,24 +151,33 @@ class FileDisk(_Syncing):
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         fsync_directory(os.path.dirname(os.path.abspath(self.path)))
 
-    def _replace(self, data, first_sync):
-        for path in first_sync:          # e.g. the snapshot the new journal starts after
-            fsync_path(path)
-        tmp = self.path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    def _replace(self, data):
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        os.replace(tmp, self.path)
-        fsync_directory(os.path.dirname(os.path.abspath(self.path)))
+        _replace_file(self.path, data)
         self._open()
+
+    def _sibling(self, name):
+        if os.sep in name or name in ("", ".", ".."):
+            raise ValueError("a sibling file name, not a path: %r" % name)
+        return os.path.join(os.path.dirname(os.path.abspath(self.path)), name)
+
+    def _write_sibling(self, name, data):
+        _replace_file(self._sibling(name), data)
+
+    def read_file(self, name):
+        """The sibling file's bytes, or None when there is none (a leftover ``.tmp`` of it is removed)."""
+        path = self._sibling(name)
+        try:
+            os.unlink(path + ".tmp")
+        except FileNotFoundError:
+            pass
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
 
     def close(self):
         if self._fd is not None:
@@ -161,28 +185,29 @@ class FileDisk(_Syncing):
             self._fd = None
 
 
-def fsync_path(path):
-    """fsync a file and its directory entry, or a directory; a missing one has nothing to make durable."""
-    if os.path.isdir(path):
-        fsync_directory(path)
-        return
+def _replace_file(path, data):
+    """``path`` becomes ``data``: written to a temporary file, fsynced, renamed over, the directory fsynced."""
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
         os.fsync(fd)
     finally:
         os.close(fd)
+    os.replace(tmp, path)
     fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
 class MemoryDisk(_Syncing):
-    """The journal in memory, for simulated clusters: durable bytes, and what a power cut loses.
+    """The journal and its sibling files in memory, for simulated clusters: what is durable, and what a
+    crash or a power cut loses.
 
     A sync takes ``latency`` seconds of ``clock`` (a ``task.Clock``), so a cut can fall between a
-    write and its fsync. ``power_cut(rng)`` keeps only what was synced, plus, when ``rng`` says
-    so, a torn prefix of the write that was under way.
+    write and its fsync. ``power_cut(rng)`` and ``crash(rng)`` keep what was synced and, when ``rng``
+    says so, the operations of the batch under way up to a random one (see the module docstring).
+    ``operations`` counts the operations made durable, by kind (``file`` is a snapshot written).
     """
 
     def __init__(self, clock, latency=0.002):
@@ -190,11 +215,18 @@ class MemoryDisk(_Syncing):
         self.clock = clock
         self.latency = latency
         self.durable = b""
+        self.files = {}
         self._in_flight = None
         self.syncs = 0
+        self.operations = {"append": 0, "replace": 0, "file": 0}
+        #: called with the batch about to be written (the simulation may choose to cut in it)
+        self.on_write = None
 
     def read(self):
         return self.durable
+
+    def read_file(self, name):
+        return self.files.get(name)
 
     def truncate(self, length):
         self.durable = self.durable[:length]
@@ -202,37 +234,51 @@ class MemoryDisk(_Syncing):
     def _write(self, ops):
         d = defer.Deferred()
         self._in_flight = (ops, d)
+        if self.on_write is not None:
+            self.on_write(ops)
         self.clock.callLater(self.latency, self._complete, ops, d)
         return d
 
     def _complete(self, ops, d):
         if self._in_flight is None or self._in_flight[1] is not d:
-            return                     # lost in a power cut
+            return                     # lost in a crash or a power cut
         self._in_flight = None
-        self.durable = self._apply(self.durable, ops)
+        for op in ops:
+            self._apply(op)
         self.syncs += 1
         d.callback(None)
 
-    @staticmethod
-    def _apply(data, ops):
-        for op in ops:
-            data = data + b"".join(op[1]) if op[0] == "append" else op[1]
-        return data
+    def _apply(self, op, torn=None):
+        self.operations[op[0]] += 1
+        if op[0] == "append":
+            data = b"".join(op[1])
+            self.durable += data if torn is None else data[:torn]
+        elif op[0] == "replace":
+            self.durable = op[1]
+        else:
+            self.files[op[1]] = op[2]
+
+    def _partial(self, ops, rng):
+        """The batch stopped at a random operation: those before it done, an append under way torn."""
+        stop = rng.randrange(len(ops) + 1)
+        for op in ops[:stop]:
+            self._apply(op)
+        if stop < len(ops) and ops[stop][0] == "append":
+            size = sum(len(part) for part in ops[stop][1])
+            self._apply(ops[stop], torn=rng.randrange(size + 1))
 
     def power_cut(self, rng=None):
-        """Forget everything not synced. With ``rng``, a random prefix of the write under way survives."""
+        """Forget everything not synced; with ``rng``, half the time part of the batch under way survives."""
         in_flight = self._forget()
         if in_flight is not None and rng is not None and rng.random() < 0.5:
-            written = self._apply(self.durable, in_flight[0])
-            if len(written) > len(self.durable) and written.startswith(self.durable):
-                self.durable = written[:rng.randrange(len(self.durable), len(written) + 1)]
+            self._partial(in_flight[0], rng)
 
     def crash(self, rng=None):
-        """The process dies (the machine does not): what it had not handed to a write is gone; the write
-        under way either reached the page cache whole or not at all."""
+        """The process dies (the machine does not): what it had not handed to a write is gone; of the batch
+        under way, the part the thread had written when it died."""
         in_flight = self._forget()
-        if in_flight is not None and rng is not None and rng.random() < 0.5:
-            self.durable = self._apply(self.durable, in_flight[0])
+        if in_flight is not None and rng is not None:
+            self._partial(in_flight[0], rng)
 
     def _forget(self):
         in_flight, self._in_flight = self._in_flight, None

@@ -13,7 +13,16 @@ it does unsafely (see the issue behind ``docs/controller.md``'s security section
 3. its election: ``SafeSyncObj`` overrides the one private method pysyncobj asks before raising
    its term (``__connectedToAnyone``), so that it asks our pre-vote instead (``quorum.py``);
 4. its wake-up pipe (``PIPE_NOTIFIER_ENABLED``): it wakes pysyncobj's own ticking thread, which is
-   off here (the reactor ticks it), and would cost two descriptors per member.
+   off here (the reactor ticks it), and would cost two descriptors per member;
+5. its snapshot serializer (``SyncObj.__serializer``): ``use_snapshot_store`` puts ours
+   (``snapshotstore.py``) in its place, and ``load_snapshot`` has pysyncobj start from the snapshot
+   we read from our disk (pysyncobj would look for a file by name, and only at its first tick);
+6. its members (``__otherNodes``, ``__readonlyNodes`` and the leader's per-member indexes):
+   ``set_members`` makes them follow the group's configuration in force (``membership.py``) the
+   moment an entry adds or a cut removes one, voters as pysyncobj's nodes and learners as its
+   read-only nodes (which get the log but count for nothing). pysyncobj's own membership commands
+   take effect only when applied, so a restarted member would count votes with an older
+   configuration: they are never used.
 
 Each hook depends on pysyncobj's internals, so the version is pinned exactly (setup.cfg) and
 ``check_hooks`` refuses to start with any other: a new pysyncobj is adopted by reading its code
@@ -46,7 +55,8 @@ def check_hooks():
                         "(pip install pysyncobj==%s)" % (version, PINNED_VERSION, PINNED_VERSION))
     for owner, name in ((pysyncobj.syncobj, "pickle"), (pysyncobj.syncobj, "createJournal"),
                         (pysyncobj.syncobj, "PIPE_NOTIFIER_ENABLED"),
-                        (pysyncobj.serializer, "pickle"), (SyncObj, "_SyncObj__connectedToAnyone")):
+                        (pysyncobj.serializer, "pickle"), (SyncObj, "_SyncObj__connectedToAnyone"),
+                        (SyncObj, "_SyncObj__loadDumpFile")):
         if not hasattr(owner, name):
             raise HookError("pysyncobj %s has no %s.%s: the hooks do not fit it" % (version, owner.__name__, name))
 
@@ -101,6 +111,65 @@ def prepare_journal(name, journal):
 
 def forget_journal(name):
     _journals.pop(name, None)
+
+
+#: the instance attributes ``set_members`` and ``use_snapshot_store`` change (checked once built)
+_INSTANCE = ("_SyncObj__otherNodes", "_SyncObj__readonlyNodes", "_SyncObj__connectedNodes", "_SyncObj__raftNextIndex",
+             "_SyncObj__raftMatchIndex", "_SyncObj__lastResponseTime", "_SyncObj__serializer",
+             "_SyncObj__needLoadDumpFile", "_SyncObj__raftLog")
+
+
+def check_instance(syncobj):
+    missing = [name for name in _INSTANCE if not hasattr(syncobj, name)]
+    if missing:
+        raise HookError("pysyncobj %s has no %s: the hooks do not fit it" % (pysyncobj.version.VERSION,
+                                                                           ", ".join(missing)))
+
+
+def use_snapshot_store(syncobj, store):
+    syncobj._SyncObj__serializer = store
+    syncobj._SyncObj__needLoadDumpFile = False
+
+
+def load_snapshot(syncobj):
+    """pysyncobj starts from the snapshot our store read (its state, and its log's first two entries)."""
+    syncobj._SyncObj__loadDumpFile(clearJournal=False)
+
+
+def set_members(syncobj, voters, learners, node_of, connected, now):
+    """pysyncobj's nodes become ``voters`` and ``learners`` (ids, this member's own left out); a member
+    added starts from the leader's next entry, one kept keeps its indexes (a learner promoted does not
+    start over)."""
+    others = {node_of(member) for member in voters}
+    readonly = {node_of(member) for member in learners}
+    before = syncobj._SyncObj__otherNodes | syncobj._SyncObj__readonlyNodes
+    after = others | readonly
+    next_index = syncobj._SyncObj__raftNextIndex
+    match_index = syncobj._SyncObj__raftMatchIndex
+    response = syncobj._SyncObj__lastResponseTime
+    connected_nodes = syncobj._SyncObj__connectedNodes
+    last = syncobj._SyncObj__raftLog[-1][1]
+    leading = syncobj._isLeader()
+    for node in after - before:
+        next_index[node] = last + 1
+        match_index[node] = 0
+        if connected(node.id):
+            connected_nodes.add(node)
+    for node in before - after:
+        next_index.pop(node, None)
+        match_index.pop(node, None)
+        response.pop(node, None)
+        connected_nodes.discard(node)
+    if leading:
+        for node in after:
+            response.setdefault(node, now)
+    syncobj._SyncObj__otherNodes = others
+    syncobj._SyncObj__readonlyNodes = readonly
+
+
+def match_index(syncobj, node):
+    """The leader's idea of how far ``node``'s log matches its own (0 when unknown)."""
+    return syncobj._SyncObj__raftMatchIndex.get(node, 0)
 
 
 class SafeSyncObj(SyncObj):

@@ -5,13 +5,21 @@ indexing, and the term and vote (``setCurrentTerm``); ``hooks.py`` hands it this
 its mmap file. Every change is a record appended to one file (``disk.py``):
 
     [u32 length][u32 crc32 of payload][payload: msgpack list]
-    ["H", "rocketmq-namesrv-raft", 1]       the file's first record
+    ["H", "rocketmq-namesrv-raft", 2]       the file's first record: the format and its version
     ["E", index, term, command]             a log entry
     ["X", index]                            entries from index on are gone (a follower's log cut back)
     ["T", term, votedFor]                   the term and this member's vote in it
 
 Dropping old entries after a snapshot (``deleteEntriesTo``) and a snapshot received from the
-leader (``clear``) rewrite the file whole, after the snapshot itself is made durable.
+leader (``clear``) rewrite the file whole; the snapshot goes through the same disk queue first
+(``snapshots.py``), so it is durable before the entries it replaces are gone.
+
+Format versions: 1 (no configuration entries) and 2 are read; a journal of another version is
+refused in one line naming both (``JournalError``), before anything is replayed.
+
+The journal also knows the group's configuration in force (``membership.py``): the last
+configuration entry in the log, else ``base`` (the snapshot's, or the static one). It is told to
+``on_configuration`` whenever an entry adds one or a cut removes one.
 
 Nothing written is durable before ``sync()`` fires; ``written`` and ``synced`` count records so
 that the member link can hold each message until what it depends on is on disk.
@@ -27,10 +35,12 @@ import zlib
 from twisted.internet import defer
 from twisted.logger import Logger
 
+from namesrv.controller.replication import membership
 from namesrv.controller.replication.codec import CodecError, check_command, pack, unpack
 
 MAGIC = "rocketmq-namesrv-raft"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)
 _HEAD = struct.Struct(">II")
 
 
@@ -72,11 +82,17 @@ class DurableJournal:
 
     log = Logger()
 
-    def __init__(self, disk, first_sync=()):
+    def __init__(self, disk, base=None):
         self.disk = disk
-        #: files that must be durable before the journal is rewritten without the entries they replace
-        self.first_sync = tuple(first_sync)
+        #: (index, Configuration) the configuration in force before any configuration entry of the log
+        self.base = base
+        #: [(index, Configuration)] of the configuration entries in the log, in order
+        self.configurations = []
+        #: called with the configuration in force whenever it changes
+        self.on_configuration = None
+        self.size = 0           # bytes of the journal file (what was handed to the disk)
         self._entries = []
+        self._cut = []          # entries cut from the log and not written as cut yet (see deleteEntriesFrom)
         self._term = 0
         self._voted_for = None
         self.written = 0        # records handed to the disk
@@ -97,15 +113,24 @@ class DurableJournal:
             self.log.warn("controller journal: a torn last record ({n} bytes) dropped: it was never synced",
                           n=len(data) - good)
             self.disk.truncate(good)
+        self.size = good
         if not records:
-            self.disk.replace(encode_record(["H", MAGIC, VERSION]))
+            header = encode_record(["H", MAGIC, VERSION])
+            self.disk.replace(header)
+            self.size = len(header)
             self.written += 1
             return
         head = records[0]
-        if not (isinstance(head, list) and head[:1] == ["H"] and head[1:] == [MAGIC, VERSION]):
-            raise JournalError("not a rocketmq-namesrv Raft journal (header %r)" % (head,))
+        if not (isinstance(head, list) and len(head) == 3 and head[:2] == ["H", MAGIC]):
+            raise JournalError("not a rocketmq-namesrv Raft journal (header %r)" % (head[:3],))
+        if head[2] not in READS:
+            raise JournalError("the journal is format version %r; this server reads versions %s (a newer server "
+                               "wrote it: run that version, or move this member's store aside to let it catch up "
+                               "from the others)" % (head[2], "-".join(map(str, (READS[0], READS[-1])))))
         for fields in records[1:]:
             self._replay(fields)
+        if head[2] != VERSION:
+            self._rewrite()           # an older format is read, then written again in this one
 
     def _replay(self, fields):
         try:
@@ -116,9 +141,11 @@ class DurableJournal:
                 if self._entries and index != self._entries[-1][1] + 1:
                     raise JournalError("journal entry %d follows %d" % (index, self._entries[-1][1]))
                 self._entries.append((command, int(index), int(term)))
+                self._note(command, int(index))
             elif kind == "X":
                 index = int(fields[1])
                 self._entries = [e for e in self._entries if e[1] < index]
+                self.configurations = [c for c in self.configurations if c[0] < index]
             elif kind == "T":
                 self._term, self._voted_for = int(fields[1]), fields[2]
             else:
@@ -128,23 +155,93 @@ class DurableJournal:
                 raise
             raise JournalError("bad journal record %r: %s" % (fields[:3], e))
 
+    # -- the configuration in force ---------------------------------------------------------------
+    def _note(self, command, index):
+        if membership.is_configuration(command):
+            self.configurations.append((index, membership.decode_command(command)))
+            return True
+        return False
+
+    def configuration(self):
+        """(index, Configuration) in force: the last configuration entry, else ``base``."""
+        if self.configurations and (self.base is None or self.configurations[-1][0] > self.base[0]):
+            return self.configurations[-1]
+        return self.base
+
+    def set_base(self, index, configuration):
+        """A snapshot holds ``configuration`` as of ``index`` (loaded at start, or received from the leader)."""
+        before = self.configuration()
+        self.base = (index, configuration)
+        self.configurations = [c for c in self.configurations if c[0] > index]
+        self._changed(before)
+
+    def _changed(self, before):
+        after = self.configuration()
+        if after != before and self.on_configuration is not None and after is not None:
+            self.on_configuration(after[1])
+
+    def uncommitted_configurations(self, commit_index):
+        return [index for index, _ in self.configurations if index > commit_index]
+
+    def reconcile(self, prev, last):
+        """At start, before pysyncobj reads the snapshot whose last two entries are ``prev`` and ``last``: keep
+        the log from ``prev`` on when it holds both (a crash fell between the snapshot and the journal's
+        rewrite, or nothing did), so that pysyncobj does not drop the entries after the snapshot. False
+        when the log does not hold them (a snapshot received from the leader replaces it)."""
+        positions = {entry[1]: i for i, entry in enumerate(self._entries)}
+        at = positions.get(prev[1])
+        if at is None or self._entries[at] != tuple(prev) or at + 1 >= len(self._entries) \
+                or self._entries[at + 1] != tuple(last):
+            return False
+        if at > 0:
+            self.deleteEntriesTo(at)
+        return True
+
     # -- pysyncobj's interface ---------------------------------------------------------------------
     def add(self, command, idx, term):
-        self._entries.append((command, idx, term))
-        self._append(["E", idx, term, command])
+        entry = (command, idx, term)
+        self._entries.append(entry)
+        if self._cut and self._cut[0] == entry:
+            self._cut.pop(0)               # the same entry again: it is on disk already
+        else:
+            self._write_cut()
+            self._append(["E", idx, term, command])
+        before = self.configuration()
+        if self._note(command, idx):
+            self._changed(before)
 
     def clear(self):
-        """pysyncobj installs a snapshot from the leader: the entries it replaces go, after the snapshot is durable."""
+        """pysyncobj installs a snapshot from the leader: the entries it replaces go (the snapshot went to the
+        same disk queue first, so it is durable before they are gone)."""
+        before = self.configuration()
         self._entries = []
+        self.configurations = []
         self._rewrite()
+        self._changed(before)
 
     def deleteEntriesFrom(self, entryFrom):
-        """Cut the log back from position ``entryFrom`` (a follower's conflicting tail)."""
+        """Cut the log back from position ``entryFrom`` (a follower's conflicting tail).
+
+        pysyncobj cuts whenever a leader sends entries a member has already (after a lost acknowledgement),
+        then appends the same entries again. Written as is, a cut followed by the same entries would leave,
+        after a crash between the two writes, a log without entries this member had acknowledged; so the cut
+        is only kept here (``_cut``) and written when an entry that differs comes, or before anything is
+        made durable: entries that come back the same are never cut on disk."""
         if entryFrom >= len(self._entries):
             return
+        self._write_cut()
         index = self._entries[entryFrom][1]
+        self._cut = self._entries[entryFrom:]
         del self._entries[entryFrom:]
-        self._append(["X", index])
+        before = self.configuration()
+        self.configurations = [c for c in self.configurations if c[0] < index]
+        self._changed(before)
+
+    def _write_cut(self):
+        """The cut kept back, for the entries that did not come back the same: on disk now."""
+        if self._cut:
+            self._append(["X", self._cut[0][1]])
+        self._cut = []
 
     def deleteEntriesTo(self, entryTo):
         """Drop the entries a snapshot now holds (positions before ``entryTo``)."""
@@ -168,6 +265,7 @@ class DurableJournal:
     def setCurrentTerm(self, term, votedForNodeId):
         if (term, votedForNodeId) == (self._term, self._voted_for):
             return
+        self._write_cut()
         self._term, self._voted_for = term, votedForNodeId
         self._append(["T", term, votedForNodeId])
 
@@ -187,23 +285,29 @@ class DurableJournal:
 
     # -- writing ------------------------------------------------------------------------------------
     def _append(self, fields):
-        self.disk.append(encode_record(fields))
+        record = encode_record(fields)
+        self.disk.append(record)
+        self.size += len(record)
         self.written += 1
 
     def _rewrite(self):
+        self._cut = []                     # the whole file is written from the entries as they are now
         records = [encode_record(["H", MAGIC, VERSION])]
         if self._term or self._voted_for is not None:
             records.append(encode_record(["T", self._term, self._voted_for]))
         records.extend(encode_record(["E", idx, term, command]) for command, idx, term in self._entries)
-        self.disk.replace(b"".join(records), self.first_sync)
+        data = b"".join(records)
+        self.disk.replace(data)
+        self.size = len(data)
         self.written += 1
 
     @property
     def dirty(self):
-        return self.written > self.synced
+        return self.written > self.synced or bool(self._cut)
 
     def sync(self):
         """Make everything written so far durable (one batch at a time); returns nothing, see ``when_synced``."""
+        self._write_cut()
         if self.failed is not None or self._syncing is not None or not self.dirty:
             return
         target = self.written
@@ -235,6 +339,8 @@ class DurableJournal:
 
     def when_synced(self, records=None):
         """A Deferred firing once the first ``records`` records (default: all written so far) are durable."""
+        if records is None:
+            self._write_cut()
         records = self.written if records is None else records
         if self.failed is not None:
             return defer.fail(self.failed)

@@ -1,28 +1,35 @@
-"""The link between two controllers: authenticated before a byte of content is decoded.
+"""The link between two controllers: each proves which member it is before a byte of content is decoded.
 
-Controllers talk Raft on the controller port itself, as DLedger does: one address per controller
-in ``controllerDLegerPeers``, one firewall rule. A member's connection starts with the 8 bytes of
-``MAGIC``, which no RocketMQ frame starts with (as a frame length it is 1.3 GB); ``MemberSniffer``
-sends every other connection to the remoting protocol unchanged.
+Controllers talk Raft on the controller port itself, as DLedger does: one address per controller.
+A member's connection starts with ``PREFIX`` and a version byte, which no RocketMQ frame starts
+with (as a frame length it is 1.3 GB); ``sniffing.py`` sends every other connection to the
+remoting protocol unchanged.
 
-The handshake proves that both ends hold the group's secret (``controllerPeerSecretFile``)
-without sending it, and ties the session to fresh nonces from both sides, so nothing can be
-replayed from another session:
+Member-link format version 2 (version 1 proved the group's secret only). Every handshake message
+has a fixed size, so nothing of variable length is read from a peer that has not proven itself::
 
-    dialer -> HELLO     MAGIC | mode | id (32 bytes, NUL-padded) | nonce_d (32)            73 bytes
-    accept -> CHALLENGE id (32) | nonce_a (32) | HMAC(secret, "accept" | HELLO | id | nonce_a)   96 bytes
-    dialer -> PROOF     HMAC(secret, "dial" | HELLO | CHALLENGE)                              32 bytes
+    dialer -> HELLO     PREFIX | version | mode | id (32) | nonce (32) | X25519 (32) | state (21)    126 bytes
+    accept -> CHALLENGE PREFIX | version | id | nonce | X25519 | state | MAC (32) | signature (64)  221 bytes
+    dialer -> PROOF     MAC (32) | signature (64)                                                      96 bytes
 
-Each side then has a key per direction, ``HMAC(secret, direction | nonce_d | nonce_a)``, and every
-frame is ``[u32 length][32-byte HMAC(key, sequence | payload)][payload]``: the length is checked
-against ``MAX_FRAME`` and the MAC (with the frame's sequence number, so a frame cannot be replayed
-or reordered) before the payload is decoded as msgpack (``codec.py``). Anything else closes the
-link, logged once per peer address and reason.
+``state`` is the member's group epoch (u32), generation (16 bytes) and flags (bit 0: a fresh
+store), which fence the members a forced new group left behind (``fencing.py``). The MAC is
+HMAC-SHA256 with the group's secret (``controllerPeerSecretFile``) over the transcript so far; the
+signature is the member's Ed25519 key over the same (``identity.py``), checked with the keys the
+members file lists for the id the peer claims: holding the secret proves the group, the signature
+proves the member. The session's keys come from an X25519 exchange mixed with the secret, so that a
+member that was removed, even holding the secret, can neither take another member's id nor
+inject into another member's session. Every frame is then ``[u32 length][32-byte HMAC(key,
+sequence | payload)][payload]``; the length is checked against ``MAX_FRAME`` and the MAC before the
+payload is decoded as msgpack (``codec.py``). Anything else closes the link, logged once per peer
+address and reason.
 
-The handshake messages have fixed sizes: nothing of variable length is read from an unauthenticated
-peer. A group that opts out of authentication (``controllerPeerAuthDisabled``) runs the same
-protocol with an empty secret: the checksums still catch a confused peer, but anyone can join, so
-the server warns at every start. Even then nothing is unpickled.
+A peer speaking another version is answered with our ``PREFIX | version`` and closed; both ends
+log one line naming both versions, so a rolling upgrade never fails silently.
+
+A group that opts out of authentication (``controllerPeerAuthDisabled``) runs the same protocol
+with an empty secret and no signatures: the checksums still catch a confused peer, but anyone can
+join as anyone, so the server warns at every start. Even then nothing is unpickled.
 """
 
 import hashlib
@@ -30,33 +37,51 @@ import hmac
 import os
 import struct
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from twisted.internet import protocol
 from twisted.logger import Logger
 from twisted.protocols.policies import TimeoutMixin
 
 from namesrv.controller.replication.codec import CodecError, pack, unpack
+from namesrv.controller.replication.identity import SIGNATURE_SIZE
 
-MAGIC = b"RMQCTRL\x01"
+PREFIX = b"RMQCTRL"
+#: the member-link format this code speaks (1: the group's secret only, no member keys, no fencing)
+LINK_VERSION = 2
+MAGIC = PREFIX + bytes([LINK_VERSION])
+HEAD_SIZE = len(MAGIC)
 ID_SIZE = 32
 NONCE_SIZE = 32
+DH_SIZE = 32
 MAC_SIZE = 32
-HELLO_SIZE = len(MAGIC) + 1 + ID_SIZE + NONCE_SIZE
-CHALLENGE_SIZE = ID_SIZE + NONCE_SIZE + MAC_SIZE
-PROOF_SIZE = MAC_SIZE
+_STATE = struct.Struct(">I16sB")
+STATE_SIZE = _STATE.size
+HELLO_SIZE = HEAD_SIZE + 1 + ID_SIZE + NONCE_SIZE + DH_SIZE + STATE_SIZE
+_CHALLENGE_BODY = HEAD_SIZE + ID_SIZE + NONCE_SIZE + DH_SIZE + STATE_SIZE
+CHALLENGE_SIZE = _CHALLENGE_BODY + MAC_SIZE + SIGNATURE_SIZE
+PROOF_SIZE = MAC_SIZE + SIGNATURE_SIZE
 MODE_SECRET = 1
 MODE_OPEN = 2
+FLAG_FRESH = 1
 #: the largest frame a member accepts (a snapshot travels in 64 KiB chunks, entries in 1 MiB batches)
 MAX_FRAME = 8 << 20
 _FRAME_HEAD = struct.Struct(">I")
 _SEQ = struct.Struct(">Q")
 #: seconds a new connection has to finish the handshake
 HANDSHAKE_TIMEOUT = 5.0
+_NO_SIGNATURE = bytes(SIGNATURE_SIZE)
 
 log = Logger()
 
 
 class LinkRefused(Exception):
-    """Why a member link was closed (logged once per peer and reason)."""
+    """Why a member link was closed (logged once per peer and reason). ``flush``: what was written before
+    (our version, our proof) still goes out before the close."""
+
+    def __init__(self, reason, flush=False):
+        Exception.__init__(self, reason)
+        self.flush = flush
 
 
 def check_member_id(member_id):
@@ -81,15 +106,66 @@ def _mac(key, *parts):
     return hmac.new(key, b"".join(parts), hashlib.sha256).digest()
 
 
-class Credentials:
-    """The group's secret and this member's id; ``open`` (no secret) when authentication is off."""
+def version_refusal(head):
+    """The one line both ends log when a peer's first 8 bytes name another member-link version."""
+    return "speaks member-link format version %d; this member speaks version %d (upgrade both to one version)" % (
+        head[len(PREFIX)], LINK_VERSION)
 
-    def __init__(self, self_id, secret, peers):
+
+class GroupState:
+    """What a member says of its store in the handshake: the group epoch and generation it belongs to, and
+    whether it is fresh (nothing applied yet: it may join any generation)."""
+
+    __slots__ = ("epoch", "generation", "fresh")
+
+    def __init__(self, epoch=0, generation=b"", fresh=True):
+        self.epoch = epoch
+        self.generation = bytes(generation).ljust(16, b"\0")[:16]
+        self.fresh = fresh
+
+    def pack(self):
+        return _STATE.pack(self.epoch, self.generation, FLAG_FRESH if self.fresh else 0)
+
+    @classmethod
+    def unpack(cls, raw):
+        epoch, generation, flags = _STATE.unpack(raw)
+        return cls(epoch, generation, bool(flags & FLAG_FRESH))
+
+    def same_group(self, other):
+        return self.fresh or other.fresh or (self.epoch, self.generation) == (other.epoch, other.generation)
+
+    def describe(self):
+        return "epoch %d, generation %s" % (self.epoch, self.generation.hex()[:12] or "-")
+
+
+class Credentials:
+    """This member's id, the group's secret(s) and its identity (``identity.MemberIdentity``), and what the
+    link asks of the configuration: ``knows(id)`` (a member the link may speak with), ``state()``
+    (a ``GroupState``) and ``fenced(peer, state)`` (a newer group proved we are left behind).
+
+    ``is_fenced(id)``: a member our forced new group left behind, dialled only to tell it so.
+
+    ``secrets``: the first signs our side of handshakes, any of them is accepted (a new secret is added
+    as a second line of the secret file on every member first). Empty: authentication is off.
+    """
+
+    def __init__(self, self_id, secrets, peers=(), identity=None, knows=None, state=None, fenced=None,
+                 is_fenced=None):
+        if isinstance(secrets, bytes):
+            secrets = [secrets]
         self.self_id = self_id
-        self.secret = secret or b""
-        self.mode = MODE_SECRET if secret else MODE_OPEN
-        self.peers = frozenset(peers) - {self_id}
+        self.secrets = [s for s in (secrets or ()) if s]
+        self.secret = self.secrets[0] if self.secrets else b""
+        self.mode = MODE_SECRET if self.secrets else MODE_OPEN
+        self.identity = identity
+        peers = frozenset(peers) - {self_id}
+        self.knows = knows or (lambda peer: peer in peers)
+        self.state = state or GroupState
+        self.fenced = fenced or (lambda peer, theirs: None)
+        self.is_fenced = is_fenced or (lambda peer: False)
         check_member_id(self_id)
+        if self.mode == MODE_SECRET and identity is None:
+            raise ValueError("a group with a secret needs member keys (controllerMembersFile)")
 
 
 class RefusalLog:
@@ -116,12 +192,16 @@ class MemberLink(protocol.Protocol, TimeoutMixin):
         self.refusals = refusals
         self.dialing = dialing          # the peer id we called, or None when we accepted
         self.peer_id = dialing
+        self.peer_key = None            # the public key that proved the peer's id
+        self.peer_state = None
         self.reactor = reactor
         self.up = False
         self._buffer = bytearray()
-        self._state = "hello" if dialing is None else "challenge"
+        self._state = "hello-head" if dialing is None else "challenge-head"
         self._hello = self._challenge = None
         self._nonce = os.urandom(NONCE_SIZE)
+        self._dh = X25519PrivateKey.generate()
+        self._secret = credentials.secret
         self._send_key = self._recv_key = None
         self._send_seq = self._recv_seq = 0
         self.paused = False
@@ -130,15 +210,19 @@ class MemberLink(protocol.Protocol, TimeoutMixin):
     def callLater(self, period, func):
         reactor = self.reactor
         if reactor is None:
-            from twisted.internet import reactor
+            from twisted.internet import reactor     # lazy: the global reactor only where none was given
         return reactor.callLater(period, func)
+
+    def _dh_public(self):
+        return self._dh.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
     # -- handshake ----------------------------------------------------------------------------------
     def connectionMade(self):
         self.setTimeout(HANDSHAKE_TIMEOUT)
         self.transport.registerProducer(self, True)
         if self.dialing is not None:
-            self._hello = (MAGIC + bytes([self.credentials.mode]) + _pad(self.credentials.self_id) + self._nonce)
+            self._hello = (MAGIC + bytes([self.credentials.mode]) + _pad(self.credentials.self_id) + self._nonce
+                           + self._dh_public() + self.credentials.state().pack())
             self.transport.write(self._hello)
 
     def dataReceived(self, data):
@@ -147,20 +231,18 @@ class MemberLink(protocol.Protocol, TimeoutMixin):
             while self.transport is not None and self._step():
                 pass
         except (LinkRefused, CodecError) as e:
-            self._refuse(str(e))
+            self._refuse(str(e), flush=getattr(e, "flush", False))
 
     def _step(self):
-        if self._state == "hello":
-            return self._take(HELLO_SIZE, self._on_hello)
-        if self._state == "challenge":
-            return self._take(CHALLENGE_SIZE, self._on_challenge)
-        if self._state == "proof":
-            return self._take(PROOF_SIZE, self._on_proof)
+        steps = {"hello-head": (HEAD_SIZE, self._on_head), "hello": (HELLO_SIZE - HEAD_SIZE, self._on_hello),
+                 "challenge-head": (HEAD_SIZE, self._on_head),
+                 "challenge": (CHALLENGE_SIZE - HEAD_SIZE, self._on_challenge),
+                 "proof": (PROOF_SIZE, self._on_proof)}
         if self._state == "frames":
             return self._on_frame()
-        return False
-
-    def _take(self, size, handler):
+        if self._state not in steps:
+            return False
+        size, handler = steps[self._state]
         if len(self._buffer) < size:
             return False
         chunk = bytes(self._buffer[:size])
@@ -168,37 +250,99 @@ class MemberLink(protocol.Protocol, TimeoutMixin):
         handler(chunk)
         return True
 
-    def _on_hello(self, hello):
-        if hello[:len(MAGIC)] != MAGIC:
+    def _on_head(self, head):
+        if head[:len(PREFIX)] != PREFIX:
             raise LinkRefused("not a controller member (bad magic)")
-        mode = hello[len(MAGIC)]
-        peer = _unpad(hello[len(MAGIC) + 1:len(MAGIC) + 1 + ID_SIZE])
+        if head != MAGIC:
+            if self.dialing is None:
+                self.transport.write(MAGIC)        # tell the dialer which version we speak, then close
+            raise LinkRefused("%s %s" % (self.dialing or "a member", version_refusal(head)), flush=True)
+        self._head = head
+        self._state = "hello" if self.dialing is None else "challenge"
+
+    def _on_hello(self, rest):
+        hello = self._head + rest
+        mode = hello[HEAD_SIZE]
+        at = HEAD_SIZE + 1
+        peer = _unpad(hello[at:at + ID_SIZE])
         self._check_mode(mode, peer)
-        if peer not in self.credentials.peers:
-            raise LinkRefused("%r is not another member of controllerDLegerPeers" % peer)
+        if peer == self.credentials.self_id or not self.credentials.knows(peer):
+            raise LinkRefused("%r is not another member of this controller group's configuration" % peer)
         self.peer_id = peer
         self._hello = hello
-        reply = _pad(self.credentials.self_id) + self._nonce
-        self._challenge = reply + _mac(self.credentials.secret, b"accept", hello, reply)
+        reply = (MAGIC + _pad(self.credentials.self_id) + self._nonce + self._dh_public()
+                 + self.credentials.state().pack())
+        mac = _mac(self._secret, b"accept", hello, reply)
+        signature = self._sign(b"accept", hello, reply, mac)
+        self._challenge = reply + mac + signature
         self.transport.write(self._challenge)
         self._state = "proof"
 
-    def _on_challenge(self, challenge):
-        peer = _unpad(challenge[:ID_SIZE])
+    def _on_challenge(self, rest):
+        challenge = self._head + rest
+        at = HEAD_SIZE
+        peer = _unpad(challenge[at:at + ID_SIZE])
         if peer != self.dialing:
             raise LinkRefused("%s answered as %r" % (self.dialing, peer))
-        expected = _mac(self.credentials.secret, b"accept", self._hello, challenge[:ID_SIZE + NONCE_SIZE])
-        if not hmac.compare_digest(expected, challenge[ID_SIZE + NONCE_SIZE:]):
+        body, mac = challenge[:_CHALLENGE_BODY], challenge[_CHALLENGE_BODY:_CHALLENGE_BODY + MAC_SIZE]
+        secret = next((s for s in self.credentials.secrets if hmac.compare_digest(mac, _mac(s, b"accept", self._hello,
+                                                                                            body))), None)
+        if self.credentials.mode == MODE_OPEN:
+            secret = b"" if hmac.compare_digest(mac, _mac(b"", b"accept", self._hello, body)) else None
+        if secret is None:
             raise LinkRefused("%s does not hold the group's secret (controllerPeerSecretFile)" % peer)
+        self._secret = secret
+        telling = self.credentials.is_fenced(peer)
+        if not telling:
+            self._check_signature(peer, challenge[_CHALLENGE_BODY + MAC_SIZE:], b"accept", self._hello, body, mac)
         self._challenge = challenge
-        self.transport.write(_mac(self.credentials.secret, b"dial", self._hello, challenge))
-        self._keys(dialer_nonce=self._nonce, acceptor_nonce=challenge[ID_SIZE:ID_SIZE + NONCE_SIZE], dialer=True)
+        proof_mac = _mac(secret, b"dial", self._hello, challenge)
+        self.transport.write(proof_mac + self._sign(b"dial", self._hello, challenge, proof_mac))
+        if telling:
+            raise LinkRefused("%s was left behind by this group's forced start: told it (our proof says %s)"
+                              % (peer, self.credentials.state().describe()), flush=True)
+        self._peer_state(GroupState.unpack(body[-STATE_SIZE:]))
+        self._keys(peer_dh=body[HEAD_SIZE + ID_SIZE + NONCE_SIZE:HEAD_SIZE + ID_SIZE + NONCE_SIZE + DH_SIZE],
+                   dialer=True)
 
     def _on_proof(self, proof):
-        expected = _mac(self.credentials.secret, b"dial", self._hello, self._challenge)
-        if not hmac.compare_digest(expected, proof):
+        mac = proof[:MAC_SIZE]
+        if not hmac.compare_digest(mac, _mac(self._secret, b"dial", self._hello, self._challenge)):
             raise LinkRefused("%s does not hold the group's secret (controllerPeerSecretFile)" % self.peer_id)
-        self._keys(dialer_nonce=self._hello[-NONCE_SIZE:], acceptor_nonce=self._nonce, dialer=False)
+        self._check_signature(self.peer_id, proof[MAC_SIZE:], b"dial", self._hello, self._challenge, mac)
+        self._peer_state(GroupState.unpack(self._hello[-STATE_SIZE:]))
+        at = HEAD_SIZE + 1 + ID_SIZE + NONCE_SIZE
+        self._keys(peer_dh=self._hello[at:at + DH_SIZE], dialer=False)
+
+    def _sign(self, *parts):
+        identity = self.credentials.identity
+        if identity is None:
+            return _NO_SIGNATURE
+        return identity.sign(b"".join(parts))
+
+    def _check_signature(self, peer, signature, *parts):
+        identity = self.credentials.identity
+        if identity is None:
+            return
+        key = identity.verify(peer, b"".join(parts), signature)
+        if key is None:
+            raise LinkRefused("the peer could not prove it is %s (its signature does not match any key "
+                              "controllerMembersFile lists for %s)" % (peer, peer))
+        self.peer_key = key
+
+    def _peer_state(self, theirs):
+        """Both ends proved who they are: a peer of another group generation is refused, and whichever of
+        the two is older learns that it was left behind by a forced new group."""
+        ours = self.credentials.state()
+        self.peer_state = theirs
+        if ours.same_group(theirs):
+            return
+        if theirs.epoch > ours.epoch:
+            self.credentials.fenced(self.peer_id, theirs)
+            raise LinkRefused("%s belongs to a newer controller group (%s; this member: %s): this member was "
+                              "fenced" % (self.peer_id, theirs.describe(), ours.describe()), flush=True)
+        raise LinkRefused("%s belongs to an older or another controller group (%s; this group: %s): refused, "
+                          "it was fenced" % (self.peer_id, theirs.describe(), ours.describe()), flush=True)
 
     def _check_mode(self, mode, peer):
         if mode not in (MODE_SECRET, MODE_OPEN):
@@ -207,11 +351,16 @@ class MemberLink(protocol.Protocol, TimeoutMixin):
             ours = "a secret" if self.credentials.mode == MODE_SECRET else "no authentication"
             raise LinkRefused("%r does not use the same member authentication (this member uses %s)" % (peer, ours))
 
-    def _keys(self, dialer_nonce, acceptor_nonce, dialer):
-        secret = self.credentials.secret
-        to_acceptor = _mac(secret, b"to-acceptor", dialer_nonce, acceptor_nonce)
-        to_dialer = _mac(secret, b"to-dialer", dialer_nonce, acceptor_nonce)
+    def _keys(self, peer_dh, dialer):
+        try:
+            shared = self._dh.exchange(X25519PublicKey.from_public_bytes(peer_dh))
+        except ValueError as e:
+            raise LinkRefused("a bad key exchange from %s: %s" % (self.peer_id, e))
+        transcript = hashlib.sha256(self._hello + self._challenge).digest()
+        session = _mac(self._secret, b"session", shared, transcript)
+        to_acceptor, to_dialer = _mac(session, b"to-acceptor"), _mac(session, b"to-dialer")
         self._send_key, self._recv_key = (to_acceptor, to_dialer) if dialer else (to_dialer, to_acceptor)
+        self._dh = None
         self._state = "frames"
         self.setTimeout(None)
         self.up = True
@@ -237,10 +386,10 @@ class MemberLink(protocol.Protocol, TimeoutMixin):
         self.handler.frame_received(self, unpack(payload))
         return True
 
-    def send(self, value):
+    def send(self, value, force=False):
         """Send one value (msgpack); False when the link is not up or the peer is not reading (dropped:
-        Raft resends what matters)."""
-        if not self.up or self.transport is None or self.paused:
+        Raft resends what matters), unless ``force`` (a snapshot chunk: bounded, and costly to lose)."""
+        if not self.up or self.transport is None or (self.paused and not force):
             return False
         payload = pack(value)
         mac = _mac(self._send_key, _SEQ.pack(self._send_seq), payload)
@@ -260,11 +409,14 @@ class MemberLink(protocol.Protocol, TimeoutMixin):
         self.paused = True
 
     # -- the end ---------------------------------------------------------------------------------------
-    def _refuse(self, reason):
+    def _refuse(self, reason, flush=False):
         peer = self.transport.getPeer() if self.transport is not None else None
         self.refusals.refused(getattr(peer, "host", "?"), reason)
         self._state = "closed"
-        self.close()
+        if flush and self.transport is not None:
+            self.transport.loseConnection()
+        else:
+            self.close()
 
     def close(self):
         if self.transport is not None:
@@ -280,100 +432,3 @@ class MemberLink(protocol.Protocol, TimeoutMixin):
         self._state = "closed"
         if was_up:
             self.handler.link_down(self)
-
-
-class MemberSniffer(protocol.Protocol, TimeoutMixin):
-    """The controller port's first bytes decide: a member (``MAGIC``) or a RocketMQ client (anything else).
-
-    A RocketMQ frame starts with its length, whose first byte is 0 for any frame under 16 MiB, so
-    the first byte alone tells a client at once; a member's 8 magic bytes are then checked whole.
-    The remoting protocol is built at accept time (so ``serverMaxConnections`` refuses there) and
-    connected once the first byte says it is a client; until then the connection has
-    ``serverChannelMaxIdleTimeSeconds`` to say anything.
-    """
-
-    def __init__(self, factory, addr, inner):
-        self.factory = factory
-        self.addr = addr
-        self.inner = inner
-        self._buffer = b""
-        self.target = None
-
-    def callLater(self, period, func):
-        return self.factory.reactor.callLater(period, func)
-
-    def connectionMade(self):
-        timeout = self.factory.first_byte_timeout()
-        if timeout:
-            self.setTimeout(timeout)
-
-    def dataReceived(self, data):
-        self._buffer += data
-        if self._buffer[:1] != MAGIC[:1]:
-            return self._become(self.inner)
-        if len(self._buffer) < len(MAGIC):
-            return None
-        if self._buffer[:len(MAGIC)] != MAGIC:
-            self.factory.members.refusals.refused(getattr(self.addr, "host", "?"), "not a controller member")
-            return self._close()
-        return self._become(self.factory.members.accept())
-
-    def _become(self, target):
-        self.setTimeout(None)
-        self.factory.pending.discard(self)
-        if target is None:
-            return self._close()
-        self.target = target
-        data, self._buffer = self._buffer, b""
-        target.makeConnection(self.transport)
-        self.dataReceived = target.dataReceived
-        if data and self.transport is not None and not getattr(self.transport, "disconnecting", False):
-            target.dataReceived(data)
-        return None
-
-    def _close(self):
-        abort = getattr(self.transport, "abortConnection", None) or self.transport.loseConnection
-        abort()
-
-    def timeoutConnection(self):
-        self._close()
-
-    def connectionLost(self, reason=protocol.connectionDone):
-        self.setTimeout(None)
-        self.factory.pending.discard(self)
-        if self.target is not None:
-            self.target.connectionLost(reason)
-
-
-class MemberSniffingFactory(protocol.Factory):
-    """The controller port: RocketMQ clients go to ``remoting``, members to ``members.accept()``.
-
-    Connections still waiting for their first byte count towards ``serverMaxConnections``."""
-
-    noisy = False
-
-    def __init__(self, remoting, members, reactor):
-        self.remoting = remoting
-        self.members = members
-        self.reactor = reactor
-        self.pending = set()
-
-    def first_byte_timeout(self):
-        return self.remoting.config.serverChannelMaxIdleTimeSeconds or None
-
-    def doStart(self):
-        self.remoting.doStart()
-
-    def doStop(self):
-        self.remoting.doStop()
-
-    def buildProtocol(self, addr):
-        limit = self.remoting.connection_limit()
-        if limit and len(self.remoting.connections) + len(self.pending) >= limit:
-            return None
-        inner = self.remoting.buildProtocol(addr)
-        if inner is None:
-            return None
-        sniffer = MemberSniffer(self, addr, inner)
-        self.pending.add(sniffer)
-        return sniffer

@@ -7,6 +7,11 @@ has sent nothing for ``ping_interval`` and closes a link it has heard nothing on
 ``idle_timeout``: a peer behind a partition that drops packets (no RST, no FIN) is noticed in
 seconds, not after TCP's retries. A newer link from a peer replaces the older one (it restarted).
 
+The peers change with the group's configuration (``set_peers``): a member added is dialled, a
+member removed has its link closed and is refused from then on. Every second the member keys are
+read again if their files changed (``identity.py``), and a link whose peer's key is no longer
+listed is closed.
+
 The mesh knows nothing of Raft: ``receiver`` gets ``peer_connected(id)``, ``peer_disconnected(id)``
 and ``value_received(id, value)``. The simulated cluster in the tests offers the same interface.
 """
@@ -16,6 +21,8 @@ import random
 from twisted.internet import protocol, task
 from twisted.logger import Logger
 
+from namesrv.controller.replication.fencing import FENCE_DIAL_SECONDS
+from namesrv.controller.replication.identity import IdentityError
 from namesrv.controller.replication.members import MemberLink, RefusalLog
 
 PING = ["ping"]
@@ -29,14 +36,15 @@ class _Dial(protocol.ClientFactory):
         self.peer = peer
 
     def buildProtocol(self, addr):
-        return MemberLink(self.mesh.credentials, self.mesh, self.mesh.refusals, dialing=self.peer,
-                          reactor=self.mesh.reactor)
+        self.link = MemberLink(self.mesh.credentials, self.mesh, self.mesh.refusals, dialing=self.peer,
+                               reactor=self.mesh.reactor)
+        return self.link
 
     def clientConnectionFailed(self, connector, reason):
         self.mesh._dial_failed(self.peer, reason)
 
     def clientConnectionLost(self, connector, reason):
-        self.mesh._dial_ended(self.peer, connector)
+        self.mesh._dial_ended(self.peer, connector, getattr(self, "link", None))
 
 
 class MemberMesh:
@@ -61,10 +69,55 @@ class MemberMesh:
         self._dialing = {}                       # peer id -> IConnector or DelayedCall
         self._running = False
         self._keepalive = None
+        self._next_refresh = 0.0
+        self._silent_closes = set()
+        self.fenced = {}                         # peer id -> (host, port): told, by a dial now and then, it was fenced
+        self._next_fence_dial = 0.0
         self.dials = 0
 
     def dials_to(self, peer):
-        return self.credentials.self_id < peer
+        return self.credentials.self_id < peer and peer in self.addresses
+
+    def member_hosts(self):
+        """The hosts of the configured members (their handshakes get a place when many are under way)."""
+        return {host for host, _ in self.addresses.values()}
+
+    def set_peers(self, addresses):
+        """The group's configuration changed: dial members added, close the links of members removed."""
+        addresses = dict(addresses)
+        addresses.pop(self.credentials.self_id, None)
+        old, self.addresses = self.addresses, addresses
+        for peer in set(old) - set(addresses):
+            self._forget(peer)
+        for peer, address in addresses.items():
+            if old.get(peer) != address and peer in old:
+                self._forget(peer)
+            if self._running and self.dials_to(peer) and peer not in self.links and peer not in self._dialing:
+                self._dial(peer)
+
+    def set_fenced(self, addresses):
+        self.fenced = dict(addresses)
+
+    def _tell_fenced(self, now):
+        if not self.fenced or now < self._next_fence_dial:
+            return
+        self._next_fence_dial = now + FENCE_DIAL_SECONDS
+        for peer in sorted(self.fenced):
+            if peer not in self._dialing and peer not in self.addresses:
+                host, port = self.fenced[peer]
+                self._dialing[peer] = self.reactor.connectTCP(host, port, _Dial(self, peer),
+                                                              timeout=max(1, int(self.idle_timeout)))
+
+    def _forget(self, peer):
+        pending = self._dialing.pop(peer, None)
+        if pending is not None:
+            if getattr(pending, "active", lambda: False)():
+                pending.cancel()
+            elif hasattr(pending, "disconnect"):
+                pending.disconnect()
+        link = self.links.get(peer)
+        if link is not None:
+            link.close()
 
     # -- life -------------------------------------------------------------------------------------------
     def start(self, receiver):
@@ -118,10 +171,16 @@ class MemberMesh:
         self._dialing.pop(peer, None)
         self._redial_later(peer)
 
-    def _dial_ended(self, peer, connector):
+    def _dial_ended(self, peer, connector, link=None):
         """A dialled connection closed. One that never became the peer's link (closed during the
         handshake, or accepted by a proxy in the path that then could not reach the peer, which was
         not listening yet) has no ``link_down`` to dial again: dial here, or the pair never links."""
+        if link is not None and link.peer_key is None and link.frames_in == 0 and getattr(link, "_head", None) is None \
+                and peer not in self._silent_closes and len(self._silent_closes) < 1024:
+            self._silent_closes.add(peer)
+            self.log.warn("controller {me}: {peer} closed the member link before answering the handshake (it "
+                          "refuses this member's secret or key, or speaks an older member-link version; its log says "
+                          "which)", me=self.credentials.self_id, peer=peer)
         if self._dialing.get(peer) is connector:
             del self._dialing[peer]
             if peer not in self.links:
@@ -163,11 +222,11 @@ class MemberMesh:
         self.receiver.value_received(peer, value)
 
     # -- sending ----------------------------------------------------------------------------------------
-    def send(self, peer, value):
+    def send(self, peer, value, force=False):
         link = self.links.get(peer)
         if link is None:
             return False
-        sent = link.send(value)
+        sent = link.send(value, force=force)
         if sent:
             self._last_out[peer] = self.monotonic()
         return sent
@@ -181,8 +240,31 @@ class MemberMesh:
         if link is not None:
             link.close()
 
+    def _refresh_keys(self, now):
+        """Once a second: read the key files again if they changed; close the links of peers whose key or
+        membership is gone."""
+        if now < self._next_refresh:
+            return
+        self._next_refresh = now + 1.0
+        identity = self.credentials.identity
+        if identity is not None:
+            try:
+                identity.refresh()
+            except IdentityError as e:
+                self.log.error("controller {me}: {err} (the keys read before are kept)", me=self.credentials.self_id,
+                               err=e)
+        for peer, link in list(self.links.items()):
+            revoked = identity is not None and link.peer_key is not None and not identity.accepts(peer, link.peer_key)
+            if revoked or not self.credentials.knows(peer):
+                self.log.warn("controller {me}: link with {peer} closed: {why}", me=self.credentials.self_id,
+                              peer=peer, why="its key is no longer in controllerMembersFile" if revoked
+                              else "it is no longer a member of the group's configuration")
+                link.close()
+
     def _check(self):
         now = self.monotonic()
+        self._refresh_keys(now)
+        self._tell_fenced(now)
         for peer, link in list(self.links.items()):
             if now - self._last_in.get(peer, now) > self.idle_timeout:
                 self.log.warn("controller {me}: nothing from {peer} for {s:.1f} s: link closed",

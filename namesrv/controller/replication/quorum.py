@@ -29,15 +29,17 @@ STAMPS_KEPT = 512
 
 
 class LeaderLease:
-    """When this leader's reads are safe: see the module docstring."""
+    """When this leader's reads are safe: see the module docstring. ``voters()`` are the other voters of the
+    configuration in force (it changes with the group's membership)."""
 
-    def __init__(self, clock, members, min_timeout):
+    def __init__(self, clock, voters, min_timeout):
         self.clock = clock
-        self.majority = members // 2 + 1
+        self.voters = voters
         self.duration = min_timeout * (1.0 - DRIFT)
         self._stamps = {}
         self._counter = itertools.count(1)
         self._acks = {}
+        self._floor = float("-inf")
 
     def stamp(self):
         """A stamp for a message going out now."""
@@ -49,17 +51,27 @@ class LeaderLease:
     def echoed(self, peer, stamp):
         """``peer`` (in this leader's term) has seen the message stamped ``stamp``."""
         sent = self._stamps.get(stamp)
-        if sent is not None and sent > self._acks.get(peer, float("-inf")):
+        if sent is not None and sent >= self._floor and sent > self._acks.get(peer, float("-inf")):
             self._acks[peer] = sent
 
     def reset(self):
         """A new term or a new role: earlier echoes say nothing about it."""
         self._acks.clear()
 
+    def restart(self):
+        """A leadership transfer was abandoned: only echoes of messages sent from now on count."""
+        self._acks.clear()
+        self._floor = self.clock()
+
+    def forget(self, peer):
+        """``peer`` echoed a stamp it must not be counted for any more (it left the voters)."""
+        self._acks.pop(peer, None)
+
     def expires(self):
         """The time until which no other leader can exist, or None without a majority's echoes."""
-        times = sorted(self._acks.values(), reverse=True)
-        others = self.majority - 1
+        voters = set(self.voters())
+        times = sorted((t for peer, t in self._acks.items() if peer in voters), reverse=True)
+        others = (len(voters) + 1) // 2
         if others == 0:
             return float("inf")
         if len(times) < others:
@@ -72,27 +84,42 @@ class LeaderLease:
 
 
 class PreVote:
-    """The pre-vote rounds of one member. ``member`` gives what the rules read (see ``MemberView``)."""
+    """The pre-vote rounds of one member. ``member`` gives what the rules read (``transport.MemberTransport``);
+    ``voters()`` are the other voters of the configuration in force, ``voting()`` whether this member is one."""
 
-    def __init__(self, member, peers, clock, rng, min_timeout, max_timeout, send):
+    def __init__(self, member, voters, clock, rng, min_timeout, max_timeout, send, voting=lambda: True):
         self.member = member
-        self.peers = tuple(peers)
+        self.voters = voters
+        self.voting = voting
         self.clock = clock
         self.rng = rng
         self.min_timeout = min_timeout
         self.max_timeout = max_timeout
         self.send = send                 # send(peer, body)
-        self.majority = (len(self.peers) + 1) // 2 + 1
         self._round = None               # (term, granted ids, expiry)
         self.rounds = 0
         self.elections_allowed = 0
 
+    @property
+    def majority(self):
+        return (len(self.voters()) + 1) // 2 + 1
+
     def gate(self):
-        """pysyncobj's election timer ran out: may it raise its term and ask for votes now?"""
+        """pysyncobj's election timer ran out: may it raise its term and ask for votes now? Never for a
+        learner or a member the configuration no longer holds; at once for the only voter."""
+        if not self.voting():
+            return False
+        if self.member.transfer_election():
+            self.elections_allowed += 1
+            return True
+        if not self.voters():
+            self.elections_allowed += 1
+            return True
         term = self.member.term() + 1
         now = self.clock()
         current = self._round
-        if current is not None and current[0] == term and len(current[1]) >= self.majority:
+        if current is not None and current[0] == term and len(current[1] & set(self.voters()) | {self.member.self_id}) \
+                >= self.majority:
             self._round = None
             self.elections_allowed += 1
             return True
@@ -104,7 +131,7 @@ class PreVote:
         self._round = (term, {self.member.self_id}, now + self.rng.uniform(self.min_timeout, self.max_timeout))
         self.rounds += 1
         last_index, last_term = self.member.last_log()
-        for peer in self.peers:
+        for peer in self.voters():
             self.send(peer, {"term": term, "lastIndex": last_index, "lastTerm": last_term})
 
     def request(self, peer, body):
@@ -119,7 +146,7 @@ class PreVote:
 
     def reply(self, peer, body):
         current = self._round
-        if current is not None and body["granted"] and body["term"] == current[0] and peer in self.peers:
+        if current is not None and body["granted"] and body["term"] == current[0] and peer in self.voters():
             current[1].add(peer)
 
     def reset(self):
@@ -138,4 +165,10 @@ def check_prevote_reply(body):
     if not (isinstance(body, dict) and set(body) == {"term", "granted"} and isinstance(body["term"], int)
             and not isinstance(body["term"], bool) and isinstance(body["granted"], bool)):
         raise ValueError("a pre-vote reply is {term, granted}")
+    return body
+
+
+def check_transfer_notice(body):
+    if not (isinstance(body, dict) and set(body) == {"to"} and isinstance(body["to"], str) and len(body["to"]) <= 32):
+        raise ValueError("a transfer notice is {to}")
     return body

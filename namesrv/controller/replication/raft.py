@@ -6,13 +6,15 @@ and two more ports per controller for a state of a few kilobytes, and DLedger's 
 address per controller. What pysyncobj does unsafely is replaced (``hooks.py``): its pickled
 transport by the authenticated member mesh (``members.py``, ``mesh.py``, ``transport.py``), its
 pickled commands and snapshots by msgpack (``codec.py``, ``snapshot.py``), its unsynced mmap
-journal by records fsynced before any message depends on them (``journal.py``, ``disk.py``), and
-its elections get a pre-vote, its leader a read lease (``quorum.py``).
+journal by records fsynced before any message depends on them (``journal.py``, ``disk.py``), its
+snapshots by ours, durable before the log shrinks (``snapshotstore.py``), its membership by the
+group's configuration in the log (``membership.py``, ``changes.py``), and its elections get a
+pre-vote, its leader a read lease (``quorum.py``) and a leadership transfer (``transfer.py``).
 
 How it sits in a Twisted process: pysyncobj's ticking thread is off (``autoTick=False``). The
 reactor ticks it every ``TICK`` seconds (for its timers) and right after each message or
 proposal, so every Raft step, every applied event and every snapshot happens on the reactor
-thread; only the journal's writes and fsyncs run in a thread.
+thread; only the disk's writes and fsyncs run in a thread.
 
 A new leader first commits an empty entry of its own term (as Java's controller appends an
 initial entry) and only then serves: by then it has applied everything an earlier leader
@@ -30,14 +32,19 @@ from twisted.logger import Logger
 from zope.interface import implementer
 
 from namesrv.controller.replication import NotLeader, split_address
-from namesrv.controller.replication import hooks, snapshot
+from namesrv.controller.replication import fencing, hooks, snapshot
+from namesrv.controller.replication.changes import MembershipChanges
 from namesrv.controller.replication.codec import CodecError, check_event
 from namesrv.controller.replication.disk import FileDisk
 from namesrv.controller.replication.journal import DurableJournal, JournalError
-from namesrv.controller.replication.members import Credentials
+from namesrv.controller.replication.members import Credentials, GroupState
+from namesrv.controller.replication.membership import Configuration
 from namesrv.controller.replication.mesh import MemberMesh
 from namesrv.controller.replication.quorum import LeaderLease, PreVote
 from namesrv.controller.replication.transport import NOTE, PREVOTE, MemberNode, MemberTransport
+from namesrv.controller.replication.snapshotstore import SnapshotStore
+from namesrv.controller.replication.transfer import LeadershipTransfer
+from namesrv.controller.replication.transport import PREVOTE, MemberNode, MemberTransport
 from namesrv.interfaces import IReplicatedLog
 
 #: seconds between two ticks of pysyncobj's timers (messages and proposals tick at once)
@@ -47,31 +54,45 @@ SNAPSHOT_FILE = "raft.snapshot"
 
 
 class RaftTiming:
-    """Raft's timers: election timeout range, heartbeat period, and how long a leader without a majority stays."""
+    """Raft's timers and the store's bounds: election timeout range, heartbeat period, how long a leader
+    without a majority stays, when a snapshot replaces the log, and how long a leadership transfer may take."""
 
     def __init__(self, min_timeout=0.4, max_timeout=1.4, heartbeat=0.1, leader_fallback=2.0,
-                 compaction_entries=2000, compaction_seconds=60):
+                 compaction_entries=20000, compaction_seconds=3600, compaction_bytes=16 << 20,
+                 store_max_bytes=64 << 20, transfer_timeout=None, snapshot_chunk=1 << 20):
         self.min_timeout = min_timeout
         self.max_timeout = max_timeout
         self.heartbeat = heartbeat
         self.leader_fallback = leader_fallback
-        #: a snapshot replaces the log once it holds this many entries, or this long after the last one
+        #: a snapshot replaces the log once it holds this many entries or bytes, or this long after the last one
         self.compaction_entries = compaction_entries
         self.compaction_seconds = compaction_seconds
+        self.compaction_bytes = compaction_bytes
+        #: a snapshot larger than this is refused from the leader (and warned about when written)
+        self.store_max_bytes = store_max_bytes
+        #: a transfer not done by then is abandoned and the old leader serves again (default: the longest election timeout)
+        self.transfer_timeout = transfer_timeout if transfer_timeout is not None else max_timeout
+        self.snapshot_chunk = snapshot_chunk
 
 
 class RaftStartError(ValueError):
     """This controller's Raft state on disk cannot be used: say which file and why, and do not start."""
 
 
+def _not_used(*args):
+    raise hooks.HookError("pysyncobj's own serializer is replaced by snapshotstore.SnapshotStore")
+
+
 class _EventConsumer(SyncObjConsumer):
-    """The part of the state pysyncobj replicates: the controller's ReplicaState, changed by events."""
+    """The part of the state pysyncobj replicates: the controller's ReplicaState, changed by events, and the
+    group's configuration (its members), applied when committed."""
 
     log = Logger()
 
-    def __init__(self, state):
+    def __init__(self, state, members_applied):
         super().__init__()
         self._state = state
+        self._members_applied = members_applied
 
     @replicated
     def apply_events(self, events):
@@ -83,18 +104,27 @@ class _EventConsumer(SyncObjConsumer):
                 self.log.error("controller: event skipped: {err}", err=e)
         return self._state.applied
 
+    @replicated
+    def apply_members(self, configuration):
+        """A configuration of the group, committed (it took effect on every member when it was appended)."""
+        return self._members_applied(configuration)
+
 
 @implementer(IReplicatedLog)
 class RaftLog:
     log = Logger()
     applies_at_once = False
 
-    def __init__(self, state, store_dir, self_id, peers, group, reactor, secret=None, timing=None, mesh=None,
-                 disk=None, monotonic=time.monotonic, rng=None):
+    def __init__(self, state, store_dir, self_id, peers, group, reactor, secrets=None, identity=None, timing=None,
+                 mesh=None, disk=None, monotonic=time.monotonic, rng=None, force_new_group=False, join=False):
         self.state = state
         self.self_id = self_id
         self.group = group
-        self.peers = dict(peers)              # id -> controller address (what brokers are told, and members dial)
+        # a member joining a running group has no vote until the group's configuration gives it one
+        self.static = Configuration.static(peers, learners=[self_id] if join else ())
+        self.configuration = self.static            # in force: the last one in the log
+        self.applied_configuration = self.static    # as of the last applied entry (what a snapshot holds)
+        self.self_address = peers[self_id]
         self.reactor = reactor
         self.role_listeners = []
         #: ``callback(peer, body)`` for each note another member sends (``send_note``)
@@ -103,8 +133,10 @@ class RaftLog:
         self.timing = timing or RaftTiming()
         self.monotonic = monotonic
         self.rng = rng or random.Random()
-        self.credentials = Credentials(self_id, secret, self.peers)
-        others = {peer: split_address(address) for peer, address in self.peers.items() if peer != self_id}
+        self.force_new_group = force_new_group
+        self.credentials = Credentials(self_id, secrets, identity=identity, knows=self._knows,
+                                       state=self._group_state, fenced=self._fenced, is_fenced=self._left_behind)
+        others = {peer: split_address(address) for peer, address in peers.items() if peer != self_id}
         self.mesh = mesh if mesh is not None else MemberMesh(self.credentials, others, reactor, monotonic)
         self._disk = disk
         self.journal_path = os.path.join(store_dir, JOURNAL_FILE)
@@ -112,62 +144,98 @@ class RaftLog:
         self._syncobj = None
         self._transport = None
         self._journal = None
+        self._store = None
+        self._consumer = None
         self._ticker = None
         self._poked = None
         self._serving_term = None
         self._serving = False
         self._seen = (None, None)
         self.broken = None
+        self.fenced_reason = None
+        self.removed = False
         self.snapshots_loaded = 0
+        self.transfer = None          # a transfer.LeadershipTransfer while one is under way
+        self.changes = None           # changes.MembershipChanges, once started
+
+    @property
+    def peers(self):
+        """{id: 'host:port'} of every member of the configuration in force (voters and learners)."""
+        return self.configuration.addresses()
 
     # -- life -----------------------------------------------------------------------------------
     def start(self):
         os.makedirs(self.store_dir, exist_ok=True)
-        self._check_snapshot()
         disk = self._disk if self._disk is not None else FileDisk(self.journal_path, self.reactor)
+        self._disk = disk
+        reason = fencing.read_marker(disk)
+        if reason is not None:
+            self.fenced_reason = reason
+            self.log.critical("controller {id}: {reason}", id=self.self_id, reason=reason)
+            return
+        store = SnapshotStore(disk, self, chunk_size=self.timing.snapshot_chunk, max_bytes=self.timing.store_max_bytes)
         try:
-            journal = DurableJournal(disk, first_sync=(self.snapshot_path, self.store_dir))
+            decoded = store.load()
+        except snapshot.SnapshotError as e:
+            raise RaftStartError("controller Raft snapshot %s cannot be read (%s): move this member's store "
+                                 "aside to let it catch up from the others" % (self.snapshot_path, e))
+        try:
+            journal = DurableJournal(disk, base=(0, self.static))
         except JournalError as e:
             raise RaftStartError("controller Raft journal %s: %s" % (self.journal_path, e))
+        if decoded is not None:
+            journal.reconcile(decoded[2], decoded[1])
+            journal.set_base(decoded[1][1], decoded[3] or self.static)
+        if self.force_new_group:
+            fencing.force_new_group(self, journal, decoded)
         journal.on_failure = self._broke
-        others = [peer for peer in self.peers if peer != self.self_id]
-        transport = MemberTransport(self.self_id, others, self.mesh, journal, self.monotonic,
-                                    self.timing.min_timeout)
+        self.configuration = journal.configuration()[1]
+        self._report_configuration()
+        voters = [m for m in self.configuration.voters() if m != self.self_id]
+        transport = MemberTransport(self.self_id, voters, self.mesh, journal, self.monotonic, self.timing.min_timeout)
         transport.poke = self._poke
         transport.note_handler = self._note_received
         transport.call_soon = lambda f: self.reactor.callLater(0, f)
+        transport.transfer = lambda: self.transfer
         conf = SyncObjConf(
             autoTick=False, useFork=False, dynamicMembershipChange=False, journalFile=self.journal_path,
-            fullDumpFile=self.snapshot_path, serializer=self._write_snapshot, deserializer=self._read_snapshot,
+            fullDumpFile=self.snapshot_path, serializer=_not_used, deserializer=_not_used,
             raftMinTimeout=self.timing.min_timeout, raftMaxTimeout=self.timing.max_timeout,
             appendEntriesPeriod=self.timing.heartbeat, leaderFallbackTimeout=self.timing.leader_fallback,
             appendEntriesUseBatch=False, appendEntriesBatchSizeBytes=1 << 20,
             logCompactionMinEntries=self.timing.compaction_entries, logCompactionMinTime=self.timing.compaction_seconds,
-            commandsWaitLeader=False)
-        self._consumer = _EventConsumer(self.state)
+            logCompactionBatchSize=self.timing.snapshot_chunk, commandsWaitLeader=False)
+        self._consumer = _EventConsumer(self.state, self._members_applied)
         hooks.prepare_journal(self.journal_path, journal)
         try:
-            syncobj = hooks.SafeSyncObj(MemberNode(self.self_id), list(transport.nodes.values()), conf,
+            syncobj = hooks.SafeSyncObj(MemberNode(self.self_id), [transport.node(v) for v in voters], conf,
                                         consumers=[self._consumer], transport=transport)
         finally:
             hooks.forget_journal(self.journal_path)
-        if sorted(syncobj._idToMethod) != [0]:
-            raise hooks.HookError("pysyncobj numbered the replicated calls %s; apply_events must be 0"
+        if sorted(syncobj._idToMethod) != [0, 1] or getattr(syncobj._idToMethod[1], "origName", None) != "apply_members":
+            raise hooks.HookError("pysyncobj numbered the replicated calls %s; apply_events must be 0, apply_members 1"
                                   % sorted(syncobj._idToMethod))
+        hooks.check_instance(syncobj)
+        hooks.use_snapshot_store(syncobj, store)
         transport.syncobj = syncobj
-        transport.lease = LeaderLease(self.monotonic, len(self.peers), self.timing.min_timeout)
-        transport.prevote = PreVote(transport, others, self.monotonic, self.rng, self.timing.min_timeout,
-                                    self.timing.max_timeout, self._send_prevote)
+        transport.lease = LeaderLease(self.monotonic, self.other_voters, self.timing.min_timeout)
+        transport.prevote = PreVote(transport, self.other_voters, self.monotonic, self.rng, self.timing.min_timeout,
+                                    self.timing.max_timeout, self._send_prevote, voting=self.voting)
         syncobj.election_gate = transport.prevote.gate
-        self._syncobj, self._transport, self._journal = syncobj, transport, journal
+        self._syncobj, self._transport, self._journal, self._store = syncobj, transport, journal, store
+        journal.on_configuration = self._configuration_in_force
+        self._configuration_in_force(self.configuration)
+        if decoded is not None:
+            hooks.load_snapshot(syncobj)
+        self.changes = MembershipChanges(self)
         self.mesh.start(transport)
         self._ticker = task.LoopingCall(self._tick)
         self._ticker.clock = self.reactor
         self._ticker.start(TICK, now=True).addErrback(
             lambda failure: self.log.failure("controller: Raft ticking stopped", failure))
-        self.log.info("controller {id}: Raft member of {peers}, on its controller port ({auth})", id=self.self_id,
-                      peers=", ".join(sorted(self.peers)),
-                      auth="members authenticated by the group's secret" if self.credentials.secret
+        self.log.info("controller {id}: Raft member of {members}, on its controller port ({auth})", id=self.self_id,
+                      members=self.configuration.describe(),
+                      auth="members prove the group's secret and their own keys" if self.credentials.secret
                       else "member authentication DISABLED")
 
     def stop(self):
@@ -176,6 +244,8 @@ class RaftLog:
             self._ticker.stop()
         if self._poked is not None and self._poked.active():
             self._poked.cancel()
+        if self.transfer is not None:
+            self.transfer.abandon("this controller stops")
         self.mesh.stop()
         self._set_serving(False)
         if self._journal is None:
@@ -194,14 +264,63 @@ class RaftLog:
         self.mesh.stop()
         self._set_serving(False)
 
-    def _check_snapshot(self):
-        if not os.path.exists(self.snapshot_path):
+    def _report_configuration(self):
+        if self.configuration != self.static:
+            self.log.info("controller {id}: the group's configuration is the one in its log ({members}), not "
+                          "controllerDLegerPeers'", id=self.self_id, members=self.configuration.describe())
+
+    # -- the configuration ------------------------------------------------------------------------------
+    def other_voters(self):
+        return [m for m in self.configuration.voters() if m != self.self_id]
+
+    def voting(self):
+        return self.configuration.role(self.self_id) == "voter" and self.fenced_reason is None
+
+    def _knows(self, peer):
+        return peer in self.configuration.members or peer in self.configuration.fenced
+
+    def _left_behind(self, peer):
+        return peer in self.configuration.fenced and peer not in self.configuration.members
+
+    def _group_state(self):
+        journal = self._journal
+        fresh = (self._store is None or self._store.decoded is None) and (journal is None or (
+            len(journal) <= 1 and not journal.configurations))
+        return GroupState(self.configuration.epoch, self.configuration.generation_bytes(), fresh)
+
+    def _configuration_in_force(self, configuration):
+        """The journal's configuration in force changed (an entry appended, or cut away): pysyncobj's members,
+        the mesh's peers, the pre-vote and the lease follow at once."""
+        before, self.configuration = self.configuration, configuration
+        syncobj, transport = self._syncobj, self._transport
+        if syncobj is not None:
+            hooks.set_members(syncobj, self.other_voters(),
+                              [m for m in configuration.learners() if m != self.self_id], transport.node,
+                              self.mesh.connected, self.monotonic())
+            for peer in set(before.voters()) - set(configuration.voters()):
+                transport.lease.forget(peer)
+        self.mesh.set_peers({m: split_address(a) for m, a in configuration.addresses().items() if m != self.self_id})
+        fencing.dial_fenced(self.mesh, configuration)
+        if configuration != before:
+            self.log.info("controller {id}: group configuration in force: {members}", id=self.self_id,
+                          members=configuration.describe())
+
+    def _members_applied(self, wire):
+        configuration = Configuration.from_wire(wire)
+        self.applied_configuration = configuration
+        if self.self_id not in configuration.members and not self.removed:
+            self.removed = True
+            self.log.warn("controller {id}: removed from the group's configuration ({members}): it takes no part "
+                          "any more; stop it, or add it again", id=self.self_id, members=configuration.describe())
+        return configuration.epoch
+
+    def _fenced(self, peer, theirs):
+        """``peer`` proved that a forced new group left this member behind: stop for good (``fencing.py``)."""
+        if self.fenced_reason is not None:
             return
-        try:
-            snapshot.decode(snapshot.read(self.snapshot_path))
-        except (OSError, snapshot.SnapshotError) as e:
-            raise RaftStartError("controller Raft snapshot %s cannot be read (%s): move this member's store "
-                                 "aside to let it catch up from the others" % (self.snapshot_path, e))
+        self.fenced_reason = fencing.fence(self, peer, theirs)
+        self.log.critical("controller {id}: {reason}", id=self.self_id, reason=self.fenced_reason)
+        self._broke(fencing.Fenced(self.fenced_reason))
 
     # -- ticking ----------------------------------------------------------------------------------------
     def _poke(self):
@@ -227,6 +346,10 @@ class RaftLog:
             self._set_serving(False)
         elif leader and self._serving_term not in (("pending", term), term):
             self._set_serving(False)        # a new term while we stayed leader: serve once its first entry is in
+        if self.transfer is not None:
+            self.transfer.tick()
+        if self._journal.size > self.timing.compaction_bytes:
+            syncobj.forceLogCompaction()
         self._journal.sync()
 
     def _first_entry(self, term, error):
@@ -269,37 +392,53 @@ class RaftLog:
         self._consumer.apply_events(events, callback=callback)
         self._poke()
 
-    # -- snapshots (pysyncobj's serializer and deserializer) --------------------------------------------------
-    def _write_snapshot(self, path, data):
-        last, prev, members = data
-        snapshot.write(path, snapshot.encode(self.state.to_dict(), last, prev, [str(m) for m in members]))
-
-    def _read_snapshot(self, path):
+    def transfer_leadership(self, target):
+        """Hand leadership over to ``target`` (a voter's id, or "any"): a Deferred firing with the new leader's
+        id, or failing (TransferRefused, NotLeader) when it cannot start or was abandoned (``transfer.py``)."""
         try:
-            state, last, prev, members = snapshot.decode(snapshot.read(path))
-            self.state.load_dict(state)
-            self.snapshots_loaded += 1
+            transfer = LeadershipTransfer.start(self, target)
         except Exception as e:
-            self.log.critical("controller: Raft snapshot {path} not loaded: {err}", path=path, err=e)
+            return defer.fail(e)
+        self._poke()
+        return transfer.done
+
+    def propose_configuration(self, configuration, callback):
+        self._consumer.apply_members(configuration.to_wire(), callback=callback)
+        self._poke()
+
+    # -- snapshots (snapshotstore.SnapshotStore's owner) -------------------------------------------------------
+    def snapshot_state(self):
+        """The state and the configuration as of the last applied entry, for a snapshot."""
+        return self.state.to_dict(), self.applied_configuration
+
+    def snapshot_loaded(self, decoded):
+        state, last, prev, configuration = decoded
+        try:
+            self.state.load_dict(state)
+        except Exception as e:
+            self.log.critical("controller: Raft snapshot not loaded: {err}", err=e)
             raise
+        self.applied_configuration = configuration or self.static
+        self._journal.set_base(last[1], self.applied_configuration)
+        self.snapshots_loaded += 1
         self.log.info("controller {id}: state restored from the Raft snapshot ({n} broker groups, entry {index})",
                       id=self.self_id, n=len(self.state.groups), index=last[1])
-        return last, prev, members
 
     # -- IReplicatedLog ------------------------------------------------------------------------------------
     @property
     def is_leader(self):
-        """Serving, and sure of it: pysyncobj leads, this term's first entry is in, and the lease holds."""
+        """Serving, and sure of it: pysyncobj leads, this term's first entry is in, the lease holds, and no
+        leadership transfer is under way."""
         syncobj = self._syncobj
         return (self._serving and syncobj is not None and syncobj._isLeader()
-                and self._transport.lease.valid())
+                and self._transport.lease.valid() and (self.transfer is None or not self.transfer.holds_writes))
 
     @property
     def leader_id(self):
         if self.is_leader:
             return self.self_id
         syncobj = self._syncobj
-        if syncobj is None:
+        if syncobj is None or self.broken is not None:
             return None
         leader = syncobj._getLeader()
         if leader is None or leader.id == self.self_id or not self._transport.heard_from_leader():
@@ -327,16 +466,37 @@ class RaftLog:
 
     def status(self):
         obj = self._syncobj
+        base = {"mode": "raft", "applied": self.state.applied, "peers": dict(self.peers),
+                "authenticated": bool(self.credentials.secret), "configuration": self._configuration_status()}
         if obj is None:
-            return {"mode": "raft", "role": "stopped" if self.broken is None else "broken", "term": 0,
-                    "applied": self.state.applied, "peers": dict(self.peers), "leaderId": None, "connectedPeers": [],
-                    "authenticated": bool(self.credentials.secret)}
+            role = "fenced" if self.fenced_reason else ("stopped" if self.broken is None else "broken")
+            base.update({"role": role, "term": 0, "leaderId": None, "connectedPeers": [], "members": [],
+                         "fencedReason": self.fenced_reason})
+            return base
         role = "leader" if self.is_leader else ("candidate" if obj._isLeader() else "follower")
+        if self.configuration.role(self.self_id) == "learner":
+            role = "learner"
+        if self.broken is not None:
+            role = "fenced" if self.fenced_reason else "broken"
         lease_end = self._transport.lease.expires() if obj._isLeader() else None
-        return {"mode": "raft", "role": role, "term": obj.raftCurrentTerm, "applied": self.state.applied,
-                "commitIndex": obj.raftCommitIndex, "peers": dict(self.peers), "leaderId": self.leader_id,
-                "connectedPeers": sorted(self.mesh.links), "authenticated": bool(self.credentials.secret),
-                "leaseSeconds": None if lease_end is None else max(0.0, round(lease_end - self.monotonic(), 3)),
-                "preVoteRounds": self._transport.prevote.rounds, "dropped": dict(self._transport.dropped),
-                "refusedLinks": self.mesh.refusals.count if hasattr(self.mesh, "refusals") else 0,
-                "journalSynced": self._journal.synced}
+        base.update({
+            "role": role, "term": obj.raftCurrentTerm, "commitIndex": obj.raftCommitIndex, "leaderId": self.leader_id,
+            "connectedPeers": sorted(self.mesh.links),
+            "leaseSeconds": None if lease_end is None else max(0.0, round(lease_end - self.monotonic(), 3)),
+            "preVoteRounds": self._transport.prevote.rounds, "dropped": dict(self._transport.dropped),
+            "refusedLinks": self.mesh.refusals.count if hasattr(self.mesh, "refusals") else 0,
+            "journalSynced": self._journal.synced, "members": self.changes.members_status(),
+            "lastLogIndex": self._journal[-1][1] if len(self._journal) else 0,
+            "lastLogTerm": self._journal[-1][2] if len(self._journal) else 0,
+            "fencedReason": self.fenced_reason,
+            "store": {"journalBytes": self._journal.size, "snapshotBytes": self._store.size,
+                      "maxBytes": self.timing.store_max_bytes, "snapshotsWritten": self._store.written,
+                      "snapshotsInstalled": self._store.installed, "logEntries": len(self._journal)},
+            "transfer": self.transfer.status() if self.transfer is not None else None})
+        return base
+
+    def _configuration_status(self):
+        configuration = self.configuration
+        return {"epoch": configuration.epoch, "generation": configuration.generation,
+                "voters": configuration.voters(), "learners": configuration.learners(),
+                "fenced": sorted(configuration.fenced)}

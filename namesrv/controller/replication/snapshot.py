@@ -1,42 +1,40 @@
-"""The Raft snapshot: the controller state as of an applied entry, as checked msgpack (pysyncobj pickles its own).
+"""The Raft snapshot's format: the controller state as of an applied entry, as checked msgpack.
 
-pysyncobj compacts its log by asking a serializer to write the state to a temporary file, which
-it then renames over the snapshot and sends, chunk by chunk, to a member too far behind; the
-member renames what it received over its own snapshot and asks the deserializer to read it. We
-give it both functions, so a snapshot is ``[u32 length][u32 crc32][msgpack]`` of::
+A snapshot is ``[u32 length][u32 crc32][msgpack]`` of::
 
-    {"format": "rocketmq-namesrv-raft-snapshot", "version": 1,
-     "state": ReplicaState.to_dict(), "last": [command, index, term], "prev": [...], "members": [ids]}
+    {"format": "rocketmq-namesrv-raft-snapshot", "version": 2, "state": ReplicaState.to_dict(),
+     "last": [command, index, term], "prev": [...], "configuration": membership wire form}
 
-and reading one checks the checksum and every field before the state is replaced. pysyncobj
-renames the file as soon as the serializer returns, so the file is fsynced here first: its
-contents are durable before its name is (the journal makes the directory durable before it drops
-the entries the snapshot replaced, ``journal.first_sync``).
+Reading one checks the checksum and every field before the state is replaced. Version 1 (without
+the group's configuration: the static one of ``controllerDLegerPeers`` applied) is read too; any
+other version is refused in one line naming both. Where and when snapshots are written, sent and
+read: ``snapshotstore.py``.
 """
 
-import os
 import struct
 import zlib
 
 from namesrv.controller.replication.codec import CodecError, check_command, pack, unpack
+from namesrv.controller.replication.membership import Configuration
 
 FORMAT = "rocketmq-namesrv-raft-snapshot"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)
 _HEAD = struct.Struct(">II")
 
 
 class SnapshotError(ValueError):
-    """A snapshot file that is not one of ours, or is damaged."""
+    """A snapshot that is not one of ours, is damaged, or is of a format version this server does not read."""
 
 
-def encode(state_dict, last, prev, members):
+def encode(state_dict, last, prev, configuration):
     payload = pack({"format": FORMAT, "version": VERSION, "state": state_dict, "last": list(last),
-                    "prev": list(prev), "members": sorted(members)})
+                    "prev": list(prev), "configuration": configuration.to_wire()})
     return _HEAD.pack(len(payload), zlib.crc32(payload)) + payload
 
 
 def decode(data):
-    """(state dict, last entry, previous entry, member ids) from a snapshot's bytes, or SnapshotError."""
+    """(state dict, last entry, previous entry, Configuration or None) from a snapshot's bytes, or SnapshotError."""
     if len(data) < _HEAD.size:
         raise SnapshotError("a snapshot of %d bytes" % len(data))
     length, crc = _HEAD.unpack_from(data)
@@ -47,10 +45,20 @@ def decode(data):
         value = unpack(payload)
     except CodecError as e:
         raise SnapshotError(str(e))
-    if not (isinstance(value, dict) and value.get("format") == FORMAT and value.get("version") == VERSION
-            and isinstance(value.get("state"), dict) and isinstance(value.get("members"), list)):
+    if not (isinstance(value, dict) and value.get("format") == FORMAT):
         raise SnapshotError("not a rocketmq-namesrv Raft snapshot")
-    return value["state"], _entry(value.get("last")), _entry(value.get("prev")), frozenset(value["members"])
+    if value.get("version") not in READS:
+        raise SnapshotError("the snapshot is format version %r; this server reads versions %d-%d (a newer server "
+                            "wrote it)" % (value.get("version"), READS[0], READS[-1]))
+    if not isinstance(value.get("state"), dict):
+        raise SnapshotError("a snapshot without a state")
+    configuration = None
+    if value["version"] >= 2:
+        try:
+            configuration = Configuration.from_wire(value.get("configuration"))
+        except CodecError as e:
+            raise SnapshotError("its configuration: %s" % e)
+    return value["state"], _entry(value.get("last")), _entry(value.get("prev")), configuration
 
 
 def _entry(raw):
@@ -61,15 +69,3 @@ def _entry(raw):
     except CodecError as e:
         raise SnapshotError(str(e))
     return (raw[0], raw[1], raw[2])
-
-
-def write(path, data):
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()

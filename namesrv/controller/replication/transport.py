@@ -16,10 +16,13 @@ pysyncobj accepts a transport object; this one sits between its core and the mes
   We answer it at once, locally, as refused by "the leader".
 - Pre-vote requests and replies travel as their own kinds, and so do notes (``NOTE``) that are not
   Raft's: the listener that takes them checks their schema itself.
+- Pre-vote requests and replies travel as their own kinds, and so do a leadership transfer's
+  notice, its acknowledgement and the leader's ``timeout-now`` (``transfer.py``).
 
 A member's node is a ``MemberNode``: its id is the controller id (n0, n1, ...).
 """
 
+import zlib
 from collections import deque
 
 from pysyncobj.config import FAIL_REASON
@@ -28,7 +31,8 @@ from pysyncobj.transport import Transport
 from twisted.logger import Logger
 
 from namesrv.controller.replication.codec import CodecError, check_message
-from namesrv.controller.replication.quorum import check_prevote_reply, check_prevote_request
+from namesrv.controller.replication.quorum import (check_prevote_reply, check_prevote_request,
+                                                   check_transfer_notice)
 
 RAFT = "raft"
 PREVOTE = "prevote"
@@ -36,10 +40,19 @@ PREVOTE_REPLY = "prevote-reply"
 TERM_NOTICE = "term"
 #: a note between controllers that is not Raft's (namesrv/controller/relay.py: brokers the leader does not hear)
 NOTE = "note"
+TRANSFER = "transfer"
+TRANSFER_SEEN = "transfer-seen"
+TIMEOUT_NOW = "timeout-now"
 
 
 class MemberNode(Node):
-    """A controller in pysyncobj's eyes: its id is the controller id."""
+    """A controller in pysyncobj's eyes: its id is the controller id.
+
+    Its hash does not depend on the process's string-hash seed, so pysyncobj walks its sets of members in
+    the same order in every run: a simulated group replays exactly from its seed."""
+
+    def __hash__(self):
+        return zlib.crc32(self.id.encode("utf-8"))
 
 
 class MemberTransport(Transport):
@@ -63,6 +76,12 @@ class MemberTransport(Transport):
         self.last_leader_contact = clock()   # a member that just started may have missed a leader
         self._told = {}
         self.note_handler = None     # callable(peer, body) for NOTE envelopes (RaftLog.note_listeners)
+        #: (leader, term, target) of a transfer announced to us (or by us): the target's vote request of term + 1
+        #: may pass although a leader was heard from lately
+        self.transfer_hint = None
+        #: the term in which the leader told us to stand for election at once (TimeoutNow)
+        self.transfer_granted = None
+        self.transfer = lambda: None     # the leader's LeadershipTransfer under way, if any
         self.dropped = {"stale_ack": 0, "vote_while_led": 0, "forwarded_command": 0, "bad": 0}
         journal.synced_listeners.append(self._release)
 
@@ -78,10 +97,17 @@ class MemberTransport(Transport):
         pass
 
     def addNode(self, node):
-        raise NotImplementedError("controllers are the fixed set in controllerDLegerPeers")
+        raise NotImplementedError("pysyncobj's membership commands are not used (membership.py)")
 
     def dropNode(self, node):
-        raise NotImplementedError("controllers are the fixed set in controllerDLegerPeers")
+        raise NotImplementedError("pysyncobj's membership commands are not used (membership.py)")
+
+    def node(self, peer):
+        """The pysyncobj node of ``peer`` (one object per id, made when first needed)."""
+        node = self.nodes.get(peer)
+        if node is None:
+            node = self.nodes[peer] = MemberNode(peer)
+        return node
 
     def destroy(self):
         self._held.clear()
@@ -93,11 +119,14 @@ class MemberTransport(Transport):
         stamp = self.lease.stamp() if kind == "append_entries" and self.lease is not None else 0
         echo = self._leader_stamp.get(node.id, 0) if kind == "next_node_idx" else 0
         envelope = [RAFT, self.syncobj.raftCurrentTerm if self.syncobj is not None else 0, stamp, echo, message]
+        # a snapshot chunk is written even to a peer that is slow to read: one snapshot at most is in flight
+        # per link, and a chunk lost would make the member start the transfer again
+        force = message.get("serialized") is not None
         if self._held or self.journal.dirty:
-            self._held.append((self.journal.written, node.id, envelope))
+            self._held.append((self.journal.written, node.id, envelope, force))
             self.journal.sync()
             return self.mesh.connected(node.id)
-        return self.mesh.send(node.id, envelope)
+        return self.mesh.send(node.id, envelope, force=force)
 
     def _refuse_forwarding(self, message):
         """pysyncobj forwards a command to the leader when this member stopped leading meanwhile; the
@@ -112,15 +141,15 @@ class MemberTransport(Transport):
 
     def _release(self, synced):
         while self._held and self._held[0][0] <= synced:
-            _, peer, envelope = self._held.popleft()
-            self.mesh.send(peer, envelope)
+            _, peer, envelope, force = self._held.popleft()
+            self.mesh.send(peer, envelope, force=force)
 
     # -- the mesh's receiver -------------------------------------------------------------------------------
     def peer_connected(self, peer):
-        self._onNodeConnected(self.nodes[peer])
+        self._onNodeConnected(self.node(peer))
 
     def peer_disconnected(self, peer):
-        self._onNodeDisconnected(self.nodes[peer])
+        self._onNodeDisconnected(self.node(peer))
 
     def value_received(self, peer, value):
         try:
@@ -141,6 +170,12 @@ class MemberTransport(Transport):
             elif kind == NOTE:
                 if self.note_handler is not None:
                     self.note_handler(peer, body)     # checks its own schema; never raises
+            elif kind == TRANSFER:
+                self._transfer_notice(peer, term, stamp, check_transfer_notice(body))
+            elif kind == TRANSFER_SEEN:
+                self._transfer_seen(peer, term, echo)
+            elif kind == TIMEOUT_NOW:
+                self._timeout_now(peer, term)
             else:
                 raise CodecError("unknown envelope kind %r" % (kind,))
         except (CodecError, ValueError, TypeError) as e:
@@ -164,10 +199,11 @@ class MemberTransport(Transport):
                 return
             if self.lease is not None and self.syncobj._isLeader():
                 self.lease.echoed(peer, echo)
-        elif kind == "request_vote" and (self.heard_from_leader() or self.leading_with_lease()):
+        elif kind == "request_vote" and (self.heard_from_leader() or self.leading_with_lease()) \
+                and not self._transfer_vote(peer, message["term"]):
             self.dropped["vote_while_led"] += 1
             return
-        self._onMessageReceived(self.nodes[peer], message)
+        self._onMessageReceived(self.node(peer), message)
         self.poke()
 
     def _tell_term(self, peer):
@@ -188,10 +224,53 @@ class MemberTransport(Transport):
         if body["term"] <= self.syncobj.raftCurrentTerm or body["term"] != term:
             return
         self.dropped["newer_term"] = self.dropped.get("newer_term", 0) + 1
-        self._onMessageReceived(self.nodes[peer], {"type": "request_vote", "term": body["term"],
+        self._onMessageReceived(self.node(peer), {"type": "request_vote", "term": body["term"],
                                                    "last_log_index": body["lastIndex"],
                                                    "last_log_term": body["lastTerm"]})
         self.poke()
+
+    # -- leadership transfer (transfer.py) --------------------------------------------------------------------
+    def _leader_is(self, peer, term):
+        leader = self.syncobj._getLeader()
+        return term == self.syncobj.raftCurrentTerm and leader is not None and leader.id == peer
+
+    def _transfer_notice(self, peer, term, stamp, body):
+        """The leader hands over to ``body["to"]`` ("": it gave up): remember it, and say we have it."""
+        if not self._leader_is(peer, term):
+            return
+        self.transfer_hint = (peer, term, body["to"]) if body["to"] else None
+        self._leader_stamp[peer] = max(stamp, self._leader_stamp.get(peer, 0))
+        self.mesh.send(peer, [TRANSFER_SEEN, term, 0, stamp, {}])
+
+    def _transfer_seen(self, peer, term, echo):
+        if term != self.syncobj.raftCurrentTerm or not self.syncobj._isLeader():
+            return
+        if self.lease is not None:
+            self.lease.echoed(peer, echo)
+        transfer = self.transfer()
+        if transfer is not None:
+            transfer.noticed(peer, echo)
+
+    def _timeout_now(self, peer, term):
+        """Our leader tells us to stand for election now: pysyncobj's TimeoutNow, past our pre-vote."""
+        hint = self.transfer_hint
+        if not self._leader_is(peer, term) or hint is None or hint[2] != self.self_id:
+            return
+        self.transfer_granted = term
+        self._onMessageReceived(self.node(peer), {"type": "timeout_now", "term": term})
+        self.poke()
+
+    def _transfer_vote(self, peer, term):
+        """A vote request the announced transfer lets through: from its target, for the next term."""
+        hint = self.transfer_hint
+        return hint is not None and hint[2] == peer and term == hint[1] + 1
+
+    def transfer_election(self):
+        """The pre-vote's gate: this member was told to stand now (once, in the term it was told in)."""
+        if self.transfer_granted is not None and self.transfer_granted == self.syncobj.raftCurrentTerm:
+            self.transfer_granted = None
+            return True
+        return False
 
     # -- what the pre-vote rules read (quorum.PreVote's member) -----------------------------------------------
     def term(self):

@@ -1,0 +1,109 @@
+"""``namesrv-admin``'s commands for the controller group itself: its members, its leader, its keys.
+
+mqadmin has none of these (Java's controllers are fixed at start). Changes go to the leader that
+CONTROLLER_GET_METADATA_INFO (1005) of ``-a`` names, as mqadmin's leader-only commands do; the
+listing asks the leader too when one is known (only it knows how far each member is behind), else
+the first controller of ``-a`` that answers. The requests: ``membership.py``.
+
+``createControllerKey`` sends nothing: it writes a member's private key on the host it will run on
+and prints the line to add to every member's ``controllerMembersFile``.
+"""
+
+from namesrv.admin.commands import command, json_body
+from namesrv.admin.connection import AdminError
+from namesrv.admin.output import Output, table
+from namesrv.controller.admin import ADDRESSES, CONTROLLER, controllers, leader_address, metadata
+from namesrv.controller.replication.identity import create_private_key
+from namesrv.protocol.codes import RequestCode
+
+_ID = (("-i", "--controllerId"), dict(required=True, help="the member's id, as in controllerDLegerPeers (n3)"))
+
+
+@command("createControllerKey", "Write a controller member's private key; print the line for controllerMembersFile.",
+         _ID, (("-o", "--out"), dict(required=True, help="the private key file to write (mode 600; not overwritten)")))
+def create_controller_key(client, args):
+    member = args.controllerId.strip()
+    try:
+        public = create_private_key(args.out)
+    except FileExistsError:
+        raise AdminError("%s exists: a member's key is never overwritten (remove it first if that is meant)" % args.out)
+    except OSError as e:
+        raise AdminError("%s cannot be written: %s" % (args.out, e.strerror or e))
+    line = "%s %s" % (member, public)
+    return Output({"controllerId": member, "keyFile": args.out, "publicKey": public, "membersLine": line}, [line])
+
+
+def _members_answer(client, args):
+    """The listing from the leader when one is known, else from the first controller of ``-a`` that answers."""
+    address, header = metadata(client, controllers(args))
+    target = header.get("controllerLeaderAddress") or address
+    try:
+        answer = client.call_ok(target, RequestCode.CONTROLLER_LIST_MEMBERS, kind=CONTROLLER)
+    except AdminError:
+        if target == address:
+            raise
+        answer = client.call_ok(address, RequestCode.CONTROLLER_LIST_MEMBERS, kind=CONTROLLER)
+    return json_body(answer, "the controller group's members")
+
+
+@command("listControllers", "List the controller group's members: role, leader, lag and last contact.", ADDRESSES)
+def list_controllers(client, args):
+    body = _members_answer(client, args)
+    rows = []
+    for member in body.get("members") or []:
+        contact = member.get("lastContactSeconds")
+        rows.append([member.get("id"), member.get("address"), member.get("role"),
+                     "yes" if member.get("leader") else "", "" if member.get("lag") is None else member["lag"],
+                     "" if contact is None else "%.2f" % contact, "yes" if member.get("connected") else "no"])
+    lines = ["#Group\t%s" % body.get("group"), "#Leader\t%s" % (body.get("leaderId") or "none"),
+             "#Epoch\t%s" % body.get("epoch"),
+             "#Answered by\t%s (%s, term %s, last log entry %s of term %s)" % (
+                 body.get("selfId"), body.get("role"), body.get("term"), body.get("lastLogIndex"),
+                 body.get("lastLogTerm"))]
+    if body.get("fenced"):
+        lines.append("#Fenced\t%s" % ", ".join(body["fenced"]))
+    lines.extend(table(["Id", "Address", "Role", "Leader", "Lag", "LastContact(s)", "Connected"], rows))
+    return Output(body, lines)
+
+
+def _change(client, args, code, ext, verb):
+    leader = leader_address(client, args)
+    answer = client.call_ok(leader, code, ext, kind=CONTROLLER)
+    configuration = json_body(answer, "the group's configuration")
+    members = ", ".join("%s=%s%s" % (m, address, "" if role == "voter" else " (learner)")
+                        for m, address, role in configuration.get("members") or [])
+    return Output(configuration, ["%s: the group is now %s" % (verb, members)])
+
+
+@command("addController", "Add a controller to the group as a learner (it catches up, then promoteController).",
+         ADDRESSES, _ID,
+         (("-r", "--memberAddress"), dict(required=True, help="the new member's controller address, host:port")))
+def add_controller(client, args):
+    member = args.controllerId.strip()
+    return _change(client, args, RequestCode.CONTROLLER_ADD_MEMBER,
+                   {"controllerId": member, "controllerAddress": args.memberAddress.strip()}, "%s added" % member)
+
+
+@command("promoteController", "Make a learner that has caught up a voter of the controller group.", ADDRESSES, _ID)
+def promote_controller(client, args):
+    member = args.controllerId.strip()
+    return _change(client, args, RequestCode.CONTROLLER_PROMOTE_MEMBER, {"controllerId": member},
+                   "%s promoted" % member)
+
+
+@command("removeController", "Remove a controller from the group (the leader only after transferControllerLeader).",
+         ADDRESSES, _ID)
+def remove_controller(client, args):
+    member = args.controllerId.strip()
+    return _change(client, args, RequestCode.CONTROLLER_REMOVE_MEMBER, {"controllerId": member},
+                   "%s removed" % member)
+
+
+@command("transferControllerLeader", "Hand the controller group's leadership over to another voter.", ADDRESSES,
+         (("--to",), dict(required=True, help="the voter to lead (its id), or any")))
+def transfer_controller_leader(client, args):
+    leader = leader_address(client, args)
+    answer = client.call_ok(leader, RequestCode.CONTROLLER_TRANSFER_LEADER, {"toControllerId": args.to.strip()},
+                            kind=CONTROLLER)
+    result = json_body(answer, "the new leader")
+    return Output(result, ["leadership handed over to %s (%s)" % (result.get("leaderId"), result.get("leaderAddress"))])

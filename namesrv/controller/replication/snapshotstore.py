@@ -1,0 +1,167 @@
+"""The Raft snapshot's life: written when the log grows, sent to a member behind it, read at start.
+
+pysyncobj compacts its log through a serializer object (``Serializer``: ``serialize``,
+``checkSerializing``, ``deserialize``, ``getTransmissionData``, ``setTransmissionData``,
+``cancelTransmisstion``); its own writes a file on the reactor thread and renames it without an
+fsync. ``hooks.use_snapshot_store`` gives it this one instead:
+
+- **Written in order, durable before the log shrinks.** ``serialize`` encodes the state as of the
+  last applied entry (``snapshot.py``) and hands it to the journal's disk queue (``disk.py``: a
+  temporary file, fsync, rename, directory fsync, in the disk thread). ``checkSerializing`` says
+  SUCCESS only once that is on disk; only then does pysyncobj rewrite the journal without the
+  entries the snapshot holds. A crash at any point leaves the old snapshot with the whole journal,
+  or the new one with a journal that still starts before it (``journal.reconcile`` cuts it at
+  start), or both new.
+- **Sent in chunks that say where they belong.** Each chunk carries the snapshot's last index, its
+  offset and the total size; a chunk out of place (a lost one, a newer snapshot meanwhile) starts
+  the transfer again rather than building a damaged file, and a snapshot larger than
+  ``controllerStoreMaxBytes`` is refused. The receiver checks the whole snapshot before it takes it,
+  and writes it through the same disk queue before the journal is cleared behind it.
+- **Read at start** from the disk (``load``), before pysyncobj is built.
+"""
+
+import struct
+
+from pysyncobj.config import SERIALIZER_STATE
+from twisted.logger import Logger
+
+from namesrv.controller.replication import snapshot
+
+FILE = "raft.snapshot"
+#: a chunk's place: the snapshot's last index, the chunk's offset, the snapshot's size
+_CHUNK_HEAD = struct.Struct(">QQQ")
+
+
+class SnapshotStore:
+    """pysyncobj's serializer over our disk queue; ``owner`` is the RaftLog (``snapshot_state()``,
+    ``snapshot_loaded(decoded)``)."""
+
+    log = Logger()
+
+    def __init__(self, disk, owner, chunk_size=1 << 20, max_bytes=64 << 20):
+        self.disk = disk
+        self.owner = owner
+        self.chunk_size = chunk_size
+        self.max_bytes = max_bytes
+        self.current = None          # the bytes of the newest snapshot (durable, or received and queued)
+        self.decoded = None
+        self._status = SERIALIZER_STATE.NOT_SERIALIZING
+        self._serializing_id = None
+        self._outgoing = {}          # node -> offset sent so far
+        self._incoming = None        # (last index, total, bytearray)
+        self.written = 0
+        self.installed = 0
+        self.refused = 0
+
+    # -- start ---------------------------------------------------------------------------------------
+    def load(self):
+        """The decoded snapshot on disk, or None; SnapshotError when there is one we cannot read."""
+        data = self.disk.read_file(FILE)
+        if data is None:
+            return None
+        self.decoded = snapshot.decode(data)
+        self.current = data
+        return self.decoded
+
+    @property
+    def size(self):
+        return len(self.current) if self.current is not None else 0
+
+    @property
+    def last_index(self):
+        return self.decoded[1][1] if self.decoded is not None else 0
+
+    # -- writing (pysyncobj's log compaction) ------------------------------------------------------------
+    def serialize(self, data, serialize_id):
+        if self._status != SERIALIZER_STATE.NOT_SERIALIZING:
+            return
+        _, last, prev, _cluster = data
+        state, configuration = self.owner.snapshot_state()
+        encoded = snapshot.encode(state, last, prev, configuration)
+        self._status = SERIALIZER_STATE.SERIALIZING
+        self._serializing_id = serialize_id
+        self.disk.write_file(FILE, encoded)
+        self.disk.sync().addCallbacks(self._written, self._not_written, callbackArgs=(encoded,))
+
+    def _written(self, _, encoded):
+        self.current = encoded
+        self.decoded = snapshot.decode(encoded)
+        self._outgoing.clear()
+        self.written += 1
+        self._status = SERIALIZER_STATE.SUCCESS
+
+    def _not_written(self, failure):
+        self.log.error("controller: Raft snapshot not written: {err}", err=failure.getErrorMessage())
+        self._status = SERIALIZER_STATE.FAILED
+
+    def checkSerializing(self):
+        status = self._status
+        if status in (SERIALIZER_STATE.SUCCESS, SERIALIZER_STATE.FAILED):
+            self._status = SERIALIZER_STATE.NOT_SERIALIZING
+        return status, self._serializing_id
+
+    def deserialize(self):
+        """The snapshot for pysyncobj to start from: (None, last, prev, cluster); the owner loads its state."""
+        self.owner.snapshot_loaded(self.decoded)
+        _, last, prev, configuration = self.decoded
+        return None, last, prev, tuple(configuration.members) if configuration is not None else ()
+
+    # -- sending ---------------------------------------------------------------------------------------------
+    def getTransmissionData(self, node):
+        if self.current is None:
+            return None
+        offset = self._outgoing.get(node, 0)
+        chunk = self.current[offset:offset + self.chunk_size]
+        end = offset + len(chunk)
+        if end >= len(self.current):
+            self._outgoing.pop(node, None)
+        else:
+            self._outgoing[node] = end
+        return (_CHUNK_HEAD.pack(self.last_index, offset, len(self.current)) + chunk, offset == 0,
+                end >= len(self.current))
+
+    def cancelTransmisstion(self, node):       # pysyncobj's spelling
+        self._outgoing.pop(node, None)
+
+    # -- receiving --------------------------------------------------------------------------------------------
+    def setTransmissionData(self, data):
+        """A chunk from the leader; True once a whole, checked snapshot is in (and queued for the disk)."""
+        if data is None:
+            return False
+        raw, _, _ = data
+        if len(raw) < _CHUNK_HEAD.size:
+            return self._drop("a snapshot chunk without its place")
+        last_index, offset, total = _CHUNK_HEAD.unpack_from(raw)
+        body = raw[_CHUNK_HEAD.size:]
+        if offset == 0:
+            if total > self.max_bytes:
+                self.refused += 1
+                return self._drop("a snapshot of %d bytes (controllerStoreMaxBytes is %d)" % (total, self.max_bytes))
+            self._incoming = (last_index, total, bytearray())
+        incoming = self._incoming
+        if incoming is None or incoming[:2] != (last_index, total) or len(incoming[2]) != offset:
+            return self._drop(None)       # a chunk of a transfer we did not follow: the leader starts again
+        incoming[2].extend(body)
+        if len(incoming[2]) > total:
+            return self._drop("a snapshot larger than it said")
+        if len(incoming[2]) < total:
+            return False
+        received = bytes(incoming[2])
+        self._incoming = None
+        try:
+            decoded = snapshot.decode(received)
+        except snapshot.SnapshotError as e:
+            return self._drop("a snapshot from the leader refused: %s" % e)
+        self.disk.write_file(FILE, received)
+        self.current, self.decoded = received, decoded
+        self._outgoing.clear()
+        self.installed += 1
+        self.log.info("controller: Raft snapshot received from the leader ({n} bytes, entry {index}): this member "
+                      "was behind the leader's log", n=len(received), index=decoded[1][1])
+        return True
+
+    def _drop(self, reason):
+        self._incoming = None
+        if reason:
+            self.log.warn("controller: {reason}", reason=reason)
+        return False
