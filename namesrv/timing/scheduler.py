@@ -27,6 +27,8 @@ import time
 from twisted.internet.task import Cooperator, SchedulerStopped, TaskStopped
 from twisted.logger import Logger
 
+from namesrv.interfaces import IReactorPasses
+
 log = Logger()
 
 #: priorities, first served first
@@ -70,6 +72,9 @@ class TurnScheduler:
         self.longest_turn = 0.0
         self._deadline = None        # this reactor pass's: its turn and the sockets read after it share one budget
         self._pass_end = None
+        #: a reactor that counts its passes (eventloop.py) says when one ends; any other gets a timed call per pass
+        self._counted = IReactorPasses.providedBy(reactor)
+        self._pass = None            # with a counting reactor: the pass the deadline belongs to
         self._ticks = {}                                   # level -> its Cooperator's tick, due next turn
         self._passed_over = dict.fromkeys(PRIORITIES, 0)   # level -> turns in a row it did not run
         self._call = None
@@ -116,7 +121,7 @@ class TurnScheduler:
         the turn, or at the first ask when no turn runs, and ends when the reactor comes round again. So a
         pass runs one budget, whoever spends it, plus the one step or read that began before it ran out."""
         now = self.timer()
-        if self._deadline is None:
+        if self._deadline is None or (self._counted and self._pass != self.reactor.passes):
             self._begin_pass(now)
         return self._deadline - now
 
@@ -124,14 +129,16 @@ class TurnScheduler:
         """True while this pass's budget lasts; the first piece of work of a pass always may (as a turn runs
         one step at least, the sockets read first in a pass handle one connection's quantum at least)."""
         now = self.timer()
-        if self._deadline is None:
+        if self._deadline is None or (self._counted and self._pass != self.reactor.passes):
             self._begin_pass(now)
             return True
         return now < self._deadline
 
     def _begin_pass(self, now):
         self._deadline = now + self.budget()
-        if self._pass_end is None:
+        if self._counted:
+            self._pass = self.reactor.passes
+        elif self._pass_end is None:
             self._pass_end = self.reactor.callLater(0, self._pass_over)
 
     def _pass_over(self):
