@@ -60,3 +60,16 @@ def test_a_server_given_by_address_is_measured_with_its_processes(tmp_path):
     finally:
         server.stop()
     assert figures["reads"] > 0 and figures["rss_mib"] > 10 and "server" not in figures
+
+
+def test_a_warm_up_measures_a_fresh_window_then_the_same_load_before_the_measured_one():
+    figures = run("--server", "one", "--warm-up", "1")
+    fresh = figures["fresh"]
+    assert figures["warm_up_s"] == 1.0 and fresh["reads_per_s"] > 0 and fresh["probe_p99_ms"] > 0
+    assert fresh["registration_p99_ms"] > 0 and "reads/s" in fresh["line"] and figures["reads"] > 0
+
+
+def test_java_is_warmed_up_by_default_and_ours_is_not():
+    from bench.scenarios import bigfleet
+    assert bigfleet.JAVA_WARM_UP >= 30 and bigfleet.parse_args([]).warm_up is None
+    assert "fresh" not in run("--server", "one")
