@@ -53,8 +53,9 @@ from bench.lib.bigfleet_brokers import CLUSTER, FleetLayout, LayoutFleet
 from tools.hoststeal import StealWindow
 from bench.lib.javanamesrv import JavaNamesrv
 from bench.lib.loadgen import LoadRun, LoadSpec
-from bench.lib.servers import NamesrvServer, free_port
-from bench.lib.serverprocs import listening_pids, server_rss_kib
+from bench.lib.servers import NamesrvServer, cpu_seconds, free_port
+from bench.lib.serverprocs import listening_pids, server_rss_kib, tree_pids
+from bench.lib.spysplit import Spies
 from bench.lib.wire import percentile, route_templates
 from namesrv.client import BlockingRemotingClient
 from namesrv.protocol.codes import RequestCode, ResponseCode
@@ -137,6 +138,24 @@ class Run:
     def server_pids(self):
         return listening_pids(self.port) or ([self.server.pid] if self.server else [])
 
+    def named_processes(self):
+        """The server's processes by role: ``main`` (the one this benchmark started), ``worker-N`` (its
+        read workers, by --index), ``server-PID`` (any other: a --target's, the JVM)."""
+        named = {}
+        for pid in sorted(set(p for top in self.server_pids() for p in tree_pids(top))):
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if self.server is not None and pid == self.server.pid:
+                named["main"] = pid
+            elif b"namesrv.readworkers.worker" in argv and b"--index" in argv:
+                named["worker-%s" % argv[argv.index(b"--index") + 1].decode()] = pid
+            else:
+                named["server-%d" % pid] = pid
+        return named
+
     def measure(self):
         args = self.args
         with LayoutFleet(self.port, self.layout, host=self.host) as fleet:
@@ -178,6 +197,9 @@ class Run:
         reads = LoadRun(self.port, templates, reads_spec, self.host).start()
         probe = LoadRun(self.port, templates, probe_spec, self.host).start()
         steal = StealWindow(time.monotonic).start()
+        processes = self.named_processes()
+        cpu_before = {name: cpu_seconds(pid, children=False) for name, pid in processes.items()}
+        spies = Spies(processes, args.profile, args.warmup + seconds).start() if scenario and args.profile else None
         if scenario:
             event, beats = self.scenario_event(fleet)
         else:
@@ -186,6 +208,12 @@ class Run:
         rss_peak = rss_mib(self.server_pids())
         reads_result, probe_result = reads.result(), probe.result()
         steal.stop()
+        answered = max(1, reads_result.answered + probe_result.answered)
+        cpu = {name: cpu_seconds(pid, children=False) for name, pid in processes.items()}
+        self.figures["cpu_us_per_read"] = {name: (cpu[name] - cpu_before[name]) / answered * 1e6
+                                           for name in processes if cpu[name] is not None and cpu_before[name] is not None}
+        if spies is not None:
+            self.figures["profile"] = None if spies.missing else spies.splits()
         self.figures["host_steal_share"] = steal.share
         idle = guestidle.read()
         self.figures.update(guest_idle_driver=idle["driver"], guest_halt_poll_ns=idle["halt_poll_ns"],
@@ -260,7 +288,6 @@ class Run:
     def main_cpu(self):
         if self.server is None:
             return None
-        from bench.lib.servers import cpu_seconds
         return cpu_seconds(self.server.pid, children=False)
 
     def take_over(self, fleet):
@@ -354,6 +381,15 @@ class Run:
             guestidle.describe({"driver": f.get("guest_idle_driver"), "halt_poll_ns": f.get("guest_halt_poll_ns"),
                                 "shrink": f.get("guest_halt_poll_shrink")}),
         ]
+        if f.get("cpu_us_per_read"):
+            lines.append("CPU per read (all answers of the window, prober's included): %s" % ", ".join(
+                "%s %.1f µs" % item for item in sorted(f["cpu_us_per_read"].items())))
+        if "profile" in f:
+            if f["profile"] is None:
+                lines.append("profile: py-spy is not installed (pip install py-spy)")
+            for name, shares in sorted((f["profile"] or {}).items()):
+                lines.append("profile of %s (share of the window's samples): %s" % (name, ", ".join(
+                    "%s %.1f%%" % (category, 100 * share) for category, share in shares.items())))
         if "fresh" in f:
             lines.append("measured after %.0f s of the same load (warm); fresh, right after registering: %s"
                          % (f["warm_up_s"], f["fresh"]["line"]))
@@ -438,6 +474,9 @@ def parse_args(argv):
                         help="before the measured window, measure one window fresh, then run the same load this "
                              "long unmeasured (a JVM's JIT compiles what it runs): default %.0f s with --java, "
                              "0 otherwise (CPython has no JIT)" % JAVA_WARM_UP)
+    parser.add_argument("--profile", metavar="DIR",
+                        help="py-spy (from PyPI, not installed with the project) records each server process over "
+                             "the measured window into DIR; the split of its time is printed (bench.lib.spysplit)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line too")
     parser.add_argument("--keep-logs", metavar="DIR", help="copy the servers' logs here before cleaning up")
     return parser.parse_args(argv)

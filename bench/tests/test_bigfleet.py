@@ -73,3 +73,28 @@ def test_java_is_warmed_up_by_default_and_ours_is_not():
     from bench.scenarios import bigfleet
     assert bigfleet.JAVA_WARM_UP >= 30 and bigfleet.parse_args([]).warm_up is None
     assert "fresh" not in run("--server", "one")
+
+
+def test_the_cpu_per_read_of_each_server_process_and_where_its_time_went(tmp_path):
+    from bench.lib import spysplit
+    figures = run("--server", "default", "--profile", str(tmp_path))
+    assert set(figures["cpu_us_per_read"]) == {"main", "worker-0"}
+    assert all(us >= 0 for us in figures["cpu_us_per_read"].values())
+    if figures["profile"] is None:        # py-spy is not a dependency: without it, the rest is measured
+        pytest.skip("py-spy is not installed")
+    shares = figures["profile"]["worker-0"]
+    assert shares and abs(sum(shares.values()) - 1.0) < 1e-6 and set(shares) <= {c for c, _ in (
+        spysplit.LEAF_RULES + spysplit.STACK_RULES)} | {"other"}
+
+
+def test_samples_are_sorted_by_the_first_rule_from_the_leaf_up(tmp_path):
+    from bench.lib import spysplit
+    raw = tmp_path / "raw.txt"
+    raw.write_text(
+        "main (x.py:1);EPollReactor.doPoll (twisted/internet/epollreactor.py:227) 6\n"
+        "main (x.py:1);WorkerConnection.dataReceived (namesrv/readworkers/worker/connections.py:80);"
+        "write (namesrv/protocol/writethrough.py:29) 3\n"
+        "main (x.py:1);Shapes.answer (namesrv/protocol/answershapes.py:107);"
+        "RouteQueries._joined_route_body (namesrv/routes/queries.py:111) 1\n")
+    assert spysplit.split(str(raw)) == {"syscall: epoll_wait (idle included)": 0.6, "syscall: send": 0.3,
+                                        "route lookup (joining a body)": 0.1}
