@@ -189,6 +189,13 @@ class IAnswerObserver(Interface):
         """``response_code`` is -1 when a oneway request got no answer."""
 
 
+class IReactorPasses(Interface):
+    """A reactor that counts its passes (namesrv/server/eventloop.py): the process's scheduler tells a new
+    pass from the count, without a timed call per pass."""
+
+    passes = Attribute("passes over the ready sockets so far; moves after a pass's sockets were handled")
+
+
 class IEventLog(IBulkRequestObserver):
     """The structured event log (``namesrv/observe/eventlog.py``) as the rest of the server uses it.
 

@@ -1,7 +1,7 @@
 """A real fleet's size, not a time-compressed one: B brokers × their own topics, any name server.
 
     python -m bench bigfleet [--target HOST:PORT | --server default|one|workers=N[,shared]
-                              | --java PEER_DIR [--java-heap 4g]]
+                              | --java PEER_DIR [--java-heap 4g]] [--warm-up SECONDS]
                              [--brokers 1000] [--topics 100000] [--brokers-per-topic 10]
                              [--cycle 30] [--rate 0] [--seconds 20] [--read-connections 3] [--depth 32]
                              [--scenario steady|disconnect|takeover|wholetable|restart]
@@ -29,7 +29,9 @@ starts a new process with the same properties: failed reads, the worst read, bro
 ``wholetable`` (halfway, every whole-table question once, bench.lib.wholetable: how long each took, its frame's
 size, and whether a RocketMQ client would refuse it; ours gets a status page to ask too). ``--java``
 starts a fresh Java NameServer of a peer built by ../shared/javapeers with the heap given
-(bench.lib.javanamesrv) and measures it instead of ours. ``restart`` (halfway, SIGTERM, which writes the
+(bench.lib.javanamesrv) and measures it instead of ours, warm: one window right after registering is
+reported as ``fresh``, then the same load runs ``--warm-up`` seconds (60 for Java) before the measured window,
+as against a name server that has run for weeks. ``restart`` (halfway, SIGTERM, which writes the
 route snapshot, then a new process on the same port and files: how long until it answers a route read
 from the snapshot; the window's reads end at the stop); ``cold`` (the prober and the reads already run
 while the fleet registers for the first time: the prober's figures over the registration).
@@ -59,7 +61,8 @@ from tools.hoststeal import StealWindow
 from bench.lib.javanamesrv import JavaNamesrv
 from bench.lib.loadgen import LoadRun, LoadSpec
 from bench.lib.servers import NamesrvServer, cpu_seconds, free_port
-from bench.lib.serverprocs import listening_pids, server_rss_kib
+from bench.lib.serverprocs import listening_pids, server_rss_kib, tree_pids
+from bench.lib.spysplit import Spies
 from bench.lib.wire import percentile, route_templates
 from namesrv.client import BlockingRemotingClient
 from namesrv.protocol.codes import RequestCode, ResponseCode
@@ -67,6 +70,10 @@ from namesrv.protocol.command import make_request
 from namesrv.security.signature import sign_request_ext
 
 PROBE_RATE = 500.0        # one read every 2 ms
+#: seconds of the same load a Java NameServer serves before it is measured (--warm-up): a name server runs for
+#: weeks, and a JVM compiled its hot paths long ago; against one just started, ours looked up to twice better
+#: at one read per connection (issue 58: p99 20-27 ms fresh, 9-10 ms warm)
+JAVA_WARM_UP = 60.0
 COLD_BOUND = 600.0        # --scenario cold: the reads' window ends with the registration, or after this
 SETTINGS = {
     "default": {},
@@ -147,8 +154,9 @@ def rss_mib(pids):
 class Run:
     """One measured run against ``host:port`` (``server``: our subprocess, or None for a target)."""
 
-    def __init__(self, args, host, port, server=None, status_port=None, credentials=None):
+    def __init__(self, args, host, port, server=None, status_port=None, credentials=None, warm_up=0.0):
         self.args, self.host, self.port, self.server = args, host, port, server
+        self.warm_up = warm_up   # seconds of the same load before the measured window (a JVM's JIT warms up)
         self.status_port = status_port
         self.credentials = credentials   # the reads sign with these (--acl on)
         self.event_at = None   # wall-clock time of the scenario's event (the drop, the takeover, the restart)
@@ -179,36 +187,93 @@ class Run:
             self.log("registered in %.1f s; RSS %.0f MiB" % (self.figures["register_all_s"],
                                                              self.figures["rss_idle_mib"]))
             templates = route_templates(self.layout.all_topics(), credentials=self.credentials)
-            reads_spec = LoadSpec(connections=args.read_connections, depth=args.depth, processes=args.load_processes,
-                                  warmup=args.warmup, duration=args.seconds, rate=args.rate, stall_timeout=10.0)
-            probe_spec = LoadSpec(connections=1, depth=1, processes=1, warmup=args.warmup, duration=args.seconds,
-                                  rate=PROBE_RATE, seed=11, stall_timeout=10.0)
-            halfway = args.scenario in ("disconnect", "restart")
-            beating = args.warmup + (args.seconds / 2 if halfway else args.seconds)
-            fleet.start_beating(args.cycle, beating, grace=10.0)
-            cpu_before = self.server_cpu()
-            reads = LoadRun(self.port, templates, reads_spec, self.host).start()
-            probe = LoadRun(self.port, templates, probe_spec, self.host).start()
-            steal = StealWindow(time.monotonic).start()
-            event, beats = self.scenario_event(fleet)
-            rss_peak = rss_mib(self.server_pids())
-            reads_result, probe_result = reads.result(), probe.result()
-            steal.stop()
-            cpu_after = self.server_cpu()
-            if cpu_before is not None and cpu_after is not None and args.scenario == "steady":
-                # all of the server's processes, warm-up and the fleet's beats included (the same on every run):
-                # steadier than reads/s on a shared machine, where a neighbour's burst takes cores, not CPU time
-                answered = reads_result.answered + probe_result.answered
-                self.figures["server_cpu_s"] = cpu_after - cpu_before
-                self.figures["server_cpu_us_per_read"] = (cpu_after - cpu_before) * 1e6 / max(1, answered)
-            self.figures["host_steal_share"] = steal.share
-            idle = guestidle.read()
-            self.figures.update(guest_idle_driver=idle["driver"], guest_halt_poll_ns=idle["halt_poll_ns"],
-                                guest_halt_poll_shrink=idle["shrink"])
-            beats = beats or fleet.beat_result()
-            self.figures["rss_mib"] = max(rss_peak, rss_mib(self.server_pids()))
+            if self.warm_up:
+                # a JVM that has served for a while: the window measured fresh, then the same load unmeasured
+                fresh = self.window(fleet, templates, args.seconds, scenario=False)
+                self.figures["fresh"] = self.summary(*fresh)
+                self.log("fresh: %s; warming up for %.0f s under the same load ..."
+                         % (self.figures["fresh"]["line"], self.warm_up))
+                self.window(fleet, templates, self.warm_up, scenario=False)
+                self.figures["warm_up_s"] = self.warm_up
+            reads_result, probe_result, beats, event = self.window(fleet, templates, args.seconds)
         self.record(reads_result, probe_result, beats, event)
         return self.figures
+
+    def window(self, fleet, templates, seconds, scenario=True):
+        """One window of ``seconds``: the fleet beating, the reads and the prober running, the scenario's event
+        halfway (``scenario``); (reads, prober, beats, event), and the CPU time, steal, guest idle and RSS in
+        ``figures``."""
+        args = self.args
+        reads_spec = LoadSpec(connections=args.read_connections, depth=args.depth, processes=args.load_processes,
+                              warmup=args.warmup, duration=seconds, rate=args.rate, stall_timeout=10.0)
+        probe_spec = LoadSpec(connections=1, depth=1, processes=1, warmup=args.warmup, duration=seconds,
+                              rate=PROBE_RATE, seed=11, stall_timeout=10.0)
+        halfway = scenario and args.scenario in ("disconnect", "restart")
+        beating = args.warmup + (seconds / 2 if halfway else seconds)
+        fleet.start_beating(args.cycle, beating, grace=10.0)
+        processes = self.named_processes()
+        cpu_before = {name: cpu_seconds(pid, children=False) for name, pid in processes.items()}
+        reads = LoadRun(self.port, templates, reads_spec, self.host).start()
+        probe = LoadRun(self.port, templates, probe_spec, self.host).start()
+        steal = StealWindow(time.monotonic).start()
+        spies = Spies(processes, args.profile, args.warmup + seconds).start() if scenario and args.profile else None
+        if scenario:
+            event, beats = self.scenario_event(fleet)
+        else:
+            time.sleep(args.warmup + seconds)
+            event, beats = {}, None
+        rss_peak = rss_mib(self.server_pids())
+        reads_result, probe_result = reads.result(), probe.result()
+        steal.stop()
+        answered = max(1, reads_result.answered + probe_result.answered)
+        cpu = {name: cpu_seconds(pid, children=False) for name, pid in processes.items()}
+        spent = {name: cpu[name] - cpu_before[name] for name in processes
+                 if cpu[name] is not None and cpu_before[name] is not None}
+        self.figures["cpu_us_per_read"] = {name: used / answered * 1e6 for name, used in spent.items()}
+        if scenario and args.scenario == "steady" and self.server is not None and spent:
+            # all of the server's processes, warm-up and the fleet's beats included (the same on every run):
+            # steadier than reads/s on a shared machine, where a neighbour's burst takes cores, not CPU time
+            self.figures["server_cpu_s"] = sum(spent.values())
+            self.figures["server_cpu_us_per_read"] = sum(spent.values()) * 1e6 / answered
+        if spies is not None:
+            self.figures["profile"] = None if spies.missing else spies.splits()
+        self.figures["host_steal_share"] = steal.share
+        idle = guestidle.read()
+        self.figures.update(guest_idle_driver=idle["driver"], guest_halt_poll_ns=idle["halt_poll_ns"],
+                            guest_halt_poll_shrink=idle["shrink"])
+        beats = beats or fleet.beat_result()
+        self.figures["rss_mib"] = max(rss_peak, rss_mib(self.server_pids()))
+        return reads_result, probe_result, beats, event
+
+    @staticmethod
+    def summary(reads, probe, beats, event):
+        """A window's headline figures (the fresh window of a warmed-up run)."""
+        figures = {"reads_per_s": reads.rps, "read_p99_ms": reads.latency_ms(0.99),
+                   "probe_p50_ms": probe.latency_ms(0.5), "probe_p99_ms": probe.latency_ms(0.99),
+                   "probe_max_ms": ms(probe.latencies[-1]) if probe.latencies else None,
+                   "registration_p99_ms": ms(percentile(beats["rtts"], 0.99))}
+        figures["line"] = ("%.0f reads/s, prober p50 %.2f / p99 %.2f / max %.2f ms, registration p99 %.2f ms"
+                           % tuple(figures[k] or 0 for k in ("reads_per_s", "probe_p50_ms", "probe_p99_ms",
+                                                              "probe_max_ms", "registration_p99_ms")))
+        return figures
+
+    def named_processes(self):
+        """The server's processes by role: ``main`` (the one this benchmark started), ``worker-N`` (its
+        read workers, by --index), ``server-PID`` (any other: a --target's, the JVM)."""
+        named = {}
+        for pid in sorted(set(p for top in self.server_pids() for p in tree_pids(top))):
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if self.server is not None and pid == self.server.pid:
+                named["main"] = pid
+            elif b"namesrv.readworkers.worker" in argv and b"--index" in argv:
+                named["worker-%s" % argv[argv.index(b"--index") + 1].decode()] = pid
+            else:
+                named["server-%d" % pid] = pid
+        return named
 
     def register_cold(self, fleet):
         """The fleet's first registration while the prober and the reads (``--rate``, or as fast as
@@ -260,13 +325,6 @@ class Run:
             return {"wholetable": wholetable.ask_all(self.host, self.port, SpreadLayout.CLUSTER, self.status_port,
                                                      self.layout.topic_name(1))}, None
         return {}, None
-
-    def server_cpu(self):
-        """CPU seconds of the server's processes (main and read workers) so far; None for a --target."""
-        if self.server is None:
-            return None
-        from bench.lib.servers import cpu_seconds
-        return cpu_seconds(self.server.pid, children=True)
 
     def main_cpu(self):
         if self.server is None:
@@ -366,6 +424,18 @@ class Run:
             guestidle.describe({"driver": f.get("guest_idle_driver"), "halt_poll_ns": f.get("guest_halt_poll_ns"),
                                 "shrink": f.get("guest_halt_poll_shrink")}),
         ]
+        if f.get("cpu_us_per_read"):
+            lines.append("CPU per read (all answers of the window, prober's included): %s" % ", ".join(
+                "%s %.1f µs" % item for item in sorted(f["cpu_us_per_read"].items())))
+        if "profile" in f:
+            if f["profile"] is None:
+                lines.append("profile: py-spy is not installed (pip install py-spy)")
+            for name, shares in sorted((f["profile"] or {}).items()):
+                lines.append("profile of %s (share of the window's samples): %s" % (name, ", ".join(
+                    "%s %.1f%%" % (category, 100 * share) for category, share in shares.items())))
+        if "fresh" in f:
+            lines.append("measured after %.0f s of the same load (warm); fresh, right after registering: %s"
+                         % (f["warm_up_s"], f["fresh"]["line"]))
         if "dropped_brokers_forgotten_s" in f:
             lines.append("mass disconnect: brokers forgotten after %s s, main process CPU %s s"
                          % (_fmt(f["dropped_brokers_forgotten_s"]), _fmt(f["main_cpu_s_after_drop"])))
@@ -439,6 +509,12 @@ OPTIONS = (
                    choices=("steady", "disconnect", "takeover", "wholetable", "restart", "cold")),
     options.JAVA,
     options.JAVA_HEAP("4g"),
+    options.Option("--warm-up", "before the measured window, measure one window fresh, then run the same load this "
+                   "long unmeasured (a JVM's JIT compiles what it runs): default %.0f s with --java, 0 otherwise "
+                   "(CPython has no JIT)" % JAVA_WARM_UP, type=float, metavar="SECONDS"),
+    options.Option("--profile", "py-spy (from PyPI, not installed with the project) records each server process over "
+                   "the measured window into DIR; the split of its time is printed (bench.lib.spysplit)",
+                   metavar="DIR"),
     options.Option("--acl", "ours with aclEnable=true and signed reads; alternate: --rounds pairs, off then on",
                    choices=("off", "on", "alternate"), default="off"),
     options.ROUNDS(3, "--acl alternate: pairs of runs"),
@@ -447,7 +523,7 @@ OPTIONS = (
 )
 
 
-def run_ours(args, acl):
+def run_ours(args, acl, warm_up=0.0):
     """One run against a fresh server of ours (``acl``: with ``aclEnable=true`` and signed reads)."""
     props = server_properties(args.server)
     props.update(options.properties(args.property))
@@ -465,7 +541,8 @@ def run_ours(args, acl):
         if props.get("routeReadWorkers", "auto") != "0":
             server.wait_for_log("read worker 0 listening", timeout=60)
         status = int(props["statusListenPort"]) if props.get("statusListenPort") else None
-        run = Run(args, "127.0.0.1", server.port, server, status, credentials=READER if acl else None)
+        run = Run(args, "127.0.0.1", server.port, server, status, credentials=READER if acl else None,
+                  warm_up=warm_up)
         try:
             run.measure()
         finally:
@@ -531,21 +608,22 @@ def main(argv=None):
         raise SystemExit("--acl is for a server of ours that this benchmark starts")
     if args.acl == "alternate":
         return alternate(args)
+    warm_up = args.warm_up if args.warm_up is not None else (JAVA_WARM_UP if args.java else 0.0)
     if args.target:
         host, _, port = args.target.rpartition(":")
-        run = Run(args, host or "127.0.0.1", int(port))
+        run = Run(args, host or "127.0.0.1", int(port), warm_up=warm_up)
         run.measure()
     elif args.java:
         java = JavaNamesrv(args.java, args.java_heap)
         try:
             java.start(timeout=120)
-            run = Run(args, "127.0.0.1", java.port)
+            run = Run(args, "127.0.0.1", java.port, warm_up=warm_up)
             run.measure()
         finally:
             java.cleanup()
         run.figures["server"] = "java %s -Xmx%s" % (os.path.basename(args.java.rstrip("/")), args.java_heap)
     else:
-        run = run_ours(args, args.acl == "on")
+        run = run_ours(args, args.acl == "on", warm_up)
     print(run.report())
     if args.json:
         print(json.dumps(run.figures, sort_keys=True))

@@ -9,7 +9,9 @@ import sys
 import pytest
 
 from tools import guestidle
+from bench.lib import options, spysplit
 from bench.lib.brokers import SpreadLayout
+from bench.scenarios import bigfleet
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -67,3 +69,36 @@ def test_acl_alternate_signs_the_reads_and_prints_both_ratios():
     assert set(summary) >= {"ratio_of_medians", "cpu_per_read_ratio_of_medians", "reads_per_s_acl_on",
                             "server_cpu_us_per_read_acl_on"}
     assert summary["reads_per_s_acl_on"][0] > 0 and summary["server_cpu_us_per_read_acl_on"][0] > 0
+def test_a_warm_up_measures_a_fresh_window_then_the_same_load_before_the_measured_one():
+    figures = run("--server", "one", "--warm-up", "1")
+    fresh = figures["fresh"]
+    assert figures["warm_up_s"] == 1.0 and fresh["reads_per_s"] > 0 and fresh["probe_p99_ms"] > 0
+    assert fresh["registration_p99_ms"] > 0 and "reads/s" in fresh["line"] and figures["reads"] > 0
+
+
+def test_java_is_warmed_up_by_default_and_ours_is_not():
+    assert bigfleet.JAVA_WARM_UP >= 30 and options.parse("bigfleet", "", bigfleet.OPTIONS, []).warm_up is None
+    assert "fresh" not in run("--server", "one")
+
+
+def test_the_cpu_per_read_of_each_server_process_and_where_its_time_went(tmp_path):
+    figures = run("--server", "default", "--profile", str(tmp_path))
+    assert set(figures["cpu_us_per_read"]) == {"main", "worker-0"}
+    assert all(us >= 0 for us in figures["cpu_us_per_read"].values())
+    if figures["profile"] is None:        # py-spy is not a dependency: without it, the rest is measured
+        pytest.skip("py-spy is not installed")
+    shares = figures["profile"]["worker-0"]
+    assert shares and abs(sum(shares.values()) - 1.0) < 1e-6 and set(shares) <= {c for c, _ in (
+        spysplit.LEAF_RULES + spysplit.STACK_RULES)} | {"other"}
+
+
+def test_samples_are_sorted_by_the_first_rule_from_the_leaf_up(tmp_path):
+    raw = tmp_path / "raw.txt"
+    raw.write_text(
+        "main (x.py:1);EPollReactor.doPoll (twisted/internet/epollreactor.py:227) 6\n"
+        "main (x.py:1);WorkerConnection.dataReceived (namesrv/readworkers/worker/connections.py:80);"
+        "write (namesrv/protocol/writethrough.py:29) 3\n"
+        "main (x.py:1);Shapes.answer (namesrv/protocol/answershapes.py:107);"
+        "RouteQueries._joined_route_body (namesrv/routes/queries.py:111) 1\n")
+    assert spysplit.split(str(raw)) == {"syscall: epoll_wait (idle included)": 0.6, "syscall: send": 0.3,
+                                        "route lookup (joining a body)": 0.1}

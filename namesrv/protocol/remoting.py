@@ -18,7 +18,7 @@ from twisted.python.failure import Failure
 
 from namesrv.interfaces import IDispatcher, IRemotingConnection
 from namesrv.protocol.codec import FrameDecodeError, decode_frame, encode_frame
-from namesrv.protocol.framing import NO_LIMITS, BadFrame, FrameLimits, FrameReader  # noqa: F401 (FrameLimits)
+from namesrv.protocol.framing import LENGTH, NO_LIMITS, BadFrame, FrameLimits, FrameReader  # noqa: F401 (FrameLimits)
 from namesrv.protocol import writethrough
 from namesrv.protocol.ratelimited import RateLimitedWarning
 
@@ -243,9 +243,26 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
         if self.idle_timeout:
             self.resetTimeout()
         if self.state is _READING:
+            if not self.reader.buffer and self.answer_alone(data):
+                return
             self.handle_frames(data)
         else:
             self.reader.buffer_more(data)   # paused, or waiting for its turn: behind what waits
+
+    def answer_alone(self, data: bytes) -> bool:
+        """Answer ``data`` from the answer cache when it is one whole frame and nothing waits before it
+        (a client with one read outstanding: the common case), without the framing state, generator and
+        timers of ``handle_frames``; False (nothing done) when it is anything else or the cache has no answer."""
+        cache = self.answer_cache
+        size = len(data)
+        if (cache is None or size < 8 or size - 4 > cache.max_frame_length
+                or LENGTH.unpack_from(data, 0)[0] != size - 4 or not cache.usable()):
+            return False
+        answer = cache.answer(data[4:], self.peer)
+        if answer is None:
+            return False
+        self._write_cached([answer])
+        return True
 
     def handle_buffered(self) -> None:
         """Handle what was read while paused (called when the peer reads its answers again)."""
@@ -349,7 +366,7 @@ class RemotingProtocol(protocol.Protocol, TimeoutMixin):
     def _write_cached(self, answers: list[bytes]) -> None:
         self.answer_cache.report(self.peer)  # type: ignore[union-attr]  # cached answers: it has a cache
         if self.transport is not None and self.connected and not self.closing:
-            writethrough.write(self.transport, b"".join(answers) if len(answers) > 1 else answers[0])
+            writethrough.write(self.transport, answers[0] if len(answers) == 1 else b"".join(answers))
 
     def send(self, command: Optional[RemotingCommand]) -> None:
         if command is None or self.transport is None or not self.connected or self.closing:

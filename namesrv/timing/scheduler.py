@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import TYPE_CHECKING, Callable, Iterator, Optional, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, cast
 
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.task import CooperativeTask, Cooperator, SchedulerStopped, TaskStopped
@@ -34,6 +34,8 @@ from twisted.python.failure import Failure
 
 if TYPE_CHECKING:   # types only
     from namesrv.config.live import NamesrvConfig
+
+from namesrv.interfaces import IReactorPasses
 
 log = Logger()
 
@@ -84,6 +86,10 @@ class TurnScheduler:
         # this reactor pass's: its turn and the sockets read after it share one budget
         self._deadline: Optional[float] = None
         self._pass_end: Optional[IDelayedCall] = None
+        #: a reactor that counts its passes (eventloop.py) says when one ends; any other gets a timed call per pass
+        self._counted = IReactorPasses.providedBy(reactor)
+        self._counting: Any = reactor if self._counted else None   # its ``passes`` (IReactorPasses)
+        self._pass: Optional[int] = None     # with a counting reactor: the pass the deadline belongs to
         self._ticks: dict[int, Callable[[], None]] = {}     # level -> its Cooperator's tick, due next turn
         self._passed_over = dict.fromkeys(PRIORITIES, 0)   # level -> turns in a row it did not run
         self._call: Optional[IDelayedCall] = None
@@ -132,7 +138,7 @@ class TurnScheduler:
         pass runs one budget, whoever spends it, plus the one step or read that began before it ran out."""
         now = self.timer()
         deadline = self._deadline
-        if deadline is None:
+        if deadline is None or (self._counted and self._pass != self._counting.passes):
             deadline = self._begin_pass(now)
         return deadline - now
 
@@ -140,7 +146,7 @@ class TurnScheduler:
         """True while this pass's budget lasts; the first piece of work of a pass always may (as a turn runs
         one step at least, the sockets read first in a pass handle one connection's quantum at least)."""
         now = self.timer()
-        if self._deadline is None:
+        if self._deadline is None or (self._counted and self._pass != self._counting.passes):
             self._begin_pass(now)
             return True
         return now < self._deadline
@@ -148,7 +154,9 @@ class TurnScheduler:
     def _begin_pass(self, now: float) -> float:
         """This pass's deadline, from ``now``."""
         self._deadline = deadline = now + self.budget()
-        if self._pass_end is None:
+        if self._counted:
+            self._pass = self._counting.passes
+        elif self._pass_end is None:
             self._pass_end = self.reactor.callLater(0, self._pass_over)
         return deadline
 

@@ -60,6 +60,9 @@ def test_upstream_passes_whole_answer_frames_only():
         def write_frames(self, data):
             self.written.append(data)
 
+        def from_main(self, data):
+            return data
+
         def upstream_lost(self, upstream):
             pass
 
@@ -258,3 +261,41 @@ def test_a_waiting_read_released_while_the_main_process_moves_the_counter_again_
     assert proto.waiting_reads == 0
     answers = [decode_frame(f[4:]) for f in written_frames(proto.transport)]
     assert [(a.opaque, a.code) for a in answers] == [(5, ResponseCode.SUCCESS)]
+
+
+def _stale_read_hedged(tmp_path, monkeypatch):
+    """A route read on a stale replica, waited past the hedge: its copy is with the main process."""
+    from namesrv.readworkers.worker.freshness import HEDGE
+    clock = task.Clock()
+    harness, factory, proto, handed = _handing(tmp_path, monkeypatch, clock)
+    written_frames(proto.transport)
+    harness.shared.bump()                                   # acknowledged, not yet published
+    read = encode_frame(route_request("T1", opaque=5))
+    proto.dataReceived(read)
+    clock.advance(HEDGE)
+    assert factory.upstream.frames == [read[4:]] and proto.waiting_reads == 1 and proto.awaiting == 1
+    main_answer = encode_frame(harness.main(route_request("T1", opaque=5)))
+    return harness, proto, Upstream(proto), main_answer
+
+
+def test_a_hedged_read_the_main_process_answers_first_is_answered_once(tmp_path, monkeypatch):
+    harness, proto, upstream, main_answer = _stale_read_hedged(tmp_path, monkeypatch)
+    upstream.dataReceived(main_answer)
+    assert written_frames(proto.transport) == [main_answer] and proto.waiting_reads == 0 and proto.awaiting == 0
+    harness.publish()                                       # the replica fresh again: nothing more for that read
+    assert written_frames(proto.transport) == [] and not proto.hedged
+
+
+def test_a_hedged_read_the_replica_answers_first_drops_the_main_processs_answer(tmp_path, monkeypatch):
+    harness, proto, upstream, main_answer = _stale_read_hedged(tmp_path, monkeypatch)
+    other = encode_frame(make_response_to(5000))
+    harness.publish()
+    (local,) = written_frames(proto.transport)
+    assert decode_frame(local[4:]).opaque == 5 and local == main_answer and proto.waiting_reads == 0
+    upstream.dataReceived(main_answer + other)              # late: dropped; an answer to anything else passes
+    assert written_frames(proto.transport) == [other] and proto.awaiting == 0 and not proto.hedged
+
+
+def make_response_to(opaque):
+    return make_request(RequestCode.GET_KV_CONFIG, {"namespace": "N", "key": "k"}, opaque=opaque).make_response(
+        ResponseCode.SUCCESS)

@@ -3,7 +3,7 @@
 from twisted.internet import task
 
 from namesrv.protocol.codes import RequestCode
-from namesrv.readworkers.worker.freshness import WAIT, WaitForFresh
+from namesrv.readworkers.worker.freshness import HEDGE, WAIT, WaitForFresh
 from tests.fakes import answers_so_far
 
 
@@ -66,15 +66,21 @@ class Connection:
     def __init__(self):
         self.current_frame = None
         self.forwarded = []
+        self.hedged = []
+        self.waiting_reads = 0
 
     def forward(self, frame, expects_answer=True):
         self.forwarded.append((frame, expects_answer))
 
+    def hedge(self, frame, read):
+        self.hedged.append((frame, read))
 
-def setup():
+
+def setup(hedge=WAIT):
+    """The dispatcher; ``hedge``: when a waiting read goes to the main process too (WAIT: never)."""
     clock, inner = task.Clock(), Inner()
     replica = Replica(inner)
-    return clock, replica, inner, WaitForFresh(inner, replica, clock)
+    return clock, replica, inner, WaitForFresh(inner, replica, clock, hedge=hedge)
 
 
 def ask(dispatcher, connection, opaque):
@@ -160,3 +166,56 @@ def test_a_waiting_read_is_not_answered_from_a_half_applied_publication():
     assert answers == []
     clock.advance(WAIT)
     assert answers == [None] and connection.forwarded == [(b"frame 1", True)] and inner.dispatched == []
+
+
+def test_a_read_waiting_past_the_hedge_goes_to_the_main_process_too_and_the_replica_may_answer_first():
+    clock, replica, inner, dispatcher = setup(HEDGE)
+    connection = Connection()
+    answers = ask(dispatcher, connection, 1)
+    clock.advance(HEDGE / 2)
+    assert connection.hedged == [] and answers == []
+    clock.advance(HEDGE / 2)
+    ((frame, read),) = connection.hedged        # a copy to the main process, the read still waits here
+    assert frame == b"frame 1" and answers == [] and connection.waiting_reads == 1 and dispatcher.hedges == 1
+    replica.apply(5)                           # the replica first: answered here, the main's answer to be dropped
+    assert answers == ["local answer to 1"] and read.answered_here and connection.waiting_reads == 0
+    read.answered_by_main()                    # its answer arriving late changes nothing
+    assert answers == ["local answer to 1"] and connection.forwarded == [] and not clock.getDelayedCalls()
+
+
+def test_a_hedged_read_the_main_process_answers_first_stops_waiting_and_is_never_answered_twice():
+    clock, replica, inner, dispatcher = setup(HEDGE)
+    connection = Connection()
+    answers = ask(dispatcher, connection, 1)
+    later = ask(dispatcher, connection, 2)
+    clock.advance(HEDGE)
+    (_, read), (_, second) = connection.hedged
+    read.answered_by_main()                    # the main process was free: its answer went to the client
+    assert answers == [None] and not read.answered_here and connection.waiting_reads == 1
+    replica.apply(5)
+    assert answers == [None] and later == ["local answer to 2"] and [r.opaque for r in inner.dispatched] == [2]
+    assert second.answered_here and not clock.getDelayedCalls()
+
+
+def test_a_hedged_read_past_the_wait_is_left_to_the_main_process_not_forwarded_again():
+    clock, replica, inner, dispatcher = setup(HEDGE)
+    connection = Connection()
+    answers = ask(dispatcher, connection, 1)
+    clock.advance(WAIT)
+    assert len(connection.hedged) == 1 and connection.forwarded == [] and answers == [None]
+    assert connection.waiting_reads == 0 and not dispatcher.waiting and not clock.getDelayedCalls()
+    dispatcher.flush()
+    replica.apply(5)
+    assert inner.dispatched == [] and connection.forwarded == []
+
+
+def test_a_drain_leaves_hedged_reads_to_the_main_process_and_forwards_the_others():
+    clock, replica, inner, dispatcher = setup(HEDGE)
+    connection = Connection()
+    hedged = ask(dispatcher, connection, 1)
+    clock.advance(HEDGE)
+    fresh_one = ask(dispatcher, connection, 2)
+    dispatcher.flush()
+    assert hedged == [None] and fresh_one == [None]
+    assert connection.forwarded == [(b"frame 2", True)] and [f for f, _ in connection.hedged] == [b"frame 1"]
+    assert connection.waiting_reads == 0

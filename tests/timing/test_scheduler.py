@@ -8,6 +8,9 @@ task.Clock, on which ``one_turn`` runs exactly one turn of the scheduler.
 import pytest
 from twisted.internet import defer, task
 from twisted.logger import globalLogPublisher
+from zope.interface import implementer
+
+from namesrv.interfaces import IReactorPasses
 
 from namesrv.timing.scheduler import BULK, CONTROL, NEXT_TURN, READS, TurnScheduler
 from tests.fakes import StepTimer, one_turn, run_turns, turn_scheduler
@@ -302,4 +305,36 @@ def test_the_first_work_of_a_pass_may_always_go_on_as_a_turn_runs_one_step_at_le
     assert scheduler.may_go_on()          # the first connection read in a pass handles its quantum
     assert not scheduler.may_go_on()      # the next ones what is left: nothing
     _iteration(clock, 0)
+    assert scheduler.may_go_on()
+
+
+@implementer(IReactorPasses)
+class CountingClock(task.Clock):
+    """A task.Clock that counts its passes as namesrv/server/eventloop.py's reactor does."""
+    passes = 0
+
+    def iteration(self, by):
+        """One reactor iteration: the calls due, then the sockets (nothing here), then the count moves."""
+        _iteration(self, by)
+        self.passes += 1
+
+
+def test_a_reactor_that_counts_its_passes_needs_no_timed_call_per_pass():
+    """A read worker's reactor (eventloop.py) counts its passes: a read handled per pass asks the scheduler,
+    and a timed call per pass to mark its end cost more than the read (bench/results/issue58-one-read.md)."""
+    clock, timer = CountingClock(), StepTimer()
+    scheduler = TurnScheduler(clock, lambda: 0.001, timer)
+    assert scheduler.may_go_on() and scheduler.remaining() == pytest.approx(0.001)
+    assert clock.getDelayedCalls() == []
+    timer.spend(0.0011)
+    assert not scheduler.may_go_on()      # this pass's budget is spent...
+    clock.iteration(0)
+    assert scheduler.may_go_on() and scheduler.remaining() == pytest.approx(0.001)   # ...the next has its own
+    steps = Steps(timer)
+    scheduler.cooperate(steps.job("apply", [0.0007, 0.0007]), CONTROL)
+    clock.iteration(NEXT_TURN)            # the turn, then the sockets of the same pass: the count moves after them
+    assert steps.in_turn(0) == [("apply", 0.0007), ("apply", 0.0007)]
+    clock.passes -= 1                     # as seen by the sockets read in that pass, after the turn
+    assert not scheduler.may_go_on()
+    clock.passes += 1
     assert scheduler.may_go_on()

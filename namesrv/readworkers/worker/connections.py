@@ -14,7 +14,8 @@ from zope.interface import implementer
 from namesrv.interfaces import IDispatcher
 from namesrv.context import NullEventLog
 from namesrv.protocol import writethrough
-from namesrv.protocol.framing import complete_frames, framed
+from namesrv.protocol.codec import decode_header
+from namesrv.protocol.framing import LENGTH, complete_frames, framed
 from namesrv.protocol.remoting import ConnectionState, RemotingProtocol
 from namesrv.readworkers.worker.handoff import HANDOFF_CODES, can_hand_off, hand_off, started_request
 from namesrv.readworkers.channel.unix import PEER, connect_unix, first_line
@@ -67,6 +68,7 @@ class WorkerConnection(RemotingProtocol):
     current_frame = None
     awaiting = 0
     waiting_reads = 0   # reads waiting for a fresh replica (freshness.py)
+    hedged = None       # opaque -> a WaitingRead whose copy went to the main process too (freshness.py)
 
     def dataReceived(self, data):
         if self.state is not _READING:
@@ -80,6 +82,8 @@ class WorkerConnection(RemotingProtocol):
             return
         if self.idle_timeout:
             self.resetTimeout()
+        if not self.reader.buffer and self.answer_alone(data):
+            return   # one frame: always within the turns' allowance (FIRST), answered from the cache
         self._read(data)
 
     def handle_buffered(self):
@@ -163,6 +167,35 @@ class WorkerConnection(RemotingProtocol):
             self.upstream = self.factory.open_upstream(self)
         self.upstream.send(frame)
 
+    def hedge(self, frame, read):
+        """Send a copy of ``read`` (a WaitingRead) to the main process too: the first answer goes out."""
+        if self.closing:
+            return
+        if self.hedged is None:
+            self.hedged = {}
+        self.hedged[read.request.opaque] = read
+        self.forward(frame)
+
+    def from_main(self, data):
+        """The main process's answers (whole frames): those to hedged reads the replica answered first go no
+        further; the others go to the client, and a hedged read they answer stops waiting."""
+        hedged = self.hedged
+        if not hedged:
+            return data
+        kept = []
+        offset, size = 0, len(data)
+        while offset < size:
+            end = offset + 4 + LENGTH.unpack_from(data, offset)[0]
+            (word,) = LENGTH.unpack_from(data, offset + 4)
+            header = data[offset + 8:offset + 8 + (word & 0xFFFFFF)]
+            read = hedged.pop(decode_header((word >> 24) & 0xFF, header).opaque, None)
+            if read is None or not read.answered_here:
+                kept.append(data[offset:end])
+                if read is not None:
+                    read.answered_by_main()
+            offset = end
+        return b"".join(kept)
+
     def upstream_lost(self, upstream):
         """The main process closed our forwarded connection (or could not be reached): so do we."""
         if upstream is self.upstream and not self.closing:
@@ -219,8 +252,10 @@ class Upstream(protocol.Protocol):
             downstream = self.downstream
             downstream.awaiting = max(0, getattr(downstream, "awaiting", 0) - frames)
             # one copy, not two (a 14 MB topic list passes here while this worker answers reads)
-            self.downstream.write_frames(bytes(memoryview(buffer)[:offset]))
+            data = downstream.from_main(bytes(memoryview(buffer)[:offset]))
             del buffer[:offset]
+            if data:
+                downstream.write_frames(data)
 
     def connectionLost(self, reason=None):
         self._closed = True
