@@ -135,13 +135,19 @@ def test_a_4_9_style_unsigned_broker_is_let_in_only_from_broker_allowed_addresse
                         connection=ATTACKER).code == ResponseCode.NO_PERMISSION
 
 
-def test_the_controller_service_guards_its_port_when_acl_is_on(tmp_path):
+def acl_controller_service(tmp_path):
+    """A controller alone with aclEnable=true and this module's ACL file, as twistd builds one."""
     (tmp_path / "plain_acl.yml").write_text(ACL)
     config = NamesrvConfig()
     config.update({"aclEnable": "true", "aclFile": str(tmp_path / "plain_acl.yml"),
                    "controllerDLegerPeers": "n0-127.0.0.1:%d" % controller_ports(1)[0], "controllerDLegerSelfId": "n0",
                    "controllerStorePath": str(tmp_path / "store")}, announce=False)
     service = ControllerService(config, task.Clock(), NullEventLog())
+    return service
+
+
+def test_the_controller_service_guards_its_port_when_acl_is_on(tmp_path):
+    service = acl_controller_service(tmp_path)
     for code, ext in ((RequestCode.CLEAN_BROKER_DATA, CLEAN), (RequestCode.BROKER_HEARTBEAT, {})):
         refused = service.chain.entry.dispatch(make_request(code, ext), FakeConnection("10.0.0.5:4000"))
         assert refused.code == ResponseCode.NO_PERMISSION
@@ -153,12 +159,7 @@ def test_the_controller_service_guards_its_port_when_acl_is_on(tmp_path):
                                        (RequestCode.CONTROLLER_REMOVE_MEMBER, {"controllerId": "n1"}),
                                        (RequestCode.CONTROLLER_TRANSFER_LEADER, {"toControllerId": "any"})])
 def test_the_groups_own_changes_are_admin_writes_and_its_listing_a_read(tmp_path, code, ext):
-    (tmp_path / "plain_acl.yml").write_text(ACL)
-    config = NamesrvConfig()
-    config.update({"aclEnable": "true", "aclFile": str(tmp_path / "plain_acl.yml"),
-                   "controllerDLegerPeers": "n0-127.0.0.1:%d" % controller_ports(1)[0], "controllerDLegerSelfId": "n0",
-                   "controllerStorePath": str(tmp_path / "store")}, announce=False)
-    service = ControllerService(config, task.Clock(), NullEventLog())
+    service = acl_controller_service(tmp_path)
     assert TABLE[code].name == "admin_write" and TABLE[RequestCode.CONTROLLER_LIST_MEMBERS].name == "admin_read"
     here = FakeConnection("10.0.0.5:4000")
     refused = service.chain.entry.dispatch(make_request(code, ext), here)
