@@ -186,8 +186,7 @@ class ServerTables:
 
 def make_service(config, reactor=None, plugin_package=None, clock=None, events=None, takeover=False,
                  state_files=None, stop_watch=None, force_new_controller_group=False):
-    """One NameServer service for ``config`` (``takeover``: handover/; ``stop_watch``: observe/stopwatch.py;
-    ``force_new_controller_group``: controller/replication/fencing.py)."""
+    """One NameServer service for ``config``; the options are twistd's (namesrv/tap.py), for a real process."""
     if reactor is None:
         from twisted.internet import reactor   # the one twistd installed: imported only once it has
     clock = clock or MonotonicClock()

@@ -5,6 +5,7 @@ import pathlib
 
 from twisted.internet import task
 
+from namesrv.controller.membership import ControllerMembershipProcessor
 from namesrv.controller.processor import ControllerProcessor
 from namesrv.dispatch import classtable
 from namesrv.dispatch.classes import ADMIN_WRITE, CONTROLLER, NAMESRV, TABLE, RequestClassifier
@@ -20,7 +21,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 def test_every_code_a_built_in_processor_answers_has_a_class_for_its_port(tmp_path):
     service = make_service(service_config(tmp_path), clock=task.Clock(), reactor=Reactor())
     namesrv_codes = {int(code) for processor in service.registry.processors for code in processor.codes}
-    controller_codes = {int(code) for code in ControllerProcessor.codes}
+    controller_codes = {int(code) for processor in (ControllerProcessor, ControllerMembershipProcessor)
+                        for code in processor.codes}
     assert namesrv_codes - set(int(code) for code in TABLE) == set()
     assert controller_codes - set(int(code) for code in TABLE) == set()
     assert {int(code) for code, entry in TABLE.items() if NAMESRV in entry.ports} == namesrv_codes
