@@ -10,7 +10,8 @@ from twisted.internet.testing import StringTransport
 from twisted.logger import formatEvent, globalLogPublisher
 from twisted.protocols.tls import TLSMemoryBIOFactory
 
-from namesrv.controller.replication.members import MAGIC, MemberSniffingFactory
+from namesrv.controller.replication.members import MAGIC
+from namesrv.controller.replication.sniffing import MemberSniffingFactory
 from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
