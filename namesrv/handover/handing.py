@@ -25,16 +25,11 @@ from zope.interface import implementer
 
 from namesrv.handover import messages, peers
 from namesrv.handover.messages import HandoverProtocolError, MessageReader, choose_version, encode
-from namesrv.timing.periodic import EasingLoop
+from namesrv.timing.drainloop import DrainLoop
 
-#: how often the drain is looked at, how long it may take, how long ``ready`` may take. Every client waits
-#: for the drain: at a million topics, 5 ms looks here and in the workers made it 23 ms of a takeover's
-#: worst read of 44-55 ms. So the first ``QUICK_LOOKS`` looks are 1 ms apart; a look goes over every
-#: connection, so a drain that lasts longer (answers still in flight) is looked at every ``SLOW_SWEEP``
-#: instead, leaving the reactor to the work it waits for
-SWEEP = 0.001
-QUICK_LOOKS = 20
-SLOW_SWEEP = 0.005
+#: how long the drain may take (it is looked at as timing/drainloop.py says: every client waits for it;
+#: at a million topics, 5 ms looks here and in the workers made it 23 ms of a takeover's worst read of
+#: 44-55 ms), how long ``ready`` may take
 DRAIN_GRACE = 10.0
 READY_TIMEOUT = 60.0
 #: descriptors per sendmsg when connections move (the receiver's ancillary buffer holds 1,000). The new
@@ -69,8 +64,7 @@ class HandingSession(protocol.Protocol):
         self.state = "hello"
         self.version = None
         self.peer_pid = None
-        self._sweep = None
-        self._deadline = None
+        self._drain_loop = DrainLoop(self._settled, self._drained, clock, DRAIN_GRACE)
         self._ready_timeout = None
         self._sent = []   # descriptors queued on the transport: closed once it is gone
         self._done_timeout = None
@@ -159,15 +153,12 @@ class HandingSession(protocol.Protocol):
         self.log.info("takeover by process {pid} (version {v}): draining", pid=self.peer_pid, v=self.version)
         self.state = "draining"
         self.server.begin()
-        self._deadline = self.clock.seconds() + DRAIN_GRACE
-        self._sweep = EasingLoop(self._check_drained, self.clock, SWEEP, SLOW_SWEEP, QUICK_LOOKS)
-        self._sweep.start(now=True)
+        self._drain_loop.start(now=True)
 
-    def _check_drained(self):
-        late = self.clock.seconds() >= self._deadline
-        if not (self.server.settled() or late):
-            return
-        self._sweep.stop()
+    def _settled(self, late):
+        return self.server.settled() or late
+
+    def _drained(self, late):
         if late:
             self.log.warn("takeover: drain not finished within {s}s; going on", s=DRAIN_GRACE)
         descriptor = self.server.listen_fd()
@@ -234,8 +225,7 @@ class HandingSession(protocol.Protocol):
             self.transport.loseConnection()
 
     def _stop_timers(self):
-        if self._sweep is not None and self._sweep.running:
-            self._sweep.stop()
+        self._drain_loop.stop()
         for call in (self._ready_timeout, self._done_timeout):
             if call is not None and call.active():
                 call.cancel()

@@ -19,6 +19,7 @@ from twisted.logger import Logger
 
 from namesrv.observe.eventlog import NullEventLog
 from namesrv.kvconfig.filewriter import SerialFileWriter
+from namesrv.storage.atomicfile import remove_leftovers
 
 
 class KVConfigError(Exception):
@@ -176,17 +177,6 @@ def _backup_hint(path):
 
 
 def _remove_stale_temp_files(path):
-    """write_atomic's temp files (``<name>.*.tmp``, ``<name>.bak.tmp``) left by a killed writer."""
-    directory, name = os.path.split(os.path.abspath(path))
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return
-    for candidate in names:
-        if candidate.startswith(name + ".") and candidate.endswith(".tmp"):
-            try:
-                os.unlink(os.path.join(directory, candidate))
-                KVConfigManager.log.warn("removed {tmp} left by an interrupted write",
-                                         tmp=os.path.join(directory, candidate))
-            except OSError:
-                pass
+    """write_atomic's temp files left by a killed writer."""
+    for tmp in remove_leftovers(path):
+        KVConfigManager.log.warn("removed {tmp} left by an interrupted write", tmp=tmp)

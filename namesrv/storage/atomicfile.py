@@ -1,6 +1,9 @@
-"""Crash-safe file replacement: temp file in the same directory, fsync, rename.
+"""Crash-safe file replacement: temp file in the same directory, fsync, rename, fsync of the directory.
 
-A crash at any moment leaves either the old file or the new one, never a torn one.
+A crash at any moment leaves either the old file or the new one, never a torn one (and, at most,
+a temp file that ``remove_leftovers`` removes at the next start). Every file written whole goes
+through here: the KV store, route snapshots, the instance file, the controller's state, and the
+Raft snapshot and journal rewrites (controller/replication/disk.py, in its thread, in order).
 Blocking: call it from a thread (``deferToThread``) when the reactor must not wait.
 """
 
@@ -57,3 +60,23 @@ def fsync_directory(directory):
         pass
     finally:
         os.close(fd)
+
+
+def remove_leftovers(path):
+    """Remove the temp files that writes of ``path`` interrupted by a crash or a kill left behind
+    (``<name>.*.tmp``, ``<name>.bak.tmp``; ``<name>.tmp`` of older versions) and return their paths.
+    Only when nothing is writing ``path`` (at start): a write under way has its temp file there too."""
+    directory, name = os.path.split(os.path.abspath(path))
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    removed = []
+    for candidate in names:
+        if candidate.startswith(name + ".") and candidate.endswith(".tmp"):
+            try:
+                os.unlink(os.path.join(directory, candidate))
+            except OSError:
+                continue
+            removed.append(os.path.join(directory, candidate))
+    return removed

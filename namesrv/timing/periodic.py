@@ -7,7 +7,8 @@ the first call waits ``first_delay`` seconds (Java's NamesrvController schedules
 and the KV print 1 min after start) and the interval is read when the timer (re)starts, so a
 property changed at run time applies from the next start (``restart``).
 
-``EasingLoop`` is the other kind of timer here: a wait someone is paused on, looked at often at first.
+``EasingLoop`` is the other kind of timer here: a wait someone is paused on, looked at often at first
+(a takeover's drain, drainloop.py).
 """
 
 from typing import Callable, Optional

@@ -98,7 +98,23 @@ def test_the_snapshot_and_the_journal_rewrite_behind_it_go_to_disk_in_order(tmp_
     assert done[-2:] == [("file", "raft.snapshot"), ("replace", True)]
     again = DurableJournal(FileDisk(path, reactor))
     assert [i for _, i, _ in again] == [3, 4, 5] and again.getVotedForNodeId() == "n0"
-    assert not os.path.exists(str(tmp_path / "raft.snapshot.tmp"))
+    assert [name for name in os.listdir(tmp_path) if name.endswith(".tmp")] == []
+
+
+def test_the_temp_files_a_crash_left_are_removed_at_start_never_while_a_batch_is_written(tmp_path):
+    """Written through storage/atomicfile.py: a crash mid-replacement leaves the old file and a temp file."""
+    from twisted.internet import reactor
+    left = ("raft.snapshot.tmp", "raft.snapshot.a1b2.tmp", "raft.journal.c3d4.tmp")
+    for name in left + ("fenced.e5.tmp",):
+        (tmp_path / name).write_bytes(b"torn")
+    disk = FileDisk(str(tmp_path / "raft.journal"), reactor)
+    disk._write = lambda ops: defer.Deferred()   # a batch that is still being written
+    disk.write_file("fenced", b"reason")
+    disk.sync()
+    assert disk.read_file("fenced") is None and (tmp_path / "fenced.e5.tmp").exists()
+    disk = FileDisk(str(tmp_path / "raft.journal"), reactor)
+    assert disk.read() == b"" and disk.read_file("raft.snapshot") is None
+    assert sorted(os.listdir(tmp_path)) == ["fenced.e5.tmp"]
 
 
 def test_a_disk_that_cannot_be_written_stops_the_member():

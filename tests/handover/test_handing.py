@@ -5,6 +5,7 @@ from twisted.internet import task
 from namesrv.handover import handing, messages, peers
 from namesrv.handover.handing import HandingSession
 from namesrv.handover.messages import MessageReader, encode
+from namesrv.timing import drainloop
 from tests.handover.fakes import DescriptorTransport, FakeServer
 
 
@@ -29,10 +30,10 @@ def test_a_full_takeover_in_order():
     proto, transport, server, clock = session()
     proto.dataReceived(hello())
     assert server.calls == ["begin"] and proto.state == "draining"
-    clock.advance(handing.SWEEP)
+    clock.advance(drainloop.QUICK)
     assert transport.value() == b""                      # nothing sent while in flight
     server.is_settled = True
-    clock.advance(handing.SWEEP)
+    clock.advance(drainloop.QUICK)
     assert server.calls == ["begin", "tables"]
     (state,) = sent(transport)
     assert state == {"kind": "state", "version": 1, "routes": b"ROUTES"}
@@ -62,7 +63,7 @@ def done_session(running):
     proto, transport, server, clock = session(running=running)
     proto.dataReceived(hello())
     server.is_settled = True
-    clock.advance(handing.SWEEP)
+    clock.advance(drainloop.QUICK)
     proto.dataReceived(encode(messages.READY))
     return proto, transport, server, clock
 
@@ -132,7 +133,7 @@ def test_the_new_process_leaving_before_ready_resumes_the_old_one():
     proto, transport, server, clock = session()
     proto.dataReceived(hello())
     server.is_settled = True
-    clock.advance(handing.SWEEP)
+    clock.advance(drainloop.QUICK)
     proto.connectionLost(None)
     assert server.calls[-1] == "resume" and "detach_clients" not in server.calls
 
@@ -141,7 +142,7 @@ def test_no_ready_in_time_closes_and_resumes():
     proto, transport, server, clock = session()
     proto.dataReceived(hello())
     server.is_settled = True
-    clock.advance(handing.SWEEP)
+    clock.advance(drainloop.QUICK)
     clock.advance(handing.READY_TIMEOUT)
     assert transport.disconnecting
     proto.connectionLost(None)
@@ -151,7 +152,7 @@ def test_no_ready_in_time_closes_and_resumes():
 def test_a_drain_that_never_settles_goes_on_after_the_grace():
     proto, transport, server, clock = session()
     proto.dataReceived(hello())
-    clock.pump([handing.SLOW_SWEEP] * int(handing.DRAIN_GRACE / handing.SLOW_SWEEP + 2))
+    clock.pump([drainloop.SLOW] * int(handing.DRAIN_GRACE / drainloop.SLOW + 2))
     assert sent(transport)[0]["kind"] == "state"
 
 
@@ -161,10 +162,10 @@ def test_a_drain_is_looked_at_every_ms_at_first_then_less_often():
     server.settled = lambda: looks.append(clock.seconds()) and False
     proto.dataReceived(hello())
     assert len(looks) == 1                    # at once
-    clock.pump([handing.SWEEP] * (handing.QUICK_LOOKS - 1))
-    assert len(looks) == handing.QUICK_LOOKS  # then every ms
-    clock.pump([handing.SWEEP] * 10)          # 10 ms more: two looks, not ten
-    assert len(looks) == handing.QUICK_LOOKS + 2 and not sent(transport)
+    clock.pump([drainloop.QUICK] * (drainloop.QUICK_LOOKS - 1))
+    assert len(looks) == drainloop.QUICK_LOOKS  # then every ms
+    clock.pump([drainloop.QUICK] * 10)          # 10 ms more: two looks, not ten
+    assert len(looks) == drainloop.QUICK_LOOKS + 2 and not sent(transport)
 
 
 def test_garbage_or_a_message_out_of_order_closes_without_draining():
@@ -186,7 +187,7 @@ def test_version_2_copies_the_tables_first_while_serving_then_only_what_changed(
     proto.dataReceived(encode(messages.PRECOPIED))
     assert server.calls == ["precopy", "begin"] and proto.state == "draining"
     server.is_settled = True
-    clock.advance(handing.SWEEP)
+    clock.advance(drainloop.QUICK)
     (state,) = sent(transport)
     assert state == {"kind": "state", "version": 2, "delta": b"DELTA",
                      "registrations": [["C", "127.0.0.1:10911", b"F" * 32, 3, {"counter": 1}]]}
@@ -312,7 +313,7 @@ def test_version_3_writes_the_first_copy_to_a_file_while_serving_and_passes_it_o
     transport.clear()
     proto.dataReceived(encode(messages.PRECOPIED))
     server.is_settled = True
-    clock.advance(handing.SWEEP)
+    clock.advance(drainloop.QUICK)
     (state,) = sent(transport)
     assert state["kind"] == "state" and state["version"] == 3 and state["delta"] == b"DELTA"
     proto.connectionLost(None)
@@ -363,7 +364,7 @@ def test_a_stop_mid_drain_ends_the_conversation_without_resuming_or_asking_for_t
     proto.stop()
     assert transport.disconnecting and proto.state == "stopped"
     server.is_settled = True
-    clock.advance(handing.SLOW_SWEEP * 10)
+    clock.advance(drainloop.SLOW * 10)
     proto.connectionLost(None)
     clock.advance(peers.EXIT_WAIT)
     assert server.calls == ["begin", ("release", [])]   # no tables, no listen_fd, no resume, no exit

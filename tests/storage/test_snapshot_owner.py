@@ -8,7 +8,7 @@ from twisted.logger import Logger, formatEvent
 from namesrv.routes import RouteInfoManager
 from namesrv.storage.instance import InstanceIdentity
 from namesrv.storage.snapshotfile import RouteSnapshotFile
-from tests.fakes import FakeConnection
+from tests.fakes import FakeConnection, run_turns, turn_scheduler
 from tests.routes.helpers import register
 
 ID = "5d85b82c0a6f4e7e9d1c2b3a4f5e6d7c"
@@ -18,7 +18,8 @@ def written_by(tmp_path, owner):
     routes = RouteInfoManager(clock=Clock())
     register(routes, "Kept", "Other", name="broker-a", addr="127.0.0.1:10911", conn=FakeConnection(), base_topic=False)
     path = str(tmp_path / "routes.snapshot")
-    RouteSnapshotFile(path, routes, Clock(), owner=owner).save_now()
+    clock = Clock()
+    RouteSnapshotFile(path, routes, clock, turn_scheduler(clock), owner=owner).save_now()
     return path
 
 
@@ -26,9 +27,11 @@ def restored_by(path, owner):
     """(restored?, the tables, the lines logged) of a start as ``owner`` on ``path``."""
     routes = RouteInfoManager(clock=Clock())
     lines = []
-    snapshots = RouteSnapshotFile(path, routes, Clock(), owner=owner)
+    clock = Clock()
+    snapshots = RouteSnapshotFile(path, routes, clock, turn_scheduler(clock), owner=owner)
     snapshots.log = Logger(observer=lambda event: lines.append(formatEvent(event)))
     done = snapshots.restore()
+    run_turns(clock)
     snapshots.release_baseline()
     return done, routes, lines
 

@@ -8,8 +8,9 @@ is durable until ``sync()``'s Deferred fires; the member link holds back every m
 after the last sync until then (``transport.py``).
 
 The snapshot goes through the same queue (``write_file``: a sibling file written whole, fsynced,
-renamed over the old one, the directory fsynced), so that the journal is never rewritten without
-the entries a snapshot replaced before that snapshot is durable: order is the whole protocol.
+renamed over the old one, the directory fsynced, as storage/atomicfile.py writes every file), so that
+the journal is never rewritten without the entries a snapshot replaced before that snapshot is
+durable: order is the whole protocol.
 
 ``FileDisk`` does the writing and the fsyncs in a thread (the reactor never waits for a disk),
 one batch at a time and in order: whatever was handed over while a sync ran goes in the next.
@@ -25,7 +26,7 @@ import os
 from twisted.internet import defer, threads
 from twisted.logger import Logger
 
-from namesrv.storage.atomicfile import fsync_directory
+from namesrv.storage.atomicfile import fsync_directory, remove_leftovers, write_atomic
 
 
 class _Ops:
@@ -114,6 +115,8 @@ class FileDisk(_Syncing):
         self._fd = None
 
     def read(self):
+        """The journal's bytes (at start: temp files of a replacement a crash interrupted are removed)."""
+        self._remove_leftovers(self.path)
         try:
             with open(self.path, "rb") as f:
                 return f.read()
@@ -155,7 +158,7 @@ class FileDisk(_Syncing):
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        _replace_file(self.path, data)
+        write_atomic(self.path, data)
         self._open()
 
     def _sibling(self, name):
@@ -164,40 +167,26 @@ class FileDisk(_Syncing):
         return os.path.join(os.path.dirname(os.path.abspath(self.path)), name)
 
     def _write_sibling(self, name, data):
-        _replace_file(self._sibling(name), data)
+        write_atomic(self._sibling(name), data)
 
     def read_file(self, name):
-        """The sibling file's bytes, or None when there is none (a leftover ``.tmp`` of it is removed)."""
+        """The sibling file's bytes, or None when there is none (at start: its leftover temp files are removed)."""
         path = self._sibling(name)
-        try:
-            os.unlink(path + ".tmp")
-        except FileNotFoundError:
-            pass
+        self._remove_leftovers(path)
         try:
             with open(path, "rb") as f:
                 return f.read()
         except FileNotFoundError:
             return None
 
+    def _remove_leftovers(self, path):
+        if self._running is None:   # a batch under way may be writing ``path``'s temp file right now
+            remove_leftovers(path)
+
     def close(self):
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-
-
-def _replace_file(path, data):
-    """``path`` becomes ``data``: written to a temporary file, fsynced, renamed over, the directory fsynced."""
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
 class MemoryDisk(_Syncing):

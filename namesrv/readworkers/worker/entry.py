@@ -29,7 +29,7 @@ from twisted.logger import FilteringLogObserver, LogLevel, LogLevelFilterPredica
 from zope.interface import implementer
 
 from namesrv.timing.scheduler import CONTROL
-from namesrv.timing.periodic import EasingLoop
+from namesrv.timing.drainloop import DrainLoop
 from namesrv.observe.stopwatch import SignalsOnTheReactor
 from namesrv.readworkers.channel.feed import FeedError, counts_message, down_reader, pack, resync_message
 from namesrv.readworkers.channel.generation import SharedGeneration
@@ -46,13 +46,7 @@ from namesrv.server.sharedport import close_listening
 
 log = Logger()
 COUNTS_INTERVAL = 1.0
-#: while draining, how often connections are looked at, and how long the drain may take: every client
-#: connection is paused from the drain's start until the new process reads it, and the drain takes two
-#: looks at least (hand over, then see the handovers finished), so the first ``QUICK_LOOKS`` are 1 ms
-#: apart; one that lasts longer (answers still awaited) is looked at every ``SLOW_DRAIN_SWEEP``
-DRAIN_SWEEP = 0.001
-QUICK_LOOKS = 20
-SLOW_DRAIN_SWEEP = 0.005
+#: how long the drain may take before what is left is closed (it is looked at as timing/drainloop.py says)
 DRAIN_GRACE = 5.0
 #: after stdin ends, how long the last counts may take to leave before the worker exits anyway
 LAST_WORDS = 0.5
@@ -86,8 +80,7 @@ class ReadWorker(protocol.Protocol):
         self._reactor_stopping = False
         self._counts = task.LoopingCall(self.send_counts)
         self._counts.clock = reactor
-        self._drain = None
-        self._drain_deadline = None
+        self._drain = DrainLoop(self._sweep, self._drained, reactor, DRAIN_GRACE)
         self._senders = []
 
     def dataReceived(self, data):
@@ -145,7 +138,7 @@ class ReadWorker(protocol.Protocol):
     # -- takeover ------------------------------------------------------------------------------
     def drain(self):
         """Stop accepting; move every connection to the main process at a frame boundary; exit."""
-        if self._drain is not None or self._stopped:
+        if self._drain.running or self._stopped:
             return
         log.info("read worker {i} draining: handing its connections to the main process", i=self.options.index)
         self._pending.clear()
@@ -156,16 +149,14 @@ class ReadWorker(protocol.Protocol):
         for connection in list(self.factory.connections.values()):
             stop_reading(connection)
         self.fresh_reads.flush()    # reads waiting for a fresh replica: answered or forwarded (awaited) now
-        self._drain_deadline = self.reactor.seconds() + DRAIN_GRACE
-        self._drain = EasingLoop(self._sweep, self.reactor, DRAIN_SWEEP, SLOW_DRAIN_SWEEP, QUICK_LOOKS)
         # Not now: we run inside an I/O batch, and a read event of this batch for a connection
         # stopped above is still delivered (Twisted reads on any reported event); detaching in
         # the same batch would drop those bytes. From a timer call, the next poll is fresh.
         self._drain.start(now=False)
 
-    def _sweep(self):
-        """Hand over (or close, for TLS) every connection whose answers are all out."""
-        late = self.reactor.seconds() >= self._drain_deadline
+    def _sweep(self, late):
+        """Hand over (or close, for TLS) every connection whose answers are all out (``late``: every one);
+        True once none is left and every handover has finished (or the drain is late)."""
         for connection in list(self.factory.connections.values()):
             if connection.closing:
                 continue
@@ -176,14 +167,15 @@ class ReadWorker(protocol.Protocol):
             elif idle:
                 self._senders.append(hand_off_idle(self.reactor, self.options.handoff, connection))
         self._senders = [s for s in self._senders if not s.finished]
-        if not self.factory.connections and (not self._senders or late):
-            self._drain.stop()
-            log.info("read worker {i} drained", i=self.options.index)
-            if self.transport is not None:
-                # said before exiting: an interpreter letting go of a million-entry replica takes
-                # hundreds of ms, which the takeover (and every client, paused) need not wait for
-                self.transport.write(pack({"kind": "drained"}))
-            self.shut_down()
+        return not self.factory.connections and (not self._senders or late)
+
+    def _drained(self, late):
+        log.info("read worker {i} drained", i=self.options.index)
+        if self.transport is not None:
+            # said before exiting: an interpreter letting go of a million-entry replica takes
+            # hundreds of ms, which the takeover (and every client, paused) need not wait for
+            self.transport.write(pack({"kind": "drained"}))
+        self.shut_down()
 
     def send_counts(self):
         counts = self.replica.counts.take()
@@ -221,8 +213,7 @@ class ReadWorker(protocol.Protocol):
         if self._counts.running:
             self._counts.stop()
             self.send_counts()
-        if self._drain is not None and self._drain.running:
-            self._drain.stop()
+        self._drain.stop()
         self._applies.stop()
         if self.port is not None:
             close_listening(self.port)
