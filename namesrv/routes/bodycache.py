@@ -11,8 +11,20 @@ and the distinct bodies are held within the same byte budget (past it, all of th
 The change tracker (changes.py) says what changed; this object only forgets.
 """
 
+from __future__ import annotations
+
 from collections import deque
 from itertools import repeat
+from typing import TYPE_CHECKING, Callable, Collection, Iterable, Optional, Sequence
+
+if TYPE_CHECKING:   # types only
+    from namesrv.routes.model import BrokerData, QueueData
+    from namesrv.routes.topiclists import TooLarge
+
+#: how a whole route is asked: (standard JSON?, acting master?, orderTopicConf)
+RouteKey = tuple[bool, bool, Optional[str]]
+#: how a joined route is asked: (standard JSON?, acting master?)
+JoinedKey = tuple[bool, bool]
 
 #: a topic's route is asked in a few shapes at most (standard JSON?, acting master?, order conf)
 MAX_VARIANTS_PER_TOPIC = 8
@@ -34,38 +46,39 @@ class RouteBodyCache:
     ``topic_set_generation``, which moves whenever ``topic_list`` is dropped, so that a list built
     over several reactor turns is kept only if no topic came or went meanwhile."""
 
-    def __init__(self, max_bytes=DEFAULT_MAX_BYTES):
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.max_bytes = max_bytes
         #: (standard JSON?, acting master?) -> {topic: its joined route body} (no order conf)
-        self.joined = {(False, False): {}, (True, False): {}, (False, True): {}, (True, True): {}}
+        self.joined: dict[JoinedKey, dict[str, bytes]] = {
+            (False, False): {}, (True, False): {}, (False, True): {}, (True, True): {}}
         self.topic_set_generation = 0
         self.clear()
 
-    def set_max_bytes(self, max_bytes):
+    def set_max_bytes(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         if self.route_bytes > max_bytes:
             self._evict()
 
-    def clear(self):
+    def clear(self) -> None:
         """Forget every body (the tables were replaced)."""
-        self.routes = {}
+        self.routes: dict[str, dict[RouteKey, bytes]] = {}
         self.route_bytes = 0
         self.forget_joined()
-        self.broker_pieces = {}
-        self.queue_pieces = {}
-        self.topic_list = None
-        self.topic_list_refused = None
+        self.broker_pieces: dict[tuple[str, bool], bytes] = {}
+        self.queue_pieces: dict[int, tuple[QueueData, bytes, bytes]] = {}
+        self.topic_list: Optional[bytes] = None
+        self.topic_list_refused: Optional[TooLarge] = None
         self.topic_set_generation += 1
-        self.cluster_info = None
+        self.cluster_info: Optional[bytes] = None
 
-    def forget_joined(self):
+    def forget_joined(self) -> None:
         """Forget every topic's joined body (the dicts stay: readers may hold them)."""
         for topics in self.joined.values():
             topics.clear()
-        self._interned = {}
+        self._interned: dict[bytes, bytes] = {}
         self.interned_bytes = 0
 
-    def remember_joined(self, topic, key, body):
+    def remember_joined(self, topic: str, key: JoinedKey, body: bytes) -> bytes:
         """Keep ``topic``'s joined body; returns the copy kept (shared with the topics on the same pieces).
 
         Counted in bytes: each distinct body once, each topic's entry at ``JOINED_ENTRY_OVERHEAD``
@@ -82,11 +95,11 @@ class RouteBodyCache:
         self.joined[key][topic] = shared
         return shared
 
-    def route(self, topic, key):
+    def route(self, topic: str, key: RouteKey) -> Optional[bytes]:
         variants = self.routes.get(topic)
         return variants.get(key) if variants is not None else None
 
-    def remember_route(self, topic, key, body):
+    def remember_route(self, topic: str, key: RouteKey, body: bytes) -> None:
         routes = self.routes
         variants = routes.get(topic)
         if variants is None:
@@ -103,7 +116,7 @@ class RouteBodyCache:
         if self.route_bytes > self.max_bytes:
             self._evict()
 
-    def _evict(self):
+    def _evict(self) -> None:
         """Forget the oldest routes until a quarter of the budget is free (one pass, not one per miss)."""
         routes, goal = self.routes, self.max_bytes * 3 // 4
         dropped = []
@@ -115,7 +128,7 @@ class RouteBodyCache:
         for topic in dropped:
             del routes[topic]
 
-    def forget_routes(self, topics):
+    def forget_routes(self, topics: Iterable[str]) -> None:
         for joined in self.joined.values():
             if joined:
                 before = len(joined)
@@ -129,7 +142,7 @@ class RouteBodyCache:
                 if variants is not None:
                     self.route_bytes -= ROUTE_OVERHEAD + sum(len(body) for body in variants.values())
 
-    def forget_routes_of(self, topic_sets):
+    def forget_routes_of(self, topic_sets: Sequence[Collection[str]]) -> None:
         """``forget_routes`` for each set of ``topic_sets`` (the topics of each broker that changed). When
         together they name at least as many topics as are kept, everything kept goes at once: a thousand
         brokers gone together would otherwise cost a lookup per (topic, broker), a million of them
@@ -145,7 +158,7 @@ class RouteBodyCache:
         for topics in topic_sets:
             self.forget_routes(topics)
 
-    def queue_piece(self, queue_data, standard, encode):
+    def queue_piece(self, queue_data: QueueData, standard: bool, encode: Callable[[QueueData, bool], bytes]) -> bytes:
         """The bytes of a shared (never changed) QueueData; ``encode(value, standard)`` builds them."""
         entry = self.queue_pieces.get(id(queue_data))
         if entry is None or entry[0] is not queue_data:
@@ -155,19 +168,20 @@ class RouteBodyCache:
                                                          encode(queue_data, True))
         return entry[2] if standard else entry[1]
 
-    def broker_piece(self, broker_data, standard, encode):
+    def broker_piece(self, broker_data: BrokerData, standard: bool,
+                     encode: Callable[[BrokerData, bool], bytes]) -> bytes:
         key = (broker_data.broker_name, standard)
         piece = self.broker_pieces.get(key)
         if piece is None:
             piece = self.broker_pieces[key] = encode(broker_data, standard)
         return piece
 
-    def topic_set_changed(self):
+    def topic_set_changed(self) -> None:
         self.topic_list = None
         self.topic_list_refused = None
         self.topic_set_generation += 1
 
-    def brokers_changed(self, broker_name=None):
+    def brokers_changed(self, broker_name: Optional[str] = None) -> None:
         """The BrokerData (changed in place) or cluster membership of ``broker_name`` (None: of any
         broker) changed: the cluster info goes, and that broker's pieces."""
         self.cluster_info = None
@@ -180,7 +194,7 @@ class RouteBodyCache:
             pieces.pop((broker_name, True), None)
             pieces.pop((broker_name, False), None)
 
-    def stats(self):
+    def stats(self) -> dict[str, int]:
         return {"routes": len(self.routes), "routeBytes": self.route_bytes, "brokerPieces": len(self.broker_pieces),
                 "queuePieces": len(self.queue_pieces), "joinedRoutes": sum(map(len, self.joined.values())),
                 "joinedBodies": len(self._interned), "joinedBytes": self.interned_bytes}

@@ -6,37 +6,49 @@ topics grouped by QueueData, and the topic_route_changed groups of a batch of ch
 moves themselves or (several batches in one operation) per topic.
 """
 
+from __future__ import annotations
+
 from itertools import compress, repeat
 from operator import attrgetter, is_
+from typing import TYPE_CHECKING, Collection, Iterable, Iterator, Mapping, Optional, Sequence
 
-from namesrv.routes.model import QueueData, shared_queue_data
+from namesrv.routes.model import QueueData, TopicSettings, shared_queue_data
+
+if TYPE_CHECKING:   # types only
+    from namesrv.routes.queuemaps import QueueMap
+
+#: read_queue_nums, write_queue_nums, perm, topic_sys_flag
+Settings = tuple[int, int, int, int]
+#: (brokers before, brokers after) -> the topics that went from the one to the other
+RouteChangeGroups = dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]]
 
 _SETTING_NAMES = ("read_queue_nums", "write_queue_nums", "perm", "topic_sys_flag")
 _SETTINGS = attrgetter(*_SETTING_NAMES)
 _SETTING_FIELDS = tuple(map(attrgetter, _SETTING_NAMES))
 
 
-class _SharedQueueDatas(dict):
+class _SharedQueueDatas(dict[Settings, QueueData]):
     """settings -> the shared QueueData of one broker, made on first use (a broker's topics have few)."""
 
-    def __init__(self, broker_name):
+    def __init__(self, broker_name: str) -> None:
         dict.__init__(self)
         self.broker_name = broker_name
 
-    def __missing__(self, settings):
+    def __missing__(self, settings: Settings) -> QueueData:
         queue_data = self[settings] = shared_queue_data(QueueData(self.broker_name, *settings))
         return queue_data
 
 
-def queue_datas(broker_name, topic_configs, perm_mask):
+def queue_datas(broker_name: str, topic_configs: Iterable[TopicSettings], perm_mask: int) -> Iterator[QueueData]:
     """An iterator over the shared QueueData of each TopicConfig, in order (no per-topic Python code)."""
-    settings = map(_SETTINGS, topic_configs)
+    settings: Iterator[Settings] = map(_SETTINGS, topic_configs)
     if perm_mask != -1:
         settings = ((read, write, perm & perm_mask, flag) for read, write, perm, flag in settings)
     return map(_SharedQueueDatas(broker_name).__getitem__, settings)
 
 
-def uniform_queue_data(broker_name, topic_configs, perm_mask):
+def uniform_queue_data(broker_name: str, topic_configs: Sequence[TopicSettings], perm_mask: int) \
+        -> Optional[QueueData]:
     """The shared QueueData of every TopicConfig of ``topic_configs`` (a list) when they all have the same
     queue settings (a broker's usual case), else None: a pass in C per field (no tuple per topic)."""
     if not topic_configs:
@@ -52,7 +64,8 @@ def uniform_queue_data(broker_name, topic_configs, perm_mask):
     return shared_queue_data(QueueData(broker_name, read, write, perm & perm_mask, flag))
 
 
-def by_queue_data(queue_datas, names, olds):
+def by_queue_data(queue_datas: list[QueueData], names: list[str], olds: list[Optional[QueueMap]]) \
+        -> list[tuple[QueueData, list[str], list[Optional[QueueMap]]]]:
     """[(queue_data, its names, their maps), ...]: the topics of a registration grouped by QueueData (one group,
     checked in C, when all its topics have the same queue settings)."""
     if not queue_datas:
@@ -60,7 +73,7 @@ def by_queue_data(queue_datas, names, olds):
     first = queue_datas[0]
     if all(map(is_, queue_datas, repeat(first))):
         return [(first, names, olds)]
-    groups = {}
+    groups: dict[int, tuple[QueueData, list[str], list[Optional[QueueMap]]]] = {}
     for queue_data, name, old in zip(queue_datas, names, olds):
         group = groups.get(id(queue_data))
         if group is None:
@@ -77,7 +90,7 @@ WHOLE_MAPS_FROM = 256
 WHOLE_MAP_SAMPLES = 32
 
 
-def whole_maps(table, names):
+def whole_maps(table: Mapping[str, QueueMap], names: list[str]) -> tuple[list[QueueMap], list[str]]:
     """(maps, rest): the maps of ``table`` (topic -> QueueMap) all of whose topics are among ``names`` (distinct
     topics), found from the maps of a sample of ``names``, and the other names, in order.
 
@@ -104,10 +117,10 @@ def whole_maps(table, names):
     return taken, list(compress(names, map(wanted.__contains__, names)))
 
 
-def route_changes(touched, table):
+def route_changes(touched: Mapping[str, Collection[str]], table: Mapping[str, QueueMap]) -> RouteChangeGroups:
     """{(brokers before, brokers after): [topic, ...]} of the touched topics whose broker set changed
     (``touched``: topic -> its map before, or () for none)."""
-    groups = {}
+    groups: RouteChangeGroups = {}
     for topic, before in touched.items():
         qmap = table.get(topic)
         if qmap is None:
@@ -120,10 +133,10 @@ def route_changes(touched, table):
     return groups
 
 
-def moved_changes(moves):
+def moved_changes(moves: Iterable[tuple[Iterable[str], Iterable[str], Iterable[str]]]) -> RouteChangeGroups:
     """``route_changes`` of one batch of moves (tables.RouteTables._apply: each topic in one move), from the
     moves themselves: {(brokers before, brokers after): [topic, ...]}."""
-    groups = {}
+    groups: RouteChangeGroups = {}
     for topics, before, after in moves:
         was = tuple(sorted(before)) if before else ()
         now = tuple(sorted(after)) if after else ()

@@ -15,8 +15,19 @@
 8. Cached route bodies only exist for topics that exist.
 """
 
+from __future__ import annotations
 
-def check_invariants(tables, body_cache=None, per_topic=True):
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:   # types only
+    from namesrv.interfaces import IRemotingConnection
+    from namesrv.routes.bodycache import RouteBodyCache
+    from namesrv.routes.model import LiveKey
+    from namesrv.routes.queuemaps import MapKey, QueueMap
+    from namesrv.routes.tables import RouteTables
+
+
+def check_invariants(tables: RouteTables, body_cache: Optional[RouteBodyCache] = None, per_topic: bool = True) -> None:
     """``tables``: a RouteTables; ``body_cache``: the RouteBodyCache kept beside them, if any.
 
     ``per_topic=False`` skips rules 1 and 2, which hold by construction for tables built from checked
@@ -36,7 +47,7 @@ def check_invariants(tables, body_cache=None, per_topic=True):
             assert queue_map.topics, "a map without topics is kept"
             for topic in queue_map.topics:
                 assert topics.get(topic) is queue_map, "topic %r listed by a map it does not have" % topic
-        index = {}
+        index: dict[str, dict[MapKey, QueueMap]] = {}
         for queue_map in maps:
             for name in queue_map:
                 index.setdefault(name, {})[queue_map.key] = queue_map
@@ -59,7 +70,7 @@ def check_invariants(tables, body_cache=None, per_topic=True):
         assert len(addrs) == len(set(addrs)), "broker %r lists an address twice" % name
         assert name in clustered, "broker %r is in no cluster" % name
 
-    expected = {}
+    expected: dict[IRemotingConnection, set[LiveKey]] = {}
     for key, live in tables.broker_live_table.items():
         if live.connection is not None:
             expected.setdefault(live.connection, set()).add(key)

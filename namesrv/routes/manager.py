@@ -16,24 +16,43 @@ and passes each call on:
 - ``admin`` (admin.py): liveness refreshes and admin operations.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Collection, Iterable, Mapping, Optional, Protocol, Union
+
 from namesrv.timing.clock import MonotonicClock
 from namesrv.routes.admin import RouteAdmin
 from namesrv.routes.bodycache import DEFAULT_MAX_BYTES as DEFAULT_BODY_CACHE_MAX_BYTES, RouteBodyCache
-from namesrv.routes.changes import RouteChanges
+from namesrv.routes.changes import RouteChanges, TopicTracker, Tracker
 from namesrv.routes.invariants import check_invariants
-from namesrv.routes.model import DEFAULT_HEARTBEAT_TIMEOUT_MILLIS
+from namesrv.routes.model import (
+    DEFAULT_HEARTBEAT_TIMEOUT_MILLIS, BrokerData, BrokerLiveInfo, DataVersion, LiveKey, MappingInfo, MinBrokerIdChange,
+    QueueData, RegisterBrokerResult, RemovedBroker, TopicConfigSerializeWrapper, TopicRouteData)
 from namesrv.routes.queries import RouteQueries
 from namesrv.routes.registration import BrokerRegistrations
 from namesrv.routes.shortcut import UnchangedRegistrations
 from namesrv.routes.tables import RouteTables
+from namesrv.routes.topiclists import Steps
+
+if TYPE_CHECKING:   # types only
+    from namesrv.interfaces import IEventLog, IRemotingConnection
+    from namesrv.routes.queuemaps import QueueMap
+    from namesrv.routes.rows import Row, TopicShapes
+    from namesrv.timing.clock import Clock
 
 
-def _table(name):
+class Restoring(Protocol):
+    """A snapshot being restored while the process serves (storage/restoring.py)."""
+
+    def finish_now(self) -> object: ...
+
+
+def _table(name: str) -> property:
     """The facade's view of one table of ``tables`` (read workers' replicas replace whole tables)."""
-    def get(self):
+    def get(self: RouteInfoManager) -> object:
         return getattr(self.tables, name)
 
-    def set_(self, value):
+    def set_(self: RouteInfoManager, value: object) -> None:
         setattr(self.tables, name, value)
     return property(get, set_, doc="``tables.%s``" % name)
 
@@ -48,16 +67,26 @@ class RouteInfoManager:
     ``topic_queue_mapping_info_table`` topic -> {brokerName: mapping info dict}.
     """
 
-    topic_queue_table = _table("topic_queue_table")
-    broker_addr_table = _table("broker_addr_table")
-    cluster_addr_table = _table("cluster_addr_table")
-    broker_live_table = _table("broker_live_table")
-    filter_server_table = _table("filter_server_table")
-    topic_queue_mapping_info_table = _table("topic_queue_mapping_info_table")
+    if TYPE_CHECKING:   # the types of the properties below
+        topic_queue_table: dict[str, QueueMap]
+        broker_addr_table: dict[str, BrokerData]
+        cluster_addr_table: dict[str, set[str]]
+        broker_live_table: dict[LiveKey, BrokerLiveInfo]
+        filter_server_table: dict[LiveKey, list[str]]
+        topic_queue_mapping_info_table: dict[str, dict[str, MappingInfo]]
+    else:
+        topic_queue_table = _table("topic_queue_table")
+        broker_addr_table = _table("broker_addr_table")
+        cluster_addr_table = _table("cluster_addr_table")
+        broker_live_table = _table("broker_live_table")
+        filter_server_table = _table("filter_server_table")
+        topic_queue_mapping_info_table = _table("topic_queue_mapping_info_table")
 
-    def __init__(self, clock=None, events=None, default_heartbeat_timeout_millis=DEFAULT_HEARTBEAT_TIMEOUT_MILLIS,
-                 body_cache_max_bytes=DEFAULT_BODY_CACHE_MAX_BYTES, share_queue_maps=False, master_hint=None):
-        self.clock = clock if clock is not None else MonotonicClock()
+    def __init__(self, clock: Optional[Clock] = None, events: Optional[IEventLog] = None,
+                 default_heartbeat_timeout_millis: int = DEFAULT_HEARTBEAT_TIMEOUT_MILLIS,
+                 body_cache_max_bytes: int = DEFAULT_BODY_CACHE_MAX_BYTES, share_queue_maps: bool = False,
+                 master_hint: Optional[Callable[[str], Optional[str]]] = None) -> None:
+        self.clock: Clock = clock if clock is not None else MonotonicClock()
         # survives resets: listeners stay subscribed
         self.changes = RouteChanges(body_cache=RouteBodyCache(body_cache_max_bytes), events=events)
         # a replica, whose topics' maps are only ever replaced whole, shares them (queuemaps.py)
@@ -77,75 +106,78 @@ class RouteInfoManager:
         self.registration_token = self.tables.registration_token
         #: a snapshot being restored while the process serves (storage/restoring.py), or None: a change
         #: of the tables finishes it first (``_restored``)
-        self.restoring = None
+        self.restoring: Optional[Restoring] = None
 
-    def _restored(self):
+    def _restored(self) -> None:
         """Before any change of the tables: a restore still running ends now (its chunks would overwrite it)."""
         if self.restoring is not None:
             self.restoring.finish_now()
 
-    def finish_restore(self):
+    def finish_restore(self) -> None:
         """Whole tables from now on (a snapshot still being restored is restored at once)."""
         self._restored()
 
     @property
-    def events(self):
+    def events(self) -> IEventLog:
         """Where ``topic_route_changed`` events go (the change tracker's event log)."""
         return self.changes.events
 
     @events.setter
-    def events(self, events):
+    def events(self, events: IEventLog) -> None:
         self.changes.events = events
 
     @property
-    def body_cache(self):
+    def body_cache(self) -> RouteBodyCache:
         return self.changes.body_cache
 
     @property
-    def default_heartbeat_timeout_millis(self):
+    def default_heartbeat_timeout_millis(self) -> int:
         """A registration's heartbeat timeout when its header names none."""
         return self.registrations.default_heartbeat_timeout_millis
 
     @default_heartbeat_timeout_millis.setter
-    def default_heartbeat_timeout_millis(self, millis):
+    def default_heartbeat_timeout_millis(self, millis: int) -> None:
         self.registrations.default_heartbeat_timeout_millis = millis
 
     # -- followers ---------------------------------------------------------------------
-    def add_change_listener(self, callback):
+    def add_change_listener(self, callback: Callable[[], object]) -> None:
         """``callback()`` after any change a read could see (e.g. AnswerCache.invalidate); kept across resets."""
         self.changes.add_listener(callback)
 
-    def add_min_broker_id_listener(self, callback):
+    def add_min_broker_id_listener(self, callback: Callable[[MinBrokerIdChange], object]) -> None:
         """``callback(MinBrokerIdChange)`` whenever a group's lowest id changes as 5.x tells its brokers (905)."""
         self.registrations.min_broker_id_listeners.append(callback)
 
-    def track_topic_changes(self, tracker):
+    def track_topic_changes(self, tracker: Tracker) -> Tracker:
         """Add to ``tracker`` (a set with a ``full`` flag) every topic whose QueueData or static-topic
         mapping changes from now on; a reset of all tables sets ``tracker.full`` instead."""
         return self.changes.track(tracker)
 
-    def untrack_topic_changes(self, tracker):
+    def untrack_topic_changes(self, tracker: TopicTracker) -> None:
         self.changes.untrack(tracker)
 
     @property
-    def change_generation(self):
+    def change_generation(self) -> int:
         return self.changes.generation
 
     @property
-    def topic_set_generation(self):
+    def topic_set_generation(self) -> int:
         """Changes only when a topic appears or disappears (or the tables are replaced)."""
         return self.changes.topic_set_generation
 
-    def reset_caches(self):
+    def reset_caches(self) -> None:
         """Drop every cached answer body: the tables were replaced (a snapshot restore, a
         replica's new broker tables). Every follower hears that everything changed."""
         self.changes.everything_changed()
 
     # -- registrations ------------------------------------------------------------------
-    def register_broker(self, cluster, broker_addr, broker_name, broker_id, ha_server_addr,
-                        topic_config_wrapper=None, filter_server_list=None, connection=None,
-                        zone_name=None, heartbeat_timeout_millis=None, enable_acting_master=None,
-                        delete_topic_with_broker_registration=False):
+    def register_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
+                        ha_server_addr: Optional[str],
+                        topic_config_wrapper: Optional[TopicConfigSerializeWrapper] = None,
+                        filter_server_list: Optional[list[str]] = None,
+                        connection: Optional[IRemotingConnection] = None, zone_name: Optional[str] = None,
+                        heartbeat_timeout_millis: Optional[int] = None, enable_acting_master: Optional[bool] = None,
+                        delete_topic_with_broker_registration: bool = False) -> Optional[RegisterBrokerResult]:
         """Register (or refresh) one broker (behaviour.md §3.2). ``None`` means refused."""
         self._restored()
         return self.registrations.register_broker(
@@ -153,104 +185,105 @@ class RouteInfoManager:
             connection, zone_name, heartbeat_timeout_millis, enable_acting_master,
             delete_topic_with_broker_registration)
 
-    def unregister_broker(self, cluster, broker_addr, broker_name, broker_id=None, expected=None):
+    def unregister_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: Optional[int] = None,
+                          expected: Optional[BrokerLiveInfo] = None) -> bool:
         self._restored()
         return self.registrations.unregister_broker(cluster, broker_addr, broker_name, broker_id, expected)
 
-    def on_connection_closed(self, connection):
+    def on_connection_closed(self, connection: IRemotingConnection) -> list[RemovedBroker]:
         return self.on_connections_closed([connection])
 
-    def on_connections_closed(self, connections):
+    def on_connections_closed(self, connections: list[IRemotingConnection]) -> list[RemovedBroker]:
         if self.restoring is not None and any(connection in self.tables.by_connection for connection in connections):
             self._restored()
         return self.registrations.on_connections_closed(connections)
 
-    def scan_not_active_brokers(self):
+    def scan_not_active_brokers(self) -> list[RemovedBroker]:
         self._restored()
         return self.registrations.scan_not_active_brokers()
 
-    def route_committed_master(self, broker_name, master_addr, master_epoch):
+    def route_committed_master(self, broker_name: str, master_addr: str, master_epoch: int) -> bool:
         """A master the controllers committed, listed before it registers as one (registration.py)."""
         self._restored()
         return self.registrations.route_committed_master(broker_name, master_addr, master_epoch)
 
     # -- liveness refreshes and admin operations -------------------------------------------
-    def is_broker_topic_config_changed(self, cluster, broker_addr, data_version):
+    def is_broker_topic_config_changed(self, cluster: str, broker_addr: str, data_version: DataVersion) -> bool:
         return self.admin.is_broker_topic_config_changed(cluster, broker_addr, data_version)
 
-    def query_broker_data_version(self, cluster, broker_addr):
+    def query_broker_data_version(self, cluster: str, broker_addr: str) -> Optional[DataVersion]:
         return self.admin.query_broker_data_version(cluster, broker_addr)
 
-    def wipe_write_perm_of_broker(self, broker_name):
+    def wipe_write_perm_of_broker(self, broker_name: str) -> int:
         self._restored()
         return self.admin.wipe_write_perm_of_broker(broker_name)
 
-    def add_write_perm_of_broker(self, broker_name):
+    def add_write_perm_of_broker(self, broker_name: str) -> int:
         self._restored()
         return self.admin.add_write_perm_of_broker(broker_name)
 
-    def delete_topic(self, topic, cluster=None):
+    def delete_topic(self, topic: str, cluster: Optional[str] = None) -> None:
         self._restored()
         return self.admin.delete_topic(topic, cluster)
 
-    def register_topic(self, topic, queue_datas):
+    def register_topic(self, topic: str, queue_datas: list[QueueData]) -> int:
         self._restored()
         return self.admin.register_topic(topic, queue_datas)
 
     # -- queries --------------------------------------------------------------------------
-    def pickup_topic_route(self, topic, support_acting_master=False):
+    def pickup_topic_route(self, topic: str, support_acting_master: bool = False) -> Optional[TopicRouteData]:
         return self.queries.pickup_topic_route(topic, support_acting_master)
 
-    def broker_topic_count(self, broker_name):
+    def broker_topic_count(self, broker_name: str) -> int:
         return self.queries.broker_topic_count(broker_name)
 
-    def topic_broker_names(self, topic):
+    def topic_broker_names(self, topic: str) -> list[str]:
         return self.queries.topic_broker_names(topic)
 
-    def cluster_info_body(self):
+    def cluster_info_body(self) -> bytes:
         return self.queries.cluster_info_body()
 
-    def get_all_cluster_info(self):
+    def get_all_cluster_info(self) -> tuple[dict[str, BrokerData], dict[str, set[str]]]:
         return self.queries.get_all_cluster_info()
 
-    def broker_member_group(self, cluster, broker_name):
+    def broker_member_group(self, cluster: str, broker_name: str) -> dict[int, str]:
         return self.queries.broker_member_group(cluster, broker_name)
 
-    def topic_names(self):
+    def topic_names(self) -> list[str]:
         return self.queries.topic_names()
 
-    def all_topic_list_body(self):
+    def all_topic_list_body(self) -> bytes:
         return self.queries.all_topic_list_body()
 
-    def all_topic_list_sliced(self, limit):
+    def all_topic_list_sliced(self, limit: int) -> Steps[bytes]:
         return self.queries.all_topic_list_sliced(limit)
 
-    def topics_by_cluster(self, cluster):
+    def topics_by_cluster(self, cluster: str) -> list[str]:
         return self.queries.topics_by_cluster(cluster)
 
-    def topics_by_cluster_sliced(self, cluster, limit):
+    def topics_by_cluster_sliced(self, cluster: str, limit: int) -> Steps[bytes]:
         return self.queries.topics_by_cluster_sliced(cluster, limit)
 
-    def topics_by_sys_flag_sliced(self, accept, limit):
+    def topics_by_sys_flag_sliced(self, accept: Callable[[int], object], limit: int) -> Steps[bytes]:
         return self.queries.topics_by_sys_flag_sliced(accept, limit)
 
-    def system_topic_list(self):
+    def system_topic_list(self) -> tuple[list[str], Optional[str]]:
         return self.queries.system_topic_list()
 
-    def unit_topics(self):
+    def unit_topics(self) -> list[str]:
         return self.queries.unit_topics()
 
-    def has_unit_sub_topics(self):
+    def has_unit_sub_topics(self) -> list[str]:
         return self.queries.has_unit_sub_topics()
 
-    def has_unit_sub_ununit_topics(self):
+    def has_unit_sub_ununit_topics(self) -> list[str]:
         return self.queries.has_unit_sub_ununit_topics()
 
-    def stats(self):
+    def stats(self) -> dict[str, int]:
         return self.queries.stats()
 
     # -- whole-table operations ---------------------------------------------------------
-    def clear(self):
+    def clear(self) -> None:
         """Forget everything (events are emitted for every topic that disappears)."""
         self._restored()
         tables = self.tables
@@ -259,34 +292,42 @@ class RouteInfoManager:
                 tables.remove_topic(topic)
         tables.reset()
 
-    def replace_tables(self, other):
+    def replace_tables(self, other: Union[RouteInfoManager, RouteTables]) -> None:
         """Take over every table (and its indexes) of ``other``, a RouteInfoManager or RouteTables built and
         checked apart (a snapshot being restored): all or nothing. This manager keeps its clock, events and
         change followers, who hear that everything changed."""
         self._restored()
         self.tables.adopt(other.tables if isinstance(other, RouteInfoManager) else other)
 
-    def replace_from_rows(self, topics=None, mappings=None, brokers=None, clusters=None, filters=None, live=None,
-                          now=None, shapes=None):
+    def replace_from_rows(self, topics: Optional[Mapping[str, Optional[list[Row]]]] = None,
+                          mappings: Optional[Mapping[str, dict[str, MappingInfo]]] = None,
+                          brokers: Optional[Iterable[Row]] = None,
+                          clusters: Optional[Mapping[str, Iterable[str]]] = None,
+                          filters: Optional[Iterable[Row]] = None, live: Optional[Iterable[Row]] = None,
+                          now: Optional[float] = None, shapes: Optional[TopicShapes] = None) -> None:
         """Replace the tables given as rows of ``rows.py``; see ``RouteTables.replace_from_rows``."""
         self._restored()
         self.tables.replace_from_rows(topics, mappings, brokers, clusters, filters, live, now, shapes)
 
-    def apply_topic_rows(self, topics, mappings=None):
+    def apply_topic_rows(self, topics: Mapping[str, Optional[list[Row]]],
+                         mappings: Optional[Mapping[str, Optional[dict[str, MappingInfo]]]] = None) -> None:
         """Set the QueueData (and mappings) of the topics given as rows; see ``RouteTables.apply_topic_rows``."""
         self._restored()
         self.tables.apply_topic_rows(topics, mappings)
 
-    def update_broker_rows(self, brokers, clusters, filters, gone=None, memberships=None):
+    def update_broker_rows(self, brokers: Iterable[Row], clusters: Optional[Mapping[str, Iterable[str]]],
+                           filters: Iterable[Row], gone: Optional[Iterable[str]] = None,
+                           memberships: Optional[Iterable[tuple[str, Collection[str]]]] = None) -> None:
         """Bring the broker-level tables to these rows; see ``RouteTables.update_broker_rows``."""
         self._restored()
         self.tables.update_broker_rows(brokers, clusters, filters, gone, memberships)
 
-    def apply_topic_shapes(self, shapes, mappings=None):
+    def apply_topic_shapes(self, shapes: TopicShapes,
+                           mappings: Optional[Mapping[str, Optional[dict[str, MappingInfo]]]] = None) -> None:
         """The same, with the topics given by shape (``rows.topic_shapes``)."""
         self._restored()
         self.tables.apply_topic_shapes(shapes, mappings)
 
-    def check_invariants(self):
+    def check_invariants(self) -> None:
         """Raise AssertionError if the tables contradict each other (used by tests)."""
         check_invariants(self.tables, self.body_cache)

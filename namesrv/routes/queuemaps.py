@@ -14,27 +14,39 @@ entry per topic in all instead of one per (topic, broker), and the work of a cha
 in Python. The route tables (tables.py) keep both in step.
 """
 
+from __future__ import annotations
 
-class QueueMap(dict):
+from typing import Iterable, Iterator, Mapping, NoReturn, Optional
+
+from namesrv.routes.model import QueueData
+
+#: a map's interning key: the identities of its QueueData, sorted
+MapKey = tuple[int, ...]
+
+
+class QueueMap(dict[str, QueueData]):
     """A read-only brokerName -> QueueData map; reads cost what a dict's do. ``topics``: the topics whose
     map it is (kept by RouteTables); ``key``: the identities of its QueueData, its interning key."""
 
     __slots__ = ("topics", "key")
+    topics: set[str]
+    key: MapKey
 
     #: hashable by identity (a dict is not): a registration counts its 4,000 topics' maps with a Counter in C,
     #: not by their ``id``s and a dict back from them. Equality stays a dict's; within one QueueMaps two maps
     #: are never equal (one map per set of shared QueueData), so hash and equality agree where maps meet.
-    __hash__ = object.__hash__
+    __hash__ = object.__hash__   # type: ignore[assignment]   # dict's is None
 
-    def _read_only(self, *args, **kwargs):
+    def _read_only(self, *args: object, **kwargs: object) -> NoReturn:
         raise TypeError("a shared queue map is read-only: replace the topic's map instead")
 
+    # every call that changes a dict in place refuses (their signatures differ from dict's: any call raises)
     __setitem__ = __delitem__ = pop = popitem = clear = update = setdefault = __ior__ = _read_only
 
-    def copy(self):
+    def copy(self) -> dict[str, QueueData]:
         return dict(self)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[dict[str, QueueData]], tuple[dict[str, QueueData]]]:
         return dict, (dict(self),)
 
 
@@ -42,7 +54,7 @@ class QueueMap(dict):
 SharedQueueMap = QueueMap
 
 
-def map_key(queue_datas):
+def map_key(queue_datas: Iterable[QueueData]) -> MapKey:
     """The interning key of a map holding ``queue_datas`` (shared QueueData: their identities)."""
     return tuple(sorted(map(id, queue_datas)))
 
@@ -53,18 +65,20 @@ class QueueMaps:
     (``release``) when no topic has it any more; until then it keeps its QueueData alive, so their
     identities (the key) stay unique."""
 
-    def __init__(self):
-        self.maps = {}        # key -> QueueMap
-        self.by_broker = {}   # brokerName -> {key: QueueMap} of the maps holding it
-        self._steps = {}      # (id(map) or 0, id(QueueData)) -> (map, QueueData, the map with it put in)
+    def __init__(self) -> None:
+        self.maps: dict[MapKey, QueueMap] = {}
+        #: brokerName -> {key: QueueMap} of the maps holding it
+        self.by_broker: dict[str, dict[MapKey, QueueMap]] = {}
+        #: (id(map) or 0, id(QueueData)) -> (map, QueueData, the map with it put in)
+        self._steps: dict[tuple[int, int], tuple[Optional[QueueMap], QueueData, QueueMap]] = {}
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.maps)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[QueueMap]:
         return iter(self.maps.values())
 
-    def get(self, queue_datas):
+    def get(self, queue_datas: list[QueueData]) -> Optional[QueueMap]:
         """The map of ``queue_datas`` (shared QueueData, one per broker name), or None for none."""
         if not queue_datas:
             return None
@@ -84,13 +98,13 @@ class QueueMaps:
                     held[key] = found
         return found
 
-    def of(self, qmap):
+    def of(self, qmap: Mapping[str, QueueData]) -> Optional[QueueMap]:
         """The interned map with the same QueueData as ``qmap`` (any mapping), or None if it is empty."""
         if type(qmap) is QueueMap and self.maps.get(qmap.key) is qmap:
             return qmap
         return self.get(list(qmap.values()))
 
-    def with_queue_data(self, old, queue_data):
+    def with_queue_data(self, old: Optional[QueueMap], queue_data: QueueData) -> QueueMap:
         """``old`` (a map or None) with ``queue_data`` put under its broker name (the same map if it is there)."""
         key = (id(old) if old is not None else 0, id(queue_data))
         step = self._steps.get(key)   # holds both: their identities are not reused while it does
@@ -103,20 +117,22 @@ class QueueMaps:
         else:
             kept = [qd for name, qd in old.items() if name != queue_data.broker_name]
             found = self.get(kept + [queue_data])
+        assert found is not None   # a map of at least one QueueData
         if len(self._steps) > 4 * len(self.maps) + 1024:
             self._steps.clear()
         self._steps[key] = (old, queue_data, found)
         return found
 
-    def without(self, old, names):
+    def without(self, old: QueueMap, names: set[str]) -> Optional[QueueMap]:
         """``old`` without the QueueData of ``names`` (a set), or None when nothing is left."""
         return self.get([qd for name, qd in old.items() if name not in names])
 
-    def become(self, qmap, other):
+    def become(self, qmap: QueueMap, other: QueueMap) -> None:
         """``qmap`` (a map with topics) takes the QueueData of ``other`` (a map made for them, no topic has it
         yet), which goes: the topics keep their map object, and their table entries stay as they are. Only
         when all of ``qmap``'s topics take ``other``'s QueueData (tables.RouteTables._apply_moves)."""
         by_broker = self.by_broker
+        held: Optional[dict[MapKey, QueueMap]]
         del self.maps[qmap.key]
         for name in qmap:
             held = by_broker[name]
@@ -136,7 +152,7 @@ class QueueMaps:
                 held[qmap.key] = qmap
         self._steps.clear()   # it may name ``qmap`` as what it was, or ``other``
 
-    def release(self, qmap):
+    def release(self, qmap: QueueMap) -> None:
         """``qmap`` has no topic any more: forget it."""
         if self.maps.get(qmap.key) is not qmap:
             return

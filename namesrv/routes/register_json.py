@@ -70,7 +70,7 @@ _WRAPPER = msgspec.json.Decoder(_Wrapper)
 _names = attrgetter("topic_name")
 
 
-def _data_version(value):
+def _data_version(value: Optional[_DataVersion]) -> DataVersion:
     """Java's ``new DataVersion()`` for what is missing (now, 0, 0), like ``bodies.decode.data_version_from_json``."""
     if value is None:
         return DataVersion(int(time.time() * 1000), 0, 0)
@@ -79,7 +79,7 @@ def _data_version(value):
                        value.counter or 0, value.state_version or 0)
 
 
-def _wrapper(value):
+def _wrapper(value: Optional[_Wrapper]) -> Optional[TopicConfigSerializeWrapper]:
     if value is None:
         return TopicConfigSerializeWrapper(_data_version(None))
     mappings = value.topic_queue_mapping_info_map
@@ -93,7 +93,7 @@ def _wrapper(value):
     return TopicConfigSerializeWrapper(_data_version(value.data_version), table)
 
 
-def decode_register_body(body):
+def decode_register_body(body: bytes) -> Optional[RegisterBrokerBody]:
     """A RegisterBrokerBody (version >= V3_0_11), or None: the lenient reader must decide."""
     try:
         value = _BODY.decode(body)
@@ -106,7 +106,7 @@ def decode_register_body(body):
     return RegisterBrokerBody(wrapper, [] if filters is msgspec.UNSET else filters)
 
 
-def decode_wrapper_body(body):
+def decode_wrapper_body(body: bytes) -> Optional[RegisterBrokerBody]:
     """A legacy (pre-V3_0_11) body: the bare TopicConfigSerializeWrapper, or None as above."""
     try:
         value = _WRAPPER.decode(body)

@@ -17,9 +17,19 @@ deliberate differences, each noted where it happens:
   (``route_committed_master``).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Optional
+
 from namesrv.routes.model import (
-    DEFAULT_HEARTBEAT_TIMEOUT_MILLIS, MASTER_ID, PERM_WRITE, BrokerLiveInfo, DataVersion, MinBrokerIdChange,
-    RegisterBrokerResult, RemovedBroker, TopicConfigSerializeWrapper)
+    DEFAULT_HEARTBEAT_TIMEOUT_MILLIS, MASTER_ID, PERM_WRITE, BrokerData, BrokerLiveInfo, DataVersion, LiveKey,
+    MinBrokerIdChange, RegisterBrokerResult, RemovedBroker, TopicConfigSerializeWrapper)
+
+if TYPE_CHECKING:   # types only
+    from namesrv.interfaces import IRemotingConnection
+    from namesrv.routes.changes import RouteChanges
+    from namesrv.routes.tables import RouteTables
+    from namesrv.timing.clock import Clock
 
 
 class _Registration:
@@ -29,8 +39,11 @@ class _Registration:
                  "filter_server_list", "connection", "zone_name", "heartbeat_timeout_millis", "enable_acting_master",
                  "delete_topics", "key")
 
-    def __init__(self, cluster, broker_addr, broker_name, broker_id, ha_server_addr, wrapper, filter_server_list,
-                 connection, zone_name, heartbeat_timeout_millis, enable_acting_master, delete_topics):
+    def __init__(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
+                 ha_server_addr: Optional[str], wrapper: TopicConfigSerializeWrapper,
+                 filter_server_list: Optional[list[str]], connection: Optional[IRemotingConnection],
+                 zone_name: Optional[str], heartbeat_timeout_millis: Optional[int],
+                 enable_acting_master: Optional[bool], delete_topics: bool) -> None:
         self.cluster = cluster
         self.broker_addr = broker_addr
         self.broker_name = broker_name
@@ -49,24 +62,28 @@ class _Registration:
 class BrokerRegistrations:
     """Registration, unregistration and expiry on ``tables`` (a RouteTables), reported to ``changes``."""
 
-    def __init__(self, tables, changes, clock, default_heartbeat_timeout_millis=DEFAULT_HEARTBEAT_TIMEOUT_MILLIS,
-                 master_hint=None):
+    def __init__(self, tables: RouteTables, changes: RouteChanges, clock: Clock,
+                 default_heartbeat_timeout_millis: int = DEFAULT_HEARTBEAT_TIMEOUT_MILLIS,
+                 master_hint: Optional[Callable[[str], Optional[str]]] = None) -> None:
         self.tables = tables
         self.changes = changes
         self.clock = clock
         #: ``callback(MinBrokerIdChange)`` when a group's lowest id changes as 5.x notifies it (inside the table
         #: operation: a listener only takes note, or starts something asynchronous)
-        self.min_broker_id_listeners = []
+        self.min_broker_id_listeners: list[Callable[[MinBrokerIdChange], object]] = []
         self.default_heartbeat_timeout_millis = default_heartbeat_timeout_millis
         #: ``master_hint(broker_name)``: the master's broker address a controller committed for the group, or
         #: None (given by the service when a controller runs in this process: routes never import it)
         self.master_hint = master_hint
 
     # -- REGISTER_BROKER --------------------------------------------------------------
-    def register_broker(self, cluster, broker_addr, broker_name, broker_id, ha_server_addr,
-                        topic_config_wrapper=None, filter_server_list=None, connection=None,
-                        zone_name=None, heartbeat_timeout_millis=None, enable_acting_master=None,
-                        delete_topic_with_broker_registration=False):
+    def register_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
+                        ha_server_addr: Optional[str],
+                        topic_config_wrapper: Optional[TopicConfigSerializeWrapper] = None,
+                        filter_server_list: Optional[list[str]] = None,
+                        connection: Optional[IRemotingConnection] = None, zone_name: Optional[str] = None,
+                        heartbeat_timeout_millis: Optional[int] = None, enable_acting_master: Optional[bool] = None,
+                        delete_topic_with_broker_registration: bool = False) -> Optional[RegisterBrokerResult]:
         """Register (or refresh) one broker (behaviour.md §3.2). ``None`` means refused.
 
         ``enable_acting_master`` None marks a pre-5.0 broker (no header). ``filter_server_list``
@@ -87,7 +104,7 @@ class BrokerRegistrations:
         with self.changes.operation(self.tables):
             return self._register(request)
 
-    def _register(self, request):
+    def _register(self, request: _Registration) -> RegisterBrokerResult:
         previous = self.tables.broker_live_table.get(request.key)
         changed = previous is None or previous.data_version != request.wrapper.data_version
         result = RegisterBrokerResult(first=previous is None, changed=changed)
@@ -114,16 +131,16 @@ class BrokerRegistrations:
                                                           request.ha_server_addr, others))
         return result
 
-    def _min_broker_id_changed(self, change):
+    def _min_broker_id_changed(self, change: MinBrokerIdChange) -> None:
         for listener in list(self.min_broker_id_listeners):
             listener(change)
 
-    def _broker_data(self, request):
+    def _broker_data(self, request: _Registration) -> tuple[BrokerData, bool]:
         """The broker name's BrokerData, made if new and brought up to date; (it, whether it is new)."""
         tables = self.tables
         broker_data = tables.broker_addr_table.get(request.broker_name)
         new = broker_data is None
-        if new:
+        if broker_data is None:   # new
             broker_data = tables.new_broker_data(request.cluster, request.broker_name)
         acting = request.enable_acting_master is True
         if broker_data.enable_acting_master != acting or broker_data.zone_name != request.zone_name:
@@ -132,7 +149,7 @@ class BrokerRegistrations:
             tables.broker_data_changed(request.broker_name)
         return broker_data, new
 
-    def _place_address(self, request, addrs):
+    def _place_address(self, request: _Registration, addrs: dict[int, str]) -> Optional[bool]:
         """List the broker's address under its id. None: refused, as a registration from an older master
         epoch than the holder's (by the stale-address guard, its live entry is dropped); else True when the
         id had no address before."""
@@ -160,7 +177,7 @@ class BrokerRegistrations:
             tables.broker_data_changed(request.broker_name)
         return not old_addr
 
-    def _put_topics(self, request, broker_data, full):
+    def _put_topics(self, request: _Registration, broker_data: BrokerData, full: bool) -> None:
         """A master's (or prime slave's) topics become the group's QueueData; ``full`` (a first
         registration or a new DataVersion) also stores the static-topic mappings."""
         is_master = request.broker_id == MASTER_ID
@@ -183,7 +200,7 @@ class BrokerRegistrations:
         if full:
             tables.put_mappings(mappings)
 
-    def _refresh_live(self, request):
+    def _refresh_live(self, request: _Registration) -> None:
         timeout = self.default_heartbeat_timeout_millis if request.heartbeat_timeout_millis is None \
             else request.heartbeat_timeout_millis
         self.tables.bind_live(request.key, BrokerLiveInfo(
@@ -192,7 +209,8 @@ class BrokerRegistrations:
         if request.filter_server_list is not None:
             self.tables.set_filter_servers(request.key, request.filter_server_list)
 
-    def _tell_master(self, result, cluster, addrs, broker_id, broker_name, broker_addr):
+    def _tell_master(self, result: RegisterBrokerResult, cluster: str, addrs: dict[int, str], broker_id: int,
+                     broker_name: str, broker_addr: str) -> None:
         """A slave's answer names its live master (masterAddr, haServerAddr).
 
         Where no master has registered here, a group in controller mode may still have one: one that
@@ -216,7 +234,7 @@ class BrokerRegistrations:
                 result.ha_server_addr = master.ha_server_addr
 
     # -- a master the controllers elected, before it registers as one --------------------
-    def route_committed_master(self, broker_name, master_addr, master_epoch):
+    def route_committed_master(self, broker_name: str, master_addr: str, master_epoch: int) -> bool:
         """List ``master_addr`` as the master (brokerId 0) of ``broker_name``: controllers committed it at
         ``master_epoch`` and it has not registered here as master yet. Returns True when the route changed.
 
@@ -264,8 +282,10 @@ class BrokerRegistrations:
                 elected.ha_server_addr, broker_name, MASTER_ID))
         return True
 
-    def refresh_unchanged_registration(self, cluster, broker_addr, token, connection=None,
-                                       heartbeat_timeout_millis=None):
+    def refresh_unchanged_registration(self, cluster: str, broker_addr: str, token: tuple[int, Optional[int]],
+                                       connection: Optional[IRemotingConnection] = None,
+                                       heartbeat_timeout_millis: Optional[int] = None) \
+            -> Optional[RegisterBrokerResult]:
         """Apply a registration identical (header and body) to the last one applied for this broker.
 
         Valid only while its ``registration_token`` is the one recorded right after that
@@ -277,21 +297,27 @@ class BrokerRegistrations:
         tables = self.tables
         key = (cluster, broker_addr)
         live = tables.broker_live_table.get(key)
-        if live is None or token != tables.registration_token(live.broker_name):
+        # A live entry restored without its name or id (a snapshot of an older version) looks up None below:
+        # nothing is found and the caller takes the full path (no test for it here: this is a hot path).
+        if live is None or token != tables.registration_token(live.broker_name):   # type: ignore[arg-type]
             return None
-        broker_data = tables.broker_addr_table.get(live.broker_name)
-        if broker_data is None or broker_data.broker_addrs.get(live.broker_id) != broker_addr:
+        broker_data = tables.broker_addr_table.get(live.broker_name)   # type: ignore[arg-type]
+        if broker_data is None \
+                or broker_data.broker_addrs.get(live.broker_id) != broker_addr:   # type: ignore[arg-type]
             return None
         timeout = self.default_heartbeat_timeout_millis if heartbeat_timeout_millis is None \
             else heartbeat_timeout_millis
         tables.bind_live(key, BrokerLiveInfo(self.clock.seconds(), timeout, live.data_version, connection,
                                              live.ha_server_addr, live.broker_name, live.broker_id))
         result = RegisterBrokerResult(first=False, changed=False)
-        self._tell_master(result, cluster, broker_data.broker_addrs, live.broker_id, live.broker_name, broker_addr)
+        # both found above, so neither is None
+        self._tell_master(result, cluster, broker_data.broker_addrs,
+                          live.broker_id, live.broker_name, broker_addr)   # type: ignore[arg-type]
         return result
 
     # -- UNREGISTER_BROKER, connection close, expiry ------------------------------------
-    def unregister_broker(self, cluster, broker_addr, broker_name, broker_id=None, expected=None):
+    def unregister_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: Optional[int] = None,
+                          expected: Optional[BrokerLiveInfo] = None) -> bool:
         """Remove one broker address (behaviour.md §4.2, run at once instead of batched).
 
         Returns True when a live entry or an address was removed. ``expected``: only act
@@ -304,7 +330,7 @@ class BrokerRegistrations:
         with self.changes.operation(self.tables):
             return self._unregister(cluster, broker_addr, broker_name)
 
-    def _unregister(self, cluster, broker_addr, broker_name):
+    def _unregister(self, cluster: str, broker_addr: str, broker_name: str) -> bool:
         tables = self.tables
         removed = tables.drop_live((cluster, broker_addr)) is not None
         broker_data = tables.broker_addr_table.get(broker_name)
@@ -330,27 +356,28 @@ class BrokerRegistrations:
                                                           tuple(a for _, a in sorted(addrs.items()))))
         return removed
 
-    def _remove_registration(self, key, live):
+    def _remove_registration(self, key: LiveKey, live: BrokerLiveInfo) -> tuple[Optional[str], Optional[int]]:
         """Remove the registration ``live`` stands for; returns (brokerName, brokerId)."""
         cluster, broker_addr = key
         broker_name, broker_id = live.broker_name, live.broker_id
-        broker_data = self.tables.broker_addr_table.get(broker_name)
+        broker_data = self.tables.broker_addr_table.get(broker_name) if broker_name is not None else None
         listed = [i for i, a in broker_data.broker_addrs.items() if a == broker_addr] if broker_data else []
         if listed:
+            assert broker_name is not None   # it names a BrokerData
             broker_id = min(listed)
             self._unregister(cluster, broker_addr, broker_name)
         else:
             self.tables.drop_live(key)  # its address was taken over; only the live entry is left
         return broker_name, broker_id
 
-    def on_connection_closed(self, connection):
+    def on_connection_closed(self, connection: IRemotingConnection) -> list[RemovedBroker]:
         """Remove every registration bound to ``connection``; other connections change nothing.
 
         Returns the removed brokers as a list of RemovedBroker (``connection`` set).
         """
         return self.on_connections_closed([connection])
 
-    def on_connections_closed(self, connections):
+    def on_connections_closed(self, connections: list[IRemotingConnection]) -> list[RemovedBroker]:
         """``on_connection_closed`` for several connections in one operation: a switch that reboots
         drops a thousand brokers' connections at once, and their routes change once, not a thousand times."""
         tables = self.tables
@@ -371,7 +398,7 @@ class BrokerRegistrations:
                 tables.by_connection.pop(connection, None)
         return removed
 
-    def scan_not_active_brokers(self):
+    def scan_not_active_brokers(self) -> list[RemovedBroker]:
         """Remove every registration whose heartbeat is older than its timeout.
 
         Returns a list of RemovedBroker with ``age_ms`` and the ``connection`` the caller

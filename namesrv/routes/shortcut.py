@@ -11,12 +11,24 @@ registrations do not all take the full path there at once.
 """
 
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Optional
+
+if TYPE_CHECKING:   # types only
+    from namesrv.interfaces import IRemotingConnection
+    from namesrv.routes.manager import RouteInfoManager
+    from namesrv.routes.model import LiveKey, RegisterBrokerResult
+
+
 class AppliedRegistration:
-    """What the last full application of a broker's registration left: enough to answer again."""
+    """What the last full application of a broker's registration left: enough to answer again (the
+    processor's digest of header and body, its topic count and its DataVersion as an event shows it)."""
 
     __slots__ = ("fingerprint", "token", "topics", "data_version")
 
-    def __init__(self, fingerprint, token, topics, data_version):
+    def __init__(self, fingerprint: bytes, token: tuple[int, Optional[int]], topics: int,
+                 data_version: dict[str, int]) -> None:
         self.fingerprint = fingerprint
         self.token = token
         self.topics = topics
@@ -26,12 +38,13 @@ class AppliedRegistration:
 class UnchangedRegistrations:
     """The last applied registration per (cluster, brokerAddr), and the refresh that skips the work."""
 
-    def __init__(self, routes):
+    def __init__(self, routes: RouteInfoManager) -> None:
         self.routes = routes
-        self.applied = {}
+        self.applied: dict[LiveKey, AppliedRegistration] = {}
         self.skipped = 0
 
-    def refresh(self, cluster, broker_addr, fingerprint, connection, heartbeat_timeout_millis):
+    def refresh(self, cluster: str, broker_addr: str, fingerprint: bytes, connection: Optional[IRemotingConnection],
+                heartbeat_timeout_millis: Optional[int]) -> Optional[tuple[RegisterBrokerResult, AppliedRegistration]]:
         """``(RegisterBrokerResult, AppliedRegistration)`` when the shortcut applies, else None."""
         last = self.applied.get((cluster, broker_addr))
         if last is None or last.fingerprint != fingerprint:
@@ -43,7 +56,8 @@ class UnchangedRegistrations:
         self.skipped += 1
         return result, last
 
-    def remember(self, cluster, broker_addr, broker_name, fingerprint, topics, data_version):
+    def remember(self, cluster: str, broker_addr: str, broker_name: str, fingerprint: bytes, topics: int,
+                 data_version: dict[str, int]) -> None:
         applied = self.applied
         live = self.routes.broker_live_table
         if len(applied) > 2 * len(live) + 1024:   # forget brokers that left
@@ -52,18 +66,20 @@ class UnchangedRegistrations:
         applied[(cluster, broker_addr)] = AppliedRegistration(
             fingerprint, self.routes.registration_token(broker_name), topics, data_version)
 
-    def export(self):
+    def export(self) -> list[list[Any]]:   # rows of mixed plain values
         """The entries still valid (nothing of their broker changed since): [[cluster, addr, fingerprint,
         topics, dataVersion], ...], plain values for a takeover's last message."""
+        rows: list[list[Any]]
         routes, rows = self.routes, []
         for (cluster, broker_addr), last in self.applied.items():
             live = routes.broker_live_table.get((cluster, broker_addr))
+            # a live entry restored without its name (an older snapshot) asks for None's token: only the epoch
             if live is not None and isinstance(last.fingerprint, bytes) \
-                    and last.token == routes.registration_token(live.broker_name):
+                    and last.token == routes.registration_token(live.broker_name):   # type: ignore[arg-type]
                 rows.append([cluster, broker_addr, last.fingerprint, last.topics, last.data_version])
         return rows
 
-    def adopt(self, rows):
+    def adopt(self, rows: Optional[Iterable[Any]]) -> None:   # decoded from a message, checked here
         """Take ``export()``'s entries from the process taken over, once its tables are ours (their tokens are
         then this process's); entries of brokers we do not have, or malformed, are ignored."""
         routes = self.routes

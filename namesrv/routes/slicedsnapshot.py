@@ -25,16 +25,31 @@ format, version 3, owner, brokers, clusters, filters, live, mappings, queueDatas
 [shape index (None in a patch chunk: the topic is gone), [topic, ...]].
 """
 
+from __future__ import annotations
+
 import struct
 import zlib
 from itertools import compress, filterfalse, repeat
 from operator import eq, is_
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Optional, Protocol, Union, cast
 
 import msgpack
 
 from namesrv.routes import rows
 from namesrv.routes.invariants import check_invariants
 from namesrv.routes.model import QueueData, shared_queue_data
+
+if TYPE_CHECKING:   # types only
+    from namesrv.interfaces import IEventLog
+    from namesrv.routes.changes import RouteChanges
+    from namesrv.routes.manager import RouteInfoManager
+    from namesrv.routes.queuemaps import QueueMap
+    from namesrv.routes.tables import RouteTables
+
+#: a snapshot's bytes, or a view of them
+Data = Union[bytes, memoryview]
+#: a chunk's groups: [shape index (None in a patch chunk: gone), [topic, ...]]
+Group = list[Any]
 
 MAGIC = b"RMQNSv3\n"
 _PREFIX = struct.Struct(">8sII")
@@ -47,7 +62,7 @@ class SnapshotError(ValueError):
     """The snapshot is corrupt, of another format or of an unsupported version."""
 
 
-class _Changed(set):
+class _Changed(set[str]):
     """Topics changed while a writer runs (a tracker of the change tracker); ``full``: the tables were replaced."""
 
     full = False
@@ -57,7 +72,7 @@ class TablesReplaced(SnapshotError):
     """The tables were replaced while the snapshot was being written: it must be written again."""
 
 
-def _pack(value):
+def _pack(value: object) -> bytes:
     # surrogatepass: a topic name may hold a lone surrogate (a broker's JSON "\udc80"); it must come back as
     # it went. An integer beyond 64 bits raises OverflowError: SnapshotError.
     try:
@@ -66,20 +81,21 @@ def _pack(value):
         raise SnapshotError("the route tables cannot be saved: %s" % e)
 
 
-def _unpack(data, what):
+def _unpack(data: Data, what: str) -> Any:   # decoded msgpack: every caller checks what it got
     try:
         return msgpack.unpackb(data, raw=False, strict_map_key=False, unicode_errors="surrogatepass")
     except Exception as e:   # msgpack raises several unrelated types on garbage
         raise SnapshotError("%s cannot be decoded: %s" % (what, e))
 
 
-def is_sliced(data):
+def is_sliced(data: Data) -> bool:
     return bytes(data[:len(MAGIC)]) == MAGIC
 
 
 # -- writing ----------------------------------------------------------------------------------
 
-def write_steps(routes, owner=None, chunk_topics=CHUNK_TOPICS, changed=None):
+def write_steps(routes: RouteInfoManager, owner: Optional[dict[str, Any]] = None, chunk_topics: int = CHUNK_TOPICS,
+                changed: Optional[_Changed] = None) -> Generator[None, None, list[bytes]]:
     """Write ``routes`` (a RouteInfoManager) as a version 3 snapshot, a generator yielding after each chunk;
     it returns the file's pieces (a list of bytes). ``changed``: a tracker already following the tables
     (the topics changed since it began are written in patch chunks); by default one is made for the run.
@@ -87,11 +103,14 @@ def write_steps(routes, owner=None, chunk_topics=CHUNK_TOPICS, changed=None):
     tables = routes.tables
     changes = tables.changes
     own = changed is None
-    if own:
+    if changed is None:   # own
         changed = changes.track(_Changed())
     try:
         maps = [qmap for qmap in tables.queue_maps if qmap.topics]
-        chunks = []
+        chunks: list[tuple[bytes, int, int]] = []
+        qmap: Optional[QueueMap]
+        part: list[Any]
+        groups: list[Group]
         groups, count = [], 0
         for shape, qmap in enumerate(maps):
             if changed.full:
@@ -119,7 +138,7 @@ def write_steps(routes, owner=None, chunk_topics=CHUNK_TOPICS, changed=None):
             if qmap is not None and id(qmap) not in shape_of:
                 shape_of[id(qmap)] = len(maps)
                 maps.append(qmap)
-        patch = [[shape_of[key], list(compress(touched, map(eq, ids, repeat(key))))]
+        patch: list[Group] = [[shape_of[key], list(compress(touched, map(eq, ids, repeat(key))))]
                  for key in dict.fromkeys(ids) if key != id(None)]
         gone = list(compress(touched, map(is_, found, repeat(None))))
         if gone:
@@ -139,12 +158,12 @@ def write_steps(routes, owner=None, chunk_topics=CHUNK_TOPICS, changed=None):
             changes.untrack(changed)
 
 
-def _chunk(groups, count):
+def _chunk(groups: list[Group], count: int) -> tuple[bytes, int, int]:
     data = _pack(groups)
     return data, zlib.crc32(data), count
 
 
-def write_all(routes, owner=None):
+def write_all(routes: RouteInfoManager, owner: Optional[dict[str, Any]] = None) -> bytes:
     """``write_steps`` run to its end at once: the file's bytes."""
     steps = write_steps(routes, owner)
     while True:
@@ -160,7 +179,7 @@ class SlicedSnapshot:
     """The bytes of a version 3 snapshot, checked (prefix, CRC32 of the header and of every chunk, the
     header's values); chunks are decoded and checked one at a time (``chunk``)."""
 
-    def __init__(self, data, check_header):
+    def __init__(self, data: Data, check_header: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         """``check_header(header)`` returns the checked rows of the header (snapshot._checked_rows' shape)."""
         view = memoryview(data)
         if len(view) < _PREFIX.size or not is_sliced(view):
@@ -176,7 +195,7 @@ class SlicedSnapshot:
         self.owner = header.get("owner")
         try:
             self.rows = check_header(header)
-            self.chunks = []
+            self.chunks: list[tuple[int, int, int]] = []
             offset = end
             for length, crc, count in header["chunks"]:
                 if not (type(length) is int and type(count) is int and 0 <= length <= len(view) - offset):
@@ -198,11 +217,12 @@ class SlicedSnapshot:
         self.shape_count = len(self.rows["shapes"]["shapes"])
         self.topics = sum(count for _, _, count in self.chunks[:self.patch_from])
 
-    def chunk(self, index):
+    def chunk(self, index: int) -> list[tuple[Optional[int], list[str]]]:
         """[(shape index, [topic, ...]), ...] of chunk ``index``, checked (a patch chunk's shape may be None)."""
         offset, length, count = self.chunks[index]
         groups = _unpack(self.view[offset:offset + length], "a chunk of the route snapshot")
         patch = index >= self.patch_from
+        checked: list[tuple[Optional[int], list[str]]]
         checked, total = [], 0
         if not isinstance(groups, list):
             raise SnapshotError("a chunk of the route snapshot is not a list")
@@ -224,7 +244,19 @@ class SlicedSnapshot:
 
 # -- restoring ---------------------------------------------------------------------------------
 
-def restore_steps(routes, snapshot, now, emit_events=True):
+class RestoreTarget(Protocol):
+    """What a restore fills: a RouteInfoManager, or tables apart with their change tracker (no events)."""
+
+    @property
+    def tables(self) -> RouteTables: ...
+    @property
+    def changes(self) -> RouteChanges: ...
+    @property
+    def events(self) -> IEventLog: ...
+
+
+def restore_steps(routes: RestoreTarget, snapshot: SlicedSnapshot, now: float, emit_events: bool = True) \
+        -> Iterator[None]:
     """Put ``snapshot`` (a SlicedSnapshot) into ``routes``' tables, which it replaces: a generator yielding
     after the broker-level tables and after each chunk.
 
@@ -255,6 +287,7 @@ def restore_steps(routes, snapshot, now, emit_events=True):
                     continue
             elif patched:
                 names = list(filterfalse(patched.__contains__, names))
+            assert shape is not None   # chunk() lets None through in patch chunks only
             qmap = shapes[shape]
             before = len(table)
             table.update(dict.fromkeys(names, qmap))
@@ -274,13 +307,15 @@ def restore_steps(routes, snapshot, now, emit_events=True):
         raise SnapshotError("corrupt route snapshot: %s" % e)
 
 
-def _shape_maps(tables, shapes):
+def _shape_maps(tables: RouteTables, shapes: dict[str, Any]) -> list[QueueMap]:
     """The interned map of each shape of the header (checked: indexes in range, one broker once)."""
     queue_datas = [shared_queue_data(QueueData(*row)) for row in shapes["queueDatas"]]
-    return [tables.queue_maps.get([queue_datas[i] for i in indexes]) for indexes in shapes["shapes"]]
+    # a checked shape is never empty, so none of its maps is None
+    return cast("list[QueueMap]",
+                [tables.queue_maps.get([queue_datas[i] for i in indexes]) for indexes in shapes["shapes"]])
 
 
-def restore_all(routes, snapshot, now, emit_events=True):
+def restore_all(routes: RestoreTarget, snapshot: SlicedSnapshot, now: float, emit_events: bool = True) -> None:
     """``restore_steps`` run to its end at once."""
     for _ in restore_steps(routes, snapshot, now, emit_events):
         pass

@@ -8,7 +8,10 @@ and checks them, and only then swaps them in: a bad snapshot raises SnapshotErro
 leaves the manager untouched.
 """
 
+from __future__ import annotations
+
 import types
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 import msgpack
 
@@ -17,6 +20,10 @@ from namesrv.routes.changes import RouteChanges
 from namesrv.routes.invariants import check_invariants
 from namesrv.routes.slicedsnapshot import SnapshotError, SlicedSnapshot, is_sliced
 from namesrv.routes.tables import RouteTables
+
+if TYPE_CHECKING:   # types only
+    from namesrv.routes.manager import RouteInfoManager
+    from namesrv.routes.rows import Row
 
 FORMAT = "rocketmq-namesrv-routes"
 #: the whole-map encoding (``encode_snapshot``: a takeover's copy to a process that speaks version 2 of the
@@ -29,7 +36,7 @@ __all__ = ["SnapshotError", "encode_snapshot", "restore_snapshot", "snapshot_own
            "encode_snapshot_delta", "apply_snapshot_delta"]
 
 
-def encode_snapshot(routes, owner=None):
+def encode_snapshot(routes: RouteInfoManager, owner: Optional[dict[str, Any]] = None) -> bytes:
     """The tables as bytes; ``owner`` (a small map: which instance writes) is kept with them."""
     data = {
         "format": FORMAT,
@@ -48,7 +55,7 @@ def encode_snapshot(routes, owner=None):
         raise SnapshotError("the route tables cannot be saved: %s" % e)
 
 
-def snapshot_owner(data):
+def snapshot_owner(data: bytes) -> Any:   # the map it was written with, as decoded
     """The ``owner`` map a snapshot was written with (None for none), without decoding the tables."""
     if is_sliced(data):
         return open_sliced(data).owner
@@ -66,12 +73,12 @@ def snapshot_owner(data):
     return None
 
 
-def open_sliced(data):
+def open_sliced(data: bytes) -> SlicedSnapshot:
     """A version 3 snapshot's bytes, checked whole before anything is used (slicedsnapshot.SlicedSnapshot)."""
     return SlicedSnapshot(data, _checked_header)
 
 
-def _checked_header(header):
+def _checked_header(header: dict[str, Any]) -> dict[str, Any]:
     """A version 3 header's rows (``_checked_rows``' shape), every value checked, and the broker-level
     tables' rules. (A shape may name a broker gone before the file's moment: its topics were all changed
     meanwhile, and the patch restores them elsewhere; the end of the restore checks that no topic is left
@@ -88,7 +95,7 @@ def _checked_header(header):
     return checked
 
 
-def restore_snapshot(routes, data, emit_events=True):
+def restore_snapshot(routes: RouteInfoManager, data: bytes, emit_events: bool = True) -> None:
     """Replace the tables of ``routes`` with the snapshot ``data`` (all or nothing)."""
     if is_sliced(data):
         return _restore_sliced(routes, data, emit_events)
@@ -112,13 +119,13 @@ def restore_snapshot(routes, data, emit_events=True):
     _replace(routes, fresh, emit_events)
 
 
-def _restore_sliced(routes, data, emit_events):
+def _restore_sliced(routes: RouteInfoManager, data: bytes, emit_events: bool) -> None:
     """A version 3 snapshot, all at once: restored into tables apart, which replace ``routes``' once whole."""
     snapshot = open_sliced(data)
     fresh = RouteTables(RouteChanges())
     try:
-        slicedsnapshot.restore_all(types.SimpleNamespace(tables=fresh, changes=fresh.changes, events=None),
-                                   snapshot, routes.clock.seconds(), emit_events=False)
+        apart = types.SimpleNamespace(tables=fresh, changes=fresh.changes, events=fresh.changes.events)
+        slicedsnapshot.restore_all(apart, snapshot, routes.clock.seconds(), emit_events=False)
     except SnapshotError:
         raise
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
@@ -126,7 +133,7 @@ def _restore_sliced(routes, data, emit_events):
     _replace(routes, fresh, emit_events)
 
 
-def _replace(routes, fresh, emit_events):
+def _replace(routes: RouteInfoManager, fresh: RouteTables, emit_events: bool) -> None:
     emit_events = emit_events and routes.changes.route_events_wanted()
     if emit_events and not routes.topic_queue_table:   # nothing before (a start, a takeover): an event per map
         routes.replace_tables(fresh)
@@ -149,23 +156,23 @@ def _replace(routes, fresh, emit_events):
                 routes.events.emit("topic_route_changed", topics=sorted(topics), before=list(was), after=list(now))
 
 
-def _string(value, what):
+def _string(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise SnapshotError("%s is not a string" % what)
     return value
 
 
-def _integer(value, what):
+def _integer(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise SnapshotError("%s is not an integer" % what)
     return value
 
 
-def _optional_string(value, what):
+def _optional_string(value: object, what: str) -> Optional[str]:
     return None if value is None else _string(value, what)
 
 
-def _checked_rows(decoded):
+def _checked_rows(decoded: dict[str, Any]) -> dict[str, Any]:
     """The rows of ``decoded`` (rows.py's shapes), every value checked, as ``RouteTables.replace_from_rows``
     takes them."""
     brokers = [[_string(name, "brokerName"), _string(cluster, "cluster"), _optional_string(zone, "zoneName"),
@@ -174,7 +181,8 @@ def _checked_rows(decoded):
                for name, cluster, zone, acting, addrs in decoded["brokers"]]
     clusters = {_string(cluster, "cluster"): [_string(n, "brokerName") for n in names]
                 for cluster, names in decoded["clusters"].items()}
-    topics = shapes = None
+    topics: Optional[dict[str, list[Row]]] = None
+    shapes: Optional[dict[str, Any]] = None
     if "shapes" in decoded:
         shapes = _checked_shapes(decoded["shapes"])
     else:
@@ -187,7 +195,7 @@ def _checked_rows(decoded):
             for cluster, addr, name, broker_id, ha, timeout, (timestamp, counter, state) in decoded["live"]]
     filters = [[_string(cluster, "cluster"), _string(addr, "brokerAddr"), [_string(s, "filterServer") for s in servers]]
                for cluster, addr, servers in decoded["filters"]]
-    mappings = {}
+    mappings: dict[str, Any] = {}   # the static-topic mappings as decoded (dicts of dicts, re-emitted as is)
     for topic, by_broker in decoded["mappings"].items():
         if not isinstance(by_broker, dict) or not all(isinstance(info, dict) for info in by_broker.values()):
             raise SnapshotError("bad static-topic mapping of %r" % (topic,))
@@ -196,13 +204,13 @@ def _checked_rows(decoded):
             "live": live, "mappings": mappings}
 
 
-def _queue_data_row(row):
+def _queue_data_row(row: Iterable[object]) -> Row:
     name, read, write, perm, sys_flag = row
     return [_string(name, "brokerName"), _integer(read, "readQueueNums"), _integer(write, "writeQueueNums"),
             _integer(perm, "perm"), _integer(sys_flag, "topicSysFlag")]
 
 
-def _checked_shapes(shapes):
+def _checked_shapes(shapes: dict[str, Any]) -> dict[str, Any]:
     """``rows.topic_shapes`` checked: every row, every index in range, one QueueData per broker name in a shape,
     every topic a string mapping to a shape. Passes over the 100,000 topics run in C (a set of their shapes)."""
     queue_rows = [_queue_data_row(row) for row in shapes["queueDatas"]]
@@ -227,7 +235,7 @@ def _checked_shapes(shapes):
 DELTA_FORMAT = "rocketmq-namesrv-routes-delta"
 
 
-def encode_snapshot_delta(routes, topics):
+def encode_snapshot_delta(routes: RouteInfoManager, topics: Iterable[str]) -> bytes:
     """What changed since a snapshot of ``routes`` was taken, given ``topics`` (every topic whose QueueData
     or static-topic mapping changed since): their current shapes (None: gone) and mappings, and the
     broker-level and live tables whole (one row per broker, not per topic)."""
@@ -247,7 +255,7 @@ def encode_snapshot_delta(routes, topics):
         raise SnapshotError("the route tables cannot be saved: %s" % e)
 
 
-def apply_snapshot_delta(routes, data):
+def apply_snapshot_delta(routes: RouteInfoManager, data: bytes) -> set[str]:
     """Bring ``routes`` (restored from the first copy) up to the tables ``data`` describes; returns the topics
     it named (those whose QueueData or mappings changed since the first copy).
 

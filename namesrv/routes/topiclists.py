@@ -20,11 +20,22 @@ read just before or after; a cluster's list visits its brokers' topic sets one a
 ``drain(gen)`` runs one to the end at once: the synchronous queries use it (tests, small tables).
 """
 
+from __future__ import annotations
+
 import heapq
 import itertools
+from typing import TYPE_CHECKING, Callable, Generator, Optional, TypeVar
 
 from namesrv.codec import fastjson
 from namesrv.routes.model import FLAG_UNIT, FLAG_UNIT_SUB
+
+if TYPE_CHECKING:   # types only
+    from namesrv.routes.queuemaps import QueueMap
+    from namesrv.routes.tables import RouteTables
+
+Result = TypeVar("Result")
+#: a list built a slice at a time: yields None between slices, returns what it built
+Steps = Generator[None, None, Result]
 
 #: names handled between two yields: sorting or encoding this many takes 1-3 ms
 SLICE = 4096
@@ -34,12 +45,12 @@ class TooLarge(Exception):
     """The list's body would take more than ``limit`` bytes (``size`` is what was counted when it
     went past: a lower bound, or the exact size of the part encoded so far)."""
 
-    def __init__(self, count, size, limit):
+    def __init__(self, count: int, size: int, limit: int) -> None:
         Exception.__init__(self, count, size, limit)
         self.count, self.size, self.limit = count, size, limit
 
 
-def drain(gen):
+def drain(gen: Steps[Result]) -> Result:
     """Run a generator of this module to the end; its return value."""
     while True:
         try:
@@ -49,14 +60,14 @@ def drain(gen):
 
 
 # -- names -------------------------------------------------------------------------------
-def all_names(tables):
+def all_names(tables: RouteTables) -> Steps[list[str]]:
     """Every topic (a list, unsorted): a copy of the keys, taken at once; a generator like the others."""
     names = list(tables.topic_queue_table)
     yield
     return names
 
 
-def names_by_cluster(tables, cluster):
+def names_by_cluster(tables: RouteTables, cluster: str) -> Steps[list[str]]:
     """Topics with QueueData on any broker of ``cluster`` (unknown cluster: none), unsorted. Each topic is
     tested against the cluster's brokers: a union of the brokers' topic sets would grow a set of a
     million names, whose resizing is one long step."""
@@ -64,13 +75,13 @@ def names_by_cluster(tables, cluster):
     return (yield from _names_where(tables, lambda queue_map: not brokers.isdisjoint(queue_map)))
 
 
-def names_by_sys_flag(tables, accept):
+def names_by_sys_flag(tables: RouteTables, accept: Callable[[int], object]) -> Steps[list[str]]:
     """Topics whose first QueueData's topicSysFlag ``accept`` takes (Java tests the first one only)."""
     return (yield from _names_where(
         tables, lambda queue_map: accept(next(iter(queue_map.values())).topic_sys_flag)))
 
 
-def _names_where(tables, keep):
+def _names_where(tables: RouteTables, keep: Callable[[QueueMap], object]) -> Steps[list[str]]:
     """Topics whose (non-empty) map ``keep`` takes, a slice per step. The names are copied, not the items:
     a million (topic, map) tuples would be a million objects for the cyclic collector to walk (a full
     collection over them held the reactor 0.4 s)."""
@@ -86,28 +97,29 @@ def _names_where(tables, keep):
     return found
 
 
-def is_unit(flag):
+def is_unit(flag: int) -> int:
     return flag & FLAG_UNIT
 
 
-def is_unit_sub(flag):
+def is_unit_sub(flag: int) -> int:
     return flag & FLAG_UNIT_SUB
 
 
-def is_unit_sub_ununit(flag):
+def is_unit_sub_ununit(flag: int) -> int:
     return flag & FLAG_UNIT_SUB and not flag & FLAG_UNIT
 
 
 # -- sorting and the body -----------------------------------------------------------------
-def sorted_names(names):
+def sorted_names(names: list[str]) -> Steps[list[str]]:
     """``names`` sorted, in runs of ``SLICE`` merged a slice at a time (one ``sorted`` of a million
     names is 0.68 s in one call)."""
-    runs = []
+    runs: list[list[str]] = []
     for start in range(0, len(names), SLICE):
         runs.append(sorted(names[start:start + SLICE]))
         yield
     if len(runs) <= 1:
         return runs[0] if runs else []
+    out: list[str]
     merged, out = heapq.merge(*runs), []
     while True:
         chunk = list(itertools.islice(merged, max(1, SLICE // 4)))   # a merged name costs 4 sorted ones
@@ -117,7 +129,7 @@ def sorted_names(names):
         yield
 
 
-def topic_list_body(names, limit, broker_addr=None):
+def topic_list_body(names: list[str], limit: int, broker_addr: Optional[str] = None) -> Steps[bytes]:
     """The TopicList body of ``names`` (sorted here), as ``encode.encode_topic_list`` writes it, or
     TooLarge past ``limit`` bytes."""
     head, tail = _frame(broker_addr)
@@ -144,7 +156,7 @@ def topic_list_body(names, limit, broker_addr=None):
     return b"".join(pieces)   # one copy of the body (at 14 MB, each copy is milliseconds)
 
 
-def _frame(broker_addr):
+def _frame(broker_addr: Optional[str]) -> tuple[bytes, bytes]:
     """The bytes before and after the names: ``{"topicList":[`` and ``]}`` (brokerAddr first when set)."""
     empty = fastjson.dumps_plain({"brokerAddr": broker_addr, "topicList": []}).encode("utf-8")
     return empty[:-2], empty[-2:]

@@ -6,6 +6,13 @@ intervals, so it reads ``time.monotonic``. Tests pass a ``task.Clock`` instead.
 """
 
 import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """What reads the time needs of a clock: a MonotonicClock, a ``task.Clock``, a reactor."""
+
+    def seconds(self) -> float: ...
 
 
 class MonotonicClock:

@@ -5,16 +5,20 @@ Java defaults, numbers given as strings accepted) and strict where Java fails (a
 that is not JSON, a truncated compressed stream): those raise ``BodyDecodeError``.
 """
 
+from __future__ import annotations
+
 import operator
 import struct
 import time
 import zlib
+from typing import Any, Optional, Union
 
 from namesrv.codec import fastjson
 from namesrv.routes import register_json
 from namesrv.routes.model import (
     DEFAULT_ORDER, DEFAULT_PERM, DEFAULT_READ_QUEUE_NUMS, DEFAULT_TOPIC_FILTER_TYPE, DEFAULT_TOPIC_SYS_FLAG,
-    DEFAULT_WRITE_QUEUE_NUMS, DataVersion, QueueData, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper)
+    DEFAULT_WRITE_QUEUE_NUMS, DataVersion, MappingInfo, QueueData, RegisterBrokerBody, TopicConfig,
+    TopicConfigSerializeWrapper)
 
 #: REGISTER_BROKER bodies switch from the bare wrapper to RegisterBrokerBody here (V3_0_11).
 VERSION_REGISTER_BODY = 37
@@ -32,7 +36,7 @@ class BodyDecodeError(ValueError):
     """A request body that cannot be decoded; the request changes nothing."""
 
 
-def crc32(body):
+def crc32(body: Optional[bytes]) -> int:
     """RocketMQ's ``UtilAll.crc32``: zlib CRC32 with the top bit cleared; an absent body is 0."""
     if not body:
         return 0
@@ -41,7 +45,7 @@ def crc32(body):
 
 # -- small typed readers ------------------------------------------------------------
 
-def _int(value, default, name):
+def _int(value: object, default: int, name: str) -> int:
     if value is None:
         return default
     if isinstance(value, bool):
@@ -58,7 +62,7 @@ def _int(value, default, name):
     raise BodyDecodeError("%s is not a number: %r" % (name, value))
 
 
-def _bool(value, default, name):
+def _bool(value: object, default: bool, name: str) -> bool:
     if value is None:
         return default
     if isinstance(value, bool):
@@ -70,7 +74,7 @@ def _bool(value, default, name):
     raise BodyDecodeError("%s is not a boolean: %r" % (name, value))
 
 
-def _str(value, name):
+def _str(value: object, name: str) -> Optional[str]:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -78,7 +82,7 @@ def _str(value, name):
     raise BodyDecodeError("%s is not a string: %r" % (name, value))
 
 
-def _object(value, name):
+def _object(value: object, name: str) -> Optional[dict[Any, Any]]:   # a decoded JSON object: free-form
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -86,7 +90,7 @@ def _object(value, name):
     return value
 
 
-def _json(data, what):
+def _json(data: Union[bytes, str], what: str) -> Any:   # decoded JSON: every reader here checks its shape
     try:
         return fastjson.loads(data)
     except (ValueError, UnicodeDecodeError) as e:
@@ -95,7 +99,7 @@ def _json(data, what):
 
 # -- DataVersion --------------------------------------------------------------------
 
-def data_version_from_json(value, name="dataVersion"):
+def data_version_from_json(value: object, name: str = "dataVersion") -> DataVersion:
     """A DataVersion from its JSON object; a missing one is Java's ``new DataVersion()`` (now, 0)."""
     value = _object(value, name)
     if value is None:
@@ -106,7 +110,7 @@ def data_version_from_json(value, name="dataVersion"):
         state_version=_int(value.get("stateVersion"), 0, name + ".stateVersion"))
 
 
-def decode_data_version(body):
+def decode_data_version(body: Optional[bytes]) -> Optional[DataVersion]:
     """QUERY_DATA_VERSION's body; ``None`` when absent (5.x then answers changed=true)."""
     if not body:
         return None
@@ -120,7 +124,7 @@ _TOPIC_FIELDS = operator.itemgetter("topicName", "readQueueNums", "writeQueueNum
                                     "topicFilterType")
 
 
-def topic_config_from_json(value, key=None):
+def topic_config_from_json(value: object, key: Optional[str] = None) -> TopicConfig:
     """One TopicConfig from its JSON object (10,000s per registration: the well-typed case is inlined)."""
     if type(value) is dict:
         try:
@@ -139,9 +143,10 @@ def topic_config_from_json(value, key=None):
     return _topic_config_checked(value, key)
 
 
-def _topic_config_checked(value, key):
+def _topic_config_checked(value: object, key: Optional[str]) -> TopicConfig:
     """Any other shape: numbers as strings or floats, missing names, bad types (a clear error)."""
     value = _object(value, "topicConfig %r" % key)
+    assert value is not None   # the callers skip null entries
     name = _str(value.get("topicName"), "topicName")
     if name is None:
         name = key  # Java would file it under a null topic; the table key is what was meant
@@ -161,7 +166,7 @@ def _topic_config_checked(value, key):
         attributes=attributes)
 
 
-def topic_config_from_text(text):
+def topic_config_from_text(text: str) -> TopicConfig:
     """The compressed form ``"<name> <read> <write> <perm> <filterType>[ <attributes JSON>]"``.
 
     The text carries neither topicSysFlag nor order (both decode as 0/false). Like 5.x we
@@ -172,13 +177,13 @@ def topic_config_from_text(text):
         parts.pop()  # Java's split drops trailing empty strings
     if len(parts) < 5:
         raise BodyDecodeError("bad topic config text %r" % text)
-    name, read, write, perm, filter_type = parts[:5]
+    name, read_text, write_text, perm_text, filter_type = parts[:5]
     if not name:
         raise BodyDecodeError("bad topic config text %r" % text)
     if filter_type not in FILTER_TYPES:
         raise BodyDecodeError("bad topicFilterType in %r" % text)
     try:
-        read, write, perm = int(read), int(write), int(perm)
+        read, write, perm = int(read_text), int(write_text), int(perm_text)
     except ValueError:
         raise BodyDecodeError("bad number in topic config text %r" % text)
     attributes = None
@@ -191,7 +196,7 @@ def topic_config_from_text(text):
     return TopicConfig(name, read, write, perm, filter_type, DEFAULT_TOPIC_SYS_FLAG, DEFAULT_ORDER, attributes)
 
 
-def mapping_info_from_json(value, name="topicQueueMappingInfo"):
+def mapping_info_from_json(value: object, name: str = "topicQueueMappingInfo") -> MappingInfo:
     """A TopicQueueMappingInfo kept as its dict, with ``currIdMap`` keys made ints (fastjson writes them bare)."""
     value = _object(value, name)
     if value is None:
@@ -208,7 +213,7 @@ def mapping_info_from_json(value, name="topicQueueMappingInfo"):
     return info
 
 
-def wrapper_from_json(value):
+def wrapper_from_json(value: object) -> TopicConfigSerializeWrapper:
     value = _object(value, "topicConfigSerializeWrapper")
     if value is None:
         return TopicConfigSerializeWrapper(data_version_from_json(None))
@@ -227,7 +232,7 @@ def wrapper_from_json(value):
     return TopicConfigSerializeWrapper(data_version_from_json(value.get("dataVersion")), table, mappings)
 
 
-def _filter_servers(value):
+def _filter_servers(value: object) -> Optional[list[str]]:
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -237,8 +242,8 @@ def _filter_servers(value):
 
 # -- RegisterBrokerBody -------------------------------------------------------------
 
-def decode_register_broker_body(body, compressed=False, version=VERSION_REGISTER_BODY,
-                                max_inflated=MAX_INFLATED_BYTES):
+def decode_register_broker_body(body: Optional[bytes], compressed: bool = False, version: int = VERSION_REGISTER_BODY,
+                                max_inflated: int = MAX_INFLATED_BYTES) -> RegisterBrokerBody:
     """Decode a REGISTER_BROKER body the way the request ``version`` says (requests.md 103).
 
     An absent body is an empty table with DataVersion (0, 0, 0). A JSON body is read by
@@ -256,7 +261,7 @@ def decode_register_broker_body(body, compressed=False, version=VERSION_REGISTER
     return register_json.decode_register_body(body) or decode_lenient_register_body(body, version)
 
 
-def decode_lenient_register_body(body, version=VERSION_REGISTER_BODY):
+def decode_lenient_register_body(body: bytes, version: int = VERSION_REGISTER_BODY) -> RegisterBrokerBody:
     """A non-empty JSON REGISTER_BROKER body through ``fastjson.loads``: every quirk fastjson accepts."""
     if version < VERSION_REGISTER_BODY:
         return RegisterBrokerBody(wrapper_from_json(_json(body, "TopicConfigSerializeWrapper")), None)
@@ -268,18 +273,18 @@ def decode_lenient_register_body(body, version=VERSION_REGISTER_BODY):
 
 
 class _Reader:
-    def __init__(self, data):
+    def __init__(self, data: bytes) -> None:
         self.data = data
         self.pos = 0
 
-    def int32(self, what):
+    def int32(self, what: str) -> int:
         if self.pos + 4 > len(self.data):
             raise BodyDecodeError("compressed body truncated reading %s" % what)
         (value,) = _INT.unpack_from(self.data, self.pos)
         self.pos += 4
         return value
 
-    def chunk(self, what):
+    def chunk(self, what: str) -> bytes:
         length = self.int32(what + " length")
         if length < 0 or self.pos + length > len(self.data):
             raise BodyDecodeError("compressed body truncated reading %s" % what)
@@ -288,7 +293,7 @@ class _Reader:
         return value
 
 
-def _inflate(body, limit=MAX_INFLATED_BYTES):
+def _inflate(body: bytes, limit: int = MAX_INFLATED_BYTES) -> bytes:
     """Inflate at most ``limit`` bytes: a small "zip bomb" body must not take the server's memory."""
     inflater = zlib.decompressobj()
     try:
@@ -300,7 +305,8 @@ def _inflate(body, limit=MAX_INFLATED_BYTES):
     return data  # a truncated stream yields what it holds; the reader then reports what is missing
 
 
-def decode_compressed_register_body(body, with_mapping_section=False, max_inflated=MAX_INFLATED_BYTES):
+def decode_compressed_register_body(body: bytes, with_mapping_section: bool = False,
+                                    max_inflated: int = MAX_INFLATED_BYTES) -> RegisterBrokerBody:
     """bodies.md §4.2: a zlib stream of int32-length-prefixed parts."""
     reader = _Reader(_inflate(body, max_inflated))
     data_version = data_version_from_json(_json(reader.chunk("DataVersion"), "DataVersion"))
@@ -323,17 +329,17 @@ def decode_compressed_register_body(body, with_mapping_section=False, max_inflat
         filters = []  # Java logs and goes on with an empty list
     if filters is None:
         filters = []
-    mappings = {}
+    mappings: dict[str, MappingInfo] = {}
     if with_mapping_section:
         for _ in range(max(0, reader.int32("mapping count"))):
             info = mapping_info_from_json(_json(reader.chunk("mapping"), "TopicQueueMappingInfo"))
-            mappings[info.get("topic")] = info
+            mappings[info.get("topic")] = info   # type: ignore[index]   # no "topic": filed under None, as read
     return RegisterBrokerBody(TopicConfigSerializeWrapper(data_version, table, mappings), filters)
 
 
 # -- REGISTER_TOPIC_IN_NAMESRV --------------------------------------------------------
 
-def decode_queue_datas(body):
+def decode_queue_datas(body: bytes) -> list[QueueData]:
     """REGISTER_TOPIC_IN_NAMESRV's TopicRouteData body; only ``queueDatas`` is used."""
     value = _object(_json(body, "TopicRouteData"), "TopicRouteData")
     if value is None:
@@ -348,8 +354,9 @@ def decode_queue_datas(body):
         item = _object(item, "queueData")
         if item is None:
             continue
+        # a queueData without brokerName keeps None there: register_topic then stores nothing (no BrokerData has it)
         result.append(QueueData(
-            _str(item.get("brokerName"), "brokerName"),
+            _str(item.get("brokerName"), "brokerName"),   # type: ignore[arg-type]
             _int(item.get("readQueueNums"), 0, "readQueueNums"),
             _int(item.get("writeQueueNums"), 0, "writeQueueNums"),
             _int(item.get("perm"), 0, "perm"),
