@@ -21,7 +21,6 @@ Printed: the events and entries proposed, the largest store of any member at any
 the snapshots written, and the three restart times.
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -33,6 +32,7 @@ import time
 from twisted.internet import defer, reactor, task
 from twisted.internet.protocol import Protocol
 
+from bench.lib import options
 from bench.scenarios.controller_failover import free_port
 from namesrv.client import ask
 from namesrv.config import NamesrvConfig
@@ -270,13 +270,16 @@ def restarts(group):
             "store_bytes_after": sizes}
 
 
+OPTIONS = (
+    options.Option("--groups", "broker groups, each of two brokers", type=int, default=1000),
+    options.Option("--days", "days of elections generated", type=int, default=30),
+    options.Option("--failovers-per-day", "elections a group has a day", type=int, default=4),
+    options.Option("--keep", "keep the stores (their directory is printed)", action="store_true"),
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--groups", type=int, default=1000)
-    parser.add_argument("--days", type=int, default=30)
-    parser.add_argument("--failovers-per-day", type=int, default=4)
-    parser.add_argument("--keep", action="store_true", help="keep the stores (their directory is printed)")
-    args = parser.parse_args(argv)
+    args = options.parse("controller_store", __doc__, OPTIONS, argv)
     workdir = tempfile.mkdtemp(prefix="controller-store-")
     group = Group(workdir)
     box = {}

@@ -48,6 +48,7 @@ BEFORE = {
     "controller_bounds": {"--applies": 200, "--apply-kib": 100, "--heartbeat-kib": 900, "--heartbeats": 600,
                           "--pythonpath": None},
     "controller_java_bugs": {"--peer": os.environ.get("JAVAPEER5"), "--runs": 1, "--side": "both"},
+    "controller_store": {"--days": 30, "--failovers-per-day": 4, "--groups": 1000, "--keep": False},
 }
 #: Options spelled like a shared one but meaning something else, kept as results and docs name them.
 OLDER_SPELLINGS = {("spark_bench", "--json")}
