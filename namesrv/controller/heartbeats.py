@@ -4,8 +4,8 @@ Not replicated, as in Java's DefaultBrokerHeartbeatManager: a broker in controll
 every controller (one-way, every second), so each controller knows for itself. A broker is
 forgotten when its connection closes or its last beat is older than its own timeout; either way
 the listeners hear ``(cluster, broker_name, broker_id)`` so the leader can elect a new master.
-Unlike Java, the leader also counts the beats its followers hear and it does not (apache/rocketmq
-#10812: a broker whose beats reach only followers is kept alive; relay.py asks, relayed.py keeps).
+Unlike Java, the leader also counts the beats its followers hear and it does not (apache/rocketmq#10812:
+a broker whose beats reach only followers is kept alive; relay.py asks, relayed.py keeps).
 
 Java notices an expired broker at its next scan (``scanNotActiveBrokerInterval``, 5 s), so a
 master cut off from the controllers is replaced up to 5 s after its timeout. Here each entry sits

@@ -1,9 +1,9 @@
 """The leader asks its followers about the brokers it has not heard lately (apache/rocketmq#10812).
 
 Java's controllers each keep the beats they hear, and only the leader's count: a broker whose beats
-reach only followers is dead to the leader. In #10812 (a broker that dropped the leader from the
-addresses it beats to, which #9845's dying scan thread also causes) a slave could never rejoin the
-in-sync set; a master whose beats reach only followers is replaced while it serves. Here such a
+reach only followers is dead to the leader. In that bug (a broker that dropped the leader from the
+addresses it beats to, which apache/rocketmq#9845's dying scan thread also causes) a slave could never
+rejoin the in-sync set; a master whose beats reach only followers is replaced while it serves. Here such a
 broker is kept alive, and the broker itself is not told anything (5.3.3 brokers send heartbeats
 one-way and read no answer, so telling them where the leader is would change nothing).
 

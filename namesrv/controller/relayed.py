@@ -2,7 +2,7 @@
 
 Each controller hears its brokers' beats for itself, as in Java. When a broker's beats reach only
 followers (its link to the leader cut, or a broker that lost the leader from the addresses it beats
-to: #9845's dead scan thread), Java's leader finds it dead: it re-elects a healthy master, and a
+to: apache/rocketmq#9845's dead scan thread), Java's leader finds it dead: it re-elects a healthy master, and a
 slave it does not hear can never join the in-sync set. Here the leader asks the followers about the
 brokers it has not heard lately (relay.py) and keeps what they heard in this table: a broker is alive
 when the leader hears it, or when a follower does. A relayed beat's time is the leader's receipt

@@ -27,9 +27,8 @@ from namesrv.handover import messages, peers
 from namesrv.handover.messages import HandoverProtocolError, MessageReader, choose_version, encode
 from namesrv.timing.drainloop import DrainLoop
 
-#: how long the drain may take (it is looked at as timing/drainloop.py says: every client waits for it;
-#: at a million topics, 5 ms looks here and in the workers made it 23 ms of a takeover's worst read of
-#: 44-55 ms), how long ``ready`` may take
+#: how long the drain may take (looked at often, as timing/drainloop.py says, since every client waits for it;
+#: figures: bench/results/design-figures.md#takeover-drain), how long ``ready`` may take
 DRAIN_GRACE = 10.0
 READY_TIMEOUT = 60.0
 #: descriptors per sendmsg when connections move (the receiver's ancillary buffer holds 1,000). The new
@@ -265,8 +264,8 @@ def send_in_batches(transport, sockets, done=b""):
 
     Twisted sends one descriptor per ``sendmsg``, and the receiver's ``recvmsg`` stops at each: a
     thousand connections took a thousand reactor turns over there, each between two of its clients'
-    reads, and no message could be read before the last descriptor had arrived (measured: clients
-    waited 0.5-1.3 s). Here a batch of descriptors rides on the first byte of its own messages. The old
+    reads, and no message could be read before the last descriptor had arrived, so clients waited for the
+    whole move. Here a batch of descriptors rides on the first byte of its own messages. The old
     process serves nothing any more (every connection is detached), so the socket may block, bounded by
     ``SEND_TIMEOUT``."""
     sock = transport.socket

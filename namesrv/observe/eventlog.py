@@ -41,8 +41,8 @@ def histogram_bucket(micros):
 
 
 #: events made of strings, ints and lists of them only: msgspec writes them as ``json.dumps`` does, byte for byte,
-#: 8 times faster (a fleet's first registration logs four of 1,000 topics each per broker). Not for other events:
-#: a float is written otherwise.
+#: several times faster (a fleet's first registration logs long topic lists per broker; figures:
+#: bench/results/design-figures.md#event-log-encoder). Not for other events: a float is written otherwise.
 _PLAIN_EVENTS = frozenset(["topic_route_changed"])
 _PLAIN = msgspec.json.Encoder()
 

@@ -40,7 +40,7 @@ from twisted.logger import Logger
 
 log = Logger()
 
-#: how long a stop may take before it is reported (the target of issue 57: 5 s)
+#: how long a stop may take before it is reported: the stop target (bench/results/design-figures.md#stop-bound)
 STOP_BOUND = 5.0
 #: a stop still not over is reported again this often
 REPEAT = 15.0

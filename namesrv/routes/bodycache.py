@@ -82,7 +82,7 @@ class RouteBodyCache:
         """Keep ``topic``'s joined body; returns the copy kept (shared with the topics on the same pieces).
 
         Counted in bytes: each distinct body once, each topic's entry at ``JOINED_ENTRY_OVERHEAD``
-        (100,000 topics: about 10 MB beside their few thousand bodies); past ``max_bytes`` every
+        (figures: bench/results/design-figures.md#body-cache); past ``max_bytes`` every
         joined body goes and the next reads join them again."""
         shared = self._interned.get(body)
         size = JOINED_ENTRY_OVERHEAD if shared is not None else JOINED_ENTRY_OVERHEAD + len(body) + ROUTE_OVERHEAD
@@ -145,8 +145,8 @@ class RouteBodyCache:
     def forget_routes_of(self, topic_sets: Sequence[Collection[str]]) -> None:
         """``forget_routes`` for each set of ``topic_sets`` (the topics of each broker that changed). When
         together they name at least as many topics as are kept, everything kept goes at once: a thousand
-        brokers gone together would otherwise cost a lookup per (topic, broker), a million of them
-        (0.26 s of a read worker's reactor when a fleet's connections all dropped)."""
+        brokers gone together would otherwise cost a lookup per (topic, broker), a million of them, all in
+        one turn of a read worker's reactor when a fleet's connections drop."""
         named = sum(map(len, topic_sets))
         if not named:
             return

@@ -3,7 +3,8 @@
 A topic's entry in ``topic_queue_table`` is a map of its brokers' QueueData. A fleet has few distinct
 ones: the QueueData are shared already (model.shared_queue_data, one per broker and settings), and
 topics created on the same brokers have the same set of them. At a million topics on four brokers each,
-a dict per topic was 176 MiB in every process holding the tables; a thousand shared maps are nothing.
+a dict per topic was hundreds of MiB in every process holding the tables (figures:
+bench/results/design-figures.md#shared-queue-maps); a thousand shared maps are nothing.
 
 So a map is never changed in place: a change gives the topic another map (``QueueMaps.with_queue_data``,
 ``without``), interned here (``QueueMap`` refuses in-place changes with a TypeError, so a code path that

@@ -1,7 +1,7 @@
 """REGISTER_BROKER JSON bodies decoded straight into typed records (msgspec), for the common case.
 
-A 10,000-topic body is 1.5 MB: ``json.loads`` builds 80,000 dicts, strings and ints, and
-the lenient reader then walks them again. msgspec parses the bytes directly into one record
+A 10,000-topic body is more than a megabyte: ``json.loads`` builds tens of thousands of dicts, strings and
+ints, and the lenient reader then walks them again. msgspec parses the bytes directly into one record
 per topic with Java's defaults for missing fields, in a fraction of the time
 (bench/results/design-figures.md#registration-decoding).
 

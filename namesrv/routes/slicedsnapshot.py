@@ -1,8 +1,9 @@
 """Route snapshots of version 3: written and restored a slice at a time, every byte checked before use.
 
-A million topics were one msgpack map: encoding it held the reactor ~1 s (every ``routeSnapshotInterval``,
-30 s by default), restoring it 2-4 s before the port listened, and a read worker then needed a full copy
-down its pipe (6 s more). Here the file is a small header and chunks of topics, grouped by their map
+A million topics were one msgpack map: encoding it held the reactor for seconds' worth of reads (every
+``routeSnapshotInterval``, 30 s by default), restoring it held the port closed longer still, and a read worker
+then needed a full copy down its pipe (figures: bench/results/design-figures.md#sliced-snapshot). Here the
+file is a small header and chunks of topics, grouped by their map
 (QueueMap: one row of QueueData indexes per distinct map), so that:
 
 - the writer (``write_steps``) is a generator, a chunk of ~``CHUNK_TOPICS`` topics per step; the tables go
@@ -54,7 +55,7 @@ Group = list[Any]
 MAGIC = b"RMQNSv3\n"
 _PREFIX = struct.Struct(">8sII")
 VERSION = 3
-#: topics per chunk: about 5 ms to decode and restore, 2-3 ms to encode
+#: topics per chunk: a few ms to decode and restore, or to encode, so a chunk fits in one reactor turn
 CHUNK_TOPICS = 10000
 
 

@@ -20,7 +20,7 @@ broker's registration of 4,000 topics that 3,000 have already on three other bro
 moves (one per distinct map those topics had), each a set difference and a dict update in C, or none
 when all the topics of a map move to a map nobody has yet (the map itself takes the new QueueData,
 ``QueueMaps.become``); a broker leaving moves whole maps' topic sets. Memory at a million topics on four
-brokers each: no dict per topic (176 MiB) and no set per broker (one entry per topic and broker:
+brokers each: no dict per topic (queuemaps.py says why) and no set per broker (one entry per topic and broker:
 4,000,000) but one entry per topic in its map's set; a topic name is one string, shared by the table and
 its map's set (a name moving between maps keeps the object it was first stored with).
 """

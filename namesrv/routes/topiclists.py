@@ -5,17 +5,17 @@ every topic (of a cluster, or of a kind) in one TopicList body. Java builds it u
 lock and sends it whatever its size. At a million topics of 20 characters that is 25 MB: past the
 16 MiB frame that every RocketMQ client's decoder accepts (``NettyDecoder``,
 ``com.rocketmq.remoting.frameMaxLength``), so the client drops the connection and waits out its
-timeout (apache/rocketmq #7534 is the same list timing out at 50,000 topics). Sorting and
-encoding a million names here takes 1.2 s of one core (0.68 s sort, 0.51 s encode).
+timeout (apache/rocketmq#7534 is the same list timing out at 50,000 topics). Sorting and
+encoding a million names here takes over a second of one core.
 
 So each list is a generator: it yields after every ``SLICE`` names, for the caller to run it over
 many reactor turns (registrations and forwarded reads go on in between), and it raises
 ``TooLarge`` as soon as the body can no longer fit in ``limit`` bytes: first from a lower bound
 that costs one pass of ``len`` (a name takes at least its length plus two quotes and a comma), so
 a million topics are refused in tens of milliseconds without being sorted, then exactly while
-encoding. The names are taken from the tables at the start (a C-level copy of the keys,
-bench/results/design-figures.md#topic-lists), so a topic added or removed while the list is built is in it or not, as with a
-read just before or after; a cluster's list visits its brokers' topic sets one after the other.
+encoding. The names are taken from the tables at the start (a C-level copy of the keys), so a topic added
+or removed while the list is built is in it or not, as with a read just before or after; a cluster's list
+visits its brokers' topic sets one after the other (figures: bench/results/design-figures.md#topic-lists).
 
 ``drain(gen)`` runs one to the end at once: the synchronous queries use it (tests, small tables).
 """
@@ -37,7 +37,7 @@ Result = TypeVar("Result")
 #: a list built a slice at a time: yields None between slices, returns what it built
 Steps = Generator[None, None, Result]
 
-#: names handled between two yields: sorting or encoding this many takes 1-3 ms
+#: names handled between two yields: sorting or encoding this many takes a small part of a reactor turn
 SLICE = 4096
 
 
@@ -83,8 +83,8 @@ def names_by_sys_flag(tables: RouteTables, accept: Callable[[int], object]) -> S
 
 def _names_where(tables: RouteTables, keep: Callable[[QueueMap], object]) -> Steps[list[str]]:
     """Topics whose (non-empty) map ``keep`` takes, a slice per step. The names are copied, not the items:
-    a million (topic, map) tuples would be a million objects for the cyclic collector to walk (a full
-    collection over them held the reactor 0.4 s)."""
+    a million (topic, map) tuples would be a million objects for the cyclic collector to walk, and a full
+    collection over them would hold the reactor."""
     table = tables.topic_queue_table
     names = list(table)
     found = []
@@ -112,7 +112,7 @@ def is_unit_sub_ununit(flag: int) -> int:
 # -- sorting and the body -----------------------------------------------------------------
 def sorted_names(names: list[str]) -> Steps[list[str]]:
     """``names`` sorted, in runs of ``SLICE`` merged a slice at a time (one ``sorted`` of a million
-    names is 0.68 s in one call)."""
+    names would hold the reactor for all of it)."""
     runs: list[list[str]] = []
     for start in range(0, len(names), SLICE):
         runs.append(sorted(names[start:start + SLICE]))
@@ -153,7 +153,7 @@ def topic_list_body(names: list[str], limit: int, broker_addr: Optional[str] = N
         pieces.append(piece)
         yield
     pieces.append(tail)
-    return b"".join(pieces)   # one copy of the body (at 14 MB, each copy is milliseconds)
+    return b"".join(pieces)   # one copy of the body (megabytes at a million topics: each copy counts)
 
 
 def _frame(broker_addr: Optional[str]) -> tuple[bytes, bytes]:

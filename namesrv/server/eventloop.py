@@ -2,10 +2,10 @@
 
 Twisted's ``EPollReactor.doPoll`` asks the kernel for every ready socket at once (``maxevents`` is the number
 of sockets it watches) and handles them all before it polls again, each inside ``log.callWithLogger``. With
-255 clients each sending one read, one pass is every client's read: a read that arrives just after a pass
-began waits for all of it, then for its place in the next one, so the slowest reads took twice the mean
-(bench/results/issue58-one-read.md). And the logging context, pushed and popped for every ready socket, cost
-more than the route lookup it wraps.
+hundreds of clients each sending one read, one pass is every client's read: a read that arrives just after a
+pass began waits for all of it, then for its place in the next one, so the slowest reads wait far longer than
+the mean. And the logging context, pushed and popped for every ready socket, costs more than the route lookup
+it wraps (figures: bench/results/design-figures.md#read-worker-passes).
 
 Here a pass takes at most ``MAX_EVENTS`` ready sockets. The kernel keeps its ready list in the order the
 sockets became ready and puts the ones not taken back at its head (``ep_send_events``), so the sockets are

@@ -11,8 +11,8 @@ Off by default (``proxyProtocolEnable``). On, each new connection starts with a 
   allow-list, so a proxy that lost its ``send-proxy`` would make each of its clients look like the
   proxy. HAProxy's checks send the header too, so the rule costs them nothing.
 - From anyone else, the connection is served as without this option, unless it starts with a PROXY
-  signature: then it is closed. Java 5.1.4+ believes a header from any peer (apache/rocketmq
-  #6958), so anyone who reaches its port can claim an address on its allow-lists.
+  signature: then it is closed. Java 5.1.4+ believes a header from any peer (apache/rocketmq#6958),
+  so anyone who reaches its port can claim an address on its allow-lists.
 
 Each refusal is counted (``counts``, in the metrics) and logged once per peer address and reason
 per ``WARNING_WINDOW``, within the house's rate limit. An untrusted peer waits for its first bytes

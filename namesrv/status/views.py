@@ -47,7 +47,8 @@ def page_of(names, query, page, per_page=PAGE_SIZE, already_sorted=False):
     return shown, len(matches), page, pages
 
 
-#: above this many names a search runs a slice per reactor turn (one pass over a million names is ~0.1 s)
+#: above this many names a search runs a slice per reactor turn (one pass over a million names would hold the
+#: reactor far longer than a turn; figures: bench/results/design-figures.md#status-topics)
 SLICED_SEARCH_FROM = 100000
 SEARCH_SLICE = 20000
 
@@ -88,8 +89,8 @@ class SortedTopics:
     """The topic names in natural order (Topic0, Topic1, Topic2, ..., Topic10, Topic100), sorted once per change of
     the set of topics and at most every ``min_interval`` s.
 
-    A registration that only repeats its topics changes nothing here: at a million topics a sort is
-    0.1-0.7 s of the main process, and re-sorting at every route change made each view cost that.
+    A registration that only repeats its topics changes nothing here: at a million topics a sort is a long
+    stretch of the main process, and re-sorting at every route change made each view cost that.
 
     Between two sorts a new topic may be missing from the list for up to ``min_interval``
     seconds (its route is still found: an exact search asks the route processor). This keeps

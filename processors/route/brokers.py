@@ -107,15 +107,15 @@ class BrokerRequests(RouteRequests):
         writes the ``dataVersion`` there (fastjson orders keys by name: ``filterServerList``, then the
         wrapper's ``dataVersion``), and a new dataVersion is how Java tells a changed table, so such a
         change always changes this fingerprint; other bytes would have to keep a 31-bit CRC and the
-        length. Hashing all 600 KB cost a million-topic fleet's first registration 0.37 ms a broker
-        (bench/results/issue41-cold-registration.md, section 8). A body without a CRC, or deflated
+        length. Hashing the whole body was a visible part of a fleet's first registration
+        (figures: bench/results/design-figures.md#registration-fingerprint). A body without a CRC, or deflated
         (4.9's ``compressedRegister``), is hashed whole.
         """
         body = request.body or b""
         digest = hashlib.sha256(repr((request.version, int(request.serialize_type),
                                       sorted((request.ext or {}).items()), delete_topics,
                                       len(body))).encode("utf-8", "surrogatepass"))
-        # SHA-256: ~1 ms per MB (SHA-NI); blake2b is 3x slower here
+        # SHA-256, not blake2b: with SHA-NI it is the faster of the two here
         digest.update(body if not body_crc32 or compressed else body[:FINGERPRINT_HEAD_BYTES])
         return digest.digest()
 

@@ -11,7 +11,7 @@ snapshot and truncation applies nothing twice; a torn last line is dropped). A r
 every id and epoch.
 
 Rewriting the whole state for every event would cost the reactor far more, and write far more, than
-one journal line (bench/results/design-figures.md#controller-journal, bench/results/controller.md).
+one journal line (figures: bench/results/design-figures.md#controller-journal).
 """
 
 import json

@@ -13,12 +13,12 @@ part per message.
 
 from namesrv.routes import rows
 
-#: topics per part of a publication of several (a mass disconnect's, a full copy): well under a ms to
-#: encode, decode or apply, one a reactor turn on each side (a worker sharing its core holds its reads
-#: for the wall time of a part: 2,500 "gone" topics were 7-12 ms there after a mass disconnect)
+#: topics per part of a publication of several (a mass disconnect's, a full copy): small enough to encode,
+#: decode or apply in a fraction of a reactor turn, one a turn on each side (a worker sharing its core holds its
+#: reads for the wall time of a part; figures: bench/results/design-figures.md#publication-parts)
 PART_TOPICS = 500
 #: up to this many topics a publication is one message (a registration of a few thousand topics, or two:
-#: sent with its acknowledgement, applied in one turn, 1-3 ms)
+#: sent with its acknowledgement, applied in one turn)
 ONE_MESSAGE_TOPICS = 10000
 
 

@@ -1,12 +1,12 @@
 """The feed pipe (main process -> a worker's stdin) sized for a publication, read in one go.
 
-A registration's publication is one message of up to ~150 KB (feed.publication). Through a pipe of
-Linux's default 64 KiB, the main process writes it in three reactor turns (the rest waits for the pipe
-to drain, behind whatever the next turn runs: a 600 KB registration of several ms), and Twisted's
-process reader takes it 8 KB per reactor turn (``fdesc.readFromFD``): twenty turns of a worker busy
-with reads. Meanwhile the worker's replica is stale and its reads wait or go to the main process. So
-the pipe holds 1 MiB (``F_SETPIPE_SZ``, up to ``/proc/sys/fs/pipe-max-size``) and a worker reads up
-to 1 MiB of it at a time.
+A registration's publication is one message (feed.publication), often larger than a pipe of Linux's
+default 64 KiB: the main process then writes it over several reactor turns (the rest waits for the pipe
+to drain, behind whatever the next turn runs, a large registration included), and Twisted's process
+reader takes it 8 KB per reactor turn (``fdesc.readFromFD``): a score of turns of a worker busy with
+reads. Meanwhile the worker's replica is stale and its reads wait or go to the main process. So the pipe
+holds 1 MiB (``F_SETPIPE_SZ``, up to ``/proc/sys/fs/pipe-max-size``) and a worker reads up to 1 MiB of it
+at a time (figures: bench/results/design-figures.md#feed-pipe).
 """
 
 import errno

@@ -33,7 +33,7 @@ class _OneProtocol(protocol.ClientFactory):
     factory: a cycle only the cyclic collector frees. The worker and the main process freeze
     everything the collector tracks (``gc.freeze``) after each publication and each liveness scan,
     so a cycle caught by a freeze is never freed; holding the protocol from it kept every
-    handed-over broker's registration bytes (215 MiB in a read worker at 200,000 topics)."""
+    handed-over broker's registration bytes (figures: bench/results/design-figures.md#connector-cycle)."""
 
     noisy = False
 

@@ -86,8 +86,9 @@ class _Capturing(protocol.Factory):
 
 
 #: bytes a handed-over (broker's) connection reads at a time. Twisted reads 64 KB per readiness, one
-#: read per reactor turn: a 600 KB REGISTER_BROKER (4,000 topics) took ten turns, and each turn also
-#: runs whatever else is due (a whole-table list's 2 ms slice), so its answer waited ten times that.
+#: read per reactor turn: a large REGISTER_BROKER took many turns, and each turn also runs whatever else is
+#: due (a whole-table list's slice), so its answer waited for all of them
+#: (figures: bench/results/design-figures.md#broker-reads).
 BROKER_READ_BYTES = 1 << 20
 
 

@@ -1,8 +1,9 @@
 """A read worker's first replica from the route snapshot file the main process restored, not down the pipe.
 
-At a million topics a full copy down the pipe took the main process 2,000 parts and the worker 6 s before
-it listened (10.3 s after a restart). The main process restored its tables from a snapshot file; it
-passes that open file to the workers it starts then (``--snapshot-fd``), and each restores the same bytes
+At a million topics a full copy down the pipe is thousands of parts for the main process and seconds for the
+worker before it listens (figures: bench/results/design-figures.md#worker-baseline). The main process
+restored its tables from a snapshot file; it passes that open file to the workers it starts then
+(``--snapshot-fd``), and each restores the same bytes
 itself, on its own core, checked as the main process checked them. Its first publication then carries
 only what changed since (the main process tracks it from the restore on), and the worker listens once
 that is applied, as after a full copy.

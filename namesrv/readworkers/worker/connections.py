@@ -251,7 +251,7 @@ class Upstream(protocol.Protocol):
         if offset:
             downstream = self.downstream
             downstream.awaiting = max(0, getattr(downstream, "awaiting", 0) - frames)
-            # one copy, not two (a 14 MB topic list passes here while this worker answers reads)
+            # one copy, not two (a whole-table topic list, megabytes, passes here while this worker answers reads)
             data = downstream.from_main(bytes(memoryview(buffer)[:offset]))
             del buffer[:offset]
             if data:

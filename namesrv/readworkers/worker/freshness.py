@@ -3,9 +3,9 @@ too when that moment runs long: whichever answers first answers.
 
 The replica is stale from the moment the main process acknowledges a change (the shared counter moves)
 until the worker has applied the publication that carries it. A read forwarded to the main process
-meanwhile waits there behind whatever runs: during a fleet's first registration, every 600 KB
-REGISTER_BROKER (several ms each), so route reads waited 14 ms at the median and 41 ms at p99 with a
-million topics. The publication itself comes within a few ms (a registration's is one message), and
+meanwhile waits there behind whatever runs: during a fleet's first registration, every large
+REGISTER_BROKER, so route reads waited many times longer than a local answer. The publication itself
+comes soon after the acknowledgement (a registration's is one message), and
 applying it makes the replica fresh again. So a route read that finds the replica stale, while it holds
 a complete copy, waits for that: answered here once the replica holds every change acknowledged before
 the read arrived (read-after-write holds, as for any local answer). What a read waits for is the counter
@@ -31,11 +31,10 @@ from zope.interface import implementer
 from namesrv.interfaces import IDispatcher
 
 #: how long a read may wait for the replica to be fresh (seconds): a registration's publication is applied
-#: 2-5 ms after its acknowledgement, more when the worker shares its core; a read forwarded then waits behind
-#: the main process's registrations (7-10 ms each at a million topics, end to end). While a fleet registers
-#: back to back the worker lags by more than 8 ms at times, and with 8 ms four times as many reads went to
-#: the busy main process: reads p99 during the burst 38-51 ms, with 25 ms 26-27 ms
-#: (bench/results/issue41-cold-registration.md, section 9). Hedged reads are answered by the main process
+#: a few ms after its acknowledgement, more when the worker shares its core; a read forwarded then waits behind
+#: the main process's registrations. While a fleet registers back to back the worker lags behind at times,
+#: and a shorter wait sent many more reads to the busy main process, with a longer tail
+#: (figures: bench/results/design-figures.md#fresh-reads). Hedged reads are answered by the main process
 #: meanwhile if it is sooner (``HEDGE``).
 WAIT = 0.025
 #: how long a read waits for the replica alone before the main process is asked too (seconds): most

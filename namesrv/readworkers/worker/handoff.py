@@ -1,6 +1,6 @@
 """Handing a broker's connection from a read worker to the main process (SCM_RIGHTS): the sending side.
 
-A broker's connection carries its registrations: 100 KB or more every 30 s per broker,
+A broker's connection carries its registrations: its whole topic table every 30 s,
 all of it for the main process. Passing those bytes through a worker costs the worker
 reactor time that its route reads then wait for, and a second hop for the broker. So
 when a worker sees REGISTER_BROKER (BROKER_HEARTBEAT, QUERY_DATA_VERSION) on a connection with nothing
@@ -96,7 +96,7 @@ def started_request(reader):
     frame; None otherwise, and for a header that does not decode (the whole frame is answered as usual).
 
     A broker's first REGISTER_BROKER after it connects is read here up to its header only: the rest
-    (600 KB for 4,000 topics) stays in the socket and goes with it, read once, by the main process,
+    (the topic table, the bulk of the frame) stays in the socket and goes with it, read once, by the main process,
     instead of being read here, copied into a hand-off and read again there."""
     started = reader.started_header()
     if started is None:

@@ -1,9 +1,9 @@
 """Turns: while clients have frames waiting, each handles a few at a time, and a one-read client goes first.
 
-A read worker used to answer everything a connection had sent each time it read from it. With 255
-clients pipelining 32 reads each, one pass of the reactor over its ready sockets was 8,160 reads,
+A read worker used to answer everything a connection had sent each time it read from it. With hundreds
+of clients pipelining their reads, one pass of the reactor over its ready sockets was thousands of reads,
 and a client sending one read (a producer asking for a route) whose socket became ready just after
-the pass began waited for all of it (bench/results/million.md, "255 client connections").
+the pass began waited for all of it.
 
 So a connection the reactor reads from handles ``QUANTUM`` frames of what it read while this reactor pass is
 within the scheduler's one budget (``TurnScheduler.remaining()``: the turn that ran first in this pass spent
