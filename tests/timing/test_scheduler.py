@@ -321,7 +321,7 @@ class CountingClock(task.Clock):
 
 def test_a_reactor_that_counts_its_passes_needs_no_timed_call_per_pass():
     """A read worker's reactor (eventloop.py) counts its passes: a read handled per pass asks the scheduler,
-    and a timed call per pass to mark its end cost more than the read (bench/results/issue58-one-read.md)."""
+    and a timed call per pass to mark its end cost more than the read (bench/results/design-figures.md)."""
     clock, timer = CountingClock(), StepTimer()
     scheduler = TurnScheduler(clock, lambda: 0.001, timer)
     assert scheduler.may_go_on() and scheduler.remaining() == pytest.approx(0.001)
