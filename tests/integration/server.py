@@ -10,9 +10,15 @@ import time
 from namesrv.client import BlockingRemotingClient
 from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
+from tools import processes
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TWISTD = os.path.join(os.path.dirname(sys.executable), "twistd")
+
+
+def wait_for(predicate, timeout, what):
+    """Until ``predicate()`` is true, looked at every 20 ms; past ``timeout`` s the test fails naming ``what``."""
+    return processes.wait_for(predicate, timeout, what, every=0.02, error=AssertionError)
 
 
 _GIVEN = set()
@@ -130,8 +136,4 @@ class NamesrvProcess:
             children, stacks[-6000:], self.log()[-4000:])
 
     def log(self):
-        try:
-            with open(self.log_file, errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+        return processes.read_log(self.log_file)
