@@ -9,7 +9,7 @@ from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from tests.brokers import register_request, route_request
 from tests.dropins import processor_source, write_dropin
-from tests.integration.server import NamesrvProcess, TWISTD
+from tests.integration.server import NamesrvProcess, TWISTD, register_and_read_route
 
 
 def assert_clean_stop(server):
@@ -28,12 +28,7 @@ def test_twistd_help_lists_namesrv(tmp_path):
 
 def test_broker_registers_and_route_is_served(namesrv):
     with namesrv.client() as broker, namesrv.client() as producer:
-        answer = broker.call(register_request("DefaultCluster", "broker-a", "127.0.0.1:10911",
-                                              topics=["TopicA", "TopicB"]))
-        assert answer.code == ResponseCode.SUCCESS
-        route = producer.call(route_request("TopicA"))
-        assert route.code == ResponseCode.SUCCESS
-        data = json.loads(route.body)
+        data = register_and_read_route(broker, producer, "broker-a", ["TopicA", "TopicB"])
         assert data["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:10911"}
         assert data["queueDatas"][0]["brokerName"] == "broker-a"
         missing = producer.call(route_request("NoSuchTopic"))
