@@ -49,18 +49,9 @@ class Restoring(Protocol):
     def finish_now(self) -> object: ...
 
 
-def _table(name: str) -> property:
-    """The facade's view of one table of ``tables`` (read workers' replicas replace whole tables)."""
-    def get(self: RouteInfoManager) -> object:
-        return getattr(self.tables, name)
-
-    def set_(self: RouteInfoManager, value: object) -> None:
-        setattr(self.tables, name, value)
-    return property(get, set_, doc="``tables.%s``" % name)
-
-
 def _component(name: str) -> property:
-    """The facade's view of one attribute of a component, ``"registrations.default_heartbeat_timeout_millis"``."""
+    """The facade's read-write view of one attribute of a component: ``"tables.topic_queue_table"`` (read workers'
+    replicas replace whole tables), ``"registrations.default_heartbeat_timeout_millis"``."""
     component, attribute = name.split(".")
 
     def get(self: RouteInfoManager) -> object:
@@ -80,7 +71,7 @@ def _changing(component: str, method: Callable[Concatenate[Any, P], R]) -> Calla
     def change(self: RouteInfoManager, *args: P.args, **kwargs: P.kwargs) -> R:
         self._restored()
         return getattr(getattr(self, component), name)(*args, **kwargs)
-    change.__name__ = change.__qualname__ = name
+    change.__name__, change.__qualname__ = name, "RouteInfoManager." + name
     change.__doc__ = method.__doc__
     return change
 
@@ -107,12 +98,12 @@ class RouteInfoManager:
         #: a registration's heartbeat timeout when its header names none
         default_heartbeat_timeout_millis: int
     else:
-        topic_queue_table = _table("topic_queue_table")
-        broker_addr_table = _table("broker_addr_table")
-        cluster_addr_table = _table("cluster_addr_table")
-        broker_live_table = _table("broker_live_table")
-        filter_server_table = _table("filter_server_table")
-        topic_queue_mapping_info_table = _table("topic_queue_mapping_info_table")
+        topic_queue_table = _component("tables.topic_queue_table")
+        broker_addr_table = _component("tables.broker_addr_table")
+        cluster_addr_table = _component("tables.cluster_addr_table")
+        broker_live_table = _component("tables.broker_live_table")
+        filter_server_table = _component("tables.filter_server_table")
+        topic_queue_mapping_info_table = _component("tables.topic_queue_mapping_info_table")
         events = _component("changes.events")
         default_heartbeat_timeout_millis = _component("registrations.default_heartbeat_timeout_millis")
 
