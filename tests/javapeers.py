@@ -19,6 +19,7 @@ import pytest
 
 from namesrv.client import BlockingRemotingClient, signed_request
 from namesrv.protocol.codes import RequestCode as C
+from tools import processes
 
 
 #: env variable of each peer, and a jar that proves it is built
@@ -128,24 +129,12 @@ class JavaBroker:
 
     def log(self):
         """What the broker printed and logged (4.9.8: ~/logs/rocketmqlogs/*/broker.log; 5.3.3: rocketmq.log)."""
-        text = []
         logs = glob.glob(os.path.join(self.store, "logs", "rocketmqlogs", "**", "broker.log"), recursive=True)
-        for path in [self.out, *logs, os.path.join(self.store, "rocketmq.log")]:
-            try:
-                with open(path, errors="replace") as f:
-                    text.append(f.read())
-            except OSError:
-                pass
-        return "\n".join(text)
+        paths = [self.out, *logs, os.path.join(self.store, "rocketmq.log")]
+        return "\n".join(text for text in map(processes.read_log, paths) if text)
 
     def stop(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        processes.stop(self.process, timeout=20)
 
 
 def mqadmin(version, *args, jvm_properties=None, timeout=120, home=None):

@@ -280,12 +280,17 @@ def test_the_cache_is_bounded(server):
 ENTRY_TOPICS = ["S.%d" % i for i in range(40)]
 
 
-def test_topics_on_the_same_brokers_share_one_body_and_the_bytes_are_bounded(server):
+def serving_entry_topics(server):
+    """A server whose one broker serves ENTRY_TOPICS: (its answer cache, a client's protocol and transport)."""
     svc = server()
     proto, transport = connect(svc)
+    register(proto, transport, topics=ENTRY_TOPICS)
+    return svc.answer_cache, proto, transport
+
+
+def test_topics_on_the_same_brokers_share_one_body_and_the_bytes_are_bounded(server):
+    cache, proto, transport = serving_entry_topics(server)
     topics = ENTRY_TOPICS
-    register(proto, transport, topics=topics)
-    cache = svc.answer_cache
     first = ask(proto, transport, *[route(t, i) for i, t in enumerate(topics)])
     bodies = {id(entry[2]) for entry in cache._entries.values()}
     assert len(cache) == 40 and len(bodies) == 1        # one body, kept once, for forty topics
@@ -305,10 +310,7 @@ def test_topics_on_the_same_brokers_share_one_body_and_the_bytes_are_bounded(ser
 def test_an_answer_many_keys_share_is_kept_once(server):
     """Forty topics on the same brokers: forty keys, one answer (the same but for the opaque); each key after
     the first costs its own bytes and a slot, which lets a signed read of each of 100,000 topics fit."""
-    svc = server()
-    proto, transport = connect(svc)
-    register(proto, transport, topics=ENTRY_TOPICS)
-    cache = svc.answer_cache
+    cache, proto, transport = serving_entry_topics(server)
     ask(proto, transport, route(ENTRY_TOPICS[0], 10))   # opaques of two digits: answers of one length
     first = cache.total_bytes
     ask(proto, transport, *[route(topic, i) for i, topic in enumerate(ENTRY_TOPICS[1:], 11)])
@@ -318,11 +320,8 @@ def test_an_answer_many_keys_share_is_kept_once(server):
 
 
 def test_an_answer_asked_again_survives_its_generation(server):
-    svc = server()
-    proto, transport = connect(svc)
+    cache, proto, transport = serving_entry_topics(server)
     topics = ENTRY_TOPICS
-    register(proto, transport, topics=topics)
-    cache = svc.answer_cache
     ask(proto, transport, route("S.0", 1))
     first = cache.total_bytes
     ask(proto, transport, route("S.1", 2))

@@ -2,7 +2,6 @@
 
 import os
 import sys
-import textwrap
 import types
 
 import pytest
@@ -13,6 +12,7 @@ from namesrv.interfaces import IRequestPolicy, IRequestProcessor
 from namesrv.protocol.codes import ResponseCode
 from namesrv.protocol.command import HeaderFieldError, make_request
 from namesrv.dispatch.registry import ProcessorConflictError, ProcessorRegistry, load_processor_factories
+from tests.dropins import processor_source
 from tests.fakes import FakeConnection, RecordingEventLog
 
 
@@ -99,24 +99,10 @@ def test_builtin_dropins_are_found():
 def test_third_party_processor_from_a_dropin_directory(tmp_path):
     package = tmp_path / "extra_plugins"
     package.mkdir()
-    (package / "echo_processor.py").write_text(textwrap.dedent("""
-        from zope.interface import implementer
-        from namesrv.interfaces import IRequestProcessor
-        from namesrv.plugin import ProcessorPlugin
-
-        @implementer(IRequestProcessor)
-        class Echo:
-            name = "echo"
-            codes = frozenset([7001])
-            def __init__(self, context):
-                self.context = context
-            def reject_request(self, request):
-                return None
-            def process_request(self, request, connection):
-                return request.make_response(0, body=request.body)
-
-        echo = ProcessorPlugin("echo", "extra_plugins.echo_processor", "Echo")
-    """))
+    source = processor_source("Echo", "echo", 7001, "return request.make_response(0, body=request.body)",
+                              header="from namesrv.plugin import ProcessorPlugin")
+    (package / "echo_processor.py").write_text(
+        source + 'echo = ProcessorPlugin("echo", "extra_plugins.echo_processor", "Echo")\n')
     (package / "__init__.py").write_text("")
     sys.path.insert(0, str(tmp_path))
     try:

@@ -30,51 +30,61 @@ def started(tmp_path):
             svc.stopService()
 
 
-def port_of(svc):
-    return svc.port.getHost().port
+def client_of(svc):
+    """A client connected to ``svc``'s remoting port (a Deferred)."""
+    return connect(reactor, "127.0.0.1", svc.port.getHost().port)
+
+
+@defer.inlineCallbacks
+def registered_broker(svc, topics):
+    """A broker connected to ``svc`` that has registered b1 (cluster C, 127.0.0.1:10911) with ``topics``."""
+    broker = yield client_of(svc)
+    answer = yield broker.call(register_request("C", "b1", "127.0.0.1:10911", topics=topics))
+    assert answer.code == ResponseCode.SUCCESS
+    return broker
+
+
+@defer.inlineCallbacks
+def route_code(client, topic):
+    """The code of the answer to ``client``'s route read of ``topic``."""
+    route = yield client.call(route_request(topic))
+    return route.code
 
 
 @pytest_twisted.inlineCallbacks
 def test_expired_broker_is_removed_and_its_connection_closed(started):
     clock = task.Clock()
     svc = started(clock)
-    broker = yield connect(reactor, "127.0.0.1", port_of(svc))
-    answer = yield broker.call(register_request("C", "b1", "127.0.0.1:10911", topics=["T1", "T2"]))
-    assert answer.code == ResponseCode.SUCCESS
-    client = yield connect(reactor, "127.0.0.1", port_of(svc))
-    route = yield client.call(route_request("T1"))
-    assert route.code == ResponseCode.SUCCESS
+    broker = yield registered_broker(svc, ["T1", "T2"])
+    client = yield client_of(svc)
+    assert (yield route_code(client, "T1")) == ResponseCode.SUCCESS
     clock.advance(119)
     svc.housekeeping.scan_not_active_brokers()
-    route = yield client.call(route_request("T1"))
-    assert route.code == ResponseCode.SUCCESS
+    assert (yield route_code(client, "T1")) == ResponseCode.SUCCESS
     clock.advance(2)
     svc.housekeeping.scan_not_active_brokers()
     yield broker.closed
-    route = yield client.call(route_request("T1"))
-    assert route.code == ResponseCode.TOPIC_NOT_EXIST
+    assert (yield route_code(client, "T1")) == ResponseCode.TOPIC_NOT_EXIST
     client.transport.loseConnection()
 
 
 @pytest_twisted.inlineCallbacks
 def test_client_connection_closing_does_not_touch_routes(started):
     svc = started()
-    broker = yield connect(reactor, "127.0.0.1", port_of(svc))
-    yield broker.call(register_request("C", "b1", "127.0.0.1:10911", topics=["T1", "T2"]))
-    admin = yield connect(reactor, "127.0.0.1", port_of(svc))
+    broker = yield registered_broker(svc, ["T1", "T2"])
+    admin = yield client_of(svc)
     yield admin.call(make_request(RequestCode.GET_BROKER_CLUSTER_INFO))
     admin.transport.loseConnection()
     yield admin.closed
-    client = yield connect(reactor, "127.0.0.1", port_of(svc))
-    route = yield client.call(route_request("T1"))
-    assert route.code == ResponseCode.SUCCESS
+    client = yield client_of(svc)
+    assert (yield route_code(client, "T1")) == ResponseCode.SUCCESS
     broker.transport.loseConnection()
     yield broker.closed
     for _ in range(50):
-        route = yield client.call(route_request("T1"))
-        if route.code == ResponseCode.TOPIC_NOT_EXIST:
+        code = yield route_code(client, "T1")
+        if code == ResponseCode.TOPIC_NOT_EXIST:
             break
-    assert route.code == ResponseCode.TOPIC_NOT_EXIST
+    assert code == ResponseCode.TOPIC_NOT_EXIST
     client.transport.loseConnection()
 
 
@@ -82,26 +92,24 @@ def test_client_connection_closing_does_not_touch_routes(started):
 def test_warm_restart_serves_routes_then_expires_brokers_that_never_return(started, tmp_path):
     clock = task.Clock()
     svc = started(clock)
-    broker = yield connect(reactor, "127.0.0.1", port_of(svc))
-    yield broker.call(register_request("C", "b1", "127.0.0.1:10911", topics=["Warm", "Warm2"]))
+    yield registered_broker(svc, ["Warm", "Warm2"])
     yield svc.stopService()
     clock2 = task.Clock()
     svc2 = started(clock2)
-    client = yield connect(reactor, "127.0.0.1", port_of(svc2))
+    client = yield client_of(svc2)
     route = yield client.call(route_request("Warm"))
     assert route.code == ResponseCode.SUCCESS
     assert json.loads(route.body)["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:10911"}
     clock2.advance(121)
     svc2.housekeeping.scan_not_active_brokers()
-    route = yield client.call(route_request("Warm"))
-    assert route.code == ResponseCode.TOPIC_NOT_EXIST
+    assert (yield route_code(client, "Warm")) == ResponseCode.TOPIC_NOT_EXIST
     client.transport.loseConnection()
 
 
 @pytest_twisted.inlineCallbacks
 def test_scan_interval_change_applies_live(started):
     svc = started()
-    client = yield connect(reactor, "127.0.0.1", port_of(svc))
+    client = yield client_of(svc)
     update = make_request(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"scanNotActiveBrokerInterval=3000\n")
     answer = yield client.call(update)
     assert answer.code == ResponseCode.SUCCESS

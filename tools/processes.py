@@ -1,6 +1,7 @@
 """Ending a child process and reading its log: what every harness that starts a server needs
 (the benchmarks' servers, Prometheus in the monitoring tests, the fault lab's members)."""
 
+import os
 import signal
 import subprocess
 import time
@@ -42,3 +43,17 @@ def read_log(path, tail=None):
     except OSError:
         return ""
     return text[-tail:] if tail else text
+
+
+def group_members(pgid):
+    """The pids of process group ``pgid`` still running (a zombie, ended and not yet reaped, is not one)."""
+    members = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                state, _, group = f.read().rpartition(")")[2].split()[:3]
+        except OSError:
+            continue
+        if group == str(pgid) and state != "Z":
+            members.append(int(pid))
+    return members

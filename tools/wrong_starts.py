@@ -39,6 +39,14 @@ class Scenario:
         self.daemon, self.program = daemon, program
 
 
+def controller_group(members, secret_file=None):
+    """-c lines of a controller n0 embedded in a group of ``members`` on free ports, naming ``secret_file``
+    (the group's secret) when given."""
+    peers = ";".join("n%d-127.0.0.1:%d" % (index, free_port()) for index in range(members))
+    lines = "enableControllerInNamesrv=true\ncontrollerDLegerSelfId=n0\ncontrollerDLegerPeers=%s\n" % peers
+    return lines + ("controllerPeerSecretFile=%s\n" % secret_file if secret_file else "")
+
+
 def scenarios(live, home, busy):
     """The wrong starts against ``live`` (its ports and files) and ``busy`` (ports another program listens on)."""
     ctrl = live.controller_port
@@ -97,24 +105,13 @@ def scenarios(live, home, busy):
         Scenario("jRaft", ["namesrv", "-c", "{f}"], "controllerType=jRaft",
                  {"f": other + "enableControllerInNamesrv=true\ncontrollerType=jRaft\n"}),
         Scenario("three controllers and no secret", ["namesrv", "-c", "{f}"], "controllerPeerSecretFile",
-                 {"f": other + "enableControllerInNamesrv=true\ncontrollerDLegerSelfId=n0\n"
-                               "controllerDLegerPeers=n0-127.0.0.1:%d;n1-127.0.0.1:%d;n2-127.0.0.1:%d\n"
-                               % (free_port(), free_port(), free_port())}),
+                 {"f": other + controller_group(3)}),
         Scenario("a secret file that is too short", ["namesrv", "-c", "{f}"], "at least 16",
-                 {"f": other + "enableControllerInNamesrv=true\ncontrollerDLegerSelfId=n0\n"
-                               "controllerDLegerPeers=n0-127.0.0.1:%d;n1-127.0.0.1:%d\n"
-                               "controllerPeerSecretFile={secret}\n" % (free_port(), free_port()),
-                  "secret": "short"}),
+                 {"f": other + controller_group(2, "{secret}"), "secret": "short"}),
         Scenario("a secret file that is not there", ["namesrv", "-c", "{f}"], "chmod 600 FILE",
-                 {"f": other + "enableControllerInNamesrv=true\ncontrollerDLegerSelfId=n0\n"
-                               "controllerDLegerPeers=n0-127.0.0.1:%d;n1-127.0.0.1:%d\n"
-                               "controllerPeerSecretFile=%s\n" % (free_port(), free_port(),
-                                                                   os.path.join(home, "no.secret"))}),
+                 {"f": other + controller_group(2, os.path.join(home, "no.secret"))}),
         Scenario("three controllers, a secret and no member keys", ["namesrv", "-c", "{f}"], "controllerMembersFile",
-                 {"f": other + "enableControllerInNamesrv=true\ncontrollerDLegerSelfId=n0\n"
-                               "controllerDLegerPeers=n0-127.0.0.1:%d;n1-127.0.0.1:%d\n"
-                               "controllerPeerSecretFile={secret}\n" % (free_port(), free_port()),
-                  "secret": "a-secret-of-more-than-16-bytes-long"}),
+                 {"f": other + controller_group(2, "{secret}"), "secret": "a-secret-of-more-than-16-bytes-long"}),
         Scenario("a corrupt KV file", ["namesrv", "-c", "{f}"], "kv",
                  {"f": other + "kvConfigPath={kv}\n", "kv": "{not json"}),
         Scenario("an address list without its port", ["namesrv", "-c", "{f}"], "prometheusListenPort",

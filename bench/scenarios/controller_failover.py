@@ -31,6 +31,7 @@ from namesrv.client import ask, leader_port, routed_master
 from namesrv.codec.fastjson import loads
 from namesrv.controller.replication.identity import create_group_keys
 from namesrv.protocol.codes import RequestCode
+from tests.security.live import broker_user_acl
 
 TWISTD = os.path.join(os.path.dirname(sys.executable), "twistd")
 POLL = 0.005
@@ -41,13 +42,7 @@ ACL_FILE = """accounts:
 users:
   - {username: benchBroker, password: bench-broker-secret}
 acls:
-  - subject: User:benchBroker
-    policies:
-      - entries:
-          - {resource: "Broker:broker-a", actions: [BrokerControl]}
-          - {resource: "Topic:*", actions: [RouteRead]}
-          - {resource: "Cluster:*", actions: [AdminRead]}
-"""
+""" + broker_user_acl("benchBroker", "broker-a")
 ADMIN = ("benchAdmin", "bench-admin-secret")
 BROKER_USER = ("benchBroker", "bench-broker-secret")
 

@@ -30,7 +30,6 @@ import tempfile
 import time
 
 from twisted.internet import defer, reactor, task
-from twisted.internet.protocol import Protocol
 
 from bench.lib import options
 from bench.scenarios.controller_failover import free_port
@@ -38,10 +37,10 @@ from namesrv.client import ask
 from namesrv.config import NamesrvConfig
 from namesrv.controller.replication.identity import MemberIdentity, create_group_keys
 from namesrv.controller.replication.raft import RaftLog
-from namesrv.controller.replication.sniffing import MemberSniffingFactory
 from namesrv.controller.service import raft_timing
 from namesrv.controller.state import ReplicaState
 from namesrv.protocol.codes import RequestCode
+from tests.controller.livegroup import members_only
 
 TWISTD = os.path.join(os.path.dirname(sys.executable), "twistd")
 IDS = ("n0", "n1", "n2")
@@ -119,7 +118,7 @@ def generate(group, events, inflight=64):
         log = RaftLog(ReplicaState(), group.member_store(member), member, peers, "store", reactor, secrets=[secret],
                       identity=identity, timing=timing)
         logs[member] = log
-        ports.append(reactor.listenTCP(group.ports[member], MemberSniffingFactory(_NoClients(), log.mesh, reactor),
+        ports.append(reactor.listenTCP(group.ports[member], members_only(log.mesh),
                                        interface="127.0.0.1"))
     for log in logs.values():
         log.start()
@@ -157,28 +156,6 @@ def generate(group, events, inflight=64):
         yield port.stopListening()
     result["log_entries"] = status.get("commitIndex")
     return result
-
-
-class _NoClients:
-    """The controller port's remoting side while only members talk (phase 1)."""
-
-    class config:
-        serverChannelMaxIdleTimeSeconds = 120
-
-    connections = {}
-    refused = 0
-
-    def connection_limit(self):
-        return 0
-
-    def buildProtocol(self, addr):
-        return Protocol()
-
-    def doStart(self):
-        pass
-
-    def doStop(self):
-        pass
 
 
 # -- phase 2: the stores served by twistd controller processes -----------------------------------------------------

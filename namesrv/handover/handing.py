@@ -25,11 +25,9 @@ from zope.interface import implementer
 
 from namesrv.handover import messages, peers
 from namesrv.handover.messages import HandoverProtocolError, MessageReader, choose_version, encode
-from namesrv.timing.drainloop import DrainLoop
+from namesrv.timing.drainloop import MAIN_GRACE, DrainLoop
 
-#: how long the drain may take (looked at often, as timing/drainloop.py says, since every client waits for it;
-#: figures: bench/results/design-figures.md#takeover-drain), how long ``ready`` may take
-DRAIN_GRACE = 10.0
+#: how long ``ready`` may take (the drain before it: timing/drainloop.py)
 READY_TIMEOUT = 60.0
 #: descriptors per sendmsg when connections move (the receiver's ancillary buffer holds 1,000). The new
 #: process adopts one batch per reactor turn, and a client it adopted first waits for the batch of brokers
@@ -63,7 +61,7 @@ class HandingSession(protocol.Protocol):
         self.state = "hello"
         self.version = None
         self.peer_pid = None
-        self._drain_loop = DrainLoop(self._settled, self._drained, clock, DRAIN_GRACE)
+        self._drain_loop = DrainLoop(self._settled, self._drained, clock, MAIN_GRACE)
         self._ready_timeout = None
         self._sent = []   # descriptors queued on the transport: closed once it is gone
         self._done_timeout = None
@@ -159,7 +157,7 @@ class HandingSession(protocol.Protocol):
 
     def _drained(self, late):
         if late:
-            self.log.warn("takeover: drain not finished within {s}s; going on", s=DRAIN_GRACE)
+            self.log.warn("takeover: drain not finished within {s}s; going on", s=MAIN_GRACE)
         descriptor = self.server.listen_fd()
         fields = self.server.changes() if self.version >= 2 else {"routes": self.server.tables()}
         self.transport.sendFileDescriptor(descriptor)

@@ -86,20 +86,12 @@ class TakeoverClient(protocol.Protocol):
             descriptor = self._take_descriptor()
             if descriptor is None:
                 return self._fail("a first copy without its file")
-            try:
-                self.precopy_file(descriptor)
-            except Exception as e:
-                return self._fail("the first copy of the tables could not be restored: %s" % e)
-            return self.transport.write(encode(messages.PRECOPIED))
+            return self._restore_precopy(self.precopy_file, descriptor)
         if kind == messages.PRECOPY and self.phase == "hello" and self.precopy is not None:
             routes = message.get("routes")
             if not isinstance(routes, bytes):
                 return self._fail("a first copy without its tables")
-            try:
-                self.precopy(routes)
-            except Exception as e:
-                return self._fail("the first copy of the tables could not be restored: %s" % e)
-            return self.transport.write(encode(messages.PRECOPIED))
+            return self._restore_precopy(self.precopy, routes)
         if kind == messages.STATE and self.phase == "hello":
             descriptor = self._take_descriptor()
             routes, delta = message.get("routes"), message.get("delta")
@@ -125,6 +117,14 @@ class TakeoverClient(protocol.Protocol):
             self.transport.loseConnection()
             return self.done.callback((message.get("moved"), message.get("closed")))
         self._fail("unexpected %s message in phase %s" % (kind, self.phase))
+
+    def _restore_precopy(self, restore, copy):
+        """``restore(copy)``, the first copy (a snapshot file's descriptor, or the tables' bytes), then PRECOPIED."""
+        try:
+            restore(copy)
+        except Exception as e:
+            return self._fail("the first copy of the tables could not be restored: %s" % e)
+        return self.transport.write(encode(messages.PRECOPIED))
 
     def _take_descriptor(self):
         return self.descriptors.pop(0) if self.descriptors else None

@@ -18,7 +18,7 @@ and passes each call on:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Collection, Iterable, Mapping, Optional, Protocol, Union
+from typing import TYPE_CHECKING, Any, Callable, Concatenate, Optional, ParamSpec, Protocol, TypeVar, Union
 
 from namesrv.timing.clock import MonotonicClock
 from namesrv.routes.admin import RouteAdmin
@@ -27,7 +27,7 @@ from namesrv.routes.changes import RouteChanges, TopicTracker, Tracker
 from namesrv.routes.invariants import check_invariants
 from namesrv.routes.model import (
     DEFAULT_HEARTBEAT_TIMEOUT_MILLIS, BrokerData, BrokerLiveInfo, DataVersion, LiveKey, MappingInfo, MinBrokerIdChange,
-    QueueData, RegisterBrokerResult, RemovedBroker, TopicConfigSerializeWrapper, TopicRouteData)
+    QueueData, RemovedBroker, TopicRouteData)
 from namesrv.routes.queries import RouteQueries
 from namesrv.routes.registration import BrokerRegistrations
 from namesrv.routes.shortcut import UnchangedRegistrations
@@ -37,8 +37,10 @@ from namesrv.routes.topiclists import Steps
 if TYPE_CHECKING:   # types only
     from namesrv.interfaces import IEventLog, IRemotingConnection
     from namesrv.routes.queuemaps import QueueMap
-    from namesrv.routes.rows import Row, TopicShapes
     from namesrv.timing.clock import Clock
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class Restoring(Protocol):
@@ -47,14 +49,31 @@ class Restoring(Protocol):
     def finish_now(self) -> object: ...
 
 
-def _table(name: str) -> property:
-    """The facade's view of one table of ``tables`` (read workers' replicas replace whole tables)."""
+def _component(name: str) -> property:
+    """The facade's read-write view of one attribute of a component: ``"tables.topic_queue_table"`` (read workers'
+    replicas replace whole tables), ``"registrations.default_heartbeat_timeout_millis"``."""
+    component, attribute = name.split(".")
+
     def get(self: RouteInfoManager) -> object:
-        return getattr(self.tables, name)
+        return getattr(getattr(self, component), attribute)
 
     def set_(self: RouteInfoManager, value: object) -> None:
-        setattr(self.tables, name, value)
-    return property(get, set_, doc="``tables.%s``" % name)
+        setattr(getattr(self, component), attribute, value)
+    return property(get, set_, doc="``%s``" % name)
+
+
+def _changing(component: str, method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[RouteInfoManager, P], R]:
+    """The facade's ``method`` of ``component`` (an attribute naming a RouteTables, BrokerRegistrations or
+    RouteAdmin) for a change of the tables: a restore still running ends first (``_restored``), then the
+    component's own method runs with the same arguments, signature and docstring."""
+    name = method.__name__
+
+    def change(self: RouteInfoManager, *args: P.args, **kwargs: P.kwargs) -> R:
+        self._restored()
+        return getattr(getattr(self, component), name)(*args, **kwargs)
+    change.__name__, change.__qualname__ = name, "RouteInfoManager." + name
+    change.__doc__ = method.__doc__
+    return change
 
 
 class RouteInfoManager:
@@ -74,13 +93,19 @@ class RouteInfoManager:
         broker_live_table: dict[LiveKey, BrokerLiveInfo]
         filter_server_table: dict[LiveKey, list[str]]
         topic_queue_mapping_info_table: dict[str, dict[str, MappingInfo]]
+        #: where ``topic_route_changed`` events go (the change tracker's event log)
+        events: IEventLog
+        #: a registration's heartbeat timeout when its header names none
+        default_heartbeat_timeout_millis: int
     else:
-        topic_queue_table = _table("topic_queue_table")
-        broker_addr_table = _table("broker_addr_table")
-        cluster_addr_table = _table("cluster_addr_table")
-        broker_live_table = _table("broker_live_table")
-        filter_server_table = _table("filter_server_table")
-        topic_queue_mapping_info_table = _table("topic_queue_mapping_info_table")
+        topic_queue_table = _component("tables.topic_queue_table")
+        broker_addr_table = _component("tables.broker_addr_table")
+        cluster_addr_table = _component("tables.cluster_addr_table")
+        broker_live_table = _component("tables.broker_live_table")
+        filter_server_table = _component("tables.filter_server_table")
+        topic_queue_mapping_info_table = _component("tables.topic_queue_mapping_info_table")
+        events = _component("changes.events")
+        default_heartbeat_timeout_millis = _component("registrations.default_heartbeat_timeout_millis")
 
     def __init__(self, clock: Optional[Clock] = None, events: Optional[IEventLog] = None,
                  default_heartbeat_timeout_millis: int = DEFAULT_HEARTBEAT_TIMEOUT_MILLIS,
@@ -118,26 +143,8 @@ class RouteInfoManager:
         self._restored()
 
     @property
-    def events(self) -> IEventLog:
-        """Where ``topic_route_changed`` events go (the change tracker's event log)."""
-        return self.changes.events
-
-    @events.setter
-    def events(self, events: IEventLog) -> None:
-        self.changes.events = events
-
-    @property
     def body_cache(self) -> RouteBodyCache:
         return self.changes.body_cache
-
-    @property
-    def default_heartbeat_timeout_millis(self) -> int:
-        """A registration's heartbeat timeout when its header names none."""
-        return self.registrations.default_heartbeat_timeout_millis
-
-    @default_heartbeat_timeout_millis.setter
-    def default_heartbeat_timeout_millis(self, millis: int) -> None:
-        self.registrations.default_heartbeat_timeout_millis = millis
 
     # -- followers ---------------------------------------------------------------------
     def add_change_listener(self, callback: Callable[[], object]) -> None:
@@ -171,24 +178,8 @@ class RouteInfoManager:
         self.changes.everything_changed()
 
     # -- registrations ------------------------------------------------------------------
-    def register_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
-                        ha_server_addr: Optional[str],
-                        topic_config_wrapper: Optional[TopicConfigSerializeWrapper] = None,
-                        filter_server_list: Optional[list[str]] = None,
-                        connection: Optional[IRemotingConnection] = None, zone_name: Optional[str] = None,
-                        heartbeat_timeout_millis: Optional[int] = None, enable_acting_master: Optional[bool] = None,
-                        delete_topic_with_broker_registration: bool = False) -> Optional[RegisterBrokerResult]:
-        """Register (or refresh) one broker (behaviour.md §3.2). ``None`` means refused."""
-        self._restored()
-        return self.registrations.register_broker(
-            cluster, broker_addr, broker_name, broker_id, ha_server_addr, topic_config_wrapper, filter_server_list,
-            connection, zone_name, heartbeat_timeout_millis, enable_acting_master,
-            delete_topic_with_broker_registration)
-
-    def unregister_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: Optional[int] = None,
-                          expected: Optional[BrokerLiveInfo] = None) -> bool:
-        self._restored()
-        return self.registrations.unregister_broker(cluster, broker_addr, broker_name, broker_id, expected)
+    register_broker = _changing("registrations", BrokerRegistrations.register_broker)
+    unregister_broker = _changing("registrations", BrokerRegistrations.unregister_broker)
 
     def on_connection_closed(self, connection: IRemotingConnection) -> list[RemovedBroker]:
         return self.on_connections_closed([connection])
@@ -198,14 +189,8 @@ class RouteInfoManager:
             self._restored()
         return self.registrations.on_connections_closed(connections)
 
-    def scan_not_active_brokers(self) -> list[RemovedBroker]:
-        self._restored()
-        return self.registrations.scan_not_active_brokers()
-
-    def route_committed_master(self, broker_name: str, master_addr: str, master_epoch: int) -> bool:
-        """A master the controllers committed, listed before it registers as one (registration.py)."""
-        self._restored()
-        return self.registrations.route_committed_master(broker_name, master_addr, master_epoch)
+    scan_not_active_brokers = _changing("registrations", BrokerRegistrations.scan_not_active_brokers)
+    route_committed_master = _changing("registrations", BrokerRegistrations.route_committed_master)
 
     # -- liveness refreshes and admin operations -------------------------------------------
     def is_broker_topic_config_changed(self, cluster: str, broker_addr: str, data_version: DataVersion) -> bool:
@@ -214,21 +199,10 @@ class RouteInfoManager:
     def query_broker_data_version(self, cluster: str, broker_addr: str) -> Optional[DataVersion]:
         return self.admin.query_broker_data_version(cluster, broker_addr)
 
-    def wipe_write_perm_of_broker(self, broker_name: str) -> int:
-        self._restored()
-        return self.admin.wipe_write_perm_of_broker(broker_name)
-
-    def add_write_perm_of_broker(self, broker_name: str) -> int:
-        self._restored()
-        return self.admin.add_write_perm_of_broker(broker_name)
-
-    def delete_topic(self, topic: str, cluster: Optional[str] = None) -> None:
-        self._restored()
-        return self.admin.delete_topic(topic, cluster)
-
-    def register_topic(self, topic: str, queue_datas: list[QueueData]) -> int:
-        self._restored()
-        return self.admin.register_topic(topic, queue_datas)
+    wipe_write_perm_of_broker = _changing("admin", RouteAdmin.wipe_write_perm_of_broker)
+    add_write_perm_of_broker = _changing("admin", RouteAdmin.add_write_perm_of_broker)
+    delete_topic = _changing("admin", RouteAdmin.delete_topic)
+    register_topic = _changing("admin", RouteAdmin.register_topic)
 
     # -- queries --------------------------------------------------------------------------
     def pickup_topic_route(self, topic: str, support_acting_master: bool = False) -> Optional[TopicRouteData]:
@@ -299,34 +273,10 @@ class RouteInfoManager:
         self._restored()
         self.tables.adopt(other.tables if isinstance(other, RouteInfoManager) else other)
 
-    def replace_from_rows(self, topics: Optional[Mapping[str, Optional[list[Row]]]] = None,
-                          mappings: Optional[Mapping[str, dict[str, MappingInfo]]] = None,
-                          brokers: Optional[Iterable[Row]] = None,
-                          clusters: Optional[Mapping[str, Iterable[str]]] = None,
-                          filters: Optional[Iterable[Row]] = None, live: Optional[Iterable[Row]] = None,
-                          now: Optional[float] = None, shapes: Optional[TopicShapes] = None) -> None:
-        """Replace the tables given as rows of ``rows.py``; see ``RouteTables.replace_from_rows``."""
-        self._restored()
-        self.tables.replace_from_rows(topics, mappings, brokers, clusters, filters, live, now, shapes)
-
-    def apply_topic_rows(self, topics: Mapping[str, Optional[list[Row]]],
-                         mappings: Optional[Mapping[str, Optional[dict[str, MappingInfo]]]] = None) -> None:
-        """Set the QueueData (and mappings) of the topics given as rows; see ``RouteTables.apply_topic_rows``."""
-        self._restored()
-        self.tables.apply_topic_rows(topics, mappings)
-
-    def update_broker_rows(self, brokers: Iterable[Row], clusters: Optional[Mapping[str, Iterable[str]]],
-                           filters: Iterable[Row], gone: Optional[Iterable[str]] = None,
-                           memberships: Optional[Iterable[tuple[str, Collection[str]]]] = None) -> None:
-        """Bring the broker-level tables to these rows; see ``RouteTables.update_broker_rows``."""
-        self._restored()
-        self.tables.update_broker_rows(brokers, clusters, filters, gone, memberships)
-
-    def apply_topic_shapes(self, shapes: TopicShapes,
-                           mappings: Optional[Mapping[str, Optional[dict[str, MappingInfo]]]] = None) -> None:
-        """The same, with the topics given by shape (``rows.topic_shapes``)."""
-        self._restored()
-        self.tables.apply_topic_shapes(shapes, mappings)
+    replace_from_rows = _changing("tables", RouteTables.replace_from_rows)
+    apply_topic_rows = _changing("tables", RouteTables.apply_topic_rows)
+    update_broker_rows = _changing("tables", RouteTables.update_broker_rows)
+    apply_topic_shapes = _changing("tables", RouteTables.apply_topic_shapes)
 
     def check_invariants(self) -> None:
         """Raise AssertionError if the tables contradict each other (used by tests)."""

@@ -30,13 +30,11 @@ it: readworkers/main/handoff.py). Connections still waiting for their header cou
 ``serverMaxConnections``.
 """
 
-from twisted.internet import protocol
 from twisted.logger import Logger
-from twisted.protocols.policies import TimeoutMixin
 
 from namesrv.protocol.ratelimited import RateLimitedWarning
 from namesrv.security.addresses import AddressMatcher
-from namesrv.server.front import FrontFactory
+from namesrv.server.front import FrontFactory, FrontProtocol
 from namesrv.server.proxyheader import BadHeader, signature_version, split_header
 
 #: seconds a trusted proxy has to send its whole header (HAProxy sends it with its first write)
@@ -50,7 +48,7 @@ WARNING_PEERS = 1024
 KINDS = ("v1", "v2", "local", "direct", "untrusted", "missing", "bad", "timeout", "silent", "over_limit")
 
 
-class ProxyHeaderReceiver(protocol.Protocol, TimeoutMixin):
+class ProxyHeaderReceiver(FrontProtocol):
     """One new connection until its header is read (trusted) or its first bytes say it sends none
     (untrusted); then the wrapped factory's protocol, to which every later read goes."""
 
@@ -58,7 +56,6 @@ class ProxyHeaderReceiver(protocol.Protocol, TimeoutMixin):
         self.factory = factory
         self.address = address
         self.trusted = factory.trusts(address)
-        self.inner = None
         self.refused = False
         self._buffer = b""
 
@@ -71,8 +68,8 @@ class ProxyHeaderReceiver(protocol.Protocol, TimeoutMixin):
             self.setTimeout(timeout)
 
     def dataReceived(self, data):
-        if self.inner is not None:
-            return self.inner.dataReceived(data)
+        if self.handed_to is not None:
+            return self.handed_to.dataReceived(data)
         if self.refused:
             return None
         self._buffer += data
@@ -111,7 +108,7 @@ class ProxyHeaderReceiver(protocol.Protocol, TimeoutMixin):
             self.refused = True
             return self._abort()
         self.factory.counts[kind] += 1
-        self.inner = inner
+        self.handed_to = inner
         inner.makeConnection(self.transport)
         if rest and not getattr(self.transport, "disconnecting", False):
             inner.dataReceived(rest)
@@ -125,10 +122,6 @@ class ProxyHeaderReceiver(protocol.Protocol, TimeoutMixin):
         self.factory.refused(kind, self.address, why)
         self._abort()
 
-    def _abort(self):
-        abort = getattr(self.transport, "abortConnection", None) or self.transport.loseConnection
-        abort()
-
     def timeoutConnection(self):
         if self.trusted:
             self._refuse("timeout", "no complete PROXY header within %.0f s" % HEADER_TIMEOUT)
@@ -137,11 +130,6 @@ class ProxyHeaderReceiver(protocol.Protocol, TimeoutMixin):
             self.factory.pending.discard(self)
             self._abort()
 
-    def connectionLost(self, reason=protocol.connectionDone):
-        self.setTimeout(None)
-        self.factory.pending.discard(self)
-        if self.inner is not None:
-            self.inner.connectionLost(reason)
 
 
 class ProxyHeaderFactory(FrontFactory):

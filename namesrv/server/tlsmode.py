@@ -14,11 +14,9 @@ Java's default mode is ``permissive`` with a test-mode self-signed certificate; 
 ``disabled`` (no certificate to manage unless asked).
 """
 
-from twisted.internet import protocol
 from twisted.logger import Logger
-from twisted.protocols.policies import TimeoutMixin
 
-from namesrv.server.front import FrontFactory
+from namesrv.server.front import FrontFactory, FrontProtocol
 
 log = Logger()
 
@@ -37,13 +35,12 @@ def parse_mode(text):
     return mode
 
 
-class SniffingProtocol(protocol.Protocol, TimeoutMixin):
+class SniffingProtocol(FrontProtocol):
     """Holds a connection until its first byte says TLS or plain, then gets out of the way."""
 
     def __init__(self, factory, inner):
         self.factory = factory
         self.inner = inner
-        self.target = None
 
     def callLater(self, period, func):
         reactor = self.factory.reactor
@@ -67,13 +64,13 @@ class SniffingProtocol(protocol.Protocol, TimeoutMixin):
             return self._refuse("refused_plain", "a plain connection while tlsMode=enforcing")
         self.factory.counts["tls" if tls else "plain"] += 1
         if tls:
-            self.target = self.factory.tls_protocol(self.inner)
+            self.handed_to = self.factory.tls_protocol(self.inner)
         else:
-            self.target = self.inner
-        self.target.makeConnection(self.transport)
+            self.handed_to = self.inner
+        self.handed_to.makeConnection(self.transport)
         # From now on the transport calls the target directly (no per-read indirection).
-        self.dataReceived = self.target.dataReceived
-        self.target.dataReceived(data)
+        self.dataReceived = self.handed_to.dataReceived
+        self.handed_to.dataReceived(data)
 
     def _refuse(self, kind, what):
         self.factory.counts[kind] += 1
@@ -84,16 +81,9 @@ class SniffingProtocol(protocol.Protocol, TimeoutMixin):
                      port=getattr(peer, "port", ""), what=what, n=n)
         self.transport.loseConnection()
 
-    def connectionLost(self, reason=protocol.connectionDone):
-        self.setTimeout(None)
-        self.factory.pending.discard(self)
-        if self.target is not None:
-            self.target.connectionLost(reason)
-
     def timeoutConnection(self):
         self.factory.counts["silent"] += 1
-        abort = getattr(self.transport, "abortConnection", self.transport.loseConnection)
-        abort()
+        self._abort()
 
 
 class TlsSniffingFactory(FrontFactory):

@@ -5,8 +5,9 @@ of its read workers (namesrv/readworkers/worker/entry.py). Every client is pause
 start until the new process reads its socket, and a drain takes two looks at least (hand over, then
 see the handovers finished), so the first ``QUICK_LOOKS`` looks are ``QUICK`` apart. A look goes over
 every connection, so a drain that lasts longer (answers still in flight) is looked at every ``SLOW``,
-leaving the reactor to the work it waits for. What each end looks at, how long it waits and what
-it says are its own.
+leaving the reactor to the work it waits for (figures: bench/results/design-figures.md#takeover-drain).
+What each end looks at and what it says are its own; how long each may take (``WORKER_GRACE``,
+``MAIN_GRACE``) is set here, side by side, since the main process's drain waits for its workers'.
 """
 
 from typing import Callable
@@ -22,6 +23,12 @@ log = Logger()
 QUICK = 0.001
 QUICK_LOOKS = 20
 SLOW = 0.005
+
+#: how long a read worker's drain may take before what is left is closed
+WORKER_GRACE = 5.0
+#: how long the main process's drain may take before it goes on regardless: it is settled only once its
+#: workers have drained, so it outlasts their grace
+MAIN_GRACE = 10.0
 
 
 class DrainLoop:

@@ -2,9 +2,11 @@
 port (in a thread), and bounded waits (a loop on the reactor, never a sleep)."""
 
 from twisted.internet import defer, reactor, task, threads
+from twisted.internet.protocol import Protocol
 
 from namesrv.client import BlockingRemotingClient
 from namesrv.config import NamesrvConfig
+from namesrv.controller.replication.sniffing import MemberSniffingFactory
 from namesrv.protocol.command import make_request
 
 DEADLINE = 30.0
@@ -38,3 +40,30 @@ def ask(port, code, ext=None):
         finally:
             client.close()
     return threads.deferToThread(call)
+
+
+class NoClients:
+    """The controller port's remoting side for a member that takes no clients (only members talk)."""
+
+    class config:
+        serverChannelMaxIdleTimeSeconds = 120
+
+    connections = {}
+    refused = 0
+
+    def connection_limit(self):
+        return 0
+
+    def buildProtocol(self, addr):
+        return Protocol()
+
+    def doStart(self):
+        pass
+
+    def doStop(self):
+        pass
+
+
+def members_only(mesh):
+    """A controller port's factory that answers ``mesh``'s members only."""
+    return MemberSniffingFactory(NoClients(), mesh, reactor)

@@ -11,17 +11,15 @@ import os
 
 import pytest_twisted
 from twisted.internet import reactor, threads
-from twisted.internet.protocol import Protocol
 
 from namesrv.admin import cli
 from namesrv.controller.replication.identity import MemberIdentity
 from namesrv.controller.replication.raft import RaftLog
-from namesrv.controller.replication.sniffing import MemberSniffingFactory
 from namesrv.controller.service import ControllerService
 from namesrv.controller.state import ReplicaState
 from namesrv.observe.eventlog import NullEventLog
 from namesrv.protocol.codes import RequestCode, ResponseCode
-from tests.controller.livegroup import ask, controller_config, until
+from tests.controller.livegroup import ask, controller_config, members_only, until
 from tests.controller.wire import controller_ports, group_credentials
 
 
@@ -210,27 +208,5 @@ def test_a_member_with_the_secret_and_its_own_key_cannot_take_another_members_id
             yield d
 
 
-class _NoClients:
-    """The controller port's remoting side for a member that takes no clients."""
-
-    class config:
-        serverChannelMaxIdleTimeSeconds = 120
-
-    connections = {}
-    refused = 0
-
-    def connection_limit(self):
-        return 0
-
-    def buildProtocol(self, addr):
-        return Protocol()
-
-    def doStart(self):
-        pass
-
-    def doStop(self):
-        pass
-
-
 def _sniffing(raftlog):
-    return MemberSniffingFactory(_NoClients(), raftlog.mesh, reactor)
+    return members_only(raftlog.mesh)

@@ -18,21 +18,7 @@ from namesrv.controller.replication.codec import unpack
 from namesrv.controller.replication.disk import MemoryDisk
 from namesrv.controller.replication.journal import decode_records
 from namesrv.controller.replication.raft import RaftTiming
-from tests.controller.raftsim import SimGroup, apply_id
-
-
-@pytest.fixture
-def sim(tmp_path):
-    groups = []
-
-    def make(**kwargs):
-        store = tmp_path / ("g%d" % len(groups))
-        store.mkdir()
-        groups.append(SimGroup(store, **kwargs))
-        return groups[-1]
-    yield make
-    for group in groups:
-        group.close()
+from tests.controller.raftsim import apply_id
 
 
 def _settle(d, g, limit=10.0):

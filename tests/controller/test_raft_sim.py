@@ -11,23 +11,8 @@ import random
 
 import pytest
 
-from tests.controller.raftsim import SimGroup, apply_id
+from tests.controller.raftsim import apply_id
 from tools.faultlab.linearizable import GrowOnlySet, Op, check
-
-
-@pytest.fixture
-def sim(tmp_path):
-    """``sim(seed=..., ...)``: a SimGroup, closed at the end of the test (a fresh store per group)."""
-    groups = []
-
-    def make(**kwargs):
-        store = tmp_path / ("g%d" % len(groups))
-        store.mkdir()
-        groups.append(SimGroup(store, **kwargs))
-        return groups[-1]
-    yield make
-    for group in groups:
-        group.close()
 
 
 def _writer(g, rng, acked, attempts, name="b"):

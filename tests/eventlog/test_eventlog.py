@@ -68,19 +68,26 @@ def test_histogram_buckets_are_powers_of_two():
 
 # -- added: day rotation, lazy flush, robustness --------------------------------------------
 
+def put_in_a_run(log, key):
+    """One kv_changed event of ``key``, in a run of ``log`` of its own (started, then stopped: written)."""
+    log.start()
+    log.emit("kv_changed", op="put", namespace="n", key=key)
+    log.stop()
+
+
+def rotation(path, field):
+    """``field`` of each event in the file at ``path`` and in the one rotated before it (``.1``)."""
+    return [line[field] for line in read_lines(path)], [line[field] for line in read_lines(str(path) + ".1")]
+
+
 def test_a_new_day_rotates_the_file(tmp_path):
     clock = CallableClock(1700000000.0)
     path = tmp_path / "e.log"
     log = EventLog(str(path), "s:1", clock=clock)
-    log.start()
-    log.emit("kv_changed", op="put", namespace="n", key="day1")
-    log.stop()
+    put_in_a_run(log, "day1")
     clock.now += 86400
-    log.start()
-    log.emit("kv_changed", op="put", namespace="n", key="day2")
-    log.stop()
-    assert [l["key"] for l in read_lines(path)] == ["day2"]
-    assert [l["key"] for l in read_lines(str(path) + ".1")] == ["day1"]
+    put_in_a_run(log, "day2")
+    assert rotation(path, "key") == (["day2"], ["day1"])
 
 
 def test_a_file_left_from_an_earlier_day_is_rotated_first(tmp_path):
@@ -89,11 +96,8 @@ def test_a_file_left_from_an_earlier_day_is_rotated_first(tmp_path):
     path.write_text('{"ts":1,"event":"old","server":"s:1"}\n')
     os.utime(path, (1600000000, 1600000000))
     log = EventLog(str(path), "s:1", clock=CallableClock(1700000000.0))
-    log.start()
-    log.emit("kv_changed", op="put", namespace="n", key="k")
-    log.stop()
-    assert [l["event"] for l in read_lines(path)] == ["kv_changed"]
-    assert [l["event"] for l in read_lines(str(path) + ".1")] == ["old"]
+    put_in_a_run(log, "k")
+    assert rotation(path, "event") == (["kv_changed"], ["old"])
 
 
 def test_flush_aggregates_waits_for_the_second_to_end(tmp_path):

@@ -152,7 +152,7 @@ def test_no_ready_in_time_closes_and_resumes():
 def test_a_drain_that_never_settles_goes_on_after_the_grace():
     proto, transport, server, clock = session()
     proto.dataReceived(hello())
-    clock.pump([drainloop.SLOW] * int(handing.DRAIN_GRACE / drainloop.SLOW + 2))
+    clock.pump([drainloop.SLOW] * int(drainloop.MAIN_GRACE / drainloop.SLOW + 2))
     assert sent(transport)[0]["kind"] == "state"
 
 

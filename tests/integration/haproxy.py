@@ -18,6 +18,7 @@ import pytest
 
 from namesrv.client import BlockingRemotingClient
 from tests.integration.server import free_port
+from tools import processes
 
 PROXY_SOURCE = "127.0.0.3"
 SEND = {"v1": "send-proxy", "v2": "send-proxy-v2"}
@@ -86,20 +87,10 @@ class HAProxy:
         return SourcedClient(self.ports[name], connect_from, timeout)
 
     def log(self):
-        try:
-            with open(self.log_file, errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+        return processes.read_log(self.log_file)
 
     def stop(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        processes.stop(self.process, timeout=10)
 
 
 class SourcedClient(BlockingRemotingClient):

@@ -1,5 +1,6 @@
 """Run `twistd -n namesrv` as a subprocess on a free 127.0.0.1 port, for integration tests."""
 
+import json
 import os
 import signal
 import socket
@@ -8,11 +9,28 @@ import sys
 import time
 
 from namesrv.client import BlockingRemotingClient
-from namesrv.protocol.codes import RequestCode
+from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
+from tests.brokers import register_request, route_request
+from tools import processes
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TWISTD = os.path.join(os.path.dirname(sys.executable), "twistd")
+
+
+def wait_for(predicate, timeout, what):
+    """Until ``predicate()`` is true, looked at every 20 ms; past ``timeout`` s the test fails naming ``what``."""
+    return processes.wait_for(predicate, timeout, what, every=0.02, error=AssertionError)
+
+
+def register_and_read_route(broker, reader, broker_name, topics):
+    """``broker`` (a blocking client) registers ``broker_name`` at 127.0.0.1:10911 in DefaultCluster with
+    ``topics``, then ``reader`` reads the first one's route: its body, decoded (both answers must succeed)."""
+    answer = broker.call(register_request("DefaultCluster", broker_name, "127.0.0.1:10911", topics=topics))
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
+    route = reader.call(route_request(topics[0]))
+    assert route.code == ResponseCode.SUCCESS, route.remark
+    return json.loads(route.body)
 
 
 _GIVEN = set()
@@ -130,8 +148,4 @@ class NamesrvProcess:
             children, stacks[-6000:], self.log()[-4000:])
 
     def log(self):
-        try:
-            with open(self.log_file, errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+        return processes.read_log(self.log_file)

@@ -11,20 +11,11 @@ from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from namesrv.readworkers.channel.scratch import process_start
 from tests.brokers import register_request, route_request
-from tests.integration.server import NamesrvProcess
+from tests.integration.server import NamesrvProcess, wait_for
 from tests.integration.takeover import start_takeover
 
 
 WORKERS = {"routeReadWorkers": "2"}
-
-
-def wait_for(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def children(pid):

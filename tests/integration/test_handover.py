@@ -12,7 +12,7 @@ from namesrv.client import BlockingRemotingClient, RouteReadLoop
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from tests.brokers import register_request, route_request
-from tests.integration.server import NamesrvProcess
+from tests.integration.server import NamesrvProcess, wait_for
 from tests.integration.takeover import start_takeover
 
 
@@ -39,15 +39,6 @@ class RouteReader(RouteReadLoop):
         elif code != ResponseCode.SUCCESS:
             self.failed += 1
             self.errors.append(error)
-
-
-def wait_for(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 @pytest.mark.parametrize("workers", ["1", "0"])

@@ -14,7 +14,8 @@ from namesrv.protocol.codec import encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from tests.brokers import register_request, route_request
-from tests.integration.workers import WORKERS, answered_by_workers, reads_reach_the_workers, wait_for_log
+from tests.integration.workers import (
+    WORKERS, answered_by_workers, reads_reach_the_workers, until_the_route_is_gone, wait_for_log)
 
 
 def test_reads_see_every_acknowledged_write_at_once(make_namesrv):
@@ -55,11 +56,7 @@ def test_closing_a_brokers_connection_on_a_worker_forgets_the_broker(make_namesr
         assert producer.call(route_request("Leaving")).code == ResponseCode.SUCCESS
         broker.close()
         # the worker closes its forwarded connection; the main process's housekeeping runs
-        for _ in range(200):
-            route = producer.call(route_request("Leaving"))
-            if route.code == ResponseCode.TOPIC_NOT_EXIST:
-                break
-        assert route.code == ResponseCode.TOPIC_NOT_EXIST
+        until_the_route_is_gone(producer, "Leaving")
     assert "its connection" in server.log() and "closed" in server.log()
 
 

@@ -22,7 +22,8 @@ from namesrv.protocol.command import make_request
 from namesrv.security.signature import sign_request_ext
 from tests.brokers import register_request, route_request
 from tests.integration.server import free_port
-from tests.integration.workers import WORKERS, answered_by_workers, reads_reach_the_workers, wait_for_log
+from tests.integration.workers import (
+    WORKERS, answered_by_workers, reads_reach_the_workers, until_the_route_is_gone, wait_for_log)
 from tests.security.certs import write_pair
 
 
@@ -139,12 +140,7 @@ def test_a_tls_broker_registers_through_a_worker_and_its_close_expires_its_route
         register_broker(broker, "broker-c", "127.0.0.1:10913", ["Relayed", "Other"], counter=2)   # a heartbeat
         assert producer.call(route_request("Relayed")).code == ResponseCode.SUCCESS
         broker.close()
-        for _ in range(200):
-            route = producer.call(route_request("Relayed"))
-            if route.code == ResponseCode.TOPIC_NOT_EXIST:
-                break
-            time.sleep(0.01)
-        assert route.code == ResponseCode.TOPIC_NOT_EXIST
+        until_the_route_is_gone(producer, "Relayed")
     server.stop(signal.SIGTERM)
     log = server.log()
     assert "0 broker connections handed over" in log   # relayed, not handed over

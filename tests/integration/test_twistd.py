@@ -4,12 +4,12 @@ import json
 import os
 import signal
 import subprocess
-import textwrap
 
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from tests.brokers import register_request, route_request
-from tests.integration.server import NamesrvProcess, TWISTD
+from tests.dropins import processor_source, write_dropin
+from tests.integration.server import NamesrvProcess, TWISTD, register_and_read_route
 
 
 def assert_clean_stop(server):
@@ -28,12 +28,7 @@ def test_twistd_help_lists_namesrv(tmp_path):
 
 def test_broker_registers_and_route_is_served(namesrv):
     with namesrv.client() as broker, namesrv.client() as producer:
-        answer = broker.call(register_request("DefaultCluster", "broker-a", "127.0.0.1:10911",
-                                              topics=["TopicA", "TopicB"]))
-        assert answer.code == ResponseCode.SUCCESS
-        route = producer.call(route_request("TopicA"))
-        assert route.code == ResponseCode.SUCCESS
-        data = json.loads(route.body)
+        data = register_and_read_route(broker, producer, "broker-a", ["TopicA", "TopicB"])
         assert data["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:10911"}
         assert data["queueDatas"][0]["brokerName"] == "broker-a"
         missing = producer.call(route_request("NoSuchTopic"))
@@ -138,29 +133,11 @@ def test_routes_survive_restart_until_brokers_expire(tmp_path):
 
 
 def test_third_party_processor_dropin_reached_over_tcp(tmp_path):
-    plugins = tmp_path / "extra" / "twisted" / "plugins"
-    plugins.mkdir(parents=True)
-    (tmp_path / "extra" / "hello_processor.py").write_text(textwrap.dedent("""
-        from zope.interface import implementer
-        from namesrv.interfaces import IRequestProcessor
-
-        @implementer(IRequestProcessor)
-        class Hello:
-            name = "hello"
-            codes = frozenset([7777])
-            def __init__(self, context):
-                self.context = context
-            def reject_request(self, request):
-                return None
-            def process_request(self, request, connection):
-                topics = len(self.context.routes.topic_names()) if hasattr(self.context.routes, "topic_names") else 0
-                return request.make_response(0, remark="hello " + request.get("who", "nobody"))
+    extra = write_dropin(tmp_path / "extra", "hello_processor", "hello", "Hello", processor_source("Hello", "hello", 7777, """
+        topics = len(self.context.routes.topic_names()) if hasattr(self.context.routes, "topic_names") else 0
+        return request.make_response(0, remark="hello " + request.get("who", "nobody"))
     """))
-    (plugins / "hello_plugin.py").write_text(textwrap.dedent("""
-        from namesrv.plugin import ProcessorPlugin
-        hello = ProcessorPlugin("hello", "hello_processor", "Hello")
-    """))
-    server = NamesrvProcess(tmp_path, extra_pythonpath=[tmp_path / "extra"]).start()
+    server = NamesrvProcess(tmp_path, extra_pythonpath=[extra]).start()
     try:
         with server.client() as client:
             answer = client.call(make_request(7777, {"who": "operator"}))
@@ -170,26 +147,10 @@ def test_third_party_processor_dropin_reached_over_tcp(tmp_path):
 
 
 def test_conflicting_third_party_processor_refuses_to_start(tmp_path):
-    plugins = tmp_path / "extra" / "twisted" / "plugins"
-    plugins.mkdir(parents=True)
-    (tmp_path / "extra" / "thief.py").write_text(textwrap.dedent("""
-        from zope.interface import implementer
-        from namesrv.interfaces import IRequestProcessor
-
-        @implementer(IRequestProcessor)
-        class Thief:
-            name = "thief"
-            codes = frozenset([105])
-            def __init__(self, context):
-                pass
-            def reject_request(self, request):
-                return None
-            def process_request(self, request, connection):
-                return None
-    """))
-    (plugins / "thief_plugin.py").write_text(
-        "from namesrv.plugin import ProcessorPlugin\nthief = ProcessorPlugin('thief', 'thief', 'Thief')\n")
-    server = NamesrvProcess(tmp_path, extra_pythonpath=[tmp_path / "extra"])
+    # 105 is GET_ROUTEINFO_BY_TOPIC, the route processor's
+    source = processor_source("Thief", "thief", 105, "return None")
+    extra = write_dropin(tmp_path / "extra", "thief", "thief", "Thief", source)
+    server = NamesrvProcess(tmp_path, extra_pythonpath=[extra])
     out = subprocess.run(server.command(), env=server.env(), capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "'route'" in out.stdout + out.stderr and "'thief'" in out.stdout + out.stderr

@@ -37,3 +37,14 @@ def reads_reach_the_workers(server, clients, register):
         for client in clients:
             client.close()
     assert answered_by_workers(server) > 0
+
+
+def until_the_route_is_gone(client, topic):
+    """Asks ``topic``'s route until the name server no longer has it (a broker's close on a worker reaches
+    the main process, whose housekeeping forgets the broker); fails if it is still there after 200 asks."""
+    for _ in range(200):
+        route = client.call(route_request(topic))
+        if route.code == ResponseCode.TOPIC_NOT_EXIST:
+            return
+        time.sleep(0.01)
+    raise AssertionError("%s still routed: %d %s" % (topic, route.code, route.remark))

@@ -134,13 +134,21 @@ def test_a_burst_of_changes_is_coalesced_and_all_land(tmp_path, monkeypatch):
     assert len(json.loads(path.read_text())["configTable"]["ns"]) == 50
 
 
-@pytest_twisted.inlineCallbacks
-def test_write_failure_fails_the_change_and_keeps_memory(tmp_path):
+@defer.inlineCallbacks
+def after_a_failed_write(tmp_path):
+    """(a store whose directory is a file, after a put that could not be written; that file, which the
+    test removes to mend the disk)."""
     blocker = tmp_path / "file-not-dir"
     blocker.write_text("")
     kv = KVConfigManager(str(blocker / "kvConfig.json"))
     with pytest.raises(OSError):
         yield kv.put("ns", "k", "v")
+    return kv, blocker
+
+
+@pytest_twisted.inlineCallbacks
+def test_write_failure_fails_the_change_and_keeps_memory(tmp_path):
+    kv, blocker = yield after_a_failed_write(tmp_path)
     assert kv.get("ns", "k") == "v" and kv.pending
     blocker.unlink()  # the operator fixes the disk; the next flush retries
     yield kv.flush()
@@ -150,11 +158,7 @@ def test_write_failure_fails_the_change_and_keeps_memory(tmp_path):
 
 @pytest_twisted.inlineCallbacks
 def test_flush_sync_writes_what_a_failed_write_left(tmp_path):
-    blocker = tmp_path / "file-not-dir"
-    blocker.write_text("")
-    kv = KVConfigManager(str(blocker / "kvConfig.json"))
-    with pytest.raises(OSError):
-        yield kv.put("ns", "k", "v")
+    kv, blocker = yield after_a_failed_write(tmp_path)
     assert kv.flush_sync() is False  # still failing: reported, not raised
     blocker.unlink()
     assert kv.flush_sync() is True

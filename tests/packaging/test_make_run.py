@@ -18,6 +18,7 @@ from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
 from tests.integration.server import free_port
 from tests.packaging.checkout import copy_checkout
+from tools.processes import group_members
 
 
 MAKE = shutil.which("make")
@@ -72,19 +73,6 @@ def start(tree, home):
                 stop_group(process)
                 raise AssertionError("make run did not serve:\n" + output[-5000:])
             time.sleep(0.2)
-
-
-def group_members(pgid):
-    members = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/stat" % pid) as f:
-                fields = f.read().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if fields[2] == str(pgid):
-            members.append(int(pid))
-    return members
 
 
 def ended_within(process, seconds):

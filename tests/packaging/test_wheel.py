@@ -6,7 +6,6 @@ compare it with the sources, then install it into a fresh venv and run ``twistd 
 from a directory outside the checkout, with the options that load the most modules.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -16,10 +15,8 @@ import zipfile
 
 import pytest
 
-from namesrv.protocol.codes import ResponseCode
-from tests.brokers import register_request, route_request
 from tests.controller.wire import group_credentials
-from tests.integration.server import REPO, NamesrvProcess, free_port
+from tests.integration.server import REPO, NamesrvProcess, free_port, register_and_read_route
 from tests.packaging.checkout import copy_checkout
 
 
@@ -108,12 +105,8 @@ def test_installed_wheel_serves_routes_from_outside_the_checkout(installed, tmp_
     try:
         wait_for_line(server, "read worker 0 listening")
         with server.client() as broker, server.client() as reader:
-            answer = broker.call(register_request("DefaultCluster", "broker-w", "127.0.0.1:10911",
-                                                  topics=["Wheeled", "Wheeled2"]))
-            assert answer.code == ResponseCode.SUCCESS
-            route = reader.call(route_request("Wheeled"))
-            assert route.code == ResponseCode.SUCCESS
-            assert json.loads(route.body)["brokerDatas"][0]["brokerName"] == "broker-w"
+            data = register_and_read_route(broker, reader, "broker-w", ["Wheeled", "Wheeled2"])
+            assert data["brokerDatas"][0]["brokerName"] == "broker-w"
         with urllib.request.urlopen("http://127.0.0.1:%d/" % status_port, timeout=10) as page:
             assert b"broker-w" in page.read()        # the status page's package is in the wheel too
         from namesrv.client import BlockingRemotingClient

@@ -1,5 +1,5 @@
 """A read worker's drain (worker/entry.py) on a task.Clock: idle connections go at once, busy ones when their
-answers are out or, after ``DRAIN_GRACE``, regardless; then "drained" and the worker stops."""
+answers are out or, after ``drainloop.WORKER_GRACE``, regardless; then "drained" and the worker stops."""
 
 import argparse
 
@@ -8,7 +8,6 @@ from twisted.internet.testing import StringTransport
 
 from namesrv.readworkers.channel.feed import MessageReader
 from namesrv.readworkers.channel.generation import SharedGeneration
-from namesrv.readworkers.worker import entry
 from namesrv.readworkers.worker.entry import ReadWorker
 from namesrv.readworkers.worker.replica import Replica
 from namesrv.timing import drainloop
@@ -74,7 +73,7 @@ def test_a_busy_connection_is_waited_for_until_the_grace_then_closed(tmp_path):
     busy = Connection(worker.factory, 1, awaiting=1)
     worker.drain()
     worker.drain()                     # a second drain message changes nothing
-    clock.pump([drainloop.SLOW] * int(entry.DRAIN_GRACE / drainloop.SLOW - 1))
+    clock.pump([drainloop.SLOW] * int(drainloop.WORKER_GRACE / drainloop.SLOW - 1))
     assert not busy.closing and said(transport) == []
     clock.pump([drainloop.SLOW] * 2)
     assert busy.closing and said(transport) == []
@@ -96,4 +95,4 @@ def test_a_connection_whose_answers_come_back_goes_then(tmp_path):
     assert busy.closing
     busy.lost()
     clock.advance(drainloop.SLOW)
-    assert said(transport) == ["drained"] and clock.seconds() < entry.DRAIN_GRACE
+    assert said(transport) == ["drained"] and clock.seconds() < drainloop.WORKER_GRACE

@@ -7,12 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 
 from twisted.application import service
 from twisted.internet import defer, task
 
 from namesrv.observe.stopwatch import REACTOR, STOP_BOUND, StopWatch, stop_children
+from tests.dropins import processor_source, write_dropin
 from tests.integration.server import NamesrvProcess
 
 
@@ -130,28 +130,9 @@ def test_the_reactors_shutdown_arms_it_and_the_summary_names_the_slow_parts(tmp_
 def test_a_real_server_whose_stop_hangs_leaves_its_stacks_in_logDir(tmp_path):
     """A processor whose stop() blocks past the bound (as a stuck write would): the report appears in logDir
     naming the processor and the frame it is stuck in, and the log says where."""
-    extra = tmp_path / "extra"
-    (extra / "twisted" / "plugins").mkdir(parents=True)
-    (extra / "stuck_processor.py").write_text(textwrap.dedent("""
-        import threading
-        from zope.interface import implementer
-        from namesrv.interfaces import IRequestProcessor, IStoppableProcessor
-
-        @implementer(IRequestProcessor, IStoppableProcessor)
-        class Stuck:
-            name = "stuck"
-            codes = frozenset([7778])
-            def __init__(self, context):
-                pass
-            def reject_request(self, request):
-                return None
-            def process_request(self, request, connection):
-                return request.make_response(0)
-            def stop(self):
-                threading.Event().wait(%r)   # a flush that hangs
-    """ % (STOP_BOUND + 1.5)))
-    (extra / "twisted" / "plugins" / "stuck_plugin.py").write_text(
-        "from namesrv.plugin import ProcessorPlugin\nstuck = ProcessorPlugin('stuck', 'stuck_processor', 'Stuck')\n")
+    source = processor_source("Stuck", "stuck", 7778, "return request.make_response(0)", header="import threading",
+                              stop="threading.Event().wait(%r)   # a flush that hangs" % (STOP_BOUND + 1.5))
+    extra = write_dropin(tmp_path / "extra", "stuck_processor", "stuck", "Stuck", source)
     server = NamesrvProcess(tmp_path, {"routeReadWorkers": "1"}, extra_pythonpath=[extra]).start()
     code = server.stop(timeout=60)
     assert code in (0, -signal.SIGTERM), server.hang_report

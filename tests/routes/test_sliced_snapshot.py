@@ -174,11 +174,3 @@ def test_msgpack_refuses_what_it_cannot_carry():
     with pytest.raises(SnapshotError):
         write_all(routes)
     assert routes.changes.trackers == []
-
-
-def test_a_lone_surrogate_survives():
-    routes = new_routes()
-    register(routes, "Odd\udc80Topic", "Plain")
-    copy = new_routes()
-    restore_snapshot(copy, write_all(routes))
-    assert copy.topic_names() == routes.topic_names()

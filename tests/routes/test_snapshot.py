@@ -4,6 +4,7 @@ import msgpack
 import pytest
 from twisted.internet.task import Clock
 
+from namesrv.routes.slicedsnapshot import write_all
 from namesrv.routes.snapshot import SnapshotError, encode_snapshot, restore_snapshot
 from tests.routes.helpers import (
     BROKER, CLUSTER, MASTER_ADDR, SLAVE_ADDR, FakeConnection, RecordingEventLog, new_routes, populated, register,
@@ -129,11 +130,12 @@ def test_corrupt_snapshot_is_refused_without_partial_load(data):
     assert len(routes.on_connection_closed(conn)) == 1
 
 
-def test_a_lone_surrogate_in_a_topic_name_survives_the_round_trip():
+@pytest.mark.parametrize("encode", [encode_snapshot, write_all], ids=["whole", "sliced"])
+def test_a_lone_surrogate_in_a_topic_name_survives_the_round_trip(encode):
     routes = new_routes()
     register(routes, "Odd\udc80Topic", "Plain")
     restored = new_routes()
-    restore_snapshot(restored, encode_snapshot(routes))
+    restore_snapshot(restored, encode(routes))
     assert restored.topic_names() == routes.topic_names()
 
 

@@ -12,9 +12,21 @@ from namesrv.client import BlockingRemotingClient, signed_request
 ALLOWED_SOURCE = "127.0.0.1"
 OTHER_SOURCE = "127.0.0.2"
 
-#: an ACL file with an ACL 1.0 admin, the users of broker groups broker-a and broker-b (broker-control on their
-#: group, route reads, and the cluster list a 5.x broker reads every 5 s: GET_BROKER_CLUSTER_INFO, an admin read
-#: naming no resource) and a reading user, from anywhere
+
+def broker_user_acl(user, group):
+    """The ``acls`` item of an ACL file for the user a 5.x broker of ``group`` signs as, from anywhere:
+    broker-control on its group, route reads, and the cluster list it reads every 5 s
+    (GET_BROKER_CLUSTER_INFO, an admin read naming no resource)."""
+    return ("  - subject: User:%s\n"
+            "    policies:\n"
+            "      - entries:\n"
+            "          - {resource: \"Broker:%s\", actions: [BrokerControl]}\n"
+            "          - {resource: \"Topic:*\", actions: [RouteRead]}\n"
+            "          - {resource: \"Cluster:*\", actions: [AdminRead]}\n") % (user, group)
+
+
+#: an ACL file with an ACL 1.0 admin, the users of broker groups broker-a and broker-b
+#: (``broker_user_acl``) and a reading user, from anywhere
 GROUPS_ACL = """
 accounts:
   - {accessKey: opsAdmin10, secretKey: ops-admin-secret-10, admin: "true"}
@@ -23,18 +35,7 @@ users:
   - {username: brokerB, password: brokerB-secret-123}
   - {username: reader22, password: reader22-secret-123}
 acls:
-  - subject: User:brokerA
-    policies:
-      - entries:
-          - {resource: "Broker:broker-a", actions: [BrokerControl]}
-          - {resource: "Topic:*", actions: [RouteRead]}
-          - {resource: "Cluster:*", actions: [AdminRead]}
-  - subject: User:brokerB
-    policies:
-      - entries:
-          - {resource: "Broker:broker-b", actions: [BrokerControl]}
-          - {resource: "Topic:*", actions: [RouteRead]}
-          - {resource: "Cluster:*", actions: [AdminRead]}
+""" + broker_user_acl("brokerA", "broker-a") + broker_user_acl("brokerB", "broker-b") + """\
   - subject: User:reader22
     policies:
       - entries:

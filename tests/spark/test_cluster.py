@@ -101,19 +101,22 @@ def test_the_package_holds_every_module_and_is_reproducible(tmp_path):
         assert a.read() == b.read()
 
 
+def assert_ran_as_locally(spark, run, local_report):
+    """``run`` (output dir, exit code, stderr: one of ``cluster_runs``) ended well with the tables of
+    ``local_report`` (the same inputs' local run) and its page."""
+    out, code, stderr = run
+    assert code == 0, stderr
+    assert_same_tables(spark, out, local_report[0], report.TABLES)
+    assert os.path.exists(os.path.join(out, "report.html"))
+
+
 @pytest.mark.cluster
 def test_master_url_gives_the_local_tables(spark, cluster_runs, generated_report, standalone):
-    out, code, stderr = cluster_runs["master"]
-    assert code == 0, stderr
-    assert_same_tables(spark, out, generated_report[0], report.TABLES)
-    assert os.path.exists(os.path.join(out, "report.html"))
+    assert_ran_as_locally(spark, cluster_runs["master"], generated_report)
     assert any(app["name"] == "namesrv-report" for app in standalone.completed_apps())
 
 
 @pytest.mark.cluster
 def test_spark_submit_with_the_package_gives_the_local_tables(spark, cluster_runs, formats_report, standalone):
-    out, code, stderr = cluster_runs["submit"]
-    assert code == 0, stderr
-    assert_same_tables(spark, out, formats_report[0], report.TABLES)
-    assert os.path.exists(os.path.join(out, "report.html"))
+    assert_ran_as_locally(spark, cluster_runs["submit"], formats_report)
     assert [app["name"] for app in standalone.completed_apps()] == ["namesrv-report"] * 2   # both ran there

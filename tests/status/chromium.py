@@ -18,6 +18,7 @@ import urllib.request
 import pytest
 
 from tests.integration.server import free_port
+from tools import processes
 
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -160,12 +161,7 @@ class Browser:
         try:
             self.ws.close()
         finally:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            processes.stop(self.process, timeout=10)
             shutil.rmtree(self.profile, ignore_errors=True)
 
 

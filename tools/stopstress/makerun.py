@@ -22,25 +22,13 @@ from namesrv.protocol.codes import RequestCode
 from namesrv.protocol.command import make_request
 from tests.integration.server import REPO, free_port
 from tests.packaging.checkout import IGNORED
+from tools.processes import group_members
 
 MAKE = shutil.which("make")
 #: a group still there this long after Ctrl-C is ended (after its stacks: SIGABRT under PYTHONFAULTHANDLER)
 HARD_LIMIT = 60.0
 #: the first start installs the venv
 FIRST_START = 900.0
-
-
-def group_members(pgid):
-    members = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/stat" % pid) as f:
-                fields = f.read().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if fields[2] == str(pgid) and fields[0] != "Z":
-            members.append(int(pid))
-    return members
 
 
 def _as_a_terminal_starts_it():

@@ -12,6 +12,7 @@ from namesrv.controller.replication.identity import create_group_keys
 from namesrv.observe.stopwatch import child_pids
 from namesrv.readworkers.channel.scratch import process_start
 from tests.integration.server import TWISTD, NamesrvProcess, free_port
+from tools import processes
 
 #: a stop still running this long after its signal is ended with SIGKILL (after its own report)
 HARD_LIMIT = 30.0
@@ -136,14 +137,7 @@ class Server(NamesrvProcess):
         return rotated + [self.log_file, self.output.name]
 
     def log(self):
-        text = []
-        for path in self.log_files():
-            try:
-                with open(path, errors="replace") as f:
-                    text.append(f.read())
-            except OSError:
-                pass
-        return "".join(text)
+        return "".join(map(processes.read_log, self.log_files()))
 
     def remove_logs(self):
         self.output.close()

@@ -29,7 +29,7 @@ from twisted.logger import FilteringLogObserver, LogLevel, LogLevelFilterPredica
 from zope.interface import implementer
 
 from namesrv.timing.scheduler import CONTROL
-from namesrv.timing.drainloop import DrainLoop
+from namesrv.timing.drainloop import WORKER_GRACE, DrainLoop
 from namesrv.observe.stopwatch import SignalsOnTheReactor
 from namesrv.readworkers.channel.feed import FeedError, counts_message, down_reader, pack, resync_message
 from namesrv.readworkers.channel.generation import SharedGeneration
@@ -46,8 +46,6 @@ from namesrv.server.sharedport import close_listening
 
 log = Logger()
 COUNTS_INTERVAL = 1.0
-#: how long the drain may take before what is left is closed (it is looked at as timing/drainloop.py says)
-DRAIN_GRACE = 5.0
 #: after stdin ends, how long the last counts may take to leave before the worker exits anyway
 LAST_WORDS = 0.5
 #: a worker whose main process died waits this long at most for it to be gone (it may be
@@ -80,7 +78,7 @@ class ReadWorker(protocol.Protocol):
         self._reactor_stopping = False
         self._counts = task.LoopingCall(self.send_counts)
         self._counts.clock = reactor
-        self._drain = DrainLoop(self._sweep, self._drained, reactor, DRAIN_GRACE)
+        self._drain = DrainLoop(self._sweep, self._drained, reactor, WORKER_GRACE)
         self._senders = []
 
     def dataReceived(self, data):
