@@ -11,7 +11,7 @@ the leader's inactive-master scan (``scanInactiveMasterInterval``).
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from twisted.application import service
 from twisted.application.internet import TCPServer
@@ -21,6 +21,7 @@ from twisted.logger import Logger
 
 from namesrv.timing.clock import MonotonicClock
 from namesrv.config import CONTROLLER_CONFIG_KEYS
+from namesrv.config.live import NamesrvConfig
 from namesrv.controller.core import Controller
 from namesrv.controller.heartbeats import BrokerHeartbeats
 from namesrv.controller.notifier import RoleChangeNotifier
@@ -32,11 +33,15 @@ from namesrv.controller.routing import CommittedMasterRouting
 from namesrv.controller.state import ReplicaState
 from namesrv.dispatch.chain import controller_chain
 from namesrv.dispatch.registry import load_processor_factories
+from namesrv.interfaces import IEventLog
 from namesrv.plugin import CONTROLLER_PORT
 from namesrv.security.wiring import AclFile, GuardListeners
 from namesrv.timing.periodic import PeriodicCall
 from namesrv.server.factory import RemotingServerFactory
 from namesrv.server.proxyprotocol import proxy_protocol_factory
+
+if TYPE_CHECKING:   # types only
+    from namesrv.context import IServerReactor
 
 log = Logger()
 
@@ -49,12 +54,12 @@ class ControllerConfigError(ValueError):
 class ControllerContext:
     """What the controller's processors share (the name server's NamesrvContext has the route tables)."""
 
-    config: Any
-    controller: Any
-    reactor: Any
-    events: Any
+    config: NamesrvConfig
+    controller: Controller
+    reactor: "IServerReactor"
+    events: IEventLog
 
-    def config_names(self):
+    def config_names(self) -> list[str]:
         return sorted(CONTROLLER_CONFIG_KEYS)
 
 
