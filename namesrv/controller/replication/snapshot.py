@@ -11,7 +11,7 @@ other version is refused in one line naming both. Where and when snapshots are w
 read: ``snapshotstore.py``.
 """
 
-from typing import Any
+from typing import Any, Optional
 
 import struct
 import zlib
@@ -25,6 +25,8 @@ READS = (1, 2)
 _HEAD = struct.Struct(">II")
 #: a log entry as pysyncobj keeps it: (command, index, term)
 Entry = tuple[bytes, int, int]
+#: a snapshot read: (state dict, last entry, previous entry, the group's configuration or None for version 1)
+Decoded = tuple[dict[str, Any], Entry, Entry, Optional[Configuration]]
 
 
 class SnapshotError(ValueError):
@@ -37,7 +39,7 @@ def encode(state_dict: dict[str, Any], last: Entry, prev: Entry, configuration: 
     return _HEAD.pack(len(payload), zlib.crc32(payload)) + payload
 
 
-def decode(data: bytes) -> tuple[dict[str, Any], Entry, Entry, Configuration | None]:
+def decode(data: bytes) -> Decoded:
     """(state dict, last entry, previous entry, Configuration or None) from a snapshot's bytes, or SnapshotError."""
     if len(data) < _HEAD.size:
         raise SnapshotError("a snapshot of %d bytes" % len(data))
