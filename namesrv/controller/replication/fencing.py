@@ -73,8 +73,10 @@ def fence(raftlog: "RaftLog", peer: str, theirs: "GroupState") -> str:
     reason = ("fenced by %s: the controller group was forced anew (%s) while this member was away; this member's "
               "store is stale. Move %s aside and add this member again (namesrv-admin addController)"
               % (peer, theirs.describe(), raftlog.store_dir))
-    raftlog._disk.write_file(FENCED_FILE, reason.encode("utf-8"))
-    raftlog._disk.sync()
+    disk = raftlog._disk
+    assert disk is not None             # a link is up: the log was started, with its disk
+    disk.write_file(FENCED_FILE, reason.encode("utf-8"))
+    disk.sync()
     return reason
 
 
