@@ -37,6 +37,7 @@ if TYPE_CHECKING:   # types only
     from twisted.internet.interfaces import IDelayedCall, IReactorTime
 
     from namesrv.config.live import NamesrvConfig
+    from namesrv.timing.clock import Clock
 
 __all__ = ["BrokerHeartbeats", "BrokerLiveInfo", "EXPIRY_GRANULARITY", "LOWEST_PRIORITY", "NO_EPOCH", "NO_OFFSET"]
 
@@ -47,7 +48,7 @@ EXPIRY_GRANULARITY = 0.1
 class BrokerHeartbeats:
     log = Logger()
 
-    def __init__(self, clock: "IReactorTime", reactor: "Optional[IReactorTime]" = None,
+    def __init__(self, clock: "Clock", reactor: "Optional[IReactorTime]" = None,
                  config: "Optional[NamesrvConfig]" = None) -> None:
         self.clock = clock
         self.reactor = reactor  # for the expiry timer; without one, only ``scan`` expires brokers

@@ -22,9 +22,8 @@ from namesrv.controller.liveinfo import BrokerLiveInfo
 from namesrv.timing.deadlines import DeadlineQueue
 
 if TYPE_CHECKING:   # types only
-    from twisted.internet.interfaces import IReactorTime
-
     from namesrv.config.live import NamesrvConfig
+    from namesrv.timing.clock import Clock
 
 #: (cluster, broker name, broker id): a broker's key in the heartbeat tables
 BrokerKey = tuple[str, str, int]
@@ -34,7 +33,7 @@ FRESHER_BY = 1.0
 
 
 class RelayedBeats:
-    def __init__(self, clock: "IReactorTime", config: "Optional[NamesrvConfig]" = None) -> None:
+    def __init__(self, clock: "Clock", config: "Optional[NamesrvConfig]" = None) -> None:
         self.clock = clock
         self.config = config
         self.table: dict[BrokerKey, dict[str, BrokerLiveInfo]] = {}
