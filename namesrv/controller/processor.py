@@ -13,7 +13,7 @@ heartbeats and the configuration are answered by every controller, leader or not
 """
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from twisted.internet import defer
 from zope.interface import implementer

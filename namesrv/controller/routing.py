@@ -42,8 +42,8 @@ class CommittedMasterRoutes(Protocol):
 class CommittedMasterRouting:
     """Listens to ``state`` (a ReplicaState) and routes each elected master through ``routes``."""
 
-    def __init__(self, state: ReplicaState, replicated: IReplicatedLog, routes: CommittedMasterRoutes, events: IEventLog,
-                 reactor: IReactorTime) -> None:
+    def __init__(self, state: ReplicaState, replicated: IReplicatedLog, routes: CommittedMasterRoutes,
+                 events: IEventLog, reactor: IReactorTime) -> None:
         self.state = state
         self.replicated = replicated
         self.routes = routes

@@ -49,7 +49,6 @@ if TYPE_CHECKING:   # types only
     from namesrv.context import IServerReactor
     from namesrv.controller.replication.local import LocalLog
     from namesrv.controller.replication.raft import RaftLog, RaftTiming
-    from namesrv.security.acl import AclStore
 
     class IControllerReactor(IServerReactor, IReactorTCP):
         """The reactor the controller runs on: the name server's (time, threads), and TCP (its port, the role
@@ -250,8 +249,8 @@ class ControllerService(service.MultiService):
         clock = clock or MonotonicClock()
         self.state = ReplicaState()
         self.heartbeats = BrokerHeartbeats(clock, reactor, config)
-        self.replicated: IReplicatedLog = replicated if replicated is not None else make_replicated_log(config, self.state, reactor,
-                                                                                        force_new_group)
+        self.replicated: IReplicatedLog = replicated if replicated is not None else make_replicated_log(
+            config, self.state, reactor, force_new_group)
         self.notifier = notifier if notifier is not None else RoleChangeNotifier(reactor)
         self.controller = Controller(config, self.state, self.replicated, self.heartbeats, reactor, self.notifier,
                                      events)

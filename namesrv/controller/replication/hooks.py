@@ -144,9 +144,9 @@ def load_snapshot(syncobj: "SafeSyncObj") -> None:
 
 def set_members(syncobj: "SafeSyncObj", voters: Iterable[str], learners: Iterable[str],
                 node_of: Callable[[str], Any], connected: Callable[[str], bool], now: float) -> None:
-    """pysyncobj's nodes (Any: its TCPNode objects, untyped) become ``voters`` and ``learners`` (ids, this member's own left out); a member
-    added starts from the leader's next entry, one kept keeps its indexes (a learner promoted does not
-    start over)."""
+    """pysyncobj's nodes (Any: its TCPNode objects, untyped) become ``voters`` and ``learners`` (ids, this
+    member's own left out); a member added starts from the leader's next entry, one kept keeps its indexes (a
+    learner promoted does not start over)."""
     others = {node_of(member) for member in voters}
     readonly = {node_of(member) for member in learners}
     before = syncobj._SyncObj__otherNodes | syncobj._SyncObj__readonlyNodes

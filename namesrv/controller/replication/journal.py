@@ -101,7 +101,8 @@ class DurableJournal:
         self.on_configuration: Callable[[Configuration], object] | None = None
         self.size = 0           # bytes of the journal file (what was handed to the disk)
         self._entries: list[Entry] = []
-        self._cut: list[Entry] = []          # entries cut from the log and not written as cut yet (see deleteEntriesFrom)
+        #: entries cut from the log and not written as cut yet (see deleteEntriesFrom)
+        self._cut: list[Entry] = []
         self._term = 0
         self._voted_for: str | None = None
         self.written = 0        # records handed to the disk

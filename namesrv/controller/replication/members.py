@@ -37,7 +37,7 @@ import hmac
 import os
 import struct
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
+from typing import Any, Optional, Protocol, Union
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey

@@ -26,7 +26,8 @@ def pack(value: Any) -> bytes:
 
 
 def unpack(data: bytes | bytearray | memoryview) -> Any:
-    """msgpack to plain Python data: dict, list, str, bytes, int, float, bool, None. Nothing else (Any: what the caller checks)."""
+    """msgpack to plain Python data: dict, list, str, bytes, int, float, bool, None. Nothing else (Any: what the
+    caller checks)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise CodecError("expected bytes, got %s" % type(data).__name__)
     try:
