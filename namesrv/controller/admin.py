@@ -17,9 +17,12 @@ mqadmin takes one: the first that answers 1005 is used.
 """
 
 import time
+from argparse import Namespace
+from collections.abc import Iterable
+from typing import Any, Optional
 
 from namesrv.admin.commands import command, config_lines, json_body
-from namesrv.admin.connection import AdminError, split_addresses
+from namesrv.admin.connection import AdminClient, AdminError, split_addresses
 from namesrv.admin.output import Output
 from namesrv.codec import fastjson
 from namesrv.config.properties import decode_properties_bytes, format_properties, parse_properties
@@ -34,7 +37,7 @@ ADDRESSES = (("-a", "--controllerAddress"), dict(
     required=True, help="Controller address list, eg: 192.168.0.1:9878;192.168.0.2:9878"))
 
 
-def java(value):
+def java(value: object) -> str:
     """A value as Java's ``%s`` prints it: ``null`` for none, ``true``/``false``."""
     if value is None:
         return "null"
@@ -43,26 +46,27 @@ def java(value):
     return str(value)
 
 
-def controllers(args):
+def controllers(args: Namespace) -> list[str]:
     addresses = split_addresses(args.controllerAddress)
     if not addresses:
         raise AdminError("no controller address: give -a host:port")
     return addresses
 
 
-def metadata(client, addresses):
+def metadata(client: AdminClient, addresses: Iterable[str]) -> tuple[str, dict[str, str]]:
     """(address asked, its 1005 answer's header): the first controller of ``addresses`` that answers."""
-    failure = None
+    failure: Optional[AdminError] = None
     for address in addresses:
         try:
             answer = client.call_ok(address, RequestCode.CONTROLLER_GET_METADATA_INFO, kind=CONTROLLER)
             return address, dict(answer.ext or {})
         except AdminError as e:
             failure = e
+    assert failure is not None          # ``addresses`` is never empty (controllers() refuses that)
     raise failure
 
 
-def leader_address(client, args):
+def leader_address(client: AdminClient, args: Namespace) -> str:
     """The controller leader's address, as 1005 of ``-a`` names it (MQClientAPIImpl asks the same)."""
     address, header = metadata(client, controllers(args))
     leader = header.get("controllerLeaderAddress")
@@ -73,7 +77,7 @@ def leader_address(client, args):
 
 
 @command("getControllerMetaData", "Get controller cluster's metadata.", _ADDRESS)
-def get_controller_metadata(client, args):
+def get_controller_metadata(client: AdminClient, args: Namespace) -> Output:
     _, header = metadata(client, controllers(args))
     lines = ["", "#ControllerGroup\t%s" % java(header.get("group")),
              "#ControllerLeaderId\t%s" % java(header.get("controllerLeaderId")),
@@ -86,12 +90,13 @@ def get_controller_metadata(client, args):
     return Output(data, lines)
 
 
-def cluster_info(client):
+def cluster_info(client: AdminClient) -> Any:
+    """The name servers' ClusterInfo (Any: decoded JSON, read by key)."""
     _, answer = client.call_any(RequestCode.GET_BROKER_CLUSTER_INFO)
     return json_body(answer, "ClusterInfo")
 
 
-def broker_names_of_cluster(client, cluster):
+def broker_names_of_cluster(client: AdminClient, cluster: str) -> list[str]:
     """CommandUtil.fetchBrokerNameByClusterName: the cluster's broker names from the name servers."""
     names = (cluster_info(client).get("clusterAddrTable") or {}).get(cluster)
     if not names:
@@ -99,7 +104,7 @@ def broker_names_of_cluster(client, cluster):
     return sorted(names)
 
 
-def _replica(replica):
+def _replica(replica: dict[str, Any]) -> str:
     return ("ReplicaIdentity{brokerName='%s', brokerId=%s, brokerAddress='%s', alive=%s}"
             % (java(replica.get("brokerName")), java(replica.get("brokerId")), java(replica.get("brokerAddress")),
                java(replica.get("alive"))))
@@ -108,7 +113,7 @@ def _replica(replica):
 @command("getSyncStateSet", "Fetch syncStateSet for target brokers.", _ADDRESS,
          (("-c", "--clusterName"), dict(help="which cluster")),
          (("-b", "--brokerName"), dict(help="which broker to fetch")))
-def get_sync_state_set(client, args):
+def get_sync_state_set(client: AdminClient, args: Namespace) -> Output:
     if args.brokerName:
         names = [args.brokerName.strip()]
     elif args.clusterName:
@@ -119,7 +124,7 @@ def get_sync_state_set(client, args):
     answer = client.call_ok(leader, RequestCode.CONTROLLER_GET_SYNC_STATE_DATA,
                             body=fastjson.dumps_plain(names).encode("utf-8"), kind=CONTROLLER)
     table = json_body(answer, "BrokerReplicasInfo").get("replicasInfoTable") or {}
-    lines = []
+    lines: list[str] = []
     for name in sorted(table):
         info = table[name]
         in_sync, not_in_sync = info.get("inSyncReplicas") or [], info.get("notInSyncReplicas") or []
@@ -137,7 +142,7 @@ def get_sync_state_set(client, args):
          (("-b", "--brokerId"), dict(required=True, type=int, help="The id of the broker which requires to become master")),
          (("-bn", "--brokerName"), dict(required=True, help="The broker name of the replicas that require to be manipulated")),
          (("-c", "--clusterName"), dict(required=True, help="the clusterName of broker")))
-def elect_master(client, args):
+def elect_master(client: AdminClient, args: Namespace) -> Output:
     cluster, name = args.clusterName.strip(), args.brokerName.strip()
     leader = leader_address(client, args)
     answer = client.call_ok(leader, RequestCode.CONTROLLER_ELECT_MASTER, {
@@ -159,12 +164,12 @@ def elect_master(client, args):
     return Output(data, lines)
 
 
-def _now_millis():
+def _now_millis() -> int:
     """The request headers' ``invokeTime`` (Java fills it with System.currentTimeMillis())."""
     return int(time.time() * 1000)
 
 
-def _int(text):
+def _int(text: Optional[str]) -> Optional[int]:
     return None if text in (None, "") else int(text)
 
 
@@ -177,7 +182,7 @@ def _int(text):
          (("-c", "--clusterName"), dict(help="The clusterName of broker")),
          (("-l", "--cleanLivingBroker"), dict(action="store_true",
                                               help="Whether clean up living brokers,default value is false")))
-def clean_broker_metadata(client, args):
+def clean_broker_metadata(client: AdminClient, args: Namespace) -> Output:
     name = args.brokerName.strip()
     cluster = args.clusterName.strip() if args.clusterName else None
     if not args.cleanLivingBroker and not cluster:
@@ -196,8 +201,9 @@ def clean_broker_metadata(client, args):
 
 
 @command("getControllerConfig", "Get controller config.", ADDRESSES)
-def get_controller_config(client, args):
-    configs, lines = {}, []
+def get_controller_config(client: AdminClient, args: Namespace) -> Output:
+    configs: dict[str, dict[str, str]] = {}
+    lines: list[str] = []
     for address in controllers(args):
         answer = client.call_ok(address, RequestCode.GET_CONTROLLER_CONFIG, kind=CONTROLLER)
         configs[address] = parse_properties(decode_properties_bytes(answer.body or b""))
@@ -208,11 +214,11 @@ def get_controller_config(client, args):
 @command("updateControllerConfig", "Update controller config.", ADDRESSES,
          (("-k", "--key"), dict(required=True, help="config key")),
          (("-v", "--value"), dict(required=True, help="config value")))
-def update_controller_config(client, args):
+def update_controller_config(client: AdminClient, args: Namespace) -> Output:
     key, value = args.key.strip(), args.value.strip()
     addresses = controllers(args)
     body = format_properties([(key, value)]).encode("utf-8")
-    errors = []
+    errors: list[str] = []
     for address in addresses:
         try:
             client.call_ok(address, RequestCode.UPDATE_CONTROLLER_CONFIG, body=body, kind=CONTROLLER)
@@ -224,24 +230,26 @@ def update_controller_config(client, args):
                   ["update controller config success!%s" % "[%s]" % ", ".join(addresses), "%s : %s" % (key, value)])
 
 
-def broker_addresses(client, broker_name=None, cluster=None):
+def broker_addresses(client: AdminClient, broker_name: Optional[str] = None,
+                     cluster: Optional[str] = None) -> list[str]:
     """CommandUtil.fetchMasterAndSlaveAddrBy{BrokerName,ClusterName}: every address the name servers list."""
     info = cluster_info(client)
     brokers = info.get("brokerAddrTable") or {}
+    names: Optional[list[str]]
     if broker_name is not None:
         names = [broker_name]
     else:
         names = (info.get("clusterAddrTable") or {}).get(cluster)
         if names is None:
             raise AdminError(NO_SUCH_CLUSTER)
-    addresses = []
+    addresses: list[str] = []
     for name in sorted(names):
         addrs = (brokers.get(name) or {}).get("brokerAddrs") or {}
         addresses.extend(addrs[k] for k in sorted(addrs, key=int) if addrs[k] not in addresses)
     return addresses
 
 
-def epoch_lines(address, cache):
+def epoch_lines(address: str, cache: dict[str, Any]) -> list[str]:
     """GetBrokerEpochSubCommand.printData for one broker: the last epoch ends at the broker's max offset."""
     lines = ["", "#clusterName\t%s" % java(cache.get("clusterName")), "#brokerName\t%s" % java(cache.get("brokerName")),
              "#brokerAddr\t%s" % address, "#brokerId\t%d" % int(cache.get("brokerId") or 0)]
@@ -256,14 +264,15 @@ def epoch_lines(address, cache):
 @command("getBrokerEpoch", "Fetch broker epoch entries.",
          (("-c", "--clusterName"), dict(help="which cluster")),
          (("-b", "--brokerName"), dict(help="which broker to fetch")))
-def get_broker_epoch(client, args):
+def get_broker_epoch(client: AdminClient, args: Namespace) -> Output:
     if args.brokerName:
         addresses = broker_addresses(client, broker_name=args.brokerName.strip())
     elif args.clusterName:
         addresses = broker_addresses(client, cluster=args.clusterName.strip())
     else:
         raise AdminError("give -b brokerName or -c clusterName (with -n)")
-    caches, lines = {}, []
+    caches: dict[str, Any] = {}
+    lines: list[str] = []
     for address in addresses:
         answer = client.call_ok(address, RequestCode.GET_BROKER_EPOCH_CACHE, kind="broker")
         caches[address] = json_body(answer, "EpochEntryCache")

@@ -9,8 +9,11 @@ the first controller of ``-a`` that answers. The requests: ``membership.py``.
 and prints the line to add to every member's ``controllerMembersFile``.
 """
 
+from argparse import Namespace
+from typing import Any
+
 from namesrv.admin.commands import command, json_body
-from namesrv.admin.connection import AdminError
+from namesrv.admin.connection import AdminClient, AdminError
 from namesrv.admin.output import Output, table
 from namesrv.controller.admin import ADDRESSES, CONTROLLER, controllers, leader_address, metadata
 from namesrv.controller.replication.identity import create_private_key
@@ -21,7 +24,7 @@ _ID = (("-i", "--controllerId"), dict(required=True, help="the member's id, as i
 
 @command("createControllerKey", "Write a controller member's private key; print the line for controllerMembersFile.",
          _ID, (("-o", "--out"), dict(required=True, help="the private key file to write (mode 600; not overwritten)")))
-def create_controller_key(client, args):
+def create_controller_key(client: AdminClient, args: Namespace) -> Output:
     member = args.controllerId.strip()
     try:
         public = create_private_key(args.out)
@@ -33,8 +36,9 @@ def create_controller_key(client, args):
     return Output({"controllerId": member, "keyFile": args.out, "publicKey": public, "membersLine": line}, [line])
 
 
-def _members_answer(client, args):
-    """The listing from the leader when one is known, else from the first controller of ``-a`` that answers."""
+def _members_answer(client: AdminClient, args: Namespace) -> Any:
+    """The listing from the leader when one is known, else from the first controller of ``-a`` that answers (Any:
+    decoded JSON, read by key)."""
     address, header = metadata(client, controllers(args))
     target = header.get("controllerLeaderAddress") or address
     try:
@@ -47,9 +51,9 @@ def _members_answer(client, args):
 
 
 @command("listControllers", "List the controller group's members: role, leader, lag and last contact.", ADDRESSES)
-def list_controllers(client, args):
+def list_controllers(client: AdminClient, args: Namespace) -> Output:
     body = _members_answer(client, args)
-    rows = []
+    rows: list[list[object]] = []
     for member in body.get("members") or []:
         contact = member.get("lastContactSeconds")
         rows.append([member.get("id"), member.get("address"), member.get("role"),
@@ -66,7 +70,7 @@ def list_controllers(client, args):
     return Output(body, lines)
 
 
-def _change(client, args, code, ext, verb):
+def _change(client: AdminClient, args: Namespace, code: int, ext: dict[str, str], verb: str) -> Output:
     leader = leader_address(client, args)
     answer = client.call_ok(leader, code, ext, kind=CONTROLLER)
     configuration = json_body(answer, "the group's configuration")
@@ -78,14 +82,14 @@ def _change(client, args, code, ext, verb):
 @command("addController", "Add a controller to the group as a learner (it catches up, then promoteController).",
          ADDRESSES, _ID,
          (("-r", "--memberAddress"), dict(required=True, help="the new member's controller address, host:port")))
-def add_controller(client, args):
+def add_controller(client: AdminClient, args: Namespace) -> Output:
     member = args.controllerId.strip()
     return _change(client, args, RequestCode.CONTROLLER_ADD_MEMBER,
                    {"controllerId": member, "controllerAddress": args.memberAddress.strip()}, "%s added" % member)
 
 
 @command("promoteController", "Make a learner that has caught up a voter of the controller group.", ADDRESSES, _ID)
-def promote_controller(client, args):
+def promote_controller(client: AdminClient, args: Namespace) -> Output:
     member = args.controllerId.strip()
     return _change(client, args, RequestCode.CONTROLLER_PROMOTE_MEMBER, {"controllerId": member},
                    "%s promoted" % member)
@@ -93,7 +97,7 @@ def promote_controller(client, args):
 
 @command("removeController", "Remove a controller from the group (the leader only after transferControllerLeader).",
          ADDRESSES, _ID)
-def remove_controller(client, args):
+def remove_controller(client: AdminClient, args: Namespace) -> Output:
     member = args.controllerId.strip()
     return _change(client, args, RequestCode.CONTROLLER_REMOVE_MEMBER, {"controllerId": member},
                    "%s removed" % member)
@@ -101,7 +105,7 @@ def remove_controller(client, args):
 
 @command("transferControllerLeader", "Hand the controller group's leadership over to another voter.", ADDRESSES,
          (("--to",), dict(required=True, help="the voter to lead (its id), or any")))
-def transfer_controller_leader(client, args):
+def transfer_controller_leader(client: AdminClient, args: Namespace) -> Output:
     leader = leader_address(client, args)
     answer = client.call_ok(leader, RequestCode.CONTROLLER_TRANSFER_LEADER, {"toControllerId": args.to.strip()},
                             kind=CONTROLLER)

@@ -1,42 +1,47 @@
 """The controller's JSON bodies, written as fastjson writes Java's classes (fields in alphabetical
 order, ``Map<Long, String>`` keys unquoted), and the two bodies it reads."""
 
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
+
 from namesrv.codec.fastjson import dumps_plain, loads
+from namesrv.controller.state import ReplicaGroup
 
 
 class BodyError(ValueError):
     """A request body that is not what the code expects; the message is the answer's remark."""
 
 
-def sync_state_set(members, epoch):
+def sync_state_set(members: Iterable[int], epoch: int) -> bytes:
     """SyncStateSet: the in-sync broker ids and their epoch."""
     return dumps_plain({"syncStateSet": sorted(members), "syncStateSetEpoch": epoch}).encode("utf-8")
 
 
-def member_group(group):
+def member_group(group: ReplicaGroup) -> dict[str, object]:
     """BrokerMemberGroup: the group's ids and addresses (what a notified broker learns its peers from)."""
     return {"brokerAddrs": group.id_table(), "brokerName": group.broker_name, "cluster": group.cluster}
 
 
-def elect_master_body(group, members):
+def elect_master_body(group: Optional[ReplicaGroup], members: Iterable[int]) -> bytes:
     """ElectMasterResponseBody: the member group (after a new election) and the in-sync set."""
-    body = {"syncStateSet": sorted(members)}
+    body: dict[str, object] = {"syncStateSet": sorted(members)}
     if group is not None:
         body["brokerMemberGroup"] = member_group(group)
     return dumps_plain(body).encode("utf-8")
 
 
-def broker_replicas_info(groups):
+def broker_replicas_info(groups: Iterable[tuple[ReplicaGroup, Mapping[int, bool]]]) -> bytes:
     """BrokerReplicasInfo for ``[(group, {broker_id: alive})]`` (CONTROLLER_GET_SYNC_STATE_DATA)."""
-    table = {}
+    table: dict[str, dict[str, object]] = {}
     for group, alive in groups:
-        in_sync, not_in_sync = [], []
+        in_sync: list[dict[str, object]] = []
+        not_in_sync: list[dict[str, object]] = []
         for broker_id, (address, _code) in sorted(group.brokers.items()):
             replica = {"alive": bool(alive.get(broker_id)), "brokerAddress": address, "brokerId": broker_id,
                        "brokerName": group.broker_name}
             (in_sync if broker_id in group.sync_state_set else not_in_sync).append(replica)
-        info = {"inSyncReplicas": in_sync, "masterEpoch": group.master_epoch, "notInSyncReplicas": not_in_sync,
-                "syncStateSetEpoch": group.sync_state_set_epoch}
+        info: dict[str, object] = {"inSyncReplicas": in_sync, "masterEpoch": group.master_epoch,
+                                   "notInSyncReplicas": not_in_sync, "syncStateSetEpoch": group.sync_state_set_epoch}
         if group.master_id is not None:
             info["masterBrokerId"] = group.master_id
             if group.master_address is not None:
@@ -45,7 +50,7 @@ def broker_replicas_info(groups):
     return dumps_plain({"replicasInfoTable": table}).encode("utf-8")
 
 
-def read_sync_state_set(body):
+def read_sync_state_set(body: Optional[bytes]) -> tuple[set[int], int]:
     """The SyncStateSet a master sends with CONTROLLER_ALTER_SYNC_STATE_SET: (ids, epoch)."""
     data = _json(body, "SyncStateSet")
     if not isinstance(data, dict):
@@ -63,7 +68,7 @@ def read_sync_state_set(body):
     return ids, epoch
 
 
-def read_broker_names(body):
+def read_broker_names(body: Optional[bytes]) -> list[str]:
     """The JSON list of broker names CONTROLLER_GET_SYNC_STATE_DATA carries."""
     data = _json(body, "List")
     if not isinstance(data, list) or not all(isinstance(name, str) for name in data):
@@ -71,7 +76,8 @@ def read_broker_names(body):
     return data
 
 
-def _json(body, what):
+def _json(body: Optional[bytes], what: str) -> Any:
+    """The body's JSON (Any: decoded JSON, which the reader checks)."""
     if not body:
         raise BodyError("no %s body" % what)
     try:

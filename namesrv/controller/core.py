@@ -13,14 +13,27 @@ what those miss, and a new leader scans as soon as it serves: when the controlle
 the broker master die together, the new leader acts at once instead of at its next scan.
 """
 
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any, Optional
+
 from twisted.internet import defer
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from namesrv.controller import bodies, decisions
 from namesrv.controller.decisions import Result
+from namesrv.controller.heartbeats import BrokerHeartbeats
 from namesrv.controller.limits import Refusals
+from namesrv.controller.notifier import RoleChangeNotifier
 from namesrv.controller.replication import NotLeader
+from namesrv.controller.state import Event, ReplicaGroup, ReplicaState
+from namesrv.interfaces import IEventLog, IReplicatedLog
 from namesrv.protocol.codes import ResponseCode
+
+if TYPE_CHECKING:   # types only
+    from namesrv.config.live import NamesrvConfig
 
 NOT_LEADER_REMARK = "The controller is not in leader state"
 #: how long an operation waits for its events to be committed (Java: 5 s)
@@ -32,11 +45,11 @@ class _Decision:
 
     __slots__ = ("answer",)
 
-    def __init__(self, answer):
+    def __init__(self, answer: "defer.Deferred[Result]") -> None:
         self.answer = answer
 
 
-def not_leader():
+def not_leader() -> Result:
     """Java answers it with no header at all (``extFields`` absent)."""
     return Result(code=ResponseCode.CONTROLLER_NOT_LEADER, remark=NOT_LEADER_REMARK, header=None)
 
@@ -44,7 +57,9 @@ def not_leader():
 class Controller:
     log = Logger()
 
-    def __init__(self, config, state, replicated, heartbeats, reactor, notifier, events, started=None):
+    def __init__(self, config: "NamesrvConfig", state: ReplicaState, replicated: IReplicatedLog,
+                 heartbeats: BrokerHeartbeats, reactor: IReactorTime, notifier: RoleChangeNotifier, events: IEventLog,
+                 started: Optional[float] = None) -> None:
         self.config = config
         self.state = state
         self.replicated = replicated
@@ -55,28 +70,29 @@ class Controller:
         self.events = events
         self.started = reactor.seconds() if started is None else started
         self._lock = defer.DeferredLock()
-        self._takeover_scan = None
+        self._takeover_scan: Optional[IDelayedCall] = None
         #: {"new_master_elected"|"keep_current_master"|"no_master_elected": count}, as Java's metric
         self.elections = {"new_master_elected": 0, "keep_current_master": 0, "no_master_elected": 0}
         #: brokerName -> reactor time its master was found gone (cleared by the next election)
-        self.masterless_since = {}
+        self.masterless_since: dict[str, float] = {}
         #: requests refused by the bounds (limits.py), by reason
         self.refusals = Refusals(reactor, self.log)
         #: brokerName -> reactor time this leader first found the group never alive (expire_unalive_groups)
-        self._unalive_since = {}
+        self._unalive_since: dict[str, float] = {}
         #: groups forgotten because they never came alive
         self.expired_groups = 0
         heartbeats.listeners.append(self.broker_inactive)
         state.listeners.append(self._applied)
-        self._telling = {}          # brokerName -> the call telling its brokers of an election applied here
+        #: brokerName -> the call telling its brokers of an election applied here
+        self._telling: dict[str, IDelayedCall] = {}
         replicated.role_listeners.append(self._role_changed)
 
     @property
-    def is_leader(self):
+    def is_leader(self) -> bool:
         return self.replicated.is_leader
 
     # -- the serial queue -------------------------------------------------------------------------
-    def run(self, decide, write=True):
+    def run(self, decide: Callable[[], Result], write: bool = True) -> "defer.Deferred[Result]":
         """A Deferred of the Result of ``decide()`` (a function of the state), its events applied first.
 
         On a follower, or when this controller stops leading before the events are committed:
@@ -87,13 +103,13 @@ class Controller:
         decided = self._lock.run(self._decide_and_commit, decide, write)
         return decided.addCallback(lambda decision: decision.answer).addCallback(self._count_refusal)
 
-    def _count_refusal(self, result):
+    def _count_refusal(self, result: Result) -> Result:
         refused = getattr(result, "refused", None)
         if refused is not None:
             self.refusals.counts[refused] += 1
         return result
 
-    def _decide_and_commit(self, decide, write):
+    def _decide_and_commit(self, decide: Callable[[], Result], write: bool) -> "defer.Deferred[_Decision]":
         """Under the lock, which is held until the returned Deferred fires: decide from the state and
         propose the events; the next decision waits until they are applied here. A log that applies at
         once (one controller: ``applies_at_once``) lets it go on while this answer waits for the disk,
@@ -109,14 +125,14 @@ class Controller:
         result = decide()
         if not write or not result.events:
             return defer.succeed(_Decision(defer.succeed(result)))
-        answer = self.replicated.propose(result.events)
-        answer.addTimeout(COMMIT_TIMEOUT, self.reactor)
-        answer.addCallbacks(lambda _: result, self._not_committed)
+        proposed = self.replicated.propose(result.events)
+        proposed.addTimeout(COMMIT_TIMEOUT, self.reactor)
+        answer = proposed.addCallbacks(lambda _: result, self._not_committed)     # the same Deferred, as a Result
         if self.replicated.applies_at_once:
             return defer.succeed(_Decision(answer))
         return answer.addCallback(lambda settled: _Decision(defer.succeed(settled)))
 
-    def _not_committed(self, failure):
+    def _not_committed(self, failure: Failure) -> Result:
         if failure.check(NotLeader):
             self.log.warn("controller: events not committed: {why}", why=failure.getErrorMessage())
             return not_leader()
@@ -125,29 +141,32 @@ class Controller:
                       remark="the change was not committed by the controllers: %s" % failure.getErrorMessage())
 
     # -- elections ---------------------------------------------------------------------------------
-    def elect(self, broker_name, broker_id=None, designate=False, trigger="controller"):
+    def elect(self, broker_name: str, broker_id: Optional[int] = None, designate: bool = False,
+              trigger: str = "controller") -> "defer.Deferred[Result]":
         """Elect (CONTROLLER_ELECT_MASTER, or the controller's own after a death); a new master is told."""
-        def decide():
+        def decide() -> Result:
             return decisions.elect_master(self.state, self.liveness, broker_name, broker_id, designate,
                                           self.config.enableElectUncleanMaster)
         d = self.run(decide)
         d.addCallback(self._elected, broker_name, trigger)
         return d
 
-    def _elected(self, result, broker_name, trigger):
+    def _elected(self, result: Result, broker_name: str, trigger: str) -> Result:
         if result.code == ResponseCode.SUCCESS:
             self.elections["new_master_elected"] += 1
+            header = result.header
+            assert header is not None       # only CONTROLLER_NOT_LEADER answers without a header
             lost = self.masterless_since.pop(broker_name, None)
             group = self.state.group(broker_name)
             self.events.emit(
                 "controller_master_elected", brokerName=broker_name,
                 cluster=group.cluster if group is not None else None,
-                masterBrokerId=result.header.get("masterBrokerId"), masterAddress=result.header.get("masterAddress"),
-                masterEpoch=result.header.get("masterEpoch"), trigger=trigger,
+                masterBrokerId=header.get("masterBrokerId"), masterAddress=header.get("masterAddress"),
+                masterEpoch=header.get("masterEpoch"), trigger=trigger,
                 masterlessMillis=None if lost is None else int((self.reactor.seconds() - lost) * 1000))
             self.log.info("controller: {name} elected broker {id} ({addr}) master, epoch {epoch} ({trigger})",
-                          name=broker_name, id=result.header.get("masterBrokerId"),
-                          addr=result.header.get("masterAddress"), epoch=result.header.get("masterEpoch"),
+                          name=broker_name, id=header.get("masterBrokerId"),
+                          addr=header.get("masterAddress"), epoch=header.get("masterEpoch"),
                           trigger=trigger)
             if self.config.notifyBrokerRoleChanged:
                 self.notify_role_changed(broker_name, result)
@@ -159,22 +178,24 @@ class Controller:
                 self.events.emit("controller_master_unavailable", brokerName=broker_name, trigger=trigger)
         return result
 
-    def notify_role_changed(self, broker_name, result):
+    def notify_role_changed(self, broker_name: str, result: Result) -> int:
         """NOTIFY_BROKER_ROLE_CHANGED to every live member of the group, as Java's NotifyService."""
         group = self.state.group(broker_name)
         if group is None:
             return 0
-        header = {k: result.header[k] for k in ("masterAddress", "masterEpoch", "syncStateSetEpoch", "masterBrokerId")
-                  if result.header.get(k) is not None}
+        elected = result.header
+        assert elected is not None          # an election's answer (only CONTROLLER_NOT_LEADER has no header)
+        header = {k: elected[k] for k in ("masterAddress", "masterEpoch", "syncStateSetEpoch", "masterBrokerId")
+                  if elected.get(k) is not None}
         body = bodies.sync_state_set(group.sync_state_set, group.sync_state_set_epoch)
         sent = 0
         for broker_id, address in sorted(group.id_table().items()):
             if self.heartbeats.is_alive(group.cluster, broker_name, broker_id):
-                self.notifier.notify(address, header, body, result.header.get("masterEpoch", 0))
+                self.notifier.notify(address, header, body, elected.get("masterEpoch", 0))
                 sent += 1
         return sent
 
-    def _applied(self, event, group):
+    def _applied(self, event: Event, group: Optional[ReplicaGroup]) -> None:
         """A follower that applies an election tells the brokers it hears, as the leader does: what it tells is
         committed (the same on every member), and a 5.x broker ignores an epoch it already has, so the only
         difference is reach. A broker cut off from the leader but not from this member (apache/rocketmq#10812:
@@ -187,7 +208,7 @@ class Controller:
         if group.broker_name not in self._telling:
             self._telling[group.broker_name] = self.reactor.callLater(0, self._tell_as_follower, group.broker_name)
 
-    def _tell_as_follower(self, broker_name):
+    def _tell_as_follower(self, broker_name: str) -> None:
         self._telling.pop(broker_name, None)
         group = self.state.group(broker_name)
         if self.is_leader or group is None or group.master_id is None:
@@ -197,7 +218,8 @@ class Controller:
         self.notify_role_changed(broker_name, Result(header={k: v for k, v in header.items() if v is not None}))
 
     # -- a master's death ----------------------------------------------------------------------------
-    def broker_inactive(self, cluster, broker_name, broker_id):
+    def broker_inactive(self, cluster: Optional[str], broker_name: str,
+                        broker_id: Optional[int]) -> "Optional[defer.Deferred[Result]]":
         """The heartbeat table lost a broker: if it was its group's master, elect another (leader only)."""
         group = self.state.group(broker_name)
         if group is None or group.master_id is None or (broker_id is not None and broker_id != group.master_id):
@@ -209,26 +231,28 @@ class Controller:
         self._master_gone(broker_name, group)
         return self.elect(broker_name)
 
-    def _master_gone(self, broker_name, group):
+    def _master_gone(self, broker_name: str, group: ReplicaGroup) -> None:
         if broker_name not in self.masterless_since:
             self.masterless_since[broker_name] = self.reactor.seconds()
             self.events.emit("controller_master_inactive", brokerName=broker_name, cluster=group.cluster,
                              masterBrokerId=group.master_id, masterAddress=group.master_address,
                              masterEpoch=group.master_epoch)
 
-    def scan_inactive_masters(self):
+    def scan_inactive_masters(self) -> list[str]:
         """Elect in every group whose master is gone while a replica lives (leader only); then forget the groups
         that never came alive for ``controllerUnaliveGroupExpireMillis``."""
         if not self.is_leader:
             return []
         names = decisions.groups_needing_election(self.state, self.liveness)
         for name in names:
-            self._master_gone(name, self.state.group(name))
+            group = self.state.group(name)
+            assert group is not None            # the names are the state's own groups
+            self._master_gone(name, group)
             self.elect(name)
         self.expire_unalive_groups()
         return names
 
-    def expire_unalive_groups(self):
+    def expire_unalive_groups(self) -> list[str]:
         """Leader only. A group is timed from when this leader first finds it never alive (a new leader starts
         again: it cannot know how long its predecessor saw it so); its expiry is a replicated clean_broker_data
         event, so every controller forgets it. Returns the names proposed."""
@@ -242,11 +266,11 @@ class Controller:
         due = [name for name, since in sorted(self._unalive_since.items()) if now - since >= expire]
         for name in due:
             del self._unalive_since[name]
-            d = self.run(lambda n=name: decisions.expire_group(self.state, self.liveness, n))
+            d = self.run(partial(decisions.expire_group, self.state, self.liveness, name))
             d.addCallback(self._expired, name)
         return due
 
-    def _expired(self, result, broker_name):
+    def _expired(self, result: Result, broker_name: str) -> Result:
         if result.code == ResponseCode.SUCCESS:
             self.expired_groups += 1
             self.events.emit("controller_group_expired", brokerName=broker_name)
@@ -254,7 +278,7 @@ class Controller:
                           "its brokers beats (controllerUnaliveGroupExpireMillis)", name=broker_name)
         return result
 
-    def _role_changed(self, leading):
+    def _role_changed(self, leading: bool) -> None:
         self.events.emit("controller_role_changed", role="leader" if leading else "follower",
                          controllerId=self.replicated.self_id)
         if self._takeover_scan is not None and self._takeover_scan.active():
@@ -270,7 +294,7 @@ class Controller:
         wait = max(0.0, self.started + grace - self.reactor.seconds())
         self._takeover_scan = self.reactor.callLater(wait, self.scan_inactive_masters)
 
-    def stop(self):
+    def stop(self) -> None:
         if self._takeover_scan is not None and self._takeover_scan.active():
             self._takeover_scan.cancel()
         for call in self._telling.values():
@@ -279,7 +303,7 @@ class Controller:
         self._telling.clear()
 
     # -- what the status page and metrics read ----------------------------------------------------------
-    def status(self):
+    def status(self) -> dict[str, Any]:
         """Role, peers and every group with its master, epochs, in-sync set and members' liveness."""
         groups = []
         now = self.reactor.seconds()

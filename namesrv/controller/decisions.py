@@ -10,29 +10,41 @@ classes: a field that is null in Java is left out here).
 """
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from namesrv.controller import bodies, election, limits
 from namesrv.controller.state import (ALTER_SYNC_STATE_SET, APPLY_BROKER_ID, CLEAN_BROKER_DATA, ELECT_MASTER,
                                       FIRST_BROKER_ID, UPDATE_BROKER_ADDRESS)
+from namesrv.controller.liveinfo import BrokerLiveInfo
+from namesrv.controller.state import Event, ReplicaGroup, ReplicaState
 from namesrv.protocol.codes import ResponseCode
+
+if TYPE_CHECKING:   # types only
+    from namesrv.config.live import NamesrvConfig
+    from namesrv.controller.heartbeats import BrokerHeartbeats
+
+#: an answer's header: Java's response header fields by name (ints and strings; Any: callers read them back by
+#: name, as the processor writes them into the response's ext fields)
+Header = dict[str, Any]
 
 
 @dataclass
 class Result:
     code: int = ResponseCode.SUCCESS
     remark: Optional[str] = None
-    header: dict = field(default_factory=dict)
+    #: None: no header at all (CONTROLLER_NOT_LEADER, core.not_leader)
+    header: Optional[Header] = field(default_factory=dict)
     body: Optional[bytes] = None
-    events: List[dict] = field(default_factory=list)
+    events: List[Event] = field(default_factory=list)
     #: the bound that refused the request (limits.py), for the metrics
     refused: Optional[str] = None
 
-    def fail(self, code, remark):
+    def fail(self, code: int, remark: str) -> "Result":
         self.code, self.remark = int(code), remark
         return self
 
-    def refuse(self, refusal):
+    def refuse(self, refusal: limits.Refused) -> "Result":
         self.refused = refusal.reason
         return self.fail(refusal.code, str(refusal))
 
@@ -40,17 +52,18 @@ class Result:
 class Liveness:
     """The liveness questions decisions ask, bound to one heartbeat table."""
 
-    def __init__(self, heartbeats):
+    def __init__(self, heartbeats: "BrokerHeartbeats") -> None:
         self.heartbeats = heartbeats
 
-    def is_alive(self, cluster, broker_name, broker_id):
+    def is_alive(self, cluster: Optional[str], broker_name: str, broker_id: int) -> bool:
         return self.heartbeats.is_alive(cluster, broker_name, broker_id)
 
-    def live_info(self, cluster, broker_name, broker_id):
+    def live_info(self, cluster: Optional[str], broker_name: str, broker_id: int) -> Optional[BrokerLiveInfo]:
         return self.heartbeats.live_info(cluster, broker_name, broker_id)
 
 
-def alter_sync_state_set(state, liveness, broker_name, master_id, master_epoch, new_set, new_set_epoch):
+def alter_sync_state_set(state: ReplicaState, liveness: Liveness, broker_name: str, master_id: Optional[int],
+                         master_epoch: Optional[int], new_set: set[int], new_set_epoch: int) -> Result:
     # Java's response header holds a primitive int: 0 in every refusal
     result = Result(header={"newSyncStateSetEpoch": 0})
     group = state.group(broker_name)
@@ -90,7 +103,8 @@ def alter_sync_state_set(state, liveness, broker_name, master_id, master_epoch, 
     return result
 
 
-def elect_master(state, liveness, broker_name, broker_id, designate, allow_unclean):
+def elect_master(state: ReplicaState, liveness: Liveness, broker_name: str, broker_id: Optional[int], designate: bool,
+                 allow_unclean: bool) -> Result:
     """An election asked by a broker (its id), by an admin (``designate``) or by the controller
     itself after a master's death (``broker_id`` None or -1)."""
     result = Result()
@@ -128,13 +142,14 @@ def elect_master(state, liveness, broker_name, broker_id, designate, allow_uncle
     return result.fail(ResponseCode.CONTROLLER_ELECT_MASTER_FAILED, "Failed to elect a new master")
 
 
-def next_broker_id(state, cluster, broker_name):
+def next_broker_id(state: ReplicaState, cluster: Optional[str], broker_name: str) -> Result:
     group = state.group(broker_name)
     return Result(header={"clusterName": cluster, "brokerName": broker_name,
                           "nextBrokerId": FIRST_BROKER_ID if group is None else group.next_broker_id})
 
 
-def apply_broker_id(state, cluster, broker_name, broker_id, check_code, config=None):
+def apply_broker_id(state: ReplicaState, cluster: Optional[str], broker_name: str, broker_id: int, check_code: str,
+                    config: "Optional[NamesrvConfig]" = None) -> Result:
     """Java's applyBrokerId; with ``config``, bounded as limits.py says: names a Java broker could have, a
     check code of ``controllerMaxFieldLength``, ``controllerMaxBrokerGroups`` groups and
     ``controllerMaxBrokersPerGroup`` ids in each (Java keeps every new name and id, for ever)."""
@@ -161,7 +176,8 @@ def apply_broker_id(state, cluster, broker_name, broker_id, check_code, config=N
                        "Fail to apply brokerId: %d in broker-set: %s" % (broker_id, broker_name))
 
 
-def _check_apply(state, group, cluster, broker_name, broker_id, check_code, config):
+def _check_apply(state: ReplicaState, group: Optional[ReplicaGroup], cluster: Optional[str], broker_name: str,
+                 broker_id: int, check_code: str, config: "NamesrvConfig") -> None:
     limits.check_broker_name(broker_name)
     limits.check_field(config, "registerCheckCode", check_code)
     if group is None:
@@ -176,8 +192,11 @@ def _check_apply(state, group, cluster, broker_name, broker_id, check_code, conf
                              % (broker_name, len(group.brokers)), ResponseCode.CONTROLLER_BROKER_ID_INVALID)
 
 
-def register_broker(state, liveness, cluster, broker_name, broker_id, address, config=None):
-    result = Result(header={"clusterName": cluster, "brokerName": broker_name})
+def register_broker(state: ReplicaState, liveness: Liveness, cluster: Optional[str], broker_name: str,
+                    broker_id: Optional[int], address: Optional[str],
+                    config: "Optional[NamesrvConfig]" = None) -> Result:
+    header: Header = {"clusterName": cluster, "brokerName": broker_name}
+    result = Result(header=header)
     if config is not None:
         try:
             limits.check_field(config, "brokerAddress", address)
@@ -191,8 +210,8 @@ def register_broker(state, liveness, cluster, broker_name, broker_id, address, c
         return result.fail(ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
                            "BrokerId: %s hasn't been registered in broker-set: %s" % (_java(broker_id), broker_name))
     if group.master_id is not None and liveness.is_alive(cluster, broker_name, group.master_id):
-        result.header.update(masterBrokerId=group.master_id, masterAddress=group.master_address,
-                             masterEpoch=group.master_epoch, syncStateSetEpoch=group.sync_state_set_epoch)
+        header.update(masterBrokerId=group.master_id, masterAddress=group.master_address,
+                      masterEpoch=group.master_epoch, syncStateSetEpoch=group.sync_state_set_epoch)
     result.body = bodies.sync_state_set(group.sync_state_set, group.sync_state_set_epoch)
     if address != group.address_of(broker_id):
         result.events.append({"type": UPDATE_BROKER_ADDRESS, "clusterName": cluster, "brokerName": broker_name,
@@ -200,7 +219,7 @@ def register_broker(state, liveness, cluster, broker_name, broker_id, address, c
     return result
 
 
-def replica_info(state, broker_name):
+def replica_info(state: ReplicaState, broker_name: str) -> Result:
     result = Result()
     group = state.group(broker_name)
     if group is None:
@@ -212,8 +231,8 @@ def replica_info(state, broker_name):
     return result
 
 
-def sync_state_data(state, liveness, broker_names):
-    groups = []
+def sync_state_data(state: ReplicaState, liveness: Liveness, broker_names: Iterable[str]) -> Result:
+    groups: list[tuple[ReplicaGroup, dict[int, bool]]] = []
     for name in broker_names:
         group = state.group(name)
         if group is not None:
@@ -221,12 +240,14 @@ def sync_state_data(state, liveness, broker_names):
     return Result(body=bodies.broker_replicas_info(groups))
 
 
-def clean_broker_data(state, liveness, cluster, broker_name, ids_text, clean_living):
+def clean_broker_data(state: ReplicaState, liveness: Liveness, cluster: Optional[str], broker_name: str,
+                      ids_text: Optional[str], clean_living: bool) -> Result:
     """Forget a group, or some of its ids. Unlike Java, ids given with ``clean_living`` are honoured
     (Java then ignores them and forgets the whole group)."""
     result = Result()
     ids = None
-    if (ids_text or "").strip():
+    ids_text = ids_text or ""
+    if ids_text.strip():
         try:
             ids = sorted({int(part) for part in ids_text.split(";")})
         except ValueError as e:
@@ -249,7 +270,7 @@ def clean_broker_data(state, liveness, cluster, broker_name, ids_text, clean_liv
                        "Broker %s is not existed,clean broker data failure." % broker_name)
 
 
-def groups_needing_election(state, liveness):
+def groups_needing_election(state: ReplicaState, liveness: Liveness) -> list[str]:
     """Groups whose master is not alive while another replica is (Java scanNeedReelectBrokerSets)."""
     names = []
     for name, group in sorted(state.groups.items()):
@@ -260,14 +281,14 @@ def groups_needing_election(state, liveness):
     return names
 
 
-def groups_never_alive(state, liveness):
+def groups_never_alive(state: ReplicaState, liveness: Liveness) -> list[str]:
     """Groups no master was ever elected in (master epoch 0) none of whose brokers beats now: what an apply-broker-id
     left that no broker went on with (a real 5.x broker elects at once after applying)."""
     return [name for name, group in sorted(state.groups.items())
             if group.first_election and not any(liveness.is_alive(group.cluster, name, b) for b in group.brokers)]
 
 
-def expire_group(state, liveness, broker_name):
+def expire_group(state: ReplicaState, liveness: Liveness, broker_name: str) -> Result:
     """Forget a group that never came alive (limits.py), as one replicated clean_broker_data event, so that every
     controller forgets it; nothing when it came alive meanwhile."""
     result = Result()
@@ -278,5 +299,5 @@ def expire_group(state, liveness, broker_name):
     return result
 
 
-def _java(value):
+def _java(value: object) -> str:
     return "null" if value is None else str(value)

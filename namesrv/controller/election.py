@@ -7,8 +7,15 @@ highest epoch, then highest max offset, then lowest election priority number, th
 The in-sync set is tried first; all replicas only when unclean elections are allowed.
 """
 
+from collections.abc import Callable, Collection
+from typing import Optional
 
-def elect(candidates_in_sync, all_replicas, old_master, preferred, is_alive, live_info):
+from namesrv.controller.liveinfo import BrokerLiveInfo
+
+
+def elect(candidates_in_sync: Collection[int], all_replicas: Optional[Collection[int]], old_master: Optional[int],
+          preferred: Optional[int], is_alive: Callable[[int], bool],
+          live_info: Callable[[int], Optional[BrokerLiveInfo]]) -> Optional[int]:
     """The new master's id, or None. ``all_replicas`` is None unless unclean elections are on."""
     for candidates in (candidates_in_sync, all_replicas):
         if candidates is None:
@@ -19,7 +26,8 @@ def elect(candidates_in_sync, all_replicas, old_master, preferred, is_alive, liv
     return None
 
 
-def _try_elect(candidates, old_master, preferred, is_alive, live_info):
+def _try_elect(candidates: Collection[int], old_master: Optional[int], preferred: Optional[int],
+               is_alive: Callable[[int], bool], live_info: Callable[[int], Optional[BrokerLiveInfo]]) -> Optional[int]:
     alive = sorted(b for b in candidates if is_alive(b))
     if not alive:
         return None
@@ -28,7 +36,7 @@ def _try_elect(candidates, old_master, preferred, is_alive, live_info):
     if preferred is not None:
         return preferred if preferred in alive else None
 
-    def freshness(broker_id):
+    def freshness(broker_id: int) -> tuple[int, int, int, int, int]:
         info = live_info(broker_id)
         if info is None:
             return (1, 0, 0, 0, broker_id)

@@ -16,8 +16,15 @@ each request (a runtime update takes effect at once).
 
 import re
 from collections import Counter
+from typing import TYPE_CHECKING, Optional
 
 from namesrv.protocol.codes import ResponseCode
+
+if TYPE_CHECKING:   # types only
+    from twisted.internet.interfaces import IReactorTime
+    from twisted.logger import Logger
+
+    from namesrv.config.live import NamesrvConfig
 
 #: Java TopicValidator.VALID_CHAR_BIT_MAP: ^[%|a-zA-Z0-9_-]+$
 _NAME = re.compile(r"[%|a-zA-Z0-9_-]+\Z")
@@ -33,7 +40,7 @@ class Refused(ValueError):
     """A request outside the controller's bounds: ``reason`` labels the metric, ``code`` and the message are
     the answer."""
 
-    def __init__(self, reason, remark, code=ResponseCode.CONTROLLER_INVALID_REQUEST):
+    def __init__(self, reason: str, remark: str, code: int = ResponseCode.CONTROLLER_INVALID_REQUEST) -> None:
         ValueError.__init__(self, remark)
         self.reason = reason
         self.code = int(code)
@@ -43,14 +50,14 @@ class Refusals:
     """Requests refused by the bounds, by reason (a metric family), with a log line per reason and
     peer at most once a minute."""
 
-    def __init__(self, clock, log, every=60.0):
-        self.counts = Counter()
+    def __init__(self, clock: "IReactorTime", log: "Logger", every: float = 60.0) -> None:
+        self.counts: Counter[str] = Counter()
         self.clock = clock
         self.log = log
         self.every = every
-        self._logged = {}
+        self._logged: dict[tuple[str, Optional[str]], float] = {}
 
-    def refused(self, refusal, peer=None):
+    def refused(self, refusal: Refused, peer: Optional[str] = None) -> None:
         self.counts[refusal.reason] += 1
         now = self.clock.seconds()
         key = (refusal.reason, peer)
@@ -63,7 +70,7 @@ class Refusals:
                           reason=refusal.reason, remark=str(refusal)[:300])
 
 
-def check_name(field, value, longest):
+def check_name(field: str, value: object, longest: int) -> str:
     """``value`` as a broker or cluster name Java's brokers could have, else Refused naming ``field``."""
     if not isinstance(value, str) or not value:
         raise Refused("bad_name", "%s is empty" % field)
@@ -76,15 +83,15 @@ def check_name(field, value, longest):
     return value
 
 
-def check_broker_name(value):
+def check_broker_name(value: object) -> str:
     return check_name("brokerName", value, MAX_BROKER_NAME)
 
 
-def check_cluster_name(value):
+def check_cluster_name(value: object) -> str:
     return check_name("clusterName", value, MAX_CLUSTER_NAME)
 
 
-def check_field(config, field, value):
+def check_field(config: "NamesrvConfig", field: str, value: Optional[str]) -> Optional[str]:
     """An address or check code no longer than ``controllerMaxFieldLength``."""
     longest = config.controllerMaxFieldLength
     if value is not None and len(value) > longest:
@@ -93,7 +100,7 @@ def check_field(config, field, value):
     return value
 
 
-def heartbeat_timeout(config, asked):
+def heartbeat_timeout(config: "NamesrvConfig", asked: Optional[int]) -> int:
     """The broker's heartbeat timeout in ms, clamped to [controllerHeartbeatTimeoutMinMillis,
     controllerHeartbeatTimeoutMaxMillis]; a beat without one gets the largest (Java's 120 s default)."""
     low, high = config.controllerHeartbeatTimeoutMinMillis, config.controllerHeartbeatTimeoutMaxMillis

@@ -17,7 +17,7 @@ class BrokerLiveInfo:
     address: str
     last_beat: float
     timeout_millis: int
-    connection: Any
+    connection: Any             # the broker's connection (heartbeats.py closes it when it expires); None: relayed
     epoch: int = NO_EPOCH
     max_offset: int = NO_OFFSET
     confirm_offset: int = NO_OFFSET
@@ -26,11 +26,11 @@ class BrokerLiveInfo:
     relayed_by: Optional[str] = None
 
     @property
-    def key(self):
+    def key(self) -> tuple[str, str, int]:
         return (self.cluster, self.broker_name, self.broker_id)
 
-    def alive_at(self, now):
+    def alive_at(self, now: float) -> bool:
         return now - self.last_beat <= self.timeout_millis / 1000.0
 
-    def deadline(self):
+    def deadline(self) -> float:
         return self.last_beat + self.timeout_millis / 1000.0

@@ -17,15 +17,25 @@ CONTROLLER_INVALID_REQUEST with the reason and what to do in the remark. One con
 """
 
 import json
+from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING, Any, cast
 
+from twisted.internet import defer
+from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from namesrv.controller.replication import NotLeader
 from namesrv.controller.replication.changes import ChangeRefused
+from namesrv.controller.replication.membership import Configuration
 from namesrv.controller.replication.transfer import TransferRefused
-from namesrv.interfaces import IRequestProcessor
+from namesrv.interfaces import Answer, IRemotingConnection, IReplicatedLog, IRequestProcessor, Refusal
 from namesrv.protocol.codes import RequestCode, ResponseCode
+from namesrv.protocol.command import RemotingCommand
+
+if TYPE_CHECKING:   # types only
+    from namesrv.controller.replication.raft import RaftLog
+    from namesrv.controller.service import ControllerContext
 
 _REFUSED = (ChangeRefused, TransferRefused)
 
@@ -37,17 +47,17 @@ class ControllerMembershipProcessor:
                        RequestCode.CONTROLLER_PROMOTE_MEMBER, RequestCode.CONTROLLER_REMOVE_MEMBER,
                        RequestCode.CONTROLLER_TRANSFER_LEADER])
 
-    def __init__(self, context):
+    def __init__(self, context: "ControllerContext") -> None:
         self.context = context
 
     @property
-    def replicated(self):
+    def replicated(self) -> IReplicatedLog:
         return self.context.controller.replicated
 
-    def reject_request(self, request):
+    def reject_request(self, request: RemotingCommand) -> Refusal | None:
         return None
 
-    def process_request(self, request, connection):
+    def process_request(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         if request.code == RequestCode.CONTROLLER_LIST_MEMBERS:
             return self.list_members(request)
         changes = getattr(self.replicated, "changes", None)
@@ -56,7 +66,8 @@ class ControllerMembershipProcessor:
                                          "this controller is alone (controllerDLegerPeers lists one): its group has "
                                          "no members to change")
         if request.code == RequestCode.CONTROLLER_TRANSFER_LEADER:
-            start = partial(self.replicated.transfer_leadership, request.require("toControllerId").strip())
+            raft = cast("RaftLog", self.replicated)        # the only log with changes
+            start = partial(raft.transfer_leadership, request.require("toControllerId").strip())
             return self._answer(request, start, partial(self._new_leader, self.context.reactor.seconds()))
         member = request.require("controllerId").strip()
         if request.code == RequestCode.CONTROLLER_ADD_MEMBER:
@@ -67,11 +78,12 @@ class ControllerMembershipProcessor:
             start = partial(changes.remove, member)
         return self._answer(request, start, _configuration)
 
-    def _new_leader(self, started, leader):
+    def _new_leader(self, started: float, leader: str) -> dict[str, object]:
         return {"leaderId": leader, "leaderAddress": self.replicated.peers.get(leader),
                 "millis": int((self.context.reactor.seconds() - started) * 1000)}
 
-    def _answer(self, request, start, describe):
+    def _answer(self, request: RemotingCommand, start: Callable[[], "defer.Deferred[Any]"],
+                describe: Callable[[Any], object]) -> Answer:
         try:
             d = start()
         except NotLeader:
@@ -79,11 +91,11 @@ class ControllerMembershipProcessor:
         except _REFUSED as e:
             return request.make_response(ResponseCode.CONTROLLER_INVALID_REQUEST, str(e))
 
-        def done(result):
+        def done(result: object) -> RemotingCommand:
             return request.make_response(ResponseCode.SUCCESS, body=json.dumps(describe(result), sort_keys=True)
                                          .encode("utf-8"))
 
-        def failed(failure):
+        def failed(failure: Failure) -> RemotingCommand | Failure:
             if failure.check(NotLeader):
                 return request.make_response(ResponseCode.CONTROLLER_NOT_LEADER, str(failure.value))
             if failure.check(*_REFUSED):
@@ -91,14 +103,15 @@ class ControllerMembershipProcessor:
             return failure
         return d.addCallbacks(done, failed)
 
-    def list_members(self, request):
+    def list_members(self, request: RemotingCommand) -> RemotingCommand:
         """The configuration this controller has in force, as ``listControllers`` prints it."""
         replicated = self.replicated
         status = replicated.status()
         members = status.get("members") or [{"id": replicated.self_id, "address": replicated.peers.get(replicated.self_id),
                                              "role": "voter", "leader": replicated.is_leader, "self": True,
                                              "connected": True, "lag": 0, "lastContactSeconds": 0.0}]
-        configuration = status.get("configuration") or {}
+        # the configuration's wire form (membership.Configuration.to_wire) where a Raft group reports one
+        configuration = cast("dict[str, Any]", status.get("configuration") or {})
         body = {"group": replicated.group, "selfId": replicated.self_id, "leaderId": replicated.leader_id,
                 "epoch": configuration.get("epoch", 0), "generation": configuration.get("generation", ""),
                 "fenced": configuration.get("fenced", []), "members": members, "role": status.get("role"),
@@ -107,5 +120,5 @@ class ControllerMembershipProcessor:
         return request.make_response(ResponseCode.SUCCESS, body=json.dumps(body, sort_keys=True).encode("utf-8"))
 
 
-def _configuration(configuration):
+def _configuration(configuration: Configuration) -> dict[str, Any]:
     return configuration.to_wire()

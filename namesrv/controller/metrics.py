@@ -13,17 +13,26 @@ labels instead, so one scrape job covers both roles of the process. The election
 Java's label values (``new_master_elected``, ``keep_current_master``, ``no_master_elected``).
 """
 
+from collections.abc import Iterator, Mapping
+from typing import Any
+
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+from namesrv.controller.core import Controller
 
 PREFIX = "rocketmq_namesrv_controller_"
+#: a status as ``Controller.status()`` and ``RaftLog.status()`` give it: plain data, read by key (Any: the
+#: status dicts nest several shapes)
+Status = Mapping[str, Any]
 
 
-def group_has_master(group):
+def group_has_master(group: Status) -> int:
     """1 when the group has a master and this controller hears it beat, else 0."""
     return 1 if group.get("masterBrokerId") is not None and group.get("masterAlive") else 0
 
 
-def controller_families(status):
+def controller_families(status: Status) -> Iterator[Metric]:
     """The metric families of one ``Controller.status()``."""
     controller_group, controller_id = str(status.get("group") or ""), str(status.get("selfId") or "")
     leader = GaugeMetricFamily(PREFIX + "is_leader", "1 when this controller leads its controller group (elects, "
@@ -72,7 +81,7 @@ def controller_families(status):
     yield from raft_families(status.get("controller") or {})
 
 
-def raft_families(raft):
+def raft_families(raft: Status) -> Iterator[Metric]:
     """Raft among several controllers (``RaftLog.status()``): the term, the members linked, the leader's
     lease, and what was refused or held back (a member without the secret, a stale acknowledgement)."""
     if raft.get("mode") != "raft":
@@ -99,7 +108,7 @@ def raft_families(raft):
     yield from store_families(raft)
 
 
-def member_families(raft):
+def member_families(raft: Status) -> Iterator[Metric]:
     """The group's configuration as this controller has it in force: every member's role, and on the leader
     how far each one's log is behind and when it was last heard from."""
     members = raft.get("members") or []
@@ -130,7 +139,7 @@ def member_families(raft):
                             value=1 if raft.get("transfer") else 0)
 
 
-def store_families(raft):
+def store_families(raft: Status) -> Iterator[Metric]:
     """The Raft store's size against its bound (controllerStoreMaxBytes), and its snapshots."""
     store = raft.get("store")
     if not store:
@@ -152,11 +161,11 @@ def store_families(raft):
 class ControllerCollector:
     """The families of one Controller, for ``NamesrvMetrics.add_collector``."""
 
-    def __init__(self, controller):
+    def __init__(self, controller: Controller) -> None:
         self.controller = controller
 
-    def read(self):
+    def read(self) -> dict[str, Any]:
         return self.controller.status()
 
-    def families(self, status):
+    def families(self, status: Status) -> Iterator[Metric]:
         return controller_families(status)

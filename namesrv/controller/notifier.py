@@ -6,7 +6,11 @@ cancelled. The same here, on the reactor, each notification on a connection of i
 (namesrv/protocol/oneway.py).
 """
 
+from collections.abc import Mapping
+
 from twisted.internet import defer
+from twisted.internet.interfaces import IReactorTCP
+from twisted.python.failure import Failure
 from twisted.logger import Logger
 
 from namesrv.protocol.codes import RequestCode
@@ -17,13 +21,15 @@ from namesrv.protocol.oneway import send_oneway
 class RoleChangeNotifier:
     log = Logger()
 
-    def __init__(self, reactor):
+    def __init__(self, reactor: IReactorTCP) -> None:
         self.reactor = reactor
-        self._pending = {}         # address -> (master epoch, Deferred of the connection)
+        #: address -> (master epoch, Deferred of the connection)
+        self._pending: dict[str, tuple[int, defer.Deferred[bool]]] = {}
         self.sent = 0
         self.failed = 0
 
-    def notify(self, address, header, body, master_epoch):
+    def notify(self, address: str, header: Mapping[str, object], body: bytes,
+               master_epoch: int) -> defer.Deferred[bool]:
         """Send one notification to ``address`` ('host:port'); returns a Deferred (never failing)."""
         old = self._pending.get(address)
         if old is not None and master_epoch > old[0]:
@@ -37,18 +43,18 @@ class RoleChangeNotifier:
             return defer.succeed(False)
         self._pending[address] = (master_epoch, d)
 
-        def done(result):
+        def done(result: bool) -> bool:
             if self._pending.get(address, (None, None))[1] is d:
                 del self._pending[address]
             return result
 
-        def sent(_):
+        def sent(_: object) -> bool:
             self.sent += 1
             self.log.info("controller: told {addr} its group's master is {master} (epoch {epoch})", addr=address,
                           master=header.get("masterAddress"), epoch=master_epoch)
             return True
 
-        def failed(failure):
+        def failed(failure: Failure) -> bool:
             if failure.check(defer.CancelledError):
                 return False
             self.failed += 1

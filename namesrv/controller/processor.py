@@ -12,6 +12,10 @@ Reads and writes go through the leader's serial queue (namesrv/controller/core.p
 heartbeats and the configuration are answered by every controller, leader or not, as in Java.
 """
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Optional
+
+from twisted.internet import defer
 from zope.interface import implementer
 
 from namesrv.config import ConfigError, java_text
@@ -19,11 +23,20 @@ from namesrv.config.properties import format_properties
 from namesrv.config.runtime import CONTROLLER, UpdateRefused, update_from_network
 from namesrv.controller import bodies, decisions
 from namesrv.controller.bodies import BodyError
+from namesrv.controller.core import Controller
+from namesrv.controller.decisions import Liveness, Result
 from namesrv.controller.limits import Refused
-from namesrv.interfaces import IRequestProcessor
+from namesrv.controller.state import ReplicaState
+from namesrv.interfaces import Answer, IRemotingConnection, IRequestProcessor, Refusal
 from namesrv.protocol.codes import RequestCode, ResponseCode
-from namesrv.protocol.command import HeaderFieldError
+from namesrv.protocol.command import HeaderFieldError, RemotingCommand
 from namesrv.security.signature import ACCESS_KEY
+
+if TYPE_CHECKING:   # types only
+    from namesrv.controller.service import ControllerContext
+
+#: a request code's handler
+Handler = Callable[[RemotingCommand, IRemotingConnection], Answer]
 
 #: Java's ControllerRequestProcessor black list, always refused on top of configBlackList. The controller's
 #: identity, peers and store are never changeable from the network anyway (not runtime: namesrv/config/runtime.py)
@@ -41,10 +54,10 @@ class ControllerProcessor:
         RequestCode.CLEAN_BROKER_DATA, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
         RequestCode.CONTROLLER_APPLY_BROKER_ID])
 
-    def __init__(self, context):
+    def __init__(self, context: "ControllerContext") -> None:
         self.context = context
-        self.controller = context.controller
-        self._handlers = {
+        self.controller: Controller = context.controller
+        self._handlers: dict[int, Handler] = {
             RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET: self.alter_sync_state_set,
             RequestCode.CONTROLLER_ELECT_MASTER: self.elect_master,
             RequestCode.CONTROLLER_REGISTER_BROKER: self.register_broker,
@@ -60,17 +73,17 @@ class ControllerProcessor:
         }
 
     @property
-    def state(self):
+    def state(self) -> ReplicaState:
         return self.controller.state
 
     @property
-    def liveness(self):
+    def liveness(self) -> Liveness:
         return self.controller.liveness
 
-    def reject_request(self, request):
+    def reject_request(self, request: RemotingCommand) -> Optional[Refusal]:
         return None
 
-    def process_request(self, request, connection):
+    def process_request(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         try:
             return self._handlers[request.code](request, connection)
         except BodyError as e:
@@ -78,15 +91,16 @@ class ControllerProcessor:
 
     # -- answers -----------------------------------------------------------------------------------
     @staticmethod
-    def _answer(request, result):
+    def _answer(request: RemotingCommand, result: Result) -> RemotingCommand:
         ext = None if result.header is None else {k: java_text(v) for k, v in result.header.items()}
         return request.make_response(result.code, result.remark, ext=ext, body=result.body)
 
-    def _run(self, request, decide, write=True):
+    def _run(self, request: RemotingCommand, decide: Callable[[], Result],
+             write: bool = True) -> "defer.Deferred[Optional[RemotingCommand]]":
         return self.controller.run(decide, write).addCallback(lambda result: self._answer(request, result))
 
     # -- the codes -----------------------------------------------------------------------------------
-    def alter_sync_state_set(self, request, connection):
+    def alter_sync_state_set(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         name = request.require("brokerName")
         master_id = request.get_int("masterBrokerId")
         master_epoch = request.get_int("masterEpoch")
@@ -94,7 +108,7 @@ class ControllerProcessor:
         return self._run(request, lambda: decisions.alter_sync_state_set(
             self.state, self.liveness, name, master_id, master_epoch, members, epoch))
 
-    def elect_master(self, request, connection):
+    def elect_master(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         _require_present(request, "clusterName")
         name = request.require("brokerName")
         broker_id = request.require_int("brokerId")
@@ -103,7 +117,7 @@ class ControllerProcessor:
         d = self.controller.elect(name, broker_id, designate, trigger=trigger)
         return d.addCallback(lambda result: self._answer(request, result))
 
-    def register_broker(self, request, connection):
+    def register_broker(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         cluster = request.get("clusterName")
         name = request.require("brokerName")
         broker_id = request.require_int("brokerId")
@@ -111,11 +125,11 @@ class ControllerProcessor:
         return self._run(request, lambda: decisions.register_broker(
             self.state, self.liveness, cluster, name, broker_id, address, self.context.config))
 
-    def get_replica_info(self, request, connection):
+    def get_replica_info(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         name = request.require("brokerName")
         return self._run(request, lambda: decisions.replica_info(self.state, name), write=False)
 
-    def get_metadata_info(self, request, connection):
+    def get_metadata_info(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         replicated = self.controller.replicated
         leader = replicated.leader_id
         header = {"group": replicated.group, "controllerLeaderId": leader,
@@ -125,7 +139,7 @@ class ControllerProcessor:
         return request.make_response(ResponseCode.SUCCESS, ext={k: java_text(v) for k, v in header.items()
                                                                  if v is not None})
 
-    def get_sync_state_data(self, request, connection):
+    def get_sync_state_data(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         if not request.body:
             return request.make_response(ResponseCode.SUCCESS)
         names = bodies.read_broker_names(request.body)
@@ -133,7 +147,7 @@ class ControllerProcessor:
             return request.make_response(ResponseCode.SUCCESS)
         return self._run(request, lambda: decisions.sync_state_data(self.state, self.liveness, names), write=False)
 
-    def broker_heartbeat(self, request, connection):
+    def broker_heartbeat(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         cluster = request.require("clusterName")
         address = request.require("brokerAddr")
         name = request.require("brokerName")
@@ -151,7 +165,7 @@ class ControllerProcessor:
             return request.make_response(refusal.code, str(refusal))
         return request.make_response(ResponseCode.SUCCESS, "Heart beat success")
 
-    def clean_broker_data(self, request, connection):
+    def clean_broker_data(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         cluster = request.get("clusterName")
         name = request.require("brokerName")
         ids = request.get("brokerControllerIdsToClean")
@@ -159,11 +173,11 @@ class ControllerProcessor:
         return self._run(request, lambda: decisions.clean_broker_data(
             self.state, self.liveness, cluster, name, ids, clean_living))
 
-    def get_next_broker_id(self, request, connection):
+    def get_next_broker_id(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         cluster, name = request.get("clusterName"), request.require("brokerName")
         return self._run(request, lambda: decisions.next_broker_id(self.state, cluster, name), write=False)
 
-    def apply_broker_id(self, request, connection):
+    def apply_broker_id(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         cluster, name = request.get("clusterName"), request.require("brokerName")
         broker_id = request.require_int("appliedBrokerId")
         check_code = request.require("registerCheckCode")
@@ -171,12 +185,12 @@ class ControllerProcessor:
                                                                     self.context.config))
 
     # -- configuration (answered by every controller) ---------------------------------------------------
-    def get_config(self, request, connection):
+    def get_config(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         text = format_properties((name, java_text(self.context.config.get(name)))
                                  for name in self.context.config_names())
         return request.make_response(ResponseCode.SUCCESS, body=text.encode("utf-8") if text else None)
 
-    def update_config(self, request, connection):
+    def update_config(self, request: RemotingCommand, connection: IRemotingConnection) -> Answer:
         """The controller's runtime properties only (namesrv/config/runtime.py): never the name server's,
         which an embedded controller shares its configuration with; kept in the runtime overlay."""
         config = self.context.config
@@ -194,14 +208,14 @@ class ControllerProcessor:
                                  lambda failure: request.make_response(ResponseCode.SYSTEM_ERROR, str(failure.value)))
 
 
-def _require_present(request, name):
+def _require_present(request: RemotingCommand, name: str) -> str:
     """A ``@CFNotNull`` String that may be empty (Java checks for null only)."""
     if not request.ext or request.ext.get(name) is None:
         raise HeaderFieldError(name)
     return request.ext[name]
 
 
-def _require_bool(request, name):
+def _require_bool(request: RemotingCommand, name: str) -> bool:
     value = request.get_bool(name)
     if value is None:
         raise HeaderFieldError(name)

@@ -16,10 +16,22 @@ does not hear either. The leader keeps the beats (relayed.py). While the leader 
 is sent: a healthy group costs no traffic. A note that does not fit this schema is dropped and counted.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from twisted.logger import Logger
 
 from namesrv.controller import limits
+from namesrv.controller.heartbeats import BrokerHeartbeats
+from namesrv.controller.relayed import BrokerKey
+from namesrv.controller.state import ReplicaState
 from namesrv.protocol.ratelimited import RateLimitedWarning
+
+if TYPE_CHECKING:   # types only
+    from namesrv.config.live import NamesrvConfig
+    from namesrv.controller.replication.raft import RaftLog
+
+#: a relayed beat: (cluster, brokerName, brokerId, ageMs, timeoutMs, epoch, maxOffset, confirmOffset, priority)
+BeatRow = tuple[str, str, int, int, int, int, int, int, int]
 
 #: seconds between the leader's questions
 RELAY_INTERVAL = 0.5
@@ -31,7 +43,8 @@ _INT_FIELDS = 6
 class LivenessRelay:
     log = Logger()
 
-    def __init__(self, heartbeats, state, replicated, config):
+    def __init__(self, heartbeats: BrokerHeartbeats, state: ReplicaState, replicated: "RaftLog",
+                 config: "NamesrvConfig") -> None:
         self.heartbeats = heartbeats
         self.state = state
         self.replicated = replicated
@@ -44,7 +57,7 @@ class LivenessRelay:
         replicated.note_listeners.append(self.received)
         replicated.role_listeners.append(self._role_changed)
 
-    def tick(self):
+    def tick(self) -> int:
         """The leader: ask every follower about the brokers it has not heard lately."""
         if not self.replicated.is_leader:
             return 0
@@ -59,7 +72,8 @@ class LivenessRelay:
                 self.asked += 1
         return len(want)
 
-    def received(self, peer, body):
+    def received(self, peer: str, body: Any) -> None:
+        """A note from ``peer`` (Any: decoded msgpack, checked here against the notes' schema)."""
         try:
             if not isinstance(body, dict):
                 raise ValueError("a note is a map")
@@ -71,14 +85,14 @@ class LivenessRelay:
             self.bad += 1
             self._warn.warn("controller: a liveness note from member {peer} dropped: {why}", peer=peer, why=e)
 
-    def _answer(self, peer, keys):
+    def _answer(self, peer: str, keys: list[BrokerKey]) -> None:
         if self.replicated.is_leader:
             return          # a deposed leader still asking: this one leads, nobody answers it
         rows, gone = self.heartbeats.heard(keys)
         if self.replicated.send_note(peer, {"beats": rows, "gone": gone}):
             self.answered += 1
 
-    def _take(self, peer, rows, gone):
+    def _take(self, peer: str, rows: list[BeatRow], gone: list[BrokerKey]) -> None:
         if not self.replicated.is_leader:
             return
         for cluster, broker_name, broker_id, age, timeout, epoch, max_offset, confirm_offset, priority in rows:
@@ -88,26 +102,26 @@ class LivenessRelay:
         for key in gone:
             self.heartbeats.relayed_gone(peer, key)
 
-    def _role_changed(self, leading):
+    def _role_changed(self, leading: bool) -> None:
         if not leading:
             self.heartbeats.relayed.clear()
 
     # -- the notes' schema ----------------------------------------------------------------------------
-    def _bounded(self, items):
+    def _bounded(self, items: Any) -> list[Any]:
         if not isinstance(items, list) or len(items) > self.config.controllerHeartbeatMaxBrokers:
             raise ValueError("not a list of at most controllerHeartbeatMaxBrokers entries")
         return items
 
-    def _keys(self, items):
+    def _keys(self, items: Any) -> list[BrokerKey]:
         return [self._key(item) for item in self._bounded(items)]
 
-    def _key(self, item):
+    def _key(self, item: Any) -> BrokerKey:
         if not isinstance(item, list) or len(item) != 3 or not _is_int(item[2]):
             raise ValueError("a broker is [cluster, brokerName, brokerId]")
         return (limits.check_cluster_name(item[0]), limits.check_broker_name(item[1]), item[2])
 
-    def _rows(self, items):
-        rows = []
+    def _rows(self, items: Any) -> list[BeatRow]:
+        rows: list[BeatRow] = []
         for item in self._bounded(items):
             if not isinstance(item, list) or len(item) != 3 + _INT_FIELDS or not all(map(_is_int, item[3:])):
                 raise ValueError("a beat is [cluster, brokerName, brokerId, ageMs, timeoutMs, epoch, maxOffset, "
@@ -116,5 +130,5 @@ class LivenessRelay:
         return rows
 
 
-def _is_int(value):
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and -2 ** 63 <= value < 2 ** 63

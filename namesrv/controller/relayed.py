@@ -14,28 +14,39 @@ did; relayed beats from before that close are ignored. Bounded: at most ``contro
 keys, the timeouts clamped as a direct beat's.
 """
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Optional
+
 from namesrv.controller import limits
 from namesrv.controller.liveinfo import BrokerLiveInfo
 from namesrv.timing.deadlines import DeadlineQueue
+
+if TYPE_CHECKING:   # types only
+    from namesrv.config.live import NamesrvConfig
+    from namesrv.timing.clock import Clock
+
+#: (cluster, broker name, broker id): a broker's key in the heartbeat tables
+BrokerKey = tuple[str, str, int]
 
 #: a follower's beat must be this much newer than the leader's own last one to outlive a close the leader saw
 FRESHER_BY = 1.0
 
 
 class RelayedBeats:
-    def __init__(self, clock, config=None):
+    def __init__(self, clock: "Clock", config: "Optional[NamesrvConfig]" = None) -> None:
         self.clock = clock
         self.config = config
-        self.table = {}                 # key -> {member: BrokerLiveInfo}
-        self.deadlines = DeadlineQueue()
-        self.closed = {}                # key -> when a direct connection of it closed here
+        self.table: dict[BrokerKey, dict[str, BrokerLiveInfo]] = {}
+        self.deadlines: DeadlineQueue[tuple[BrokerKey, str], BrokerLiveInfo] = DeadlineQueue()
+        self.closed: dict[BrokerKey, float] = {}      # when a direct connection of it closed here
         self.accepted = 0
         self.ignored = 0
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.table)
 
-    def beat(self, member, key, age_ms, timeout_millis, epoch, max_offset, confirm_offset, priority):
+    def beat(self, member: str, key: BrokerKey, age_ms: int, timeout_millis: int, epoch: int, max_offset: int,
+             confirm_offset: int, priority: int) -> bool:
         """Record what ``member`` heard of ``key`` ``age_ms`` ago; False when ignored (older than a close seen
         here, or one key too many)."""
         now = self.clock.seconds()
@@ -59,7 +70,7 @@ class RelayedBeats:
         self.accepted += 1
         return True
 
-    def gone(self, member, key):
+    def gone(self, member: str, key: BrokerKey) -> Optional[BrokerLiveInfo]:
         """``member`` no longer hears ``key``: its beat is forgotten; the entry removed, or None."""
         heard = self.table.get(key)
         info = heard.pop(member, None) if heard is not None else None
@@ -67,7 +78,7 @@ class RelayedBeats:
             del self.table[key]
         return info
 
-    def freshest(self, key, now):
+    def freshest(self, key: BrokerKey, now: float) -> Optional[BrokerLiveInfo]:
         """The newest relayed beat of ``key`` still alive at ``now``, or None."""
         best = None
         for info in (self.table.get(key) or {}).values():
@@ -75,7 +86,7 @@ class RelayedBeats:
                 best = info
         return best
 
-    def outlives_close(self, key, direct_last_beat, now):
+    def outlives_close(self, key: BrokerKey, direct_last_beat: float, now: float) -> bool:
         """A connection the leader heard ``key`` on closed. True when a follower heard it since (it lives, only
         that link died); else its relayed beats are forgotten and any from before now will be ignored."""
         best = self.freshest(key, now)
@@ -88,17 +99,17 @@ class RelayedBeats:
             self.closed = {k: t for k, t in self.closed.items() if t > horizon}
         return False
 
-    def current(self, slot):
+    def current(self, slot: tuple[BrokerKey, str]) -> Optional[BrokerLiveInfo]:
         key, member = slot
         return (self.table.get(key) or {}).get(member)
 
-    def pop_expired(self, now):
+    def pop_expired(self, now: float) -> Iterator[tuple[BrokerKey, BrokerLiveInfo]]:
         """(key, BrokerLiveInfo) of every relayed beat past its timeout, forgotten."""
         for (key, member), info in list(self.deadlines.pop_expired(now, self.current)):
             self.gone(member, key)
             yield key, info
 
-    def sweep(self, now):
+    def sweep(self, now: float) -> list[tuple[BrokerKey, BrokerLiveInfo]]:
         """Every relayed beat past its timeout, forgotten (the scan's backstop)."""
         expired = [(key, member, info) for key, heard in self.table.items() for member, info in heard.items()
                    if not info.alive_at(now)]
@@ -106,7 +117,7 @@ class RelayedBeats:
             self.gone(member, key)
         return [(key, info) for key, _, info in expired]
 
-    def clear(self):
+    def clear(self) -> None:
         """This controller stopped leading: what followers told it is no longer asked for."""
         self.table.clear()
         self.deadlines.clear()

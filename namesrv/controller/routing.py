@@ -15,7 +15,13 @@ registration changes them, so the route bodies cached, the answer cache and the 
 replicas follow as usual.
 """
 
+from typing import Optional, Protocol
+
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.logger import Logger
+
+from namesrv.controller.state import Event, ReplicaGroup, ReplicaState
+from namesrv.interfaces import IEventLog, IReplicatedLog
 
 log = Logger()
 
@@ -26,22 +32,30 @@ RETRY_EVERY = 0.2
 RETRY_FOR = 10.0
 
 
+class CommittedMasterRoutes(Protocol):
+    """What this needs of the name server's route tables (RouteInfoManager), named here and not imported: the
+    controller and the route tables know nothing of each other (tests/test_layers.py)."""
+
+    def route_committed_master(self, broker_name: str, master_addr: str, master_epoch: int) -> bool: ...
+
+
 class CommittedMasterRouting:
     """Listens to ``state`` (a ReplicaState) and routes each elected master through ``routes``."""
 
-    def __init__(self, state, replicated, routes, events, reactor):
+    def __init__(self, state: ReplicaState, replicated: IReplicatedLog, routes: CommittedMasterRoutes,
+                 events: IEventLog, reactor: IReactorTime) -> None:
         self.state = state
         self.replicated = replicated
         self.routes = routes
         self.events = events
         self.reactor = reactor
         self.routed = 0            # masters listed here before their own registration
-        self._due = set()          # broker names whose election was applied since the last pass
-        self._call = None
-        self._unsure_since = None  # reactor time of the first pass that found this member not sure
+        self._due: set[str] = set()          # broker names whose election was applied since the last pass
+        self._call: Optional[IDelayedCall] = None
+        self._unsure_since: Optional[float] = None  # reactor time of the first pass that found this member not sure
         state.listeners.append(self._applied)
 
-    def _applied(self, event, group):
+    def _applied(self, event: Event, group: Optional[ReplicaGroup]) -> None:
         """A state listener: runs inside the log's apply, so it only notes the group; the routes change
         in a call of its own, after the whole batch of entries is applied (the latest master counts)."""
         if group is None or event.get("type") != "elect_master":
@@ -50,12 +64,12 @@ class CommittedMasterRouting:
         if self._call is None:
             self._call = self.reactor.callLater(0, self._route_due)
 
-    def sure(self):
+    def sure(self) -> bool:
         """This member's state is current: it leads within its lease, or a leader was heard lately."""
         replicated = self.replicated
         return bool(replicated.is_leader or replicated.leader_id is not None)
 
-    def _route_due(self):
+    def _route_due(self) -> None:
         self._call = None
         if not self.sure():
             now = self.reactor.seconds()
@@ -75,7 +89,7 @@ class CommittedMasterRouting:
         for broker_name in sorted(due):
             group = self.state.group(broker_name)
             address = group.master_address if group is not None else None   # None: no master
-            if address is None:
+            if group is None or address is None:
                 continue
             if self.routes.route_committed_master(broker_name, address, group.master_epoch):
                 self.routed += 1
@@ -86,7 +100,7 @@ class CommittedMasterRouting:
                          "committed, before its own registration", name=broker_name, addr=address,
                          id=group.master_id, epoch=group.master_epoch)
 
-    def stop(self):
+    def stop(self) -> None:
         if self._call is not None and self._call.active():
             self._call.cancel()
         self._call = None

@@ -11,16 +11,20 @@ the leader's inactive-master scan (``scanInactiveMasterInterval``).
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 from twisted.application import service
 from twisted.application.internet import TCPServer
-from twisted.internet import defer
+from twisted.internet import defer, protocol
 from twisted.internet.error import CannotListenError
+from twisted.internet.interfaces import IListeningPort
 from twisted.logger import Logger
 
 from namesrv.timing.clock import MonotonicClock
 from namesrv.config import CONTROLLER_CONFIG_KEYS
+from namesrv.config.live import NamesrvConfig
 from namesrv.controller.core import Controller
 from namesrv.controller.heartbeats import BrokerHeartbeats
 from namesrv.controller.notifier import RoleChangeNotifier
@@ -28,15 +32,28 @@ from namesrv.controller.relay import RELAY_INTERVAL, LivenessRelay
 from namesrv.controller.replication import peer_table, split_address
 from namesrv.controller.replication.identity import IdentityError, MemberIdentity
 from namesrv.controller.replication.sniffing import MemberSniffingFactory
-from namesrv.controller.routing import CommittedMasterRouting
+from namesrv.controller.routing import CommittedMasterRouting, CommittedMasterRoutes
 from namesrv.controller.state import ReplicaState
 from namesrv.dispatch.chain import controller_chain
 from namesrv.dispatch.registry import load_processor_factories
+from namesrv.interfaces import IEventLog, IRemotingConnection, IReplicatedLog
 from namesrv.plugin import CONTROLLER_PORT
 from namesrv.security.wiring import AclFile, GuardListeners
 from namesrv.timing.periodic import PeriodicCall
 from namesrv.server.factory import RemotingServerFactory
 from namesrv.server.proxyprotocol import proxy_protocol_factory
+
+if TYPE_CHECKING:   # types only
+    from twisted.internet.interfaces import IReactorTCP
+
+    from namesrv.context import IServerReactor
+    from namesrv.controller.replication.local import LocalLog
+    from namesrv.controller.replication.raft import RaftLog, RaftTiming
+
+    class IControllerReactor(IServerReactor, IReactorTCP):
+        """The reactor the controller runs on: the name server's (time, threads), and TCP (its port, the role
+        notifications, the member links). A make-believe interface for the type checker only, as
+        ``namesrv.context.IServerReactor``."""
 
 log = Logger()
 
@@ -49,26 +66,26 @@ class ControllerConfigError(ValueError):
 class ControllerContext:
     """What the controller's processors share (the name server's NamesrvContext has the route tables)."""
 
-    config: Any
-    controller: Any
-    reactor: Any
-    events: Any
+    config: NamesrvConfig
+    controller: Controller
+    reactor: "IServerReactor"
+    events: IEventLog
 
-    def config_names(self):
+    def config_names(self) -> list[str]:
         return sorted(CONTROLLER_CONFIG_KEYS)
 
 
 class ControllerHousekeeping:
     """A closed connection on the controller port: the broker beating on it is gone."""
 
-    def __init__(self, heartbeats):
+    def __init__(self, heartbeats: BrokerHeartbeats) -> None:
         self.heartbeats = heartbeats
 
-    def connection_closed(self, connection):
+    def connection_closed(self, connection: IRemotingConnection) -> None:
         self.heartbeats.connection_closed(connection)
 
 
-def store_dir(config):
+def store_dir(config: NamesrvConfig) -> str:
     """``controllerStorePath``, else Java's ``~/DLedgerController`` made per instance as the name server's
     files are (``instance_path``: ``-<port>`` on a port other than 9876), so that two instances on one
     host never share a controller's state."""
@@ -78,7 +95,7 @@ def store_dir(config):
     return os.path.expanduser(instance_path(os.path.join("~", config.controllerType + "Controller"), config.listenPort))
 
 
-def controller_peers(config):
+def controller_peers(config: NamesrvConfig) -> tuple[str, dict[str, str]]:
     """(self id, {id: address}) from the properties, or ControllerConfigError."""
     if config.controllerType != "DLedger":
         raise ControllerConfigError("controllerType=%s is not supported: use DLedger (controllerDLegerPeers), "
@@ -105,7 +122,7 @@ SECRET_COMMAND = "head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE"
 MAKE_SECRET = "give every member the same secret file (e.g. %s)" % SECRET_COMMAND
 
 
-def peer_secret(config, peers):
+def peer_secret(config: NamesrvConfig, peers: Mapping[str, str]) -> Optional[list[bytes]]:
     """The members' shared secrets (a list of bytes: the first one used, every one accepted; a second line is
     a new secret being rolled out), or None where the operator opted out; ControllerConfigError when
     several controllers have neither: a group nobody authenticates does not start."""
@@ -143,7 +160,7 @@ def peer_secret(config, peers):
     return secrets
 
 
-def member_identity(config, self_id):
+def member_identity(config: NamesrvConfig, self_id: str) -> Optional[MemberIdentity]:
     """This member's key and the members' public keys (identity.py), or None where authentication is off;
     ControllerConfigError naming the property otherwise."""
     if config.controllerPeerAuthDisabled and not config.controllerMembersFile:
@@ -163,7 +180,7 @@ def member_identity(config, self_id):
         raise ControllerConfigError(str(e))
 
 
-def raft_timing(config):
+def raft_timing(config: NamesrvConfig) -> "RaftTiming":
     """Raft's timers and the store's bounds from the properties; ControllerConfigError when the snapshot
     thresholds cannot keep the store under controllerStoreMaxBytes."""
     from namesrv.controller.replication.raft import RaftTiming
@@ -181,7 +198,8 @@ def raft_timing(config):
                       transfer_timeout=max(0.1, config.controllerLeaderTransferTimeoutMillis / 1000.0))
 
 
-def make_replicated_log(config, state, reactor, force_new_group=False):
+def make_replicated_log(config: NamesrvConfig, state: ReplicaState, reactor: "IServerReactor",
+                        force_new_group: bool = False) -> Union["LocalLog", "RaftLog"]:
     self_id, peers = controller_peers(config)
     directory = store_dir(config)
     group = config.controllerDLegerGroup
@@ -208,7 +226,7 @@ class ControllerPortError(ControllerConfigError):
 class ControllerPort(TCPServer):
     """The controller port; a port that cannot be bound is one line naming it, never a retry loop."""
 
-    def _getPort(self):
+    def _getPort(self) -> IListeningPort:
         try:
             return TCPServer._getPort(self)
         except CannotListenError as e:
@@ -220,8 +238,10 @@ class ControllerPort(TCPServer):
 class ControllerService(service.MultiService):
     name = "controller"
 
-    def __init__(self, config, reactor, events, clock=None, plugin_package=None, replicated=None, notifier=None,
-                 acl=None, force_new_group=False):
+    def __init__(self, config: NamesrvConfig, reactor: "IControllerReactor", events: IEventLog,
+                 clock: Optional[MonotonicClock] = None, plugin_package: Optional[ModuleType] = None,
+                 replicated: Optional[IReplicatedLog] = None, notifier: Optional[RoleChangeNotifier] = None,
+                 acl: Optional[AclFile] = None, force_new_group: bool = False) -> None:
         service.MultiService.__init__(self)
         self.config = config
         self.reactor = reactor
@@ -229,13 +249,13 @@ class ControllerService(service.MultiService):
         clock = clock or MonotonicClock()
         self.state = ReplicaState()
         self.heartbeats = BrokerHeartbeats(clock, reactor, config)
-        self.replicated = replicated if replicated is not None else make_replicated_log(config, self.state, reactor,
-                                                                                        force_new_group)
+        self.replicated: IReplicatedLog = replicated if replicated is not None else make_replicated_log(
+            config, self.state, reactor, force_new_group)
         self.notifier = notifier if notifier is not None else RoleChangeNotifier(reactor)
         self.controller = Controller(config, self.state, self.replicated, self.heartbeats, reactor, self.notifier,
                                      events)
         self.context = ControllerContext(config=config, controller=self.controller, reactor=reactor, events=events)
-        self.routing = None        # a CommittedMasterRouting, once a name server's routes follow this member
+        self.routing: Optional[CommittedMasterRouting] = None   # once a name server's routes follow this member
         processors = [factory.build(self.context)
                       for factory in load_processor_factories(plugin_package, port=CONTROLLER_PORT)]
         if acl is None and config.aclEnable:
@@ -252,7 +272,7 @@ class ControllerService(service.MultiService):
         host, port = split_address(getattr(self.replicated, "self_address", None)
                                    or self.replicated.peers[self.replicated.self_id])
         self.address = (host, port)
-        listening = self.factory
+        listening: protocol.Factory = self.factory
         mesh = getattr(self.replicated, "mesh", None)
         if mesh is not None:
             # the other controllers talk Raft on this same port (DLedger's one address per controller)
@@ -272,35 +292,36 @@ class ControllerService(service.MultiService):
             lambda: config.scanInactiveMasterInterval / 1000.0, config.scanInactiveMasterInterval / 1000.0, reactor)
         self.inactive_master_scan.setServiceParent(self)
         config.add_listener(self._config_changed)
-        self.relay = None
+        self.relay: Optional[LivenessRelay] = None
         if hasattr(self.replicated, "send_note"):
             # several controllers: the leader asks the others about brokers it does not hear (relay.py)
-            self.relay = LivenessRelay(self.heartbeats, self.state, self.replicated, config)
+            raft = cast("RaftLog", self.replicated)         # the one log with notes
+            self.relay = LivenessRelay(self.heartbeats, self.state, raft, config)
             PeriodicCall("controller liveness relay", self.relay.tick, lambda: RELAY_INTERVAL, RELAY_INTERVAL,
                          reactor).setServiceParent(self)
 
-    def _config_changed(self, name, old, new):
+    def _config_changed(self, name: str, old: object, new: object) -> None:
         if name == "scanInactiveMasterInterval":   # UPDATE_CONTROLLER_CONFIG: the next scan one new period away
             self.inactive_master_scan.restart()
 
-    def follow_elections_in_routes(self, routes):
+    def follow_elections_in_routes(self, routes: CommittedMasterRoutes) -> CommittedMasterRouting:
         """The name server's ``routes`` list each master this member sees elected (routing.py)."""
         self.routing = CommittedMasterRouting(self.state, self.replicated, routes, self.events, self.reactor)
         return self.routing
 
-    def committed_master_address(self, broker_name):
+    def committed_master_address(self, broker_name: str) -> Optional[str]:
         """The broker address of the master this member's state holds for ``broker_name`` (None: no group, or
         no master): what the replicated log committed, as far as this member has applied it."""
         group = self.state.group(broker_name)
         return group.master_address if group is not None else None
 
     @property
-    def listening_port(self):
+    def listening_port(self) -> Optional[int]:
         """The bound port (after start), e.g. when the configuration named port 0."""
         port = getattr(self.port_service, "_port", None)
         return port.getHost().port if port is not None else None
 
-    def startService(self):
+    def startService(self) -> None:
         # the port first: a controller that cannot listen must not join the others' elections
         service.MultiService.startService(self)
         self.replicated.start()
@@ -308,7 +329,7 @@ class ControllerService(service.MultiService):
                  group=self.replicated.group, host=self.address[0], port=self.listening_port,
                  mode=self.replicated.status()["mode"])
 
-    def stopService(self):
+    def stopService(self) -> "defer.Deferred[Any]":     # Any: MultiService's own (untyped) Deferred, or all of them
         d = service.MultiService.stopService(self)
         self.controller.stop()
         if self.routing is not None:

@@ -7,14 +7,17 @@ event log (``eventLogEnable``) as the name server does, named after the controll
 """
 
 import os
+from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 from twisted.application import service
 from twisted.python import usage
 from twisted.logger import Logger
 
+from namesrv.config.live import NamesrvConfig
 from namesrv.config.origins import DEFAULT
 from namesrv.controller.metrics import ControllerCollector
 from namesrv.controller.service import ControllerService, controller_peers, store_dir
+from namesrv.interfaces import IEventLog
 from namesrv.observe.eventlog import event_log_for
 from namesrv.observe.metrics import MetricsHttpService, NamesrvMetrics
 from namesrv.observe.proxy_metrics import add_proxy_protocol_collector
@@ -23,6 +26,9 @@ from namesrv.startup import StartupError, configure, refuse
 from namesrv.startup.ownership import check_directory, claim_state_files
 from namesrv.startup.plan import controller_listens, controller_state_files, listen_address, log_directories
 from namesrv.startup.ports import check_ports
+
+if TYPE_CHECKING:   # types only
+    from namesrv.controller.service import IControllerReactor
 
 log = Logger()
 
@@ -44,12 +50,12 @@ class Options(usage.Options):
                                              "others (docs/runbook.md, ControllerQuorumLost)."],
     ]
 
-    def postOptions(self):
+    def postOptions(self) -> None:
         self["config"] = configure(PROGRAM, self["configFile"], printing=bool(self["printConfigItem"]),
                                 settle=settle_controller, bind_warning=False)
 
 
-def settle_controller(config):
+def settle_controller(config: NamesrvConfig) -> None:
     """What a controller alone derives from its properties before its runtime overlay is read: every
     per-instance file is named after its own port (the event log too), and the overlay sits beside its
     store (it has no KV store). ControllerConfigError when the peers do not say which port is its own."""
@@ -65,33 +71,40 @@ class StandaloneController(service.MultiService):
     """The controller service, its Prometheus port (``prometheusListenPort``) and the event log's start and stop;
     ``state_files`` (the store it claimed) are held as long as it lives."""
 
-    def __init__(self, controller, events, metrics=None, state_files=None, stop_watch=None):
+    def __init__(self, controller: ControllerService, events: IEventLog, metrics: Optional[MetricsHttpService] = None,
+                 state_files: object = None, stop_watch: Union[StopWatch, NullStopWatch, None] = None) -> None:
         service.MultiService.__init__(self)
         self.controller = controller
         self.events = events
         self.state_files = state_files
         #: reports a stop that hangs, and handles SIGTERM on the reactor thread (observe/stopwatch.py)
-        self.stop_watch = stop_watch if stop_watch is not None else NullStopWatch()
+        self.stop_watch: Union[StopWatch, NullStopWatch] = stop_watch if stop_watch is not None else NullStopWatch()
         controller.setServiceParent(self)
         self.metrics = metrics
         if metrics is not None:
             metrics.setServiceParent(self)
 
-    def startService(self):
+    def startService(self) -> None:
         self.events.start()
         self.stop_watch.start(self.controller.reactor)
         service.MultiService.startService(self)
         self.events.emit("controller_started", listen="%s:%s" % self.controller.address)
 
-    def stopService(self):
+    def stopService(self) -> Any:     # Any: MultiService's own Deferred (untyped)
         d = service.MultiService.stopService(self)
         self.controller.config.overlay.flush_sync()   # an UPDATE_CONTROLLER_CONFIG still being written
-        d.addBoth(lambda result: (self.events.stop(), result)[1])
+
+        def stopped(result: object) -> object:
+            self.events.stop()
+            return result
+        d.addBoth(stopped)
         return d
 
 
-def makeService(options):
-    from twisted.internet import reactor   # the one twistd installed: imported only once it has
+def makeService(options: Options) -> StandaloneController:
+    from twisted.internet import reactor as installed   # the one twistd installed: imported only once it has
+    # Twisted types it _IReactorCommon, which leaves out IReactorThreads (that every reactor provides)
+    reactor = cast("IControllerReactor", installed)
 
     config = options["config"]
     try:
@@ -110,7 +123,8 @@ def makeService(options):
                                 stop_watch=StopWatch(config.logDir, what="controller"))
 
 
-def _metrics_port(config, controller, events, reactor):
+def _metrics_port(config: NamesrvConfig, controller: ControllerService, events: IEventLog,
+                  reactor: "IControllerReactor") -> Optional[MetricsHttpService]:
     """``/metrics`` with the controller's families and its requests, as the embedded one has them."""
     if not config.prometheusListenPort:
         return None

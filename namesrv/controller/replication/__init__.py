@@ -11,12 +11,12 @@ class NotLeader(Exception):
     """This controller cannot commit: it is not the leader (or stopped being it meanwhile)."""
 
 
-def peer_table(peers_text):
+def peer_table(peers_text: str | None) -> dict[str, str]:
     """``controllerDLegerPeers`` (``n0-host:port;n1-host:port``) as an ordered {id: 'host:port'}.
 
     Raises ValueError naming the bad entry.
     """
-    table = {}
+    table: dict[str, str] = {}
     for entry in (peers_text or "").split(";"):
         entry = entry.strip()
         if not entry:
@@ -31,6 +31,6 @@ def peer_table(peers_text):
     return table
 
 
-def split_address(address):
+def split_address(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     return host, int(port)

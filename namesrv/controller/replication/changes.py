@@ -18,13 +18,18 @@ The answer comes once the entry is committed and on the leader's disk. ``members
 how far its log is behind the leader's and when the leader last heard from it.
 """
 
+from typing import TYPE_CHECKING, Any, Optional
+
 from pysyncobj import FAIL_REASON
 from twisted.internet import defer
 
 from namesrv.controller.replication import NotLeader
 from namesrv.controller.replication.hooks import match_index
-from namesrv.controller.replication.membership import LEARNER, VOTER, check_address, check_id
+from namesrv.controller.replication.membership import LEARNER, VOTER, Configuration, check_address, check_id
 from namesrv.controller.replication.values import CodecError
+
+if TYPE_CHECKING:   # types only
+    from namesrv.controller.replication.raft import RaftLog
 
 
 class ChangeRefused(Exception):
@@ -32,12 +37,12 @@ class ChangeRefused(Exception):
 
 
 class MembershipChanges:
-    def __init__(self, raftlog):
+    def __init__(self, raftlog: "RaftLog") -> None:
         self.raft = raftlog
-        self.proposing = None       # the configuration proposed here and not settled yet
+        self.proposing: Optional[Configuration] = None       # the configuration proposed here and not settled yet
 
     # -- the rules ---------------------------------------------------------------------------------------
-    def _check_leader(self):
+    def _check_leader(self) -> None:
         raft = self.raft
         if not raft.is_leader:
             raise NotLeader("not the controller leader")
@@ -47,12 +52,12 @@ class MembershipChanges:
             raise ChangeRefused("a configuration change is still pending (%s): one change at a time, try again once "
                                 "it is committed" % self.proposing.describe())
         syncobj = raft._syncobj
-        pending = raft._journal.uncommitted_configurations(syncobj.raftCommitIndex)
+        pending = raft._live_journal().uncommitted_configurations(syncobj.raftCommitIndex)
         if pending:
             raise ChangeRefused("a configuration change is still pending (log entry %d): one change at a time, try "
                                 "again once it is committed" % pending[-1])
 
-    def add(self, member, address):
+    def add(self, member: str, address: str) -> "defer.Deferred[Configuration]":
         """``member`` joins as a learner at ``address``."""
         self._check_leader()
         try:
@@ -68,7 +73,7 @@ class MembershipChanges:
             raise ChangeRefused("%s is the address of %s" % (address, taken[0]))
         return self._propose(configuration.with_member(member, address, LEARNER))
 
-    def promote(self, member):
+    def promote(self, member: str) -> "defer.Deferred[Configuration]":
         """A learner that has caught up becomes a voter."""
         self._check_leader()
         configuration = self.raft.configuration
@@ -78,14 +83,14 @@ class MembershipChanges:
         if role == VOTER:
             raise ChangeRefused("%s is already a voter" % member)
         syncobj = self.raft._syncobj
-        caught_up = match_index(syncobj, self.raft._transport.node(member))
+        caught_up = match_index(syncobj, self.raft._live_transport().node(member))
         if caught_up < syncobj.raftCommitIndex:
             raise ChangeRefused("%s has not caught up yet (its log matches up to entry %d, the group has committed "
                                 "%d): promote it once listControllers shows it with no lag"
                                 % (member, caught_up, syncobj.raftCommitIndex))
         return self._propose(configuration.with_member(member, configuration.addresses()[member], VOTER))
 
-    def remove(self, member):
+    def remove(self, member: str) -> "defer.Deferred[Configuration]":
         """A member leaves the group (the leader itself only after handing over leadership)."""
         self._check_leader()
         configuration = self.raft.configuration
@@ -96,32 +101,32 @@ class MembershipChanges:
                                 "transferControllerLeader), then remove it" % member)
         return self._propose(configuration.without_member(member))
 
-    def _propose(self, configuration):
+    def _propose(self, configuration: Configuration) -> "defer.Deferred[Configuration]":
         raft = self.raft
-        d = defer.Deferred()
+        d: defer.Deferred[Configuration] = defer.Deferred()
         self.proposing = configuration
 
-        def committed(result, error):
+        def committed(result: Any, error: int) -> None:
             self.proposing = None
             if error != FAIL_REASON.SUCCESS:
                 d.errback(NotLeader("the configuration change was not committed (pysyncobj fail reason %s)" % error))
                 return
-            raft._journal.when_synced().addCallbacks(lambda _: d.callback(configuration), d.errback)
+            raft._live_journal().when_synced().addCallbacks(lambda _: d.callback(configuration), d.errback)
         raft.propose_configuration(configuration, committed)
         return d
 
     # -- what listControllers shows -------------------------------------------------------------------------
-    def members_status(self):
+    def members_status(self) -> list[dict[str, object]]:
         """One row per member of the configuration in force: id, address, role, leader, and on the leader its
         log's lag behind the leader's and the seconds since it was last heard from."""
         raft = self.raft
-        syncobj, transport, mesh = raft._syncobj, raft._transport, raft.mesh
+        syncobj, mesh = raft._syncobj, raft.mesh
         leading = syncobj is not None and syncobj._isLeader()
         last_index = raft._journal[-1][1] if raft._journal is not None and len(raft._journal) else 0
         leader = raft.leader_id
         now = raft.monotonic()
         last_in = getattr(mesh, "_last_in", {})
-        rows = []
+        rows: list[dict[str, object]] = []
         for member, (address, role) in sorted(raft.configuration.members.items()):
             row = {"id": member, "address": address, "role": role, "leader": member == leader,
                    "self": member == raft.self_id, "connected": member == raft.self_id or mesh.connected(member)}
@@ -129,7 +134,8 @@ class MembershipChanges:
                 row["lag"] = 0 if leading else None
                 row["lastContactSeconds"] = 0.0
             else:
-                row["lag"] = max(0, last_index - match_index(syncobj, transport.node(member))) if leading else None
+                row["lag"] = max(0, last_index - match_index(syncobj, raft._live_transport().node(member))) if leading \
+                    else None
                 heard = last_in.get(member)
                 row["lastContactSeconds"] = round(now - heard, 3) if heard is not None else None
             rows.append(row)

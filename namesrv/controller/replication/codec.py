@@ -16,6 +16,9 @@ is code from the network. So:
 A message that fails is a ``CodecError``; the link that carried it is closed (``members.py``).
 """
 
+from collections.abc import Iterable
+from typing import Any, BinaryIO, NoReturn
+
 from namesrv.controller.replication import membership
 from namesrv.controller.replication.values import CodecError, pack, unpack
 
@@ -38,34 +41,34 @@ class SafePickle:
     """
 
     @staticmethod
-    def dumps(value, protocol=None):
+    def dumps(value: Any, protocol: int | None = None) -> bytes:
         return pack(value)
 
     @staticmethod
-    def loads(data):
+    def loads(data: bytes) -> Any:
         value = unpack(data)
         return tuple(value) if isinstance(value, list) else value
 
     @staticmethod
-    def to_bytes(data):
+    def to_bytes(data: bytes | str) -> bytes:
         return data if isinstance(data, bytes) else data.encode("utf-8")
 
     @staticmethod
-    def dump(value, file, protocol=None):
+    def dump(value: Any, file: BinaryIO, protocol: int | None = None) -> NoReturn:
         raise CodecError("pysyncobj's pickled snapshots are not used here")
 
     @staticmethod
-    def load(file):
+    def load(file: BinaryIO) -> NoReturn:
         raise CodecError("pysyncobj's pickled snapshots are not used here")
 
 
 # -- commands ---------------------------------------------------------------------------------------
-def encode_events(events):
+def encode_events(events: Iterable[dict[str, Any]]) -> bytes:
     """The command pysyncobj's ``@replicated`` would build for ``apply_events(events)``."""
     return bytes([COMMAND_REGULAR]) + pack([APPLY_EVENTS_ID, [list(events)]])
 
 
-def check_command(command):
+def check_command(command: object) -> None:
     """A log command we accept: a no-op, ``apply_events`` with a list of event dicts, or a configuration."""
     if not isinstance(command, bytes) or not command:
         raise CodecError("a log command must be non-empty bytes")
@@ -91,7 +94,7 @@ def check_command(command):
 _SCALARS = (str, int, bool, type(None))
 
 
-def check_event(event):
+def check_event(event: object) -> None:
     """An event dict as the controller state applies them: string keys, scalar or flat-list values.
     The state checks the meaning (``state.apply`` raises ValueError for an event it cannot apply)."""
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
@@ -105,7 +108,7 @@ def check_event(event):
 
 
 # -- messages -----------------------------------------------------------------------------------------
-def _int(message, key, allow_none=False):
+def _int(message: dict[str, Any], key: str, allow_none: bool = False) -> None:
     value = message.get(key)
     if value is None and allow_none:
         return
@@ -113,18 +116,18 @@ def _int(message, key, allow_none=False):
         raise CodecError("%s: %s must be a non-negative integer" % (message.get("type"), key))
 
 
-def _bool(message, key):
+def _bool(message: dict[str, Any], key: str) -> None:
     if not isinstance(message.get(key), bool):
         raise CodecError("%s: %s must be a boolean" % (message.get("type"), key))
 
 
-def _keys(message, allowed):
+def _keys(message: dict[str, Any], allowed: set[str]) -> None:
     extra = set(message) - allowed
     if extra:
         raise CodecError("%s: unknown fields %s" % (message.get("type"), ", ".join(sorted(map(str, extra)))))
 
 
-def _entries(message):
+def _entries(message: dict[str, Any]) -> list[tuple[bytes, int, int]]:
     entries = message.get("entries", [])
     if not isinstance(entries, list):
         raise CodecError("append_entries: entries must be a list")
@@ -140,7 +143,7 @@ def _entries(message):
     return checked
 
 
-def _serialized(message):
+def _serialized(message: dict[str, Any]) -> tuple[bytes, bool, bool] | None:
     chunk = message.get("serialized")
     if chunk is None:
         return None
@@ -150,7 +153,7 @@ def _serialized(message):
     return tuple(chunk)
 
 
-def check_message(message):
+def check_message(message: object) -> dict[str, Any]:
     """A pysyncobj message from a member, checked and normalised (entries as tuples); CodecError if not."""
     if not isinstance(message, dict):
         raise CodecError("a Raft message is a map")

@@ -30,11 +30,20 @@ has the procedure.
 """
 
 import os
+from typing import TYPE_CHECKING, Optional
 
 from twisted.logger import Logger
 
 from namesrv.controller.replication import split_address
+from namesrv.controller.replication.disk import Disk
+from namesrv.controller.replication.journal import DurableJournal
 from namesrv.controller.replication.membership import VOTER, Configuration, encode_command
+from namesrv.controller.replication.snapshot import Decoded
+
+if TYPE_CHECKING:   # types only
+    from namesrv.controller.replication.members import GroupState
+    from namesrv.controller.replication.mesh import MemberMesh
+    from namesrv.controller.replication.raft import RaftLog
 
 FENCED_FILE = "fenced"
 #: seconds between two dials of a fenced member's address
@@ -51,7 +60,7 @@ class ForceError(ValueError):
     """The store cannot be forced into a new group (says why)."""
 
 
-def read_marker(disk):
+def read_marker(disk: Disk) -> Optional[str]:
     """The reason this member was fenced (text), or None."""
     data = disk.read_file(FENCED_FILE)
     if data is None:
@@ -59,19 +68,24 @@ def read_marker(disk):
     return data.decode("utf-8", "replace").strip() or "fenced (no reason recorded)"
 
 
-def fence(raftlog, peer, theirs):
+def fence(raftlog: "RaftLog", peer: str, theirs: "GroupState") -> str:
     """Record, durably and before anything else is written, that ``peer`` proved a newer group exists."""
     reason = ("fenced by %s: the controller group was forced anew (%s) while this member was away; this member's "
               "store is stale. Move %s aside and add this member again (namesrv-admin addController)"
               % (peer, theirs.describe(), raftlog.store_dir))
-    raftlog._disk.write_file(FENCED_FILE, reason.encode("utf-8"))
-    raftlog._disk.sync()
+    disk = raftlog._disk
+    assert disk is not None             # a link is up: the log was started, with its disk
+    disk.write_file(FENCED_FILE, reason.encode("utf-8"))
+    disk.sync()
     return reason
 
 
-def force_new_group(raftlog, journal, decoded):
+def force_new_group(raftlog: "RaftLog", journal: DurableJournal,
+                    decoded: Optional[Decoded]) -> Optional[Configuration]:
     """Make ``journal`` (this survivor's, read at start) a group of one: see the module docstring."""
-    _, old = journal.configuration()
+    in_force = journal.configuration()
+    assert in_force is not None         # raft.py gave the journal its base (snapshot's or static) before
+    _, old = in_force
     me = raftlog.self_id
     if set(old.members) == {me} and old.role(me) == VOTER:
         log.warn("controller {id}: --force-new-controller-group: this member is already a group of one "
@@ -94,7 +108,7 @@ def force_new_group(raftlog, journal, decoded):
     return forced
 
 
-def dial_fenced(mesh, configuration):
+def dial_fenced(mesh: "MemberMesh", configuration: Configuration) -> None:
     """The survivor keeps telling the members it fenced (those not added back) that they are."""
     set_fenced = getattr(mesh, "set_fenced", None)
     if set_fenced is not None:

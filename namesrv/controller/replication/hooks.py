@@ -30,6 +30,8 @@ again, not by accident.
 """
 
 import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Optional
 
 import pysyncobj.serializer
 import pysyncobj.syncobj
@@ -39,16 +41,20 @@ from twisted.logger import Logger, LogLevel
 
 from namesrv.controller.replication.codec import SafePickle
 
+if TYPE_CHECKING:   # types only
+    from namesrv.controller.replication.journal import DurableJournal
+    from namesrv.controller.replication.snapshotstore import SnapshotStore
+
 PINNED_VERSION = "0.3.17"
 
-_journals = {}
+_journals: dict[Optional[str], "DurableJournal"] = {}
 
 
 class HookError(RuntimeError):
     """pysyncobj is not the version whose internals the hooks were written for."""
 
 
-def check_hooks():
+def check_hooks() -> None:
     version = pysyncobj.version.VERSION
     if version != PINNED_VERSION:
         raise HookError("pysyncobj %s is installed; the controller's Raft hooks are written for %s exactly "
@@ -61,7 +67,7 @@ def check_hooks():
             raise HookError("pysyncobj %s has no %s.%s: the hooks do not fit it" % (version, owner.__name__, name))
 
 
-def _create_journal(name=None):
+def _create_journal(name: Optional[str] = None) -> "DurableJournal":
     try:
         return _journals.pop(name)
     except KeyError:
@@ -82,7 +88,7 @@ class _ToTwistedLog(logging.Handler):
     _levels = {logging.DEBUG: LogLevel.debug, logging.INFO: LogLevel.info, logging.WARNING: LogLevel.warn,
                logging.ERROR: LogLevel.error, logging.CRITICAL: LogLevel.critical}
 
-    def emit(self, record):
+    def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         level = self._levels.get(record.levelno, LogLevel.warn)
         if message.startswith("truncating already-applied log entries"):
@@ -92,7 +98,7 @@ class _ToTwistedLog(logging.Handler):
         self.log.emit(level, "pysyncobj: {message}", message=message)
 
 
-def install():
+def install() -> None:
     check_hooks()
     logger = logging.getLogger("pysyncobj")
     if not any(isinstance(h, _ToTwistedLog) for h in logger.handlers):
@@ -104,12 +110,12 @@ def install():
     pysyncobj.syncobj.PIPE_NOTIFIER_ENABLED = False
 
 
-def prepare_journal(name, journal):
+def prepare_journal(name: str, journal: "DurableJournal") -> None:
     """The journal pysyncobj will get for ``journalFile=name`` (taken once, by the next SyncObj)."""
     _journals[name] = journal
 
 
-def forget_journal(name):
+def forget_journal(name: str) -> None:
     _journals.pop(name, None)
 
 
@@ -119,27 +125,28 @@ _INSTANCE = ("_SyncObj__otherNodes", "_SyncObj__readonlyNodes", "_SyncObj__conne
              "_SyncObj__needLoadDumpFile", "_SyncObj__raftLog")
 
 
-def check_instance(syncobj):
+def check_instance(syncobj: "SafeSyncObj") -> None:
     missing = [name for name in _INSTANCE if not hasattr(syncobj, name)]
     if missing:
         raise HookError("pysyncobj %s has no %s: the hooks do not fit it" % (pysyncobj.version.VERSION,
                                                                            ", ".join(missing)))
 
 
-def use_snapshot_store(syncobj, store):
+def use_snapshot_store(syncobj: "SafeSyncObj", store: "SnapshotStore") -> None:
     syncobj._SyncObj__serializer = store
     syncobj._SyncObj__needLoadDumpFile = False
 
 
-def load_snapshot(syncobj):
+def load_snapshot(syncobj: "SafeSyncObj") -> None:
     """pysyncobj starts from the snapshot our store read (its state, and its log's first two entries)."""
     syncobj._SyncObj__loadDumpFile(clearJournal=False)
 
 
-def set_members(syncobj, voters, learners, node_of, connected, now):
-    """pysyncobj's nodes become ``voters`` and ``learners`` (ids, this member's own left out); a member
-    added starts from the leader's next entry, one kept keeps its indexes (a learner promoted does not
-    start over)."""
+def set_members(syncobj: "SafeSyncObj", voters: Iterable[str], learners: Iterable[str],
+                node_of: Callable[[str], Any], connected: Callable[[str], bool], now: float) -> None:
+    """pysyncobj's nodes (Any: its TCPNode objects, untyped) become ``voters`` and ``learners`` (ids, this
+    member's own left out); a member added starts from the leader's next entry, one kept keeps its indexes (a
+    learner promoted does not start over)."""
     others = {node_of(member) for member in voters}
     readonly = {node_of(member) for member in learners}
     before = syncobj._SyncObj__otherNodes | syncobj._SyncObj__readonlyNodes
@@ -167,7 +174,7 @@ def set_members(syncobj, voters, learners, node_of, connected, now):
     syncobj._SyncObj__readonlyNodes = readonly
 
 
-def match_index(syncobj, node):
+def match_index(syncobj: "SafeSyncObj", node: Any) -> int:
     """The leader's idea of how far ``node``'s log matches its own (0 when unknown)."""
     return syncobj._SyncObj__raftMatchIndex.get(node, 0)
 
@@ -175,9 +182,9 @@ def match_index(syncobj, node):
 class SafeSyncObj(SyncObj):
     """pysyncobj's SyncObj asking ``election_gate`` (the pre-vote) before it starts an election."""
 
-    election_gate = None
+    election_gate: Optional[Callable[[], bool]] = None
 
-    def _SyncObj__connectedToAnyone(self):
+    def _SyncObj__connectedToAnyone(self) -> bool:
         gate = self.election_gate
         return gate() if gate is not None else False
 

@@ -24,6 +24,9 @@ change (checked before each handshake and every second), so neither needs a rest
 ``namesrv-admin createControllerKey`` writes a private key and prints the member's line.
 """
 
+from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
+
 import base64
 import binascii
 import os
@@ -38,13 +41,16 @@ SIGNATURE_SIZE = 64
 MAX_KEYS_PER_MEMBER = 2
 #: the largest members file read (a line is about 50 bytes)
 MAX_MEMBERS_FILE = 1 << 20
+#: id -> its public keys' raw bytes (one, or two while rotating)
+MembersKeys = dict[str, tuple[bytes, ...]]
+T = TypeVar("T")
 
 
 class IdentityError(ValueError):
     """A key or members file that cannot be used: says which file and why."""
 
 
-def create_private_key(path):
+def create_private_key(path: str) -> str:
     """A new private key written to ``path`` (mode 600, refused if it exists); its public key as text."""
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -57,7 +63,7 @@ def create_private_key(path):
     return public_key_text(key.public_key())
 
 
-def create_group_keys(directory, ids, members_name="controller.members"):
+def create_group_keys(directory: str, ids: Iterable[str], members_name: str = "controller.members") -> str:
     """A key per member (``<id>.key``, mode 600) and the members file listing them, in ``directory`` (a
     lab's or a test's group on one machine; real members each make their own key on their own host).
     The members file's path; the keys are where ``controllerMemberKeyFile`` looks by default."""
@@ -68,12 +74,12 @@ def create_group_keys(directory, ids, members_name="controller.members"):
     return path
 
 
-def public_key_text(public_key):
+def public_key_text(public_key: Ed25519PublicKey) -> str:
     raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return base64.b64encode(raw).decode("ascii")
 
 
-def read_private_key(path):
+def read_private_key(path: str) -> Ed25519PrivateKey:
     try:
         with open(path, "rb") as f:
             data = f.read(1 << 16)
@@ -89,9 +95,9 @@ def read_private_key(path):
     return key
 
 
-def parse_members(text, path="members file"):
+def parse_members(text: str, path: str = "members file") -> MembersKeys:
     """{id: (public key bytes, ...)} from the members file's text; IdentityError naming the line."""
-    table = {}
+    table: MembersKeys = {}
     for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
@@ -116,16 +122,16 @@ def parse_members(text, path="members file"):
     return table
 
 
-class _Watched:
+class _Watched(Generic[T]):
     """A file read again when its size or modification time changes (a stat, not a read, per check)."""
 
-    def __init__(self, path, load):
+    def __init__(self, path: str, load: Callable[[str], T]) -> None:
         self.path = path
         self._load = load
-        self._stamp = None
-        self.value = None
+        self._stamp: tuple[int, int, int] | None = None
+        self.value: T | None = None
 
-    def refresh(self):
+    def refresh(self) -> bool:
         """Read again if it changed; True when the value changed. A file that became unreadable keeps the
         last good value (and raises, so that the caller can say so)."""
         try:
@@ -142,7 +148,7 @@ class _Watched:
         return changed
 
 
-def _read_members(path):
+def _read_members(path: str) -> MembersKeys:
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_MEMBERS_FILE + 1)
@@ -164,7 +170,7 @@ class MemberIdentity:
     ``member`` that verifies it (its raw bytes), or None.
     """
 
-    def __init__(self, self_id, key_path, members_path):
+    def __init__(self, self_id: str, key_path: str, members_path: str) -> None:
         self.self_id = self_id
         self._key = _Watched(key_path, read_private_key)
         self._members = _Watched(members_path, _read_members)
@@ -172,26 +178,31 @@ class MemberIdentity:
         self.check_own_key()
 
     @property
-    def members(self):
+    def members(self) -> MembersKeys:
+        assert self._members.value is not None    # read in __init__, kept when a reread fails
         return self._members.value
 
-    def refresh(self):
+    def refresh(self) -> bool:
         """Read whichever file changed; True when the members' keys changed."""
         self._key.refresh()
         return self._members.refresh()
 
-    def check_own_key(self):
+    def check_own_key(self) -> None:
         """Refuse a private key whose public half the members file does not list for this id."""
-        own = self._key.value.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        own = self._own_key().public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
         if own not in self.members.get(self.self_id, ()):
             raise IdentityError("controllerMembersFile=%s does not list this member's public key (%s %s): add the "
                                 "line on every member" % (self._members.path, self.self_id,
                                                           base64.b64encode(own).decode("ascii")))
 
-    def sign(self, data):
-        return self._key.value.sign(data)
+    def _own_key(self) -> Ed25519PrivateKey:
+        assert self._key.value is not None        # read in __init__, kept when a reread fails
+        return self._key.value
 
-    def verify(self, member, data, signature):
+    def sign(self, data: bytes) -> bytes:
+        return self._own_key().sign(data)
+
+    def verify(self, member: str, data: bytes, signature: bytes) -> bytes | None:
         for raw in self.members.get(member, ()):
             try:
                 Ed25519PublicKey.from_public_bytes(raw).verify(signature, data)
@@ -200,6 +211,6 @@ class MemberIdentity:
                 continue
         return None
 
-    def accepts(self, member, raw):
+    def accepts(self, member: str, raw: bytes) -> bool:
         """Is ``raw`` still one of ``member``'s keys (after a reload)?"""
         return raw in self.members.get(member, ())

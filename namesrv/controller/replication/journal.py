@@ -29,14 +29,21 @@ crash interrupted: it is dropped (it was never synced, so nobody heard of it). A
 good ones after it is damage, not a crash, and refuses to start (``JournalError``).
 """
 
+from collections.abc import Callable
+from typing import Any
+
 import struct
 import zlib
 
 from twisted.internet import defer
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from namesrv.controller.replication import membership
 from namesrv.controller.replication.codec import CodecError, check_command, pack, unpack
+from namesrv.controller.replication.disk import Disk
+from namesrv.controller.replication.membership import Configuration
+from namesrv.controller.replication.snapshot import Entry
 
 MAGIC = "rocketmq-namesrv-raft"
 VERSION = 2
@@ -48,14 +55,16 @@ class JournalError(ValueError):
     """The journal is damaged in a way a crash cannot explain: refuse to start rather than guess."""
 
 
-def encode_record(fields):
+def encode_record(fields: list[Any]) -> bytes:
     payload = pack(fields)
     return _HEAD.pack(len(payload), zlib.crc32(payload)) + payload
 
 
-def decode_records(data):
-    """(records, good_length): every whole, checked record, and where the last good one ends."""
-    records, offset = [], 0
+def decode_records(data: bytes) -> tuple[list[Any], int]:
+    """(records, good_length): every whole, checked record (decoded msgpack, Any: ``_replay`` checks it), and
+    where the last good one ends."""
+    records: list[Any] = []
+    offset = 0
     while offset < len(data):
         if len(data) - offset < _HEAD.size:
             break
@@ -82,31 +91,32 @@ class DurableJournal:
 
     log = Logger()
 
-    def __init__(self, disk, base=None):
+    def __init__(self, disk: Disk, base: tuple[int, Configuration] | None = None) -> None:
         self.disk = disk
         #: (index, Configuration) the configuration in force before any configuration entry of the log
         self.base = base
         #: [(index, Configuration)] of the configuration entries in the log, in order
-        self.configurations = []
+        self.configurations: list[tuple[int, Configuration]] = []
         #: called with the configuration in force whenever it changes
-        self.on_configuration = None
+        self.on_configuration: Callable[[Configuration], object] | None = None
         self.size = 0           # bytes of the journal file (what was handed to the disk)
-        self._entries = []
-        self._cut = []          # entries cut from the log and not written as cut yet (see deleteEntriesFrom)
+        self._entries: list[Entry] = []
+        #: entries cut from the log and not written as cut yet (see deleteEntriesFrom)
+        self._cut: list[Entry] = []
         self._term = 0
-        self._voted_for = None
+        self._voted_for: str | None = None
         self.written = 0        # records handed to the disk
         self.synced = 0         # records known durable
-        self._syncing = None
-        self._watchers = []     # (records needed, Deferred)
-        self.failed = None      # the error of a sync that failed: this member must stop
-        self.on_failure = None
+        self._syncing: defer.Deferred[None] | None = None
+        self._watchers: list[tuple[int, defer.Deferred[None]]] = []     # (records needed, Deferred)
+        self.failed: BaseException | None = None      # the error of a sync that failed: this member must stop
+        self.on_failure: Callable[[BaseException], object] | None = None
         #: called with the number of records durable after each sync (the transport releases messages)
-        self.synced_listeners = []
+        self.synced_listeners: list[Callable[[int], object]] = []
         self._load()
 
     # -- start ------------------------------------------------------------------------------------
-    def _load(self):
+    def _load(self) -> None:
         data = self.disk.read()
         records, good = decode_records(data)
         if good < len(data):
@@ -132,7 +142,7 @@ class DurableJournal:
         if head[2] != VERSION:
             self._rewrite()           # an older format is read, then written again in this one
 
-    def _replay(self, fields):
+    def _replay(self, fields: Any) -> None:
         try:
             kind = fields[0]
             if kind == "E":
@@ -156,34 +166,34 @@ class DurableJournal:
             raise JournalError("bad journal record %r: %s" % (fields[:3], e))
 
     # -- the configuration in force ---------------------------------------------------------------
-    def _note(self, command, index):
+    def _note(self, command: bytes, index: int) -> bool:
         if membership.is_configuration(command):
             self.configurations.append((index, membership.decode_command(command)))
             return True
         return False
 
-    def configuration(self):
+    def configuration(self) -> tuple[int, Configuration] | None:
         """(index, Configuration) in force: the last configuration entry, else ``base``."""
         if self.configurations and (self.base is None or self.configurations[-1][0] > self.base[0]):
             return self.configurations[-1]
         return self.base
 
-    def set_base(self, index, configuration):
+    def set_base(self, index: int, configuration: Configuration) -> None:
         """A snapshot holds ``configuration`` as of ``index`` (loaded at start, or received from the leader)."""
         before = self.configuration()
         self.base = (index, configuration)
         self.configurations = [c for c in self.configurations if c[0] > index]
         self._changed(before)
 
-    def _changed(self, before):
+    def _changed(self, before: tuple[int, Configuration] | None) -> None:
         after = self.configuration()
         if after != before and self.on_configuration is not None and after is not None:
             self.on_configuration(after[1])
 
-    def uncommitted_configurations(self, commit_index):
+    def uncommitted_configurations(self, commit_index: int) -> list[int]:
         return [index for index, _ in self.configurations if index > commit_index]
 
-    def reconcile(self, prev, last):
+    def reconcile(self, prev: Entry, last: Entry) -> bool:
         """At start, before pysyncobj reads the snapshot whose last two entries are ``prev`` and ``last``: keep
         the log from ``prev`` on when it holds both (a crash fell between the snapshot and the journal's
         rewrite, or nothing did), so that pysyncobj does not drop the entries after the snapshot. False
@@ -198,7 +208,7 @@ class DurableJournal:
         return True
 
     # -- pysyncobj's interface ---------------------------------------------------------------------
-    def add(self, command, idx, term):
+    def add(self, command: bytes, idx: int, term: int) -> None:
         entry = (command, idx, term)
         self._entries.append(entry)
         if self._cut and self._cut[0] == entry:
@@ -210,7 +220,7 @@ class DurableJournal:
         if self._note(command, idx):
             self._changed(before)
 
-    def clear(self):
+    def clear(self) -> None:
         """pysyncobj installs a snapshot from the leader: the entries it replaces go (the snapshot went to the
         same disk queue first, so it is durable before they are gone)."""
         before = self.configuration()
@@ -219,7 +229,7 @@ class DurableJournal:
         self._rewrite()
         self._changed(before)
 
-    def deleteEntriesFrom(self, entryFrom):
+    def deleteEntriesFrom(self, entryFrom: int) -> None:
         """Cut the log back from position ``entryFrom`` (a follower's conflicting tail).
 
         pysyncobj cuts whenever a leader sends entries a member has already (after a lost acknowledgement),
@@ -237,60 +247,60 @@ class DurableJournal:
         self.configurations = [c for c in self.configurations if c[0] < index]
         self._changed(before)
 
-    def _write_cut(self):
+    def _write_cut(self) -> None:
         """The cut kept back, for the entries that did not come back the same: on disk now."""
         if self._cut:
             self._append(["X", self._cut[0][1]])
         self._cut = []
 
-    def deleteEntriesTo(self, entryTo):
+    def deleteEntriesTo(self, entryTo: int) -> None:
         """Drop the entries a snapshot now holds (positions before ``entryTo``)."""
         if entryTo <= 0:
             return
         self._entries = self._entries[entryTo:]
         self._rewrite()
 
-    def __getitem__(self, item):
+    def __getitem__(self, item: int) -> Entry:
         return self._entries[item]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._entries)
 
-    def setRaftCommitIndex(self, raftCommitIndex):
+    def setRaftCommitIndex(self, raftCommitIndex: int) -> None:
         """Not kept: Raft does not need it, and a restarted member learns it from the leader."""
 
-    def getRaftCommitIndex(self):
+    def getRaftCommitIndex(self) -> int:
         return 1
 
-    def setCurrentTerm(self, term, votedForNodeId):
+    def setCurrentTerm(self, term: int, votedForNodeId: str | None) -> None:
         if (term, votedForNodeId) == (self._term, self._voted_for):
             return
         self._write_cut()
         self._term, self._voted_for = term, votedForNodeId
         self._append(["T", term, votedForNodeId])
 
-    def getCurrentTerm(self):
+    def getCurrentTerm(self) -> int:
         return self._term
 
-    def getVotedForNodeId(self):
+    def getVotedForNodeId(self) -> str | None:
         return self._voted_for
 
-    def onOneSecondTimer(self):
+    def onOneSecondTimer(self) -> None:
         pass
 
-    def _destroy(self):
+    def _destroy(self) -> None:
         close = getattr(self.disk, "close", None)
         if close is not None and self._syncing is None:
             close()
 
     # -- writing ------------------------------------------------------------------------------------
-    def _append(self, fields):
+    def _append(self, fields: list[Any]) -> None:
         record = encode_record(fields)
         self.disk.append(record)
         self.size += len(record)
         self.written += 1
 
-    def _rewrite(self):
+    def _rewrite(self) -> None:
         self._cut = []                     # the whole file is written from the entries as they are now
         records = [encode_record(["H", MAGIC, VERSION])]
         if self._term or self._voted_for is not None:
@@ -302,10 +312,10 @@ class DurableJournal:
         self.written += 1
 
     @property
-    def dirty(self):
+    def dirty(self) -> bool:
         return self.written > self.synced or bool(self._cut)
 
-    def sync(self):
+    def sync(self) -> None:
         """Make everything written so far durable (one batch at a time); returns nothing, see ``when_synced``."""
         self._write_cut()
         if self.failed is not None or self._syncing is not None or not self.dirty:
@@ -314,7 +324,7 @@ class DurableJournal:
         self._syncing = self.disk.sync()
         self._syncing.addCallbacks(self._synced, self._sync_failed, callbackArgs=(target,))
 
-    def _synced(self, _, target):
+    def _synced(self, _: object, target: int) -> None:
         self._syncing = None
         self.synced = max(self.synced, target)
         ready = [w for w in self._watchers if w[0] <= self.synced]
@@ -326,18 +336,20 @@ class DurableJournal:
         if self.dirty:
             self.sync()
 
-    def _sync_failed(self, failure):
+    def _sync_failed(self, failure: Failure) -> None:
         self._syncing = None
-        self.failed = failure.value
+        error = failure.value
+        assert error is not None        # a Failure always holds its exception (Twisted types it Optional)
+        self.failed = error
         self.log.critical("controller journal cannot be written ({err}): this controller leaves Raft until it "
                           "is restarted", err=failure.getErrorMessage())
         watchers, self._watchers = self._watchers, []
         for _, d in watchers:
             d.errback(failure)
         if self.on_failure is not None:
-            self.on_failure(failure.value)
+            self.on_failure(error)
 
-    def when_synced(self, records=None):
+    def when_synced(self, records: int | None = None) -> defer.Deferred[None]:
         """A Deferred firing once the first ``records`` records (default: all written so far) are durable."""
         if records is None:
             self._write_cut()
@@ -346,7 +358,7 @@ class DurableJournal:
             return defer.fail(self.failed)
         if records <= self.synced:
             return defer.succeed(None)
-        d = defer.Deferred()
+        d: defer.Deferred[None] = defer.Deferred()
         self._watchers.append((records, d))
         self.sync()
         return d

@@ -17,6 +17,8 @@ one journal line (figures: bench/results/design-figures.md#controller-journal).
 import json
 import os
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Optional
 
 from twisted.internet import defer, threads
 from twisted.logger import Logger
@@ -24,8 +26,12 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from namesrv.controller.replication import NotLeader
+from namesrv.controller.state import Event, ReplicaState
 from namesrv.interfaces import IReplicatedLog
 from namesrv.storage.atomicfile import write_atomic
+
+if TYPE_CHECKING:   # types only
+    from namesrv.context import IServerReactor
 
 STATE_FILE = "controller-state.json"
 JOURNAL_FILE = "controller-events.jsonl"
@@ -42,7 +48,8 @@ class LocalLog:
     #: a proposal is applied before ``propose`` returns (only its write to disk is still to come)
     applies_at_once = True
 
-    def __init__(self, state, store_dir, self_id, address, group, reactor, compact_every=COMPACT_EVERY):
+    def __init__(self, state: ReplicaState, store_dir: str, self_id: str, address: str, group: str,
+                 reactor: "IServerReactor", compact_every: int = COMPACT_EVERY) -> None:
         self.state = state
         self.self_id = self_id
         self.group = group
@@ -51,25 +58,25 @@ class LocalLog:
         self.snapshot_path = os.path.join(store_dir, STATE_FILE)
         self.journal_path = os.path.join(store_dir, JOURNAL_FILE)
         self.compact_every = compact_every
-        self.role_listeners = []
+        self.role_listeners: list[Callable[[bool], object]] = []
         self._running = False
-        self._lines = []            # journal lines not handed to a write yet
-        self._waiters = []          # their Deferreds
-        self._writing = None
+        self._lines: list[str] = []            # journal lines not handed to a write yet
+        self._waiters: list[defer.Deferred[object]] = []          # their Deferreds
+        self._writing: Optional[defer.Deferred[None]] = None
         self._journalled = 0        # lines in the journal file (after the last snapshot)
         self._lock = threading.Lock()
         self._loaded = False
 
     # -- IReplicatedLog -------------------------------------------------------------------------
     @property
-    def is_leader(self):
+    def is_leader(self) -> bool:
         return self._running
 
     @property
-    def leader_id(self):
+    def leader_id(self) -> Optional[str]:
         return self.self_id if self._running else None
 
-    def start(self):
+    def start(self) -> None:
         os.makedirs(os.path.dirname(self.snapshot_path) or ".", exist_ok=True)
         if not self._loaded:
             self.load()
@@ -77,31 +84,31 @@ class LocalLog:
         for listener in list(self.role_listeners):
             listener(True)
 
-    def stop(self):
+    def stop(self) -> None:
         self._running = False
         lines, self._lines = self._lines, []
         if lines:
             self._write(lines, None)     # on this thread: shutdown
 
-    def propose(self, events):
+    def propose(self, events: list[Event]) -> defer.Deferred[object]:
         if not self._running:
             return defer.fail(NotLeader("controller stopped"))
         for event in events:
             self.state.apply(event)
             self._lines.append(json.dumps({"n": self.state.applied, "event": event}, sort_keys=True) + "\n")
-        d = defer.Deferred()
+        d: defer.Deferred[object] = defer.Deferred()
         self._waiters.append(d)
         if self._writing is None:
             self._start_write()
         return d
 
-    def status(self):
+    def status(self) -> dict[str, object]:
         return {"mode": "single", "role": "leader" if self._running else "stopped", "term": 0,
                 "applied": self.state.applied, "peers": dict(self.peers), "leaderId": self.leader_id,
                 "connectedPeers": []}
 
     # -- writing ----------------------------------------------------------------------------------
-    def _start_write(self):
+    def _start_write(self) -> None:
         lines, self._lines = self._lines, []
         waiters, self._waiters = self._waiters, []
         snapshot = None
@@ -112,7 +119,7 @@ class LocalLog:
                                                   lines, snapshot)
         self._writing.addBoth(self._written, waiters, len(lines), snapshot is not None)
 
-    def _write(self, lines, snapshot):
+    def _write(self, lines: list[str], snapshot: Optional[bytes]) -> None:
         with self._lock:
             if lines:
                 with open(self.journal_path, "ab") as f:
@@ -124,7 +131,8 @@ class LocalLog:
                 with open(self.journal_path, "wb") as f:
                     os.fsync(f.fileno())
 
-    def _written(self, result, waiters, count, compacted):
+    def _written(self, result: Optional[Failure], waiters: list[defer.Deferred[object]], count: int,
+                 compacted: bool) -> None:
         self._writing = None
         if isinstance(result, Failure):
             self.log.error("controller: journal {path} not written: {err}", path=self.journal_path,
@@ -139,7 +147,7 @@ class LocalLog:
             self._start_write()
 
     # -- reading ----------------------------------------------------------------------------------
-    def load(self):
+    def load(self) -> bool:
         """Read the snapshot and replay the journal (once: the service reads it when built, so that an
         unreadable file refuses to start with a message)."""
         self._loaded = True

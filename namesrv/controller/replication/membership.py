@@ -24,6 +24,9 @@ pysyncobj's own membership commands are never used: they take effect only when a
 restarted member would count votes with an old configuration.
 """
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 import re
 
 from namesrv.controller.replication.values import CodecError, pack, unpack
@@ -46,84 +49,85 @@ class Configuration:
 
     __slots__ = ("members", "epoch", "generation", "fenced")
 
-    def __init__(self, members, epoch=0, generation="", fenced=None):
+    def __init__(self, members: Mapping[str, tuple[str, str]], epoch: int = 0, generation: str = "",
+                 fenced: Mapping[str, str] | None = None) -> None:
         self.members = dict(members)          # id -> (address, role)
         self.epoch = epoch
         self.generation = generation          # "" or 32 hex digits
         self.fenced = dict(fenced or {})      # id -> address: members a forced new group left behind
 
     @classmethod
-    def static(cls, peers, learners=()):
+    def static(cls, peers: Mapping[str, str], learners: Iterable[str] = ()) -> "Configuration":
         """The configuration of ``controllerDLegerPeers``: every member a voter (but ``learners``)."""
         return cls({peer: (address, LEARNER if peer in learners else VOTER) for peer, address in peers.items()})
 
-    def voters(self):
+    def voters(self) -> list[str]:
         return sorted(m for m, (_, role) in self.members.items() if role == VOTER)
 
-    def learners(self):
+    def learners(self) -> list[str]:
         return sorted(m for m, (_, role) in self.members.items() if role == LEARNER)
 
-    def addresses(self):
+    def addresses(self) -> dict[str, str]:
         return {m: address for m, (address, _) in self.members.items()}
 
-    def role(self, member):
+    def role(self, member: str) -> str | None:
         entry = self.members.get(member)
         return entry[1] if entry is not None else None
 
-    def generation_bytes(self):
+    def generation_bytes(self) -> bytes:
         return bytes.fromhex(self.generation) if self.generation else b""
 
-    def with_member(self, member, address, role):
+    def with_member(self, member: str, address: str, role: str) -> "Configuration":
         members = dict(self.members)
         members[member] = (address, role)
         return Configuration(members, self.epoch, self.generation, self.fenced)
 
-    def without_member(self, member):
+    def without_member(self, member: str) -> "Configuration":
         members = dict(self.members)
         members.pop(member, None)
         return Configuration(members, self.epoch, self.generation, self.fenced)
 
-    def voter_change(self, other):
+    def voter_change(self, other: "Configuration") -> set[str]:
         """Voters in one and not the other (Raft's single-server rule: at most one)."""
         return set(self.voters()) ^ set(other.voters())
 
-    def to_wire(self):
+    def to_wire(self) -> dict[str, Any]:
         return {"members": [[m, address, role] for m, (address, role) in sorted(self.members.items())],
                 "epoch": self.epoch, "generation": self.generation,
                 "fenced": [[m, address] for m, address in sorted(self.fenced.items())]}
 
     @classmethod
-    def from_wire(cls, value):
+    def from_wire(cls, value: Any) -> "Configuration":
         check_wire(value)
         return cls({m: (address, role) for m, address, role in value["members"]}, value["epoch"],
                    value["generation"], {m: address for m, address in value["fenced"]})
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Configuration) and self.to_wire() == other.to_wire()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(repr(self.to_wire()))
 
-    def describe(self):
+    def describe(self) -> str:
         parts = ["%s=%s%s" % (m, address, "" if role == VOTER else " (learner)")
                  for m, (address, role) in sorted(self.members.items())]
         return ", ".join(parts) + (" [epoch %d]" % self.epoch if self.epoch else "")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Configuration(%s)" % self.describe()
 
 
-def check_id(value):
+def check_id(value: object) -> None:
     if not isinstance(value, str) or not 0 < len(value.encode("utf-8")) <= 32 or "\0" in value:
         raise CodecError("a member id is 1-32 bytes of text")
 
 
-def check_address(value):
+def check_address(value: object) -> None:
     if not isinstance(value, str) or not _ADDRESS.match(value) or not 0 < int(value.rsplit(":", 1)[1]) < 65536:
         raise CodecError("a member address is host:port, got %r" % (value,))
 
 
-def check_wire(value):
+def check_wire(value: object) -> None:
     """A configuration map as members send it; CodecError when anything is off."""
     if not (isinstance(value, dict) and set(value) == {"members", "epoch", "generation", "fenced"}):
         raise CodecError("a configuration is {members, epoch, generation, fenced}")
@@ -132,7 +136,7 @@ def check_wire(value):
         raise CodecError("a configuration holds 1-%d members" % MAX_MEMBERS)
     if not isinstance(fenced, list) or len(fenced) > MAX_MEMBERS:
         raise CodecError("a configuration fences at most %d members" % MAX_MEMBERS)
-    seen = set()
+    seen: set[str] = set()
     for entry in members:
         if not (isinstance(entry, list) and len(entry) == 3 and entry[2] in ROLES):
             raise CodecError("a configuration member is [id, address, voter|learner]")
@@ -155,16 +159,16 @@ def check_wire(value):
         raise CodecError("a configuration generation is 32 hex digits or empty")
 
 
-def encode_command(configuration):
+def encode_command(configuration: Configuration) -> bytes:
     """The log command of a configuration entry (what ``apply_members`` pickles, in msgpack)."""
     return bytes([COMMAND_REGULAR]) + pack([APPLY_MEMBERS_ID, [configuration.to_wire()]])
 
 
-def is_configuration(command):
+def is_configuration(command: bytes) -> bool:
     return command[:3] == _PREFIX
 
 
-def decode_command(command):
+def decode_command(command: bytes) -> Configuration:
     """The Configuration of a configuration entry; CodecError when it is not a good one."""
     call = unpack(command[1:])
     if not (isinstance(call, list) and len(call) == 2 and call[0] == APPLY_MEMBERS_ID and isinstance(call[1], list)

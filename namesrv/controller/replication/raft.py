@@ -25,6 +25,8 @@ controller that may have been deposed get CONTROLLER_NOT_LEADER.
 import os
 import random
 import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Optional, Union
 
 from pysyncobj import FAIL_REASON, SyncObjConf, SyncObjConsumer, replicated
 from twisted.internet import defer, task
@@ -35,8 +37,9 @@ from namesrv.controller.replication import NotLeader, split_address
 from namesrv.controller.replication import fencing, hooks, snapshot
 from namesrv.controller.replication.changes import MembershipChanges
 from namesrv.controller.replication.codec import CodecError, check_event
-from namesrv.controller.replication.disk import FileDisk
+from namesrv.controller.replication.disk import Disk, FileDisk
 from namesrv.controller.replication.journal import DurableJournal, JournalError
+from namesrv.controller.replication.identity import MemberIdentity
 from namesrv.controller.replication.members import Credentials, GroupState
 from namesrv.controller.replication.membership import Configuration
 from namesrv.controller.replication.mesh import MemberMesh
@@ -45,7 +48,13 @@ from namesrv.controller.replication.transport import NOTE, PREVOTE, MemberNode, 
 from namesrv.controller.replication.snapshotstore import SnapshotStore
 from namesrv.controller.replication.transfer import LeadershipTransfer
 from namesrv.controller.replication.transport import PREVOTE, MemberNode, MemberTransport
+from namesrv.controller.state import Event, ReplicaState
 from namesrv.interfaces import IReplicatedLog
+
+if TYPE_CHECKING:   # types only
+    from twisted.internet.interfaces import IDelayedCall
+
+    from namesrv.context import IServerReactor
 
 #: seconds between two ticks of pysyncobj's timers (messages and proposals tick at once)
 TICK = 0.02
@@ -57,9 +66,10 @@ class RaftTiming:
     """Raft's timers and the store's bounds: election timeout range, heartbeat period, how long a leader
     without a majority stays, when a snapshot replaces the log, and how long a leadership transfer may take."""
 
-    def __init__(self, min_timeout=0.4, max_timeout=1.4, heartbeat=0.1, leader_fallback=2.0,
-                 compaction_entries=20000, compaction_seconds=3600, compaction_bytes=16 << 20,
-                 store_max_bytes=64 << 20, transfer_timeout=None, snapshot_chunk=1 << 20):
+    def __init__(self, min_timeout: float = 0.4, max_timeout: float = 1.4, heartbeat: float = 0.1,
+                 leader_fallback: float = 2.0, compaction_entries: int = 20000, compaction_seconds: float = 3600,
+                 compaction_bytes: int = 16 << 20, store_max_bytes: int = 64 << 20,
+                 transfer_timeout: Optional[float] = None, snapshot_chunk: int = 1 << 20) -> None:
         self.min_timeout = min_timeout
         self.max_timeout = max_timeout
         self.heartbeat = heartbeat
@@ -79,7 +89,7 @@ class RaftStartError(ValueError):
     """This controller's Raft state on disk cannot be used: say which file and why, and do not start."""
 
 
-def _not_used(*args):
+def _not_used(*args: object) -> NoReturn:
     raise hooks.HookError("pysyncobj's own serializer is replaced by snapshotstore.SnapshotStore")
 
 
@@ -89,13 +99,13 @@ class _EventConsumer(SyncObjConsumer):
 
     log = Logger()
 
-    def __init__(self, state, members_applied):
+    def __init__(self, state: ReplicaState, members_applied: Callable[[Any], int]) -> None:
         super().__init__()
         self._state = state
         self._members_applied = members_applied
 
     @replicated
-    def apply_events(self, events):
+    def apply_events(self, events: list[Event]) -> int:
         """Applied on every controller in log order. A bad event is skipped on all of them alike."""
         for event in events:
             try:
@@ -105,7 +115,7 @@ class _EventConsumer(SyncObjConsumer):
         return self._state.applied
 
     @replicated
-    def apply_members(self, configuration):
+    def apply_members(self, configuration: Any) -> int:
         """A configuration of the group, committed (it took effect on every member when it was appended)."""
         return self._members_applied(configuration)
 
@@ -115,8 +125,12 @@ class RaftLog:
     log = Logger()
     applies_at_once = False
 
-    def __init__(self, state, store_dir, self_id, peers, group, reactor, secrets=None, identity=None, timing=None,
-                 mesh=None, disk=None, monotonic=time.monotonic, rng=None, force_new_group=False, join=False):
+    def __init__(self, state: ReplicaState, store_dir: str, self_id: str, peers: Mapping[str, str], group: str,
+                 reactor: "IServerReactor", secrets: Union[bytes, Sequence[bytes], None] = None,
+                 identity: Optional[MemberIdentity] = None, timing: Optional[RaftTiming] = None,
+                 mesh: Optional[MemberMesh] = None, disk: Optional[Disk] = None,
+                 monotonic: Callable[[], float] = time.monotonic, rng: Optional[random.Random] = None,
+                 force_new_group: bool = False, join: bool = False) -> None:
         self.state = state
         self.self_id = self_id
         self.group = group
@@ -126,9 +140,9 @@ class RaftLog:
         self.applied_configuration = self.static    # as of the last applied entry (what a snapshot holds)
         self.self_address = peers[self_id]
         self.reactor = reactor
-        self.role_listeners = []
+        self.role_listeners: list[Callable[[bool], object]] = []
         #: ``callback(peer, body)`` for each note another member sends (``send_note``)
-        self.note_listeners = []
+        self.note_listeners: list[Callable[[str, Any], object]] = []
         self.store_dir = store_dir
         self.timing = timing or RaftTiming()
         self.monotonic = monotonic
@@ -141,30 +155,32 @@ class RaftLog:
         self._disk = disk
         self.journal_path = os.path.join(store_dir, JOURNAL_FILE)
         self.snapshot_path = os.path.join(store_dir, SNAPSHOT_FILE)
-        self._syncobj = None
-        self._transport = None
-        self._journal = None
-        self._store = None
-        self._consumer = None
-        self._ticker = None
-        self._poked = None
-        self._serving_term = None
+        #: pysyncobj's SyncObj (hooks.SafeSyncObj) while started; Any: pysyncobj is untyped
+        self._syncobj: Any = None
+        self._transport: Optional[MemberTransport] = None
+        self._journal: Optional[DurableJournal] = None
+        self._store: Optional[SnapshotStore] = None
+        self._consumer: Optional[_EventConsumer] = None
+        self._ticker: Optional[task.LoopingCall] = None
+        self._poked: Optional["IDelayedCall"] = None
+        #: the term this leader serves in, ("pending", term) until its first entry is in, or None
+        self._serving_term: Union[int, tuple[str, int], None] = None
         self._serving = False
-        self._seen = (None, None)
-        self.broken = None
-        self.fenced_reason = None
+        self._seen: tuple[Optional[bool], Optional[int]] = (None, None)
+        self.broken: Optional[BaseException] = None
+        self.fenced_reason: Optional[str] = None
         self.removed = False
         self.snapshots_loaded = 0
-        self.transfer = None          # a transfer.LeadershipTransfer while one is under way
-        self.changes = None           # changes.MembershipChanges, once started
+        self.transfer: Optional[LeadershipTransfer] = None      # while one is under way
+        self.changes: Optional[MembershipChanges] = None        # once started
 
     @property
-    def peers(self):
+    def peers(self) -> dict[str, str]:
         """{id: 'host:port'} of every member of the configuration in force (voters and learners)."""
         return self.configuration.addresses()
 
     # -- life -----------------------------------------------------------------------------------
-    def start(self):
+    def start(self) -> None:
         os.makedirs(self.store_dir, exist_ok=True)
         disk = self._disk if self._disk is not None else FileDisk(self.journal_path, self.reactor)
         self._disk = disk
@@ -189,7 +205,9 @@ class RaftLog:
         if self.force_new_group:
             fencing.force_new_group(self, journal, decoded)
         journal.on_failure = self._broke
-        self.configuration = journal.configuration()[1]
+        in_force = journal.configuration()
+        assert in_force is not None         # the journal has a base: the static configuration, or the snapshot's
+        self.configuration = in_force[1]
         self._report_configuration()
         voters = [m for m in self.configuration.voters() if m != self.self_id]
         transport = MemberTransport(self.self_id, voters, self.mesh, journal, self.monotonic, self.timing.min_timeout)
@@ -238,7 +256,7 @@ class RaftLog:
                       auth="members prove the group's secret and their own keys" if self.credentials.secret
                       else "member authentication DISABLED")
 
-    def stop(self):
+    def stop(self) -> "defer.Deferred[None]":
         """Leave; a Deferred that fires once every record written is on disk."""
         if self._ticker is not None and self._ticker.running:
             self._ticker.stop()
@@ -257,55 +275,69 @@ class RaftLog:
         d.addCallback(lambda _: syncobj.destroy())
         return d
 
-    def _broke(self, error):
+    def _broke(self, error: BaseException) -> None:
         self.broken = error
         if self._ticker is not None and self._ticker.running:
             self._ticker.stop()
         self.mesh.stop()
         self._set_serving(False)
 
-    def _report_configuration(self):
+    def _report_configuration(self) -> None:
         if self.configuration != self.static:
             self.log.info("controller {id}: the group's configuration is the one in its log ({members}), not "
                           "controllerDLegerPeers'", id=self.self_id, members=self.configuration.describe())
 
+    # -- what start() built: None before it ran, or when it found this member fenced --------------------------
+    def _live_transport(self) -> MemberTransport:
+        assert self._transport is not None, "the controller's Raft log is not started"
+        return self._transport
+
+    def _live_journal(self) -> DurableJournal:
+        assert self._journal is not None, "the controller's Raft log is not started"
+        return self._journal
+
+    def _lease(self) -> LeaderLease:
+        lease = self._live_transport().lease
+        assert lease is not None            # start() gives the transport its lease and pre-vote with it
+        return lease
+
     # -- the configuration ------------------------------------------------------------------------------
-    def other_voters(self):
+    def other_voters(self) -> list[str]:
         return [m for m in self.configuration.voters() if m != self.self_id]
 
-    def voting(self):
+    def voting(self) -> bool:
         return self.configuration.role(self.self_id) == "voter" and self.fenced_reason is None
 
-    def _knows(self, peer):
+    def _knows(self, peer: str) -> bool:
         return peer in self.configuration.members or peer in self.configuration.fenced
 
-    def _left_behind(self, peer):
+    def _left_behind(self, peer: str) -> bool:
         return peer in self.configuration.fenced and peer not in self.configuration.members
 
-    def _group_state(self):
+    def _group_state(self) -> GroupState:
         journal = self._journal
         fresh = (self._store is None or self._store.decoded is None) and (journal is None or (
             len(journal) <= 1 and not journal.configurations))
         return GroupState(self.configuration.epoch, self.configuration.generation_bytes(), fresh)
 
-    def _configuration_in_force(self, configuration):
+    def _configuration_in_force(self, configuration: Configuration) -> None:
         """The journal's configuration in force changed (an entry appended, or cut away): pysyncobj's members,
         the mesh's peers, the pre-vote and the lease follow at once."""
         before, self.configuration = self.configuration, configuration
-        syncobj, transport = self._syncobj, self._transport
+        syncobj = self._syncobj
         if syncobj is not None:
             hooks.set_members(syncobj, self.other_voters(),
-                              [m for m in configuration.learners() if m != self.self_id], transport.node,
+                              [m for m in configuration.learners() if m != self.self_id], self._live_transport().node,
                               self.mesh.connected, self.monotonic())
             for peer in set(before.voters()) - set(configuration.voters()):
-                transport.lease.forget(peer)
+                self._lease().forget(peer)
         self.mesh.set_peers({m: split_address(a) for m, a in configuration.addresses().items() if m != self.self_id})
         fencing.dial_fenced(self.mesh, configuration)
         if configuration != before:
             self.log.info("controller {id}: group configuration in force: {members}", id=self.self_id,
                           members=configuration.describe())
 
-    def _members_applied(self, wire):
+    def _members_applied(self, wire: Any) -> int:
         configuration = Configuration.from_wire(wire)
         self.applied_configuration = configuration
         if self.self_id not in configuration.members and not self.removed:
@@ -314,7 +346,7 @@ class RaftLog:
                           "any more; stop it, or add it again", id=self.self_id, members=configuration.describe())
         return configuration.epoch
 
-    def _fenced(self, peer, theirs):
+    def _fenced(self, peer: str, theirs: GroupState) -> None:
         """``peer`` proved that a forced new group left this member behind: stop for good (``fencing.py``)."""
         if self.fenced_reason is not None:
             return
@@ -323,11 +355,11 @@ class RaftLog:
         self._broke(fencing.Fenced(self.fenced_reason))
 
     # -- ticking ----------------------------------------------------------------------------------------
-    def _poke(self):
+    def _poke(self) -> None:
         if self._poked is None or not self._poked.active():
             self._poked = self.reactor.callLater(0, self._tick)
 
-    def _tick(self):
+    def _tick(self) -> None:
         syncobj = self._syncobj
         if syncobj is None or self.broken is not None:
             return
@@ -338,7 +370,7 @@ class RaftLog:
         leader, term = syncobj._isLeader(), syncobj.raftCurrentTerm
         if (leader, term) != self._seen:
             self._seen = (leader, term)
-            self._transport.lease.reset()
+            self._lease().reset()
         if leader and self._serving_term is None:
             self._serving_term = ("pending", term)
             self._propose([], lambda result, error: self._first_entry(term, error))
@@ -348,18 +380,19 @@ class RaftLog:
             self._set_serving(False)        # a new term while we stayed leader: serve once its first entry is in
         if self.transfer is not None:
             self.transfer.tick()
-        if self._journal.size > self.timing.compaction_bytes:
+        journal = self._live_journal()
+        if journal.size > self.timing.compaction_bytes:
             syncobj.forceLogCompaction()
-        self._journal.sync()
+        journal.sync()
 
-    def _first_entry(self, term, error):
+    def _first_entry(self, term: int, error: int) -> None:
         if error == FAIL_REASON.SUCCESS and self._syncobj is not None and self._syncobj._isLeader() \
                 and self._syncobj.raftCurrentTerm == term:
-            self._journal.when_synced().addCallback(lambda _: self._serve(term))
+            self._live_journal().when_synced().addCallback(lambda _: self._serve(term))
         elif self._serving_term == ("pending", term):
             self._serving_term = None           # try again at the next tick if still leader
 
-    def _serve(self, term):
+    def _serve(self, term: int) -> None:
         if self._syncobj is None or not self._syncobj._isLeader() or self._syncobj.raftCurrentTerm != term:
             self._serving_term = None
             return
@@ -367,7 +400,7 @@ class RaftLog:
         self.log.info("controller {id}: leader for term {term}, serving", id=self.self_id, term=term)
         self._set_serving(True)
 
-    def _set_serving(self, serving):
+    def _set_serving(self, serving: bool) -> None:
         if not serving:
             self._serving_term = None
         if serving == self._serving:
@@ -376,23 +409,24 @@ class RaftLog:
         for listener in list(self.role_listeners):
             listener(serving)
 
-    def send_note(self, peer, body):
+    def send_note(self, peer: str, body: Any) -> bool:
         """A note (plain data, msgpack) to another member over its authenticated link; False when not linked."""
         syncobj = self._syncobj
         return self.mesh.send(peer, [NOTE, syncobj.raftCurrentTerm if syncobj is not None else 0, 0, 0, body])
 
-    def _note_received(self, peer, body):
+    def _note_received(self, peer: str, body: Any) -> None:
         for listener in list(self.note_listeners):
             listener(peer, body)
 
-    def _send_prevote(self, peer, body):
+    def _send_prevote(self, peer: str, body: dict[str, Any]) -> None:
         self.mesh.send(peer, [PREVOTE, self._syncobj.raftCurrentTerm, 0, 0, body])
 
-    def _propose(self, events, callback):
+    def _propose(self, events: list[Event], callback: Callable[[Any, int], object]) -> None:
+        assert self._consumer is not None   # built by start()
         self._consumer.apply_events(events, callback=callback)
         self._poke()
 
-    def transfer_leadership(self, target):
+    def transfer_leadership(self, target: Optional[str]) -> "defer.Deferred[str]":
         """Hand leadership over to ``target`` (a voter's id, or "any"): a Deferred firing with the new leader's
         id, or failing (TransferRefused, NotLeader) when it cannot start or was abandoned (``transfer.py``)."""
         try:
@@ -402,16 +436,17 @@ class RaftLog:
         self._poke()
         return transfer.done
 
-    def propose_configuration(self, configuration, callback):
+    def propose_configuration(self, configuration: Configuration, callback: Callable[[Any, int], object]) -> None:
+        assert self._consumer is not None   # built by start()
         self._consumer.apply_members(configuration.to_wire(), callback=callback)
         self._poke()
 
     # -- snapshots (snapshotstore.SnapshotStore's owner) -------------------------------------------------------
-    def snapshot_state(self):
+    def snapshot_state(self) -> tuple[dict[str, Any], Configuration]:
         """The state and the configuration as of the last applied entry, for a snapshot."""
         return self.state.to_dict(), self.applied_configuration
 
-    def snapshot_loaded(self, decoded):
+    def snapshot_loaded(self, decoded: snapshot.Decoded) -> None:
         state, last, prev, configuration = decoded
         try:
             self.state.load_dict(state)
@@ -419,33 +454,33 @@ class RaftLog:
             self.log.critical("controller: Raft snapshot not loaded: {err}", err=e)
             raise
         self.applied_configuration = configuration or self.static
-        self._journal.set_base(last[1], self.applied_configuration)
+        self._live_journal().set_base(last[1], self.applied_configuration)
         self.snapshots_loaded += 1
         self.log.info("controller {id}: state restored from the Raft snapshot ({n} broker groups, entry {index})",
                       id=self.self_id, n=len(self.state.groups), index=last[1])
 
     # -- IReplicatedLog ------------------------------------------------------------------------------------
     @property
-    def is_leader(self):
+    def is_leader(self) -> bool:
         """Serving, and sure of it: pysyncobj leads, this term's first entry is in, the lease holds, and no
         leadership transfer is under way."""
         syncobj = self._syncobj
         return (self._serving and syncobj is not None and syncobj._isLeader()
-                and self._transport.lease.valid() and (self.transfer is None or not self.transfer.holds_writes))
+                and self._lease().valid() and (self.transfer is None or not self.transfer.holds_writes))
 
     @property
-    def leader_id(self):
+    def leader_id(self) -> Optional[str]:
         if self.is_leader:
             return self.self_id
         syncobj = self._syncobj
         if syncobj is None or self.broken is not None:
             return None
         leader = syncobj._getLeader()
-        if leader is None or leader.id == self.self_id or not self._transport.heard_from_leader():
+        if leader is None or leader.id == self.self_id or not self._live_transport().heard_from_leader():
             return None
         return leader.id
 
-    def propose(self, events):
+    def propose(self, events: list[Event]) -> "defer.Deferred[object]":
         if not self.is_leader:
             return defer.fail(NotLeader("not the controller leader"))
         try:
@@ -453,18 +488,18 @@ class RaftLog:
                 check_event(event)
         except CodecError as e:
             return defer.fail(ValueError("an event the members would refuse: %s" % e))
-        d = defer.Deferred()
+        d: defer.Deferred[object] = defer.Deferred()
 
-        def done(result, error):
+        def done(result: Any, error: int) -> None:
             if error != FAIL_REASON.SUCCESS:
                 d.errback(NotLeader("not committed (pysyncobj fail reason %s)" % error))
                 return
-            durable = self._journal.when_synced()
+            durable = self._live_journal().when_synced()
             durable.addCallbacks(lambda _: d.callback(result), d.errback)
         self._propose(list(events), done)
         return d
 
-    def status(self):
+    def status(self) -> dict[str, object]:
         obj = self._syncobj
         base = {"mode": "raft", "applied": self.state.applied, "peers": dict(self.peers),
                 "authenticated": bool(self.credentials.secret), "configuration": self._configuration_status()}
@@ -478,24 +513,26 @@ class RaftLog:
             role = "learner"
         if self.broken is not None:
             role = "fenced" if self.fenced_reason else "broken"
-        lease_end = self._transport.lease.expires() if obj._isLeader() else None
+        transport, journal, store, changes = self._live_transport(), self._live_journal(), self._store, self.changes
+        assert store is not None and changes is not None and transport.prevote is not None   # built with pysyncobj
+        lease_end = self._lease().expires() if obj._isLeader() else None
         base.update({
             "role": role, "term": obj.raftCurrentTerm, "commitIndex": obj.raftCommitIndex, "leaderId": self.leader_id,
             "connectedPeers": sorted(self.mesh.links),
             "leaseSeconds": None if lease_end is None else max(0.0, round(lease_end - self.monotonic(), 3)),
-            "preVoteRounds": self._transport.prevote.rounds, "dropped": dict(self._transport.dropped),
+            "preVoteRounds": transport.prevote.rounds, "dropped": dict(transport.dropped),
             "refusedLinks": self.mesh.refusals.count if hasattr(self.mesh, "refusals") else 0,
-            "journalSynced": self._journal.synced, "members": self.changes.members_status(),
-            "lastLogIndex": self._journal[-1][1] if len(self._journal) else 0,
-            "lastLogTerm": self._journal[-1][2] if len(self._journal) else 0,
+            "journalSynced": journal.synced, "members": changes.members_status(),
+            "lastLogIndex": journal[-1][1] if len(journal) else 0,
+            "lastLogTerm": journal[-1][2] if len(journal) else 0,
             "fencedReason": self.fenced_reason,
-            "store": {"journalBytes": self._journal.size, "snapshotBytes": self._store.size,
-                      "maxBytes": self.timing.store_max_bytes, "snapshotsWritten": self._store.written,
-                      "snapshotsInstalled": self._store.installed, "logEntries": len(self._journal)},
+            "store": {"journalBytes": journal.size, "snapshotBytes": store.size,
+                      "maxBytes": self.timing.store_max_bytes, "snapshotsWritten": store.written,
+                      "snapshotsInstalled": store.installed, "logEntries": len(journal)},
             "transfer": self.transfer.status() if self.transfer is not None else None})
         return base
 
-    def _configuration_status(self):
+    def _configuration_status(self) -> dict[str, object]:
         configuration = self.configuration
         return {"epoch": configuration.epoch, "generation": configuration.generation,
                 "voters": configuration.voters(), "learners": configuration.learners(),

@@ -11,6 +11,8 @@ other version is refused in one line naming both. Where and when snapshots are w
 read: ``snapshotstore.py``.
 """
 
+from typing import Any, Optional
+
 import struct
 import zlib
 
@@ -21,19 +23,23 @@ FORMAT = "rocketmq-namesrv-raft-snapshot"
 VERSION = 2
 READS = (1, 2)
 _HEAD = struct.Struct(">II")
+#: a log entry as pysyncobj keeps it: (command, index, term)
+Entry = tuple[bytes, int, int]
+#: a snapshot read: (state dict, last entry, previous entry, the group's configuration or None for version 1)
+Decoded = tuple[dict[str, Any], Entry, Entry, Optional[Configuration]]
 
 
 class SnapshotError(ValueError):
     """A snapshot that is not one of ours, is damaged, or is of a format version this server does not read."""
 
 
-def encode(state_dict, last, prev, configuration):
+def encode(state_dict: dict[str, Any], last: Entry, prev: Entry, configuration: Configuration) -> bytes:
     payload = pack({"format": FORMAT, "version": VERSION, "state": state_dict, "last": list(last),
                     "prev": list(prev), "configuration": configuration.to_wire()})
     return _HEAD.pack(len(payload), zlib.crc32(payload)) + payload
 
 
-def decode(data):
+def decode(data: bytes) -> Decoded:
     """(state dict, last entry, previous entry, Configuration or None) from a snapshot's bytes, or SnapshotError."""
     if len(data) < _HEAD.size:
         raise SnapshotError("a snapshot of %d bytes" % len(data))
@@ -61,7 +67,7 @@ def decode(data):
     return value["state"], _entry(value.get("last")), _entry(value.get("prev")), configuration
 
 
-def _entry(raw):
+def _entry(raw: object) -> Entry:
     if not (isinstance(raw, list) and len(raw) == 3 and isinstance(raw[1], int) and isinstance(raw[2], int)):
         raise SnapshotError("a snapshot entry is [command, index, term]")
     try:

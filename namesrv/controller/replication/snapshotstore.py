@@ -21,11 +21,17 @@ fsync. ``hooks.use_snapshot_store`` gives it this one instead:
 """
 
 import struct
+from typing import TYPE_CHECKING, Any, Optional
 
 from pysyncobj.config import SERIALIZER_STATE
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from namesrv.controller.replication import snapshot
+from namesrv.controller.replication.disk import Disk
+
+if TYPE_CHECKING:   # types only
+    from namesrv.controller.replication.raft import RaftLog
 
 FILE = "raft.snapshot"
 #: a chunk's place: the snapshot's last index, the chunk's offset, the snapshot's size
@@ -38,23 +44,23 @@ class SnapshotStore:
 
     log = Logger()
 
-    def __init__(self, disk, owner, chunk_size=1 << 20, max_bytes=64 << 20):
+    def __init__(self, disk: Disk, owner: "RaftLog", chunk_size: int = 1 << 20, max_bytes: int = 64 << 20) -> None:
         self.disk = disk
         self.owner = owner
         self.chunk_size = chunk_size
         self.max_bytes = max_bytes
-        self.current = None          # the bytes of the newest snapshot (durable, or received and queued)
-        self.decoded = None
+        self.current: Optional[bytes] = None   # the bytes of the newest snapshot (durable, or received and queued)
+        self.decoded: Optional[snapshot.Decoded] = None
         self._status = SERIALIZER_STATE.NOT_SERIALIZING
-        self._serializing_id = None
-        self._outgoing = {}          # node -> offset sent so far
-        self._incoming = None        # (last index, total, bytearray)
+        self._serializing_id: Any = None     # pysyncobj's id of the serialization under way (opaque to us)
+        self._outgoing: dict[Any, int] = {}  # pysyncobj's node -> offset sent so far
+        self._incoming: Optional[tuple[int, int, bytearray]] = None   # (last index, total, bytes so far)
         self.written = 0
         self.installed = 0
         self.refused = 0
 
     # -- start ---------------------------------------------------------------------------------------
-    def load(self):
+    def load(self) -> Optional[snapshot.Decoded]:
         """The decoded snapshot on disk, or None; SnapshotError when there is one we cannot read."""
         data = self.disk.read_file(FILE)
         if data is None:
@@ -64,15 +70,16 @@ class SnapshotStore:
         return self.decoded
 
     @property
-    def size(self):
+    def size(self) -> int:
         return len(self.current) if self.current is not None else 0
 
     @property
-    def last_index(self):
+    def last_index(self) -> int:
         return self.decoded[1][1] if self.decoded is not None else 0
 
     # -- writing (pysyncobj's log compaction) ------------------------------------------------------------
-    def serialize(self, data, serialize_id):
+    def serialize(self, data: tuple[Any, snapshot.Entry, snapshot.Entry, Any], serialize_id: Any) -> None:
+        """pysyncobj compacts: ``data`` is (its state, unused here; last entry; previous entry; its cluster)."""
         if self._status != SERIALIZER_STATE.NOT_SERIALIZING:
             return
         _, last, prev, _cluster = data
@@ -83,31 +90,33 @@ class SnapshotStore:
         self.disk.write_file(FILE, encoded)
         self.disk.sync().addCallbacks(self._written, self._not_written, callbackArgs=(encoded,))
 
-    def _written(self, _, encoded):
+    def _written(self, _: object, encoded: bytes) -> None:
         self.current = encoded
         self.decoded = snapshot.decode(encoded)
         self._outgoing.clear()
         self.written += 1
         self._status = SERIALIZER_STATE.SUCCESS
 
-    def _not_written(self, failure):
+    def _not_written(self, failure: Failure) -> None:
         self.log.error("controller: Raft snapshot not written: {err}", err=failure.getErrorMessage())
         self._status = SERIALIZER_STATE.FAILED
 
-    def checkSerializing(self):
+    def checkSerializing(self) -> tuple[int, Any]:
         status = self._status
         if status in (SERIALIZER_STATE.SUCCESS, SERIALIZER_STATE.FAILED):
             self._status = SERIALIZER_STATE.NOT_SERIALIZING
         return status, self._serializing_id
 
-    def deserialize(self):
+    def deserialize(self) -> tuple[None, snapshot.Entry, snapshot.Entry, tuple[str, ...]]:
         """The snapshot for pysyncobj to start from: (None, last, prev, cluster); the owner loads its state."""
-        self.owner.snapshot_loaded(self.decoded)
-        _, last, prev, configuration = self.decoded
+        decoded = self.decoded
+        assert decoded is not None       # pysyncobj asks only once a snapshot was read at start or received
+        self.owner.snapshot_loaded(decoded)
+        _, last, prev, configuration = decoded
         return None, last, prev, tuple(configuration.members) if configuration is not None else ()
 
     # -- sending ---------------------------------------------------------------------------------------------
-    def getTransmissionData(self, node):
+    def getTransmissionData(self, node: Any) -> Optional[tuple[bytes, bool, bool]]:
         if self.current is None:
             return None
         offset = self._outgoing.get(node, 0)
@@ -120,11 +129,11 @@ class SnapshotStore:
         return (_CHUNK_HEAD.pack(self.last_index, offset, len(self.current)) + chunk, offset == 0,
                 end >= len(self.current))
 
-    def cancelTransmisstion(self, node):       # pysyncobj's spelling
+    def cancelTransmisstion(self, node: Any) -> None:       # pysyncobj's spelling
         self._outgoing.pop(node, None)
 
     # -- receiving --------------------------------------------------------------------------------------------
-    def setTransmissionData(self, data):
+    def setTransmissionData(self, data: Optional[tuple[bytes, bool, bool]]) -> bool:
         """A chunk from the leader; True once a whole, checked snapshot is in (and queued for the disk)."""
         if data is None:
             return False
@@ -160,7 +169,7 @@ class SnapshotStore:
                       "was behind the leader's log", n=len(received), index=decoded[1][1])
         return True
 
-    def _drop(self, reason):
+    def _drop(self, reason: Optional[str]) -> bool:
         self._incoming = None
         if reason:
             self.log.warn("controller: {reason}", reason=reason)

@@ -15,11 +15,19 @@ the real members' links.
 """
 
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Optional
 
 from twisted.internet import protocol
+from twisted.internet.interfaces import IAddress, IDelayedCall
 from twisted.protocols.policies import TimeoutMixin
+from twisted.python.failure import Failure
 
-from namesrv.controller.replication.members import PREFIX
+from namesrv.controller.replication.members import PREFIX, MemberLink
+
+if TYPE_CHECKING:   # types only
+    from namesrv.controller.replication.mesh import MemberMesh
+    from namesrv.server.factory import RemotingServerFactory
 
 
 class MemberSniffer(protocol.Protocol, TimeoutMixin):
@@ -30,27 +38,27 @@ class MemberSniffer(protocol.Protocol, TimeoutMixin):
     ``serverChannelMaxIdleTimeSeconds`` to say anything.
     """
 
-    def __init__(self, factory, addr, inner):
+    def __init__(self, factory: "MemberSniffingFactory", addr: Optional[IAddress], inner: protocol.Protocol) -> None:
         self.factory = factory
         self.addr = addr
         self.inner = inner
         self._buffer = b""
-        self.target = None
-        self.member = None         # the MemberLink this connection became, if it is one
+        self.target: Optional[protocol.Protocol] = None
+        self.member: Optional[MemberLink] = None         # the MemberLink this connection became, if it is one
 
-    def callLater(self, period, func):
+    def callLater(self, period: float, func: Callable[[], object]) -> IDelayedCall:
         return self.factory.reactor.callLater(period, func)
 
     @property
-    def host(self):
+    def host(self) -> str:
         return getattr(self.addr, "host", "?")
 
-    def connectionMade(self):
+    def connectionMade(self) -> None:
         timeout = self.factory.first_byte_timeout()
         if timeout:
             self.setTimeout(timeout)
 
-    def dataReceived(self, data):
+    def dataReceived(self, data: bytes) -> None:
         self._buffer += data
         if self._buffer[:1] != PREFIX[:1]:
             return self._become(self.inner)
@@ -65,7 +73,7 @@ class MemberSniffer(protocol.Protocol, TimeoutMixin):
         self.member = link
         return self._become(link)
 
-    def _become(self, target):
+    def _become(self, target: Optional[protocol.Protocol]) -> None:
         self.setTimeout(None)
         self.factory.pending.discard(self)
         if target is None:
@@ -73,19 +81,21 @@ class MemberSniffer(protocol.Protocol, TimeoutMixin):
         self.target = target
         data, self._buffer = self._buffer, b""
         target.makeConnection(self.transport)
-        self.dataReceived = target.dataReceived
+        self.dataReceived = target.dataReceived     # type: ignore[method-assign]  # the bytes go straight on
         if data and self.transport is not None and not getattr(self.transport, "disconnecting", False):
             target.dataReceived(data)
         return None
 
-    def _close(self):
-        abort = getattr(self.transport, "abortConnection", None) or self.transport.loseConnection
+    def _close(self) -> None:
+        transport = self.transport
+        assert transport is not None        # it closes a connection that is open
+        abort = getattr(transport, "abortConnection", None) or transport.loseConnection
         abort()
 
-    def timeoutConnection(self):
+    def timeoutConnection(self) -> None:
         self._close()
 
-    def connectionLost(self, reason=protocol.connectionDone):
+    def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
         self.setTimeout(None)
         self.factory.pending.discard(self)
         self.factory.member_closed(self)
@@ -98,31 +108,34 @@ class MemberSniffingFactory(protocol.Factory):
 
     noisy = False
 
-    def __init__(self, remoting, members, reactor, max_pending=16):
+    def __init__(self, remoting: "RemotingServerFactory", members: "MemberMesh", reactor: Any,
+                 max_pending: int = 16) -> None:
+        # ``reactor``: Any, the one the port runs on (its callLater); the remoting factory's own
         self.remoting = remoting
         self.members = members
         self.reactor = reactor
         self.max_pending = max_pending
-        self.pending = set()                 # sniffers still waiting for their first bytes
-        self.member_connections = OrderedDict()   # sniffer -> None, oldest first: connections that became links
+        self.pending: set[MemberSniffer] = set()                 # sniffers still waiting for their first bytes
+        #: sniffer -> None, oldest first: connections that became links
+        self.member_connections: OrderedDict[MemberSniffer, None] = OrderedDict()
         self.refused_handshakes = 0
 
-    def first_byte_timeout(self):
+    def first_byte_timeout(self) -> Optional[float]:
         return self.remoting.config.serverChannelMaxIdleTimeSeconds or None
 
-    def doStart(self):
+    def doStart(self) -> None:
         self.remoting.doStart()
 
-    def doStop(self):
+    def doStop(self) -> None:
         self.remoting.doStop()
 
-    def open_connections(self):
+    def open_connections(self) -> int:
         return len(self.remoting.connections) + len(self.pending) + len(self.member_connections)
 
-    def handshaking(self):
-        return [s for s in self.member_connections if not s.member.up]
+    def handshaking(self) -> list[MemberSniffer]:
+        return [s for s in self.member_connections if not _link(s).up]
 
-    def buildProtocol(self, addr):
+    def buildProtocol(self, addr: Optional[IAddress]) -> Optional[MemberSniffer]:
         limit = self.remoting.connection_limit()
         if limit and self.open_connections() >= limit:
             self.remoting.refused += 1
@@ -134,7 +147,7 @@ class MemberSniffingFactory(protocol.Factory):
         self.pending.add(sniffer)
         return sniffer
 
-    def member_link(self, sniffer):
+    def member_link(self, sniffer: MemberSniffer) -> Optional[MemberLink]:
         """A MemberLink for a connection that sent the member prefix, or None when too many handshakes are
         under way (the oldest one from a stranger makes room for a configured member's host)."""
         handshaking = self.handshaking()
@@ -146,15 +159,21 @@ class MemberSniffingFactory(protocol.Factory):
                                               "controllerMemberMaxPendingHandshakes)" % self.max_pending)
                 return None
             self.refused_handshakes += 1
-            strangers[0].member.close()
+            _link(strangers[0]).close()
         link = self.members.accept()
         if link is not None:
             self.member_connections[sniffer] = None
         return link
 
-    def _member_host(self, host):
+    def _member_host(self, host: str) -> bool:
         hosts = getattr(self.members, "member_hosts", None)
         return hosts is not None and host in hosts()
 
-    def member_closed(self, sniffer):
+    def member_closed(self, sniffer: MemberSniffer) -> None:
         self.member_connections.pop(sniffer, None)
+
+
+def _link(sniffer: MemberSniffer) -> MemberLink:
+    """The link of a sniffer in ``member_connections`` (each is there only once it became one)."""
+    assert sniffer.member is not None
+    return sniffer.member

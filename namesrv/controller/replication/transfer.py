@@ -23,12 +23,17 @@ The write gap is the time from 1 to the new leader's first committed entry: a fe
 fsyncs, far below an election timeout.
 """
 
+from typing import TYPE_CHECKING, Optional
+
 from twisted.internet import defer
 from twisted.logger import Logger
 
 from namesrv.controller.replication import NotLeader
 from namesrv.controller.replication.hooks import match_index
 from namesrv.controller.replication.transport import TIMEOUT_NOW, TRANSFER
+
+if TYPE_CHECKING:   # types only
+    from namesrv.controller.replication.raft import RaftLog
 
 ANY = "any"
 
@@ -40,20 +45,20 @@ class TransferRefused(Exception):
 class LeadershipTransfer:
     log = Logger()
 
-    def __init__(self, raft, target):
+    def __init__(self, raft: "RaftLog", target: str) -> None:
         self.raft = raft
         self.target = target
         self.started = raft.monotonic()
         self.deadline = self.started + raft.timing.transfer_timeout
-        self.done = defer.Deferred()
+        self.done: defer.Deferred[str] = defer.Deferred()
         self.phase = "catching up"
-        self.seen = set()
+        self.seen: set[str] = set()
         self.holds_writes = True
-        self._notice_stamp = None
+        self._notice_stamp: Optional[int] = None
         self._term = raft._syncobj.raftCurrentTerm
 
     @classmethod
-    def start(cls, raft, target):
+    def start(cls, raft: "RaftLog", target: Optional[str]) -> "LeadershipTransfer":
         """A LeadershipTransfer under way (its ``done`` fires with the new leader's id), or TransferRefused."""
         if not raft.is_leader:
             raise NotLeader("not the controller leader")
@@ -65,7 +70,8 @@ class LeadershipTransfer:
             if not connected:
                 raise TransferRefused("no other voter is connected to this leader")
             syncobj = raft._syncobj
-            target = max(connected, key=lambda v: (match_index(syncobj, raft._transport.node(v)), v))
+            transport = raft._live_transport()
+            target = max(connected, key=lambda v: (match_index(syncobj, transport.node(v)), v))
         elif target == raft.self_id:
             raise TransferRefused("%s already leads the group" % target)
         elif target not in voters:
@@ -78,19 +84,19 @@ class LeadershipTransfer:
         raft.log.info("controller {id}: handing leadership over to {target}", id=raft.self_id, target=target)
         return transfer
 
-    def _announce(self, target):
-        transport = self.raft._transport
-        self._notice_stamp = transport.lease.stamp()
+    def _announce(self, target: str) -> None:
+        transport = self.raft._live_transport()
+        self._notice_stamp = self.raft._lease().stamp()
         transport.transfer_hint = (self.raft.self_id, self._term, target)
         for voter in self.raft.other_voters():
             self.raft.mesh.send(voter, [TRANSFER, self._term, self._notice_stamp, 0, {"to": target}])
 
-    def noticed(self, peer, stamp):
+    def noticed(self, peer: str, stamp: int) -> None:
         """``peer`` has the notice (it echoed its stamp)."""
         if self._notice_stamp is not None and stamp >= self._notice_stamp:
             self.seen.add(peer)
 
-    def tick(self):
+    def tick(self) -> None:
         raft = self.raft
         syncobj = raft._syncobj
         if syncobj is None:
@@ -110,16 +116,16 @@ class LeadershipTransfer:
             return
         voters = raft.other_voters()
         majority = (len(voters) + 1) // 2          # others needed beside this leader
-        last = raft._journal[-1][1]
-        caught_up = match_index(syncobj, raft._transport.node(self.target)) >= last
+        last = raft._live_journal()[-1][1]
+        caught_up = match_index(syncobj, raft._live_transport().node(self.target)) >= last
         if caught_up and len(self.seen & set(voters)) >= majority and self.target in self.seen:
             raft.mesh.send(self.target, [TIMEOUT_NOW, self._term, 0, 0, {}])
             self.phase = "timeout-now sent"
 
-    def _finish(self, leader):
+    def _finish(self, leader: Optional[str]) -> None:
         raft = self.raft
         raft.transfer = None
-        raft._transport.transfer_hint = None
+        raft._live_transport().transfer_hint = None
         if leader is None:
             self.done.errback(NotLeader("leadership left this controller during the transfer; no leader is known "
                                         "yet"))
@@ -128,14 +134,14 @@ class LeadershipTransfer:
                       leader=leader, ms=(raft.monotonic() - self.started) * 1000)
         self.done.callback(leader)
 
-    def abandon(self, why):
+    def abandon(self, why: str) -> None:
         """Serve again: cancel the notice; the lease counts only heartbeats sent from now on."""
         raft = self.raft
         raft.transfer = None
-        transport = raft._transport
+        transport = raft._live_transport()
         transport.transfer_hint = None
-        stamp = transport.lease.stamp()
-        transport.lease.restart()
+        stamp = raft._lease().stamp()
+        raft._lease().restart()
         for voter in raft.other_voters():
             raft.mesh.send(voter, [TRANSFER, self._term, stamp, 0, {"to": ""}])
         raft.log.warn("controller {id}: leadership transfer to {target} abandoned ({why}); {id} leads again once a "
@@ -143,6 +149,6 @@ class LeadershipTransfer:
         self.done.errback(TransferRefused("transfer to %s abandoned: %s; %s leads again" % (self.target, why,
                                                                                         raft.self_id)))
 
-    def status(self):
+    def status(self) -> dict[str, object]:
         return {"target": self.target, "phase": self.phase, "seconds": round(self.raft.monotonic() - self.started, 3),
                 "noticed": sorted(self.seen)}

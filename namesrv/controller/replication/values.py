@@ -3,6 +3,8 @@
 No object types (extension types are refused), string map keys only, and every length bounded.
 """
 
+from typing import Any, NoReturn
+
 import msgpack
 
 #: bounds on what one decoded value may hold (a frame is already bounded by members.MAX_FRAME;
@@ -15,16 +17,17 @@ class CodecError(ValueError):
     """Bytes that are not a message, command or snapshot we know."""
 
 
-def _no_ext(code, data):
+def _no_ext(code: int, data: bytes) -> NoReturn:
     raise CodecError("msgpack extension type %d refused" % code)
 
 
-def pack(value):
+def pack(value: Any) -> bytes:
     return msgpack.packb(value, use_bin_type=True)
 
 
-def unpack(data):
-    """msgpack to plain Python data: dict, list, str, bytes, int, float, bool, None. Nothing else."""
+def unpack(data: bytes | bytearray | memoryview) -> Any:
+    """msgpack to plain Python data: dict, list, str, bytes, int, float, bool, None. Nothing else (Any: what the
+    caller checks)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise CodecError("expected bytes, got %s" % type(data).__name__)
     try:
