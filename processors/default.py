@@ -21,11 +21,10 @@ Java:
 
 from zope.interface import implementer
 
-from namesrv.config import ConfigError
-from namesrv.config.runtime import NAMESRV, UpdateRefused, update_from_network
+from namesrv.config.remote import answer_config_update
+from namesrv.config.runtime import NAMESRV
 from namesrv.interfaces import IStoppableProcessor
 from namesrv.protocol.codes import RequestCode, ResponseCode
-from namesrv.security.signature import ACCESS_KEY
 
 
 @implementer(IStoppableProcessor)
@@ -57,15 +56,5 @@ class DefaultProcessor:
         return request.make_response(ResponseCode.SUCCESS, body=text.encode("utf-8") if text else None)
 
     def update_config(self, request, connection):
-        try:
-            kept = update_from_network(self.config, request.body, NAMESRV, self.config.black_list(),
-                                       getattr(connection, "peer", None), request.get(ACCESS_KEY),
-                                       self.context.events, self.context.reactor)
-        except UpdateRefused as e:
-            return request.make_response(ResponseCode.NO_PERMISSION, str(e))
-        except ConfigError as e:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, str(e))
-        if kept is None:
-            return request.make_response(ResponseCode.SUCCESS)
-        return kept.addCallbacks(lambda _: request.make_response(ResponseCode.SUCCESS),
-                                 lambda failure: request.make_response(ResponseCode.SYSTEM_ERROR, str(failure.value)))
+        return answer_config_update(request, connection, self.config, NAMESRV, self.config.black_list(),
+                                    self.context.events, self.context.reactor)

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Optional
 from twisted.internet import defer
 from zope.interface import implementer
 
-from namesrv.config import ConfigError, java_text
+from namesrv.config import java_text
 from namesrv.config.properties import format_properties
-from namesrv.config.runtime import CONTROLLER, UpdateRefused, update_from_network
+from namesrv.config.remote import answer_config_update
+from namesrv.config.runtime import CONTROLLER
 from namesrv.controller import bodies, decisions
 from namesrv.controller.bodies import BodyError
 from namesrv.controller.core import Controller
@@ -30,7 +31,6 @@ from namesrv.controller.state import ReplicaState
 from namesrv.interfaces import Answer, IRemotingConnection, IRequestProcessor, Refusal
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import HeaderFieldError, RemotingCommand
-from namesrv.security.signature import ACCESS_KEY
 
 if TYPE_CHECKING:   # types only
     from namesrv.controller.service import ControllerContext
@@ -194,18 +194,10 @@ class ControllerProcessor:
         """The controller's runtime properties only (namesrv/config/runtime.py): never the name server's,
         which an embedded controller shares its configuration with; kept in the runtime overlay."""
         config = self.context.config
-        try:
-            kept = update_from_network(config, request.body, CONTROLLER, CONTROLLER_BLACK_LIST | config.black_list(),
-                                       getattr(connection, "peer", None), request.get(ACCESS_KEY),
-                                       self.context.events, self.context.reactor)
-        except UpdateRefused as e:
-            return request.make_response(ResponseCode.NO_PERMISSION, str(e))
-        except ConfigError as e:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, str(e))
-        if kept is None:
-            return request.make_response(ResponseCode.SUCCESS)
-        return kept.addCallbacks(lambda _: request.make_response(ResponseCode.SUCCESS),
-                                 lambda failure: request.make_response(ResponseCode.SYSTEM_ERROR, str(failure.value)))
+        answer: Answer = answer_config_update(request, connection, config, CONTROLLER,
+                                              CONTROLLER_BLACK_LIST | config.black_list(), self.context.events,
+                                              self.context.reactor)
+        return answer
 
 
 def _require_present(request: RemotingCommand, name: str) -> str:
