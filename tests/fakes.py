@@ -1,19 +1,20 @@
 """The stand-ins every test area shares: a connection with no socket, an event log that remembers.
 
 Both provide the interface of what they replace (checked with ``verifyObject`` in
-tests/test_fakes.py), so a change to IRemotingConnection or IEventLog breaks the fakes
+tests/test_interfaces.py), so a change to IRemotingConnection or IEventLog breaks the fakes
 loudly instead of letting tests pass against something the server would never see.
 """
 
 import itertools
 import struct
+from types import SimpleNamespace
 
 from twisted.internet import task
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from namesrv.interfaces import IRemotingConnection
+from namesrv.interfaces import IRemotingConnection, IRequestProcessor
 from namesrv.observe.eventlog import NullEventLog
 
 
@@ -190,3 +191,86 @@ def answers_so_far(deferred_or_answer):
     else:
         found.append(deferred_or_answer)
     return found
+
+
+@implementer(IRequestProcessor)
+class FakeProcessor:
+    """A processor of ``codes`` answering with ``handler(request)``; ``reject`` is its reject_request answer."""
+
+    def __init__(self, name, codes, handler, reject=None):
+        self.name = name
+        self.codes = frozenset(codes)
+        self.handler = handler
+        self.reject = reject
+
+    def reject_request(self, request):
+        return self.reject
+
+    def process_request(self, request, connection):
+        return self.handler(request)
+
+
+class FakeStatusTracker:
+    """What spark/progress.py reads of a SparkContext's status tracker: jobs and stages the test sets."""
+
+    def __init__(self):
+        self.jobs, self.stages, self.all_jobs = [], {}, []
+
+    def getJobIdsForGroup(self, group):
+        return list(self.all_jobs)
+
+    def getActiveJobsIds(self):
+        return list(self.jobs)
+
+    def getActiveStageIds(self):
+        return list(self.stages)
+
+    def getStageInfo(self, stage_id):
+        done, total = self.stages[stage_id]
+        return SimpleNamespace(numCompletedTasks=done, numTasks=total)
+
+
+class HeldThreadPool:
+    """Runs nothing until the test says so (what deferToThreadPool needs of a pool)."""
+
+    def __init__(self):
+        self.jobs = []
+
+    def callInThreadWithCallback(self, on_result, f, *args, **kwargs):
+        self.jobs.append((on_result, f, args, kwargs))
+
+    def run_next(self):
+        on_result, f, args, kwargs = self.jobs.pop(0)
+        try:
+            result = f(*args, **kwargs)
+        except BaseException as e:
+            on_result(False, Failure(e))
+        else:
+            on_result(True, result)
+
+
+class HeldPoolReactor(Reactor):
+    """The shared fake reactor (a task.Clock), its thread pool holding work until the test lets it run."""
+
+    def __init__(self):
+        Reactor.__init__(self)
+        self.pool = HeldThreadPool()
+
+    def getThreadPool(self):
+        return self.pool
+
+
+class FakeUnixTransport:
+    """A UNIX transport that records what was written, the descriptors sent and whether it was lost."""
+
+    def __init__(self):
+        self.written, self.descriptors, self.lost = [], [], False
+
+    def sendFileDescriptor(self, descriptor):
+        self.descriptors.append(descriptor)
+
+    def write(self, data):
+        self.written.append(data)
+
+    def loseConnection(self):
+        self.lost = True

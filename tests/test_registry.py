@@ -1,6 +1,5 @@
 """The processor registry: dispatch, fallbacks, failures, conflicts, plugin discovery."""
 
-import os
 import sys
 import types
 
@@ -8,27 +7,12 @@ import pytest
 from twisted.internet import defer
 from zope.interface import implementer
 
-from namesrv.interfaces import IRequestPolicy, IRequestProcessor
+from namesrv.interfaces import IRequestPolicy
 from namesrv.protocol.codes import ResponseCode
-from namesrv.protocol.command import HeaderFieldError, make_request
+from namesrv.protocol.command import make_request
 from namesrv.dispatch.registry import ProcessorConflictError, ProcessorRegistry, load_processor_factories
 from tests.dropins import processor_source
-from tests.fakes import FakeConnection, RecordingEventLog
-
-
-@implementer(IRequestProcessor)
-class Fake:
-    def __init__(self, name, codes, handler, reject=None):
-        self.name = name
-        self.codes = frozenset(codes)
-        self.handler = handler
-        self.reject = reject
-
-    def reject_request(self, request):
-        return self.reject
-
-    def process_request(self, request, connection):
-        return self.handler(request)
+from tests.fakes import FakeConnection, FakeProcessor, RecordingEventLog
 
 
 def test_unknown_code_answers_not_supported_with_java_remark():
@@ -46,8 +30,8 @@ def test_oneway_unknown_code_gets_nothing():
 
 def test_handler_value_and_deferred():
     registry = ProcessorRegistry([
-        Fake("a", [1], lambda r: r.make_response(0, "sync")),
-        Fake("b", [2], lambda r: defer.succeed(r.make_response(0, "async"))),
+        FakeProcessor("a", [1], lambda r: r.make_response(0, "sync")),
+        FakeProcessor("b", [2], lambda r: defer.succeed(r.make_response(0, "async"))),
     ])
     assert registry.dispatch(make_request(1), FakeConnection()).remark == "sync"
     results = []
@@ -59,7 +43,7 @@ def test_raising_handler_answers_system_error_and_goes_on():
     def boom(request):
         raise KeyError("nope")
 
-    registry = ProcessorRegistry([Fake("a", [1], boom), Fake("b", [2], lambda r: r.make_response(0))])
+    registry = ProcessorRegistry([FakeProcessor("a", [1], boom), FakeProcessor("b", [2], lambda r: r.make_response(0))])
     answer = registry.dispatch(make_request(1, opaque=8), FakeConnection())
     assert answer.code == ResponseCode.SYSTEM_ERROR and "KeyError" in answer.remark and answer.opaque == 8
     assert registry.dispatch(make_request(2), FakeConnection()).code == 0
@@ -69,26 +53,26 @@ def test_header_field_error_keeps_its_message():
     def needs_field(request):
         request.require("brokerName")
 
-    answer = ProcessorRegistry([Fake("a", [1], needs_field)]).dispatch(make_request(1), FakeConnection())
+    answer = ProcessorRegistry([FakeProcessor("a", [1], needs_field)]).dispatch(make_request(1), FakeConnection())
     assert answer.code == 1 and answer.remark == "the custom field <brokerName> is null"
 
 
 def test_failed_deferred_answers_system_error():
-    registry = ProcessorRegistry([Fake("a", [1], lambda r: defer.fail(RuntimeError("disk gone")))])
+    registry = ProcessorRegistry([FakeProcessor("a", [1], lambda r: defer.fail(RuntimeError("disk gone")))])
     results = []
     registry.dispatch(make_request(1), FakeConnection()).addCallback(results.append)
     assert results[0].code == 1 and "disk gone" in results[0].remark
 
 
 def test_rejected_request_gets_the_processor_answer():
-    registry = ProcessorRegistry([Fake("a", [1], lambda r: 1 / 0, reject=(2, "busy"))])
+    registry = ProcessorRegistry([FakeProcessor("a", [1], lambda r: 1 / 0, reject=(2, "busy"))])
     answer = registry.dispatch(make_request(1), FakeConnection())
     assert (answer.code, answer.remark) == (2, "busy")
 
 
 def test_two_processors_claiming_one_code_is_an_error_naming_both():
     with pytest.raises(ProcessorConflictError, match=r"105 .*'first'.*'second'"):
-        ProcessorRegistry([Fake("first", [105], None), Fake("second", [104, 105], None)])
+        ProcessorRegistry([FakeProcessor("first", [105], None), FakeProcessor("second", [104, 105], None)])
 
 
 def test_builtin_dropins_are_found():
@@ -138,7 +122,7 @@ class Policy:
 def test_policies_refuse_before_the_processor_and_are_released():
     called = []
     first, second = Policy(), Policy(refuse_codes=[2])
-    registry = ProcessorRegistry([Fake("a", [1, 2], lambda r: called.append(r.code) or r.make_response(0))],
+    registry = ProcessorRegistry([FakeProcessor("a", [1, 2], lambda r: called.append(r.code) or r.make_response(0))],
                                  policies=[first, second])
     assert registry.dispatch(make_request(1), FakeConnection()).code == 0
     answer = registry.dispatch(make_request(2), FakeConnection())
@@ -149,7 +133,7 @@ def test_policies_refuse_before_the_processor_and_are_released():
 def test_policy_released_when_a_deferred_answer_fires():
     policy = Policy()
     d = defer.Deferred()
-    registry = ProcessorRegistry([Fake("a", [1], lambda r: d)], policies=[policy])
+    registry = ProcessorRegistry([FakeProcessor("a", [1], lambda r: d)], policies=[policy])
     registry.dispatch(make_request(1), FakeConnection())
     assert policy.done_calls == []
     d.callback(make_request(1).make_response(0))

@@ -3,44 +3,13 @@
 import pytest
 
 from namesrv.kvconfig.filewriter import SerialFileWriter
-from tests.fakes import Reactor
-
-
-class HeldThreadPool:
-    """Runs nothing until the test says so (what deferToThreadPool needs of a pool)."""
-
-    def __init__(self):
-        self.jobs = []
-
-    def callInThreadWithCallback(self, on_result, f, *args, **kwargs):
-        self.jobs.append((on_result, f, args, kwargs))
-
-    def run_next(self):
-        on_result, f, args, kwargs = self.jobs.pop(0)
-        try:
-            result = f(*args, **kwargs)
-        except BaseException as e:
-            from twisted.python.failure import Failure
-            on_result(False, Failure(e))
-        else:
-            on_result(True, result)
-
-
-class FakeReactor(Reactor):
-    """The shared fake reactor (a task.Clock), its thread pool holding work until the test lets it run."""
-
-    def __init__(self):
-        Reactor.__init__(self)
-        self.pool = HeldThreadPool()
-
-    def getThreadPool(self):
-        return self.pool
+from tests.fakes import HeldPoolReactor
 
 
 @pytest.fixture
 def setup(tmp_path):
     state = {"value": b"v0"}
-    reactor = FakeReactor()
+    reactor = HeldPoolReactor()
     writer = SerialFileWriter(str(tmp_path / "f"), lambda: state["value"], reactor=reactor)
     return writer, state, reactor.pool, tmp_path / "f"
 

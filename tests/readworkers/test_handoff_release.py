@@ -10,20 +10,7 @@ from twisted.python.failure import Failure
 
 from namesrv.readworkers.channel.unix import _OneProtocol
 from namesrv.readworkers.worker.handoff import HandoffSender
-
-
-class FakeUnixTransport:
-    def __init__(self):
-        self.written, self.descriptors, self.lost = [], [], False
-
-    def sendFileDescriptor(self, descriptor):
-        self.descriptors.append(descriptor)
-
-    def write(self, data):
-        self.written.append(data)
-
-    def loseConnection(self):
-        self.lost = True
+from tests.fakes import FakeUnixTransport
 
 
 def test_the_factory_lets_go_of_its_protocol_when_the_connection_ends():

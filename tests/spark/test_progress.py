@@ -9,27 +9,10 @@ import time
 from types import SimpleNamespace
 
 from spark import progress, report
+from tests.fakes import FakeStatusTracker
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVENTLOG = os.path.join(REPO, "tests", "data", "eventlog")
-
-
-class FakeTracker:
-    def __init__(self):
-        self.jobs, self.stages, self.all_jobs = [], {}, []
-
-    def getJobIdsForGroup(self, group):
-        return list(self.all_jobs)
-
-    def getActiveJobsIds(self):
-        return list(self.jobs)
-
-    def getActiveStageIds(self):
-        return list(self.stages)
-
-    def getStageInfo(self, stage_id):
-        done, total = self.stages[stage_id]
-        return SimpleNamespace(numCompletedTasks=done, numTasks=total)
 
 
 class Terminal(io.StringIO):
@@ -42,7 +25,7 @@ def fake_spark(tracker):
 
 
 def test_off_a_terminal_or_quiet_nothing_is_drawn():
-    tracker = FakeTracker()
+    tracker = FakeStatusTracker()
     assert isinstance(progress.for_command_line(fake_spark(tracker), report.PHASES, False, io.StringIO()),
                       progress.NoProgress)
     assert isinstance(progress.for_command_line(fake_spark(tracker), report.PHASES, True, Terminal()),
@@ -50,7 +33,7 @@ def test_off_a_terminal_or_quiet_nothing_is_drawn():
 
 
 def test_the_line_names_the_report_and_sparks_job_and_stage():
-    tracker, stream, now = FakeTracker(), Terminal(), [100.0]
+    tracker, stream, now = FakeStatusTracker(), Terminal(), [100.0]
     shown = progress.TerminalProgress(fake_spark(tracker), report.PHASES, stream, interval=3600,
                                       clock=lambda: now[0])
     try:
@@ -116,7 +99,7 @@ def test_total_jobs_adds_the_phases_and_says_when_it_cannot():
 
 
 def test_phase_times_count_seconds_and_jobs_per_phase():
-    tracker, now = FakeTracker(), [0.0]
+    tracker, now = FakeStatusTracker(), [0.0]
     shown = []
     display = SimpleNamespace(phase=shown.append)
     times = progress.PhaseTimes(fake_spark(tracker), display, clock=lambda: now[0])
@@ -132,7 +115,7 @@ def test_phase_times_count_seconds_and_jobs_per_phase():
 def test_phase_times_wait_for_the_listener_bus_before_counting_jobs():
     """The status tracker hears of a job through Spark's listener bus, after the action returned: a phase
     is closed only once the bus has delivered what was posted, so its last job is not counted in the next."""
-    tracker, events = FakeTracker(), []
+    tracker, events = FakeStatusTracker(), []
 
     class Bus:
         def waitUntilEmpty(self, timeout_ms):
