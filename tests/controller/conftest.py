@@ -2,19 +2,11 @@
 
 import pytest
 
-from tests.controller.raftsim import SimGroup
+from tests.controller.raftsim import sim_groups
 
 
 @pytest.fixture
 def sim(tmp_path):
     """``sim(seed=..., ...)``: a SimGroup, closed at the end of the test (a fresh store per group)."""
-    groups = []
-
-    def make(**kwargs):
-        store = tmp_path / ("g%d" % len(groups))
-        store.mkdir()
-        groups.append(SimGroup(store, **kwargs))
-        return groups[-1]
-    yield make
-    for group in groups:
-        group.close()
+    with sim_groups(tmp_path) as make:
+        yield make

@@ -13,6 +13,7 @@ seed; ``SimGroup(seed=...)`` replays it exactly, since nothing reads the wall cl
 """
 
 import contextlib
+import itertools
 import os
 import random
 
@@ -239,14 +240,37 @@ class SimNet:
 
 @contextlib.contextmanager
 def pysyncobj_on(clock, rng):
-    """pysyncobj reads its own monotonic clock and the random module: point both at the simulation."""
+    """pysyncobj reads its own monotonic clock and the random module: point both at the simulation.
+
+    What it puts back is what it found, so these nest like ``mock.patch``: left in any other order than
+    last in, first out, the last to leave puts back an earlier group's clock (frozen once its test ends),
+    and every later Raft in the process never times an election. That is refused here, loudly."""
     saved = pysyncobj.syncobj.monotonicTime, pysyncobj.syncobj.random
     pysyncobj.syncobj.monotonicTime = clock.seconds
     pysyncobj.syncobj.random = rng
     try:
         yield
     finally:
+        if (pysyncobj.syncobj.monotonicTime, pysyncobj.syncobj.random) != (clock.seconds, rng):
+            raise AssertionError("a simulated group closed while one made after it still holds pysyncobj's "
+                                 "clock: close them last made, first closed (sim_groups does)")
         pysyncobj.syncobj.monotonicTime, pysyncobj.syncobj.random = saved
+
+
+@contextlib.contextmanager
+def sim_groups(tmp_path):
+    """``make(**kwargs)``: a SimGroup on a fresh store under ``tmp_path``. Every group made is closed on
+    leaving, the last made first (their pysyncobj patches nest), even when a test or a close fails."""
+    with contextlib.ExitStack() as groups:
+        made = itertools.count()
+
+        def make(**kwargs):
+            store = tmp_path / ("g%d" % next(made))
+            store.mkdir()
+            group = SimGroup(store, **kwargs)
+            groups.callback(group.close)
+            return group
+        yield make
 
 
 class SimGroup:
@@ -279,13 +303,20 @@ class SimGroup:
         self._checked = 0
         self._patch = pysyncobj_on(self.clock, self.rng)
         self._patch.__enter__()
-        for member in self.ids:
-            self.start(member)
+        try:
+            for member in self.ids:
+                self.start(member)
+        except BaseException:
+            self.close()
+            raise
 
     def close(self):
-        for member in list(self.logs):
-            self.crash(member)
-        self._patch.__exit__(None, None, None)
+        """Stop every member and give pysyncobj back its own clock and random (whatever a crash raises)."""
+        try:
+            for member in list(self.logs):
+                self.crash(member)
+        finally:
+            self._patch.__exit__(None, None, None)
 
     # -- members ------------------------------------------------------------------------------------
     def start(self, member, peers=None, force=False, join=False):
@@ -419,4 +450,4 @@ def apply_id(name, broker_id):
             "brokerAddress": "10.1.0.%d:10911" % broker_id, "registerCheckCode": "10.1.0.%d:10911;1" % broker_id}
 
 
-__all__ = ["SimGroup", "SimNet", "PausableReactor", "apply_id", "NotLeader"]
+__all__ = ["SimGroup", "SimNet", "PausableReactor", "apply_id", "sim_groups", "NotLeader"]

@@ -7,6 +7,7 @@ decisions run on the harness. Against Java 5.3.3 itself: ``python -m bench contr
 one controller shows) and the fault lab's schedules (bench/results/controller-java-bugs.md).
 """
 
+import contextlib
 import json
 
 import pytest
@@ -18,31 +19,26 @@ from namesrv.protocol.codec import decode_frame, encode_frame
 from namesrv.protocol.codes import RequestCode, ResponseCode
 from namesrv.protocol.command import make_request
 from tests.controller.harness import ControllerHarness, FakeBroker
-from tests.controller.raftsim import SimGroup
+from tests.controller.raftsim import sim_groups
 from tests.controller.simcontrollers import CLUSTER, SimBroker, controllers_on, group_events
 from tests.fakes import FakeConnection, result_of
 
 
 @pytest.fixture
 def sim(tmp_path):
-    made = []
-
-    def make(relay=True, seed=7, **properties):
-        store = tmp_path / ("g%d" % len(made))
-        store.mkdir()
-        group = SimGroup(store, seed=seed)
-        leader = group.leader()
-        box = group.propose(leader, group_events(1, 2))
-        group.run_until(lambda: box, limit=10)
-        assert box[0][0] == "ok"
-        controllers = controllers_on(group, relay, **properties)
-        made.append((group, controllers))
-        return group, controllers, leader
-    yield make
-    for group, controllers in made:
-        for controller in controllers.values():
-            controller.stop()
-        group.close()
+    """Controllers stopped first, then the groups closed, the last made first (raftsim.sim_groups)."""
+    with sim_groups(tmp_path) as new_group, contextlib.ExitStack() as running:
+        def make(relay=True, seed=7, **properties):
+            group = new_group(seed=seed)
+            leader = group.leader()
+            box = group.propose(leader, group_events(1, 2))
+            group.run_until(lambda: box, limit=10)
+            assert box[0][0] == "ok"
+            controllers = controllers_on(group, relay, **properties)
+            for controller in controllers.values():
+                running.callback(controller.stop)
+            return group, controllers, leader
+        yield make
 
 
 def master_of(controllers, member):

@@ -9,9 +9,11 @@ A failing run names its seed; ``SimGroup(tmp_path, seed=N)`` replays it exactly.
 
 import random
 
+import pysyncobj.syncobj
 import pytest
+from twisted.internet import task
 
-from tests.controller.raftsim import apply_id
+from tests.controller.raftsim import apply_id, pysyncobj_on, sim_groups
 from tools.faultlab.linearizable import GrowOnlySet, Op, check
 
 
@@ -343,3 +345,25 @@ def test_a_member_behind_the_snapshot_catches_up_from_it_and_a_restart_reads_it(
     _held_everywhere(g, set(range(1, 41)))
     assert g.logs[other].snapshots_loaded == 1, "the restarted member did not start from its snapshot"
     assert not g.violations
+
+
+def test_groups_made_in_one_test_give_pysyncobj_back_its_own_clock_and_random(tmp_path):
+    """Closed first made, first closed, the ten groups of the power-cut test above left pysyncobj on the
+    ninth one's clock, frozen once the test ended: test_raft_live.py, run after this module in the same
+    process, never saw an election timeout pass."""
+    own = pysyncobj.syncobj.monotonicTime, pysyncobj.syncobj.random
+    with sim_groups(tmp_path) as make:
+        make(seed=1)
+        second = make(seed=2)
+        assert (pysyncobj.syncobj.monotonicTime, pysyncobj.syncobj.random) == (second.clock.seconds, second.rng)
+    assert (pysyncobj.syncobj.monotonicTime, pysyncobj.syncobj.random) == own
+
+
+def test_a_patch_left_before_one_made_after_it_is_refused(monkeypatch):
+    monkeypatch.setattr(pysyncobj.syncobj, "monotonicTime", pysyncobj.syncobj.monotonicTime)   # put back at the end
+    monkeypatch.setattr(pysyncobj.syncobj, "random", pysyncobj.syncobj.random)
+    first, second = pysyncobj_on(task.Clock(), random.Random(1)), pysyncobj_on(task.Clock(), random.Random(2))
+    first.__enter__()
+    second.__enter__()
+    with pytest.raises(AssertionError, match="last made, first closed"):
+        first.__exit__(None, None, None)
