@@ -89,7 +89,10 @@ class ReadWorker(protocol.Protocol):
             return self.shut_down()
         if any(m.get("kind") == "drain" for m in messages):
             return self.drain()
-        self._pending.extend(m for m in messages if m.get("kind") in ("topics", "replica"))
+        staging = self.replica.staging   # a quiet publication's parts wait for its end (staging.py)
+        for message in messages:
+            if message.get("kind") in ("topics", "replica"):
+                self._pending.extend(staging.arrived(message))
         if self._pending:
             self._applies.wake()
 

@@ -12,7 +12,9 @@ gave at one instant, and a read that follows an acknowledged write sees it. Why 
   replica holds that change (``fresh``, ``holds``);
 - a publication of several parts is applied a part per turn, and from its first part to its end
   (``in_publication``) nothing is answered here, quiet parts included: the main process applied that change
-  whole, so its reads never saw half of it;
+  whole, so its reads never saw half of it. A quiet publication's parts (changes nobody was told of, the
+  counter not bumped) are held unapplied until it ends whole (``staging``, worker/staging.py): until then the
+  replica is the state it was, which the main process could still answer, so it goes on answering;
 - those parts are encoded a turn apart in the main process: a publication during which anything a read could
   see changed ends not ``whole``, and the replica, whose topics then come from different moments, answers
   nothing (``mixed``) until a whole publication has followed (the next one carries every topic changed since
@@ -34,6 +36,7 @@ from namesrv.protocol.answercache import AnswerCache
 from namesrv.readworkers.channel.delta import apply_brokers, apply_topics
 from namesrv.readworkers.worker.connections import WorkerDispatcher
 from namesrv.readworkers.worker.freshness import WAIT, WaitForFresh
+from namesrv.readworkers.worker.staging import QuietStaging
 from namesrv.routes import RouteInfoManager
 from namesrv.routes.model import ORDER_TOPIC_CONFIG
 from namesrv.timing.clock import MonotonicClock
@@ -140,6 +143,8 @@ class Replica:
         missing = sorted(set(processor_names) - set(factories))
         if missing:
             raise ValueError("no processor plugin named %s for a replica" % ", ".join(missing))
+        #: what arrives from the main process goes through this before ``apply`` (staging.py)
+        self.staging = QuietStaging()
         self.counts = RequestCounts()
         self.acl = acl
         #: called after each message applied (the replica may be fresh again: freshness.py)
