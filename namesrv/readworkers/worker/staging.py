@@ -6,7 +6,7 @@ still an answer the main process could give (worker/replica.py's invariant). App
 parts would leave the replica half applied, answering nothing, for as long as the main process takes to
 send them: a mass disconnect's hundreds of parts go out while that process forgets a thousand brokers, and
 every read meanwhile went to it and waited behind that work (worst read 29-98 ms, against 14-22 ms when
-replicas answered mid-publication: bench/results/many-connections.md#the-mass-disconnect).
+replicas answered mid-publication: bench/results/many-connections.md, "The mass disconnect").
 
 So a quiet publication's parts are held here and go to be applied, in the order they came, when it ends
 whole; one that ends not whole (its topics are of different moments) is held too, until a whole end follows
