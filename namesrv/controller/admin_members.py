@@ -5,19 +5,30 @@ CONTROLLER_GET_METADATA_INFO (1005) of ``-a`` names, as mqadmin's leader-only co
 listing asks the leader too when one is known (only it knows how far each member is behind), else
 the first controller of ``-a`` that answers. The requests: ``membership.py``.
 
+Right after a leadership transfer (or an election) a member may already name the new leader while that one
+does not count itself leader yet and answers CONTROLLER_NOT_LEADER (seen in a loaded run): a change or transfer that
+meets that asks again for the leader, a little later, for up to ``LEADER_SETTLE`` seconds (a script
+that hands leadership over and then removes the old leader, as docs/controller.md's does, must not fail
+on that moment).
+
 ``createControllerKey`` sends nothing: it writes a member's private key on the host it will run on
 and prints the line to add to every member's ``controllerMembersFile``.
 """
 
+import time
 from argparse import Namespace
-from typing import Any
+from typing import Any, Callable
 
 from namesrv.admin.commands import command, json_body
-from namesrv.admin.connection import AdminClient, AdminError
+from namesrv.admin.connection import AdminClient, AdminError, RemoteError
 from namesrv.admin.output import Output, table
 from namesrv.controller.admin import ADDRESSES, CONTROLLER, controllers, leader_address, metadata
 from namesrv.controller.replication.identity import create_private_key
-from namesrv.protocol.codes import RequestCode
+from namesrv.protocol.codes import RequestCode, ResponseCode
+
+#: how long a change keeps asking while the named leader is not in leader state yet (seconds), and how often
+LEADER_SETTLE = 10.0
+LEADER_RETRY = 0.2
 
 _ID = (("-i", "--controllerId"), dict(required=True, help="the member's id, as in controllerDLegerPeers (n3)"))
 
@@ -70,9 +81,21 @@ def list_controllers(client: AdminClient, args: Namespace) -> Output:
     return Output(body, lines)
 
 
+def to_leader(client: AdminClient, args: Namespace, code: int, ext: dict[str, str],
+              sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> Any:
+    """``code`` answered SUCCESS by the leader ``-a`` names, asked again while that one is not in leader state yet."""
+    deadline = clock() + LEADER_SETTLE
+    while True:
+        try:
+            return client.call_ok(leader_address(client, args), code, ext, kind=CONTROLLER)
+        except RemoteError as e:
+            if e.code != ResponseCode.CONTROLLER_NOT_LEADER or clock() >= deadline:
+                raise
+        sleep(LEADER_RETRY)
+
+
 def _change(client: AdminClient, args: Namespace, code: int, ext: dict[str, str], verb: str) -> Output:
-    leader = leader_address(client, args)
-    answer = client.call_ok(leader, code, ext, kind=CONTROLLER)
+    answer = to_leader(client, args, code, ext)
     configuration = json_body(answer, "the group's configuration")
     members = ", ".join("%s=%s%s" % (m, address, "" if role == "voter" else " (learner)")
                         for m, address, role in configuration.get("members") or [])
@@ -106,8 +129,6 @@ def remove_controller(client: AdminClient, args: Namespace) -> Output:
 @command("transferControllerLeader", "Hand the controller group's leadership over to another voter.", ADDRESSES,
          (("--to",), dict(required=True, help="the voter to lead (its id), or any")))
 def transfer_controller_leader(client: AdminClient, args: Namespace) -> Output:
-    leader = leader_address(client, args)
-    answer = client.call_ok(leader, RequestCode.CONTROLLER_TRANSFER_LEADER, {"toControllerId": args.to.strip()},
-                            kind=CONTROLLER)
+    answer = to_leader(client, args, RequestCode.CONTROLLER_TRANSFER_LEADER, {"toControllerId": args.to.strip()})
     result = json_body(answer, "the new leader")
     return Output(result, ["leadership handed over to %s (%s)" % (result.get("leaderId"), result.get("leaderAddress"))])
