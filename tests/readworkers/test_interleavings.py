@@ -308,8 +308,8 @@ def test_reads_answered_while_a_quiet_publication_is_held_see_one_state():
 class LosingStaging(QuietStaging):
     """A deliberately broken staging: a quiet publication's end goes without the parts it held."""
 
-    def release(self):
-        return QuietStaging.release(self)[-1:]
+    def arrived(self, message):
+        return QuietStaging.arrived(self, message)[-1:]
 
 
 class ReplicaLosingParts(Replica):

@@ -35,17 +35,13 @@ class QuietStaging:
     def arrived(self, message: dict) -> list[dict]:
         """The messages to apply now, in order: none when ``message`` is held, else what was held and it."""
         held = self._held
+        held.append(message)
         kind = message.get("kind")
-        if kind == "topics" and message.get("quiet"):
-            held.append(message)
-        elif kind == "replica" and held and held[-1].get("kind") == "topics" and not message.get("whole", True):
-            held.append(message)   # the end of a quiet publication, not whole: wait for a whole one
-        else:
-            held.append(message)   # the end of the held parts (whole), or anything else: all go, in order
-            return self.release()
-        return self.release() if len(held) > self.max_held else []
-
-    def release(self) -> list[dict]:
-        """Everything held, to be applied now (the worker stops: nothing is left behind unsaid)."""
+        quiet_part = kind == "topics" and message.get("quiet")
+        # the end of a quiet publication that is not whole: held too, until a whole one ends
+        mixed_end = (kind == "replica" and len(held) > 1 and held[-2].get("kind") == "topics"
+                     and not message.get("whole", True))
+        if (quiet_part or mixed_end) and len(held) <= self.max_held:
+            return []
         held, self._held = self._held, []
         return held
