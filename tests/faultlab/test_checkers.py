@@ -118,3 +118,13 @@ def test_the_masters_elected_within_each_fault_are_counted():
               {"t": 24, "action": "pause", "healed": 30}]
     per_fault = checkers.availability(records, faults)["faults"]
     assert [f["elections"] for f in per_fault] == [0, 2, 0]
+
+
+def test_a_run_that_starts_a_name_server_again_outlasts_a_registration_period():
+    """Such a name server routes a broker only from its next REGISTER_BROKER (30 s): a run that stopped its
+    traffic 20 s after the heal failed "master routed after heal" by its own timing (quorum-lost-forced, seed 8)."""
+    from tools.faultlab.run import REGISTRATION_PERIOD, settle_for
+    for schedule in ("leader-removed", "snapshot-catch-up", "quorum-lost-forced"):
+        assert settle_for(schedule, 20.0) > REGISTRATION_PERIOD
+    assert settle_for("leader-transfer", 20.0) == 20.0 and settle_for("mixed", 12.0) == 12.0
+    assert settle_for("quorum-lost-forced", 90.0) == 90.0

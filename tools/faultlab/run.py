@@ -23,10 +23,15 @@ from tools.faultlab.cluster import (REPO, AgentProcess, FakeBrokerProcess, JavaB
 from tools.faultlab.groupops import StepFailed
 from tools.faultlab.netns import Lab
 from tools.faultlab.records import JsonLines, read_jsonl
-from tools.faultlab.schedules import MEMBERSHIP, SCHEDULES
+from tools.faultlab.schedules import MEMBERSHIP, RESTART_NAMESERVERS, SCHEDULES
 
 #: the lab's members compact their Raft logs often in the membership schedules, so that snapshots are
 #: written, sent and cut by faults within a run
+#: a broker's REGISTER_BROKER period (registerNameServerPeriod's default, Java's and the fake's), and what a run
+#: waits after its last heal at least when a name server was started again in it: one registration, then
+#: time for the agent to read routes and send (the liveness check allows 30 s from the heal)
+REGISTRATION_PERIOD = 30.0
+RESTARTED_SETTLE = REGISTRATION_PERIOD + 10.0
 COMPACTING = {"controllerSnapshotEntries": "50", "controllerSnapshotIntervalSeconds": "5"}
 
 
@@ -73,6 +78,12 @@ class Run:
         return next((b.host for b in self.brokers if b.address == info["masterAddress"]), None)
 
 
+def settle_for(schedule, settle):
+    """How long the run goes on after its last heal: ``settle``, or a registration period and more where the
+    schedule started a name server again (it routes nothing until the brokers' next registration)."""
+    return max(settle, RESTARTED_SETTLE) if schedule in RESTART_NAMESERVERS else settle
+
+
 def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0), heal_seconds=(4.0, 8.0),
         settle=20.0, bound=30.0, peer_home=None, workdir=None, log=print, brokers="fake", prefix=None):
     """A dict with the run's faults, checks and availability figures.
@@ -82,6 +93,7 @@ def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0),
     with Traffic.java producing and reading back); ``prefix``: the lab's namespaces' (netns.run_prefix(): a
     test gives its own, to count only its namespaces)."""
     rng = random.Random(seed)
+    settle = settle_for(schedule, settle)
     log("faultlab: %s, seed %d, %s controllers (%d), %s brokers" % (schedule, seed, kind, size, brokers))
     fake = brokers == "fake"
     own_workdir = workdir is None
