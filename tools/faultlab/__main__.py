@@ -50,7 +50,7 @@ def main(argv=None):
     parser.add_argument("--fault", type=float, nargs=2, default=(4.0, 8.0), metavar=("MIN", "MAX"))
     parser.add_argument("--heal", type=float, nargs=2, default=(4.0, 8.0), metavar=("MIN", "MAX"))
     parser.add_argument("--settle", type=float, default=20.0,
-                        help="seconds the run goes on after its last heal (at least 40 where a name server starts again)")
+                        help="seconds the run goes on after its last heal (at least 40 with Java brokers)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     reason = available()

@@ -23,15 +23,18 @@ from tools.faultlab.cluster import (REPO, AgentProcess, FakeBrokerProcess, JavaB
 from tools.faultlab.groupops import StepFailed
 from tools.faultlab.netns import Lab
 from tools.faultlab.records import JsonLines, read_jsonl
-from tools.faultlab.schedules import MEMBERSHIP, RESTART_NAMESERVERS, SCHEDULES
+from tools.faultlab.schedules import MEMBERSHIP, SCHEDULES
 
 #: the lab's members compact their Raft logs often in the membership schedules, so that snapshots are
 #: written, sent and cut by faults within a run
-#: a broker's REGISTER_BROKER period (registerNameServerPeriod's default, Java's and the fake's), and what a run
-#: waits after its last heal at least when a name server was started again in it: one registration, then
-#: time for the agent to read routes and send (the liveness check allows 30 s from the heal)
+#: a Java broker's REGISTER_BROKER period (registerNameServerPeriod's default; the fake broker registers every
+#: second). A name server that forgot a broker (started again with a new store, or the broker's connection closed
+#: while a cut kept them apart: ours and Java's alike) routes it again only from that broker's next registration.
 REGISTRATION_PERIOD = 30.0
-RESTARTED_SETTLE = REGISTRATION_PERIOD + 10.0
+#: with Java brokers, the liveness check allows a registration period and a little after the last heal, and the
+#: run goes on past that (a run that stopped its traffic 20 s after the heal failed by its own timing: issue 56)
+JAVA_BOUND = REGISTRATION_PERIOD + 5.0
+JAVA_SETTLE = JAVA_BOUND + 5.0
 COMPACTING = {"controllerSnapshotEntries": "50", "controllerSnapshotIntervalSeconds": "5"}
 
 
@@ -78,10 +81,13 @@ class Run:
         return next((b.host for b in self.brokers if b.address == info["masterAddress"]), None)
 
 
-def settle_for(schedule, settle):
-    """How long the run goes on after its last heal: ``settle``, or a registration period and more where the
-    schedule started a name server again (it routes nothing until the brokers' next registration)."""
-    return max(settle, RESTARTED_SETTLE) if schedule in RESTART_NAMESERVERS else settle
+def timing_for(brokers, settle, bound):
+    """(settle, bound): how long the run goes on after its last heal, and how soon after it the liveness check
+    wants a master routed everywhere; with Java brokers, at least a registration period and more (see
+    REGISTRATION_PERIOD)."""
+    if brokers == "java":
+        return max(settle, JAVA_SETTLE), max(bound, JAVA_BOUND)
+    return settle, bound
 
 
 def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0), heal_seconds=(4.0, 8.0),
@@ -93,7 +99,7 @@ def run(schedule, seed, kind="ours", size=3, cycles=3, fault_seconds=(4.0, 8.0),
     with Traffic.java producing and reading back); ``prefix``: the lab's namespaces' (netns.run_prefix(): a
     test gives its own, to count only its namespaces)."""
     rng = random.Random(seed)
-    settle = settle_for(schedule, settle)
+    settle, bound = timing_for(brokers, settle, bound)
     log("faultlab: %s, seed %d, %s controllers (%d), %s brokers" % (schedule, seed, kind, size, brokers))
     fake = brokers == "fake"
     own_workdir = workdir is None

@@ -329,8 +329,3 @@ MEMBERSHIP = {
     "quorum-lost-forced": quorum_lost_forced,
 }
 SCHEDULES.update(MEMBERSHIP)
-
-#: schedules whose heal starts a member's name server again, with a new store or after a while down: it routes
-#: a broker only from that broker's next REGISTER_BROKER (every 30 s, as with Java's), so the run must go on
-#: longer than that after the last heal (run.py, ``settle``)
-RESTART_NAMESERVERS = frozenset({"leader-removed", "snapshot-catch-up", "quorum-lost-forced"})
