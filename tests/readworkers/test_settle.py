@@ -1,5 +1,8 @@
 """The shared counter moves when an answer leaves, not while a change's own work goes on."""
 
+import itertools
+
+import pytest
 from twisted.internet import task
 
 from namesrv.timing.scheduler import NEXT_TURN
@@ -116,8 +119,12 @@ def test_the_dispatcher_holds_only_the_class_of_a_held_request():
     assert ran == [RequestCode.GET_KVLIST_BY_NAMESPACE, RequestCode.REGISTER_BROKER] and registered.called
 
 
-def test_changes_nobody_was_told_of_go_out_quietly_and_an_answer_meanwhile_settles_them(tmp_path):
+@pytest.mark.parametrize("one_step_a_turn", [False, True])
+def test_changes_nobody_was_told_of_go_out_quietly_and_an_answer_meanwhile_settles_them(tmp_path, one_step_a_turn):
     service, pool = wired_pool(tmp_path)
+    if one_step_a_turn:   # a loaded machine: every step outlasts the turn's budget of real time
+        ticks = itertools.count()
+        service.context.scheduler.timer = lambda: next(ticks)
     publisher = pool.publisher
     clock = service.reactor   # the publisher's and its scheduler's
     connection = FakeConnection("127.0.0.1:40002")
@@ -134,7 +141,10 @@ def test_changes_nobody_was_told_of_go_out_quietly_and_an_answer_meanwhile_settl
     service.registry.dispatch(route_request("T1"), FakeConnection("127.0.0.1:40000"))
     publisher.settle()                                   # an answer leaves before the publication ended
     assert publisher.generation.read() == before + 1
-    for _ in range(10):
+    # Turns enough for both publications whatever the machine: a turn sends as many messages as its budget of
+    # real time holds, at least one (21 parts, the end, the next publication: 24 turns at one a turn). Ten
+    # turns were enough only where a turn held several, and failed on a loaded machine (issue 57).
+    for _ in range(100):
         clock.advance(1)
     final = [m for m in worker.messages if m["kind"] == "replica"]
     assert final[-1]["generation"] == before + 1          # a publication of the settled value followed
