@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from contextlib import contextmanager
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import is_
 from sys import intern
 from typing import TYPE_CHECKING, Callable, Collection, Iterable, Iterator, Mapping, Optional, Sequence
@@ -323,12 +323,19 @@ class RouteTables:
                     moves.append((old.topics, old, new))
             olds = list(map(self.topic_queue_table.get, names))
         wanted = None
+        going = None
         for old, count in Counter(olds).items():   # maps are hashable by identity (queuemaps.QueueMap)
             new = target(old)
             if new is old:
                 continue
             if old is None:
                 topics = list(compress(names, map(is_, olds, repeat(None))))
+            elif new is None and count != len(old.topics):
+                # a few of a map's topics go: the names given (none of them is stored again), grouped by map in
+                # one pass, not a pass over each map (a mass disconnect: 100,000 topics going a few per map)
+                if going is None:
+                    going = _names_by_map(names, olds)
+                topics = going[old]
             else:
                 if wanted is None and count != len(old.topics):
                     wanted = set(names)
@@ -356,10 +363,22 @@ class RouteTables:
         appeared = gone = False
         marked = set()
         detached = []
+        going: list[Collection[str]] = []      # topics that go (new None), a collection per map they leave
+        left: list[QueueMap] = []              # ...and those maps
         targets = Counter(id(new) for _, _, new in moves)
         for topics, old, new in moves:
             if report:
                 changes.moved(topics, old, new, batch)
+            if new is None and old is not None:
+                # a topic going is the common move of a mass disconnect (100,000 topics, a few per map): the least
+                # work per move here, the rest once for all of them below
+                if topics is old.topics:
+                    old.topics = set()
+                else:
+                    old.topics.difference_update(topics)
+                going.append(topics)
+                left.append(old)
+                continue
             if old is None:
                 appeared = True
                 olds_names: Iterable[str] = ()
@@ -383,6 +402,10 @@ class RouteTables:
             else:
                 marked.update(olds_names ^ new.keys())
             detached.append((topics, old, new))
+        if going:
+            gone = True
+            deque(map(table.__delitem__, chain.from_iterable(going)), 0)
+            marked.update(*[old.keys() for old in left])
         for topics, old, new in detached:
             if new is None:
                 deque(map(table.__delitem__, topics), 0)
@@ -395,13 +418,19 @@ class RouteTables:
         for topics, old, new in detached:
             if old is not None and not old.topics:
                 maps.release(old)
+        for old in left:
+            if not old.topics:
+                maps.release(old)
         for name in marked:
             self.mark_broker(name)
         if report:
             if appeared or gone:
                 changes.topic_set_changed()
-            for topics, _, _ in moves:
-                changes.queue_datas_changed(topics)
+            for topics, old, new in moves:
+                if new is not None or old is None:
+                    changes.queue_datas_changed(topics)
+            if going:
+                changes.queue_datas_changed(list(chain.from_iterable(going)))
 
     def _move_topic(self, topic: str, new: Optional[QueueMap]) -> None:
         """One topic to ``new`` (its map now; None: the topic goes)."""
@@ -605,6 +634,18 @@ class RouteTables:
         for broker_data in self.broker_addr_table.values():
             if broker_data.cluster == cluster and addr in broker_data.broker_addrs.values():
                 self.changes.broker_topic_sets_changed(self.topic_sets_of(broker_data.broker_name))
+
+
+def _names_by_map(names: list[str], olds: list[Optional[QueueMap]]) -> dict[Optional[QueueMap], list[str]]:
+    """``names`` grouped by their map (``olds``, aligned with them)."""
+    grouped: dict[Optional[QueueMap], list[str]] = {}
+    for name, old in zip(names, olds):
+        named = grouped.get(old)
+        if named is None:
+            grouped[old] = [name]
+        else:
+            named.append(name)
+    return grouped
 
 
 def _moving(topics: set[str], count: int, wanted: Optional[set[str]]) -> set[str]:

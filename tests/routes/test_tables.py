@@ -139,3 +139,30 @@ def test_topic_parts_by_shape_apply_as_rows_do():
     assert by_shapes.tables.broker_topics == main.tables.broker_topics
     by_shapes.apply_topic_shapes(rows.topic_shapes(main, ["T1", "Gone"]) | {"topics": {"T1": None, "Gone": None}})
     assert "T1" not in by_shapes.topic_queue_table and by_shapes.tables.topics_of("broker-a") == {"T2", "T3", "baseTopic"}
+
+
+def test_topics_going_a_few_from_each_map_leave_the_tables_as_on_the_main_process():
+    """A mass disconnect reaches a replica as parts whose topics go a few from each map (100,000 topics on maps of
+    tens): they go together, and every index, body and token is as if each had gone alone."""
+    main = new_routes()
+    names = ["T%02d" % i for i in range(24)]
+    register(main, *names[:16])                                                     # broker-a: T00-T15
+    register(main, *names[8:], name="broker-b", addr="127.0.0.1:2")                 # broker-b: T08-T23
+    replica = new_routes()
+    replica.apply_topic_shapes(rows.topic_shapes(main))
+    replica.replace_from_rows(**rows.broker_level_rows(main))
+    for name in names:
+        replica.route_body(name, True)   # cached: the going ones must be forgotten
+    tokens = {b: replica.tables.registration_token(b) for b in ("broker-a", "broker-b")}
+    going = ["T01", "T02", "T09", "T10", "T17"] + ["T%02d" % i for i in range(20, 24)]   # a few of each map, one map whole
+    for name in going:
+        main.delete_topic(name)
+    heard = []
+    replica.add_change_listener(lambda: heard.append(1))
+    replica.apply_topic_shapes(rows.topic_shapes(main, going) | {"topics": dict.fromkeys(going)})
+    assert replica.topic_queue_table == main.topic_queue_table and heard == [1]
+    assert replica.tables.topics_of("broker-a") == main.tables.topics_of("broker-a")
+    assert replica.tables.topics_of("broker-b") == main.tables.topics_of("broker-b")
+    assert all(replica.route_body(name, True) is None for name in going)
+    assert all(replica.tables.registration_token(b) != tokens[b] for b in tokens)
+    check_invariants(replica.tables, replica.tables.changes.body_cache)
