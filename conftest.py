@@ -1,7 +1,7 @@
 """Test-suite wide settings: hypothesis profile without deadlines (CI machines are noisy), and the
 session-wide check that no process a test started outlives the run (tests/leftovers.py)."""
 
-pytest_plugins = ("tests.leftovers",)
+pytest_plugins = ("tests.leftovers", "tests.starved")
 
 try:
     from hypothesis import HealthCheck, settings
