@@ -15,15 +15,17 @@ def pytest_addoption(parser):
                      help="run every scheduler one step a turn (its timer outlasts any budget)")
 
 
+def starved_timer():
+    """A scheduler's timer that moves a second a reading: every step outlasts any turn's budget."""
+    readings = itertools.count()
+    return lambda: float(next(readings))
+
+
 def pytest_configure(config):
     if not config.getoption("--one-step-a-turn"):
         return
     from namesrv.timing import scheduler
 
-    readings = itertools.count()
-
-    def starved_timer():
-        return float(next(readings))
-
-    scheduler.TurnScheduler.__init__.__defaults__ = (starved_timer,)
-    scheduler.TurnScheduler.for_config.__func__.__defaults__ = (starved_timer,)
+    timer = starved_timer()
+    scheduler.TurnScheduler.__init__.__defaults__ = (timer,)
+    scheduler.TurnScheduler.for_config.__func__.__defaults__ = (timer,)

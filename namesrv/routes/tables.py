@@ -372,10 +372,7 @@ class RouteTables:
             if new is None and old is not None:
                 # a topic going is the common move of a mass disconnect (100,000 topics, a few per map): the least
                 # work per move here, the rest once for all of them below
-                if topics is old.topics:
-                    old.topics = set()
-                else:
-                    old.topics.difference_update(topics)
+                _leave(old, topics)
                 going.append(topics)
                 left.append(old)
                 continue
@@ -392,10 +389,7 @@ class RouteTables:
                     marked.update(olds_names ^ new.keys())
                     maps.become(old, new)
                     continue
-                if topics is old.topics:
-                    old.topics = set()
-                else:
-                    old.topics.difference_update(topics)
+                _leave(old, topics)
             if new is None:
                 gone = True
                 marked.update(olds_names)
@@ -634,6 +628,14 @@ class RouteTables:
         for broker_data in self.broker_addr_table.values():
             if broker_data.cluster == cluster and addr in broker_data.broker_addrs.values():
                 self.changes.broker_topic_sets_changed(self.topic_sets_of(broker_data.broker_name))
+
+
+def _leave(old: QueueMap, topics: Collection[str]) -> None:
+    """``topics`` leave ``old`` (all of them: its set is handed on whole)."""
+    if topics is old.topics:
+        old.topics = set()
+    else:
+        old.topics.difference_update(topics)
 
 
 def _names_by_map(names: list[str], olds: list[Optional[QueueMap]]) -> dict[Optional[QueueMap], list[str]]:

@@ -1,7 +1,5 @@
 """The shared counter moves when an answer leaves, not while a change's own work goes on."""
 
-import itertools
-
 import pytest
 from twisted.internet import task
 
@@ -14,6 +12,7 @@ from tests.config_for import service_config as make_config
 from tests.fakes import FakeConnection, run_turns, turn_scheduler, Reactor
 from tests.readworkers.harness import FakeWorker, RecordingWorker
 from tests.readworkers.pools import pool_for
+from tests.starved import starved_timer
 
 
 def wired_pool(tmp_path):
@@ -123,8 +122,7 @@ def test_the_dispatcher_holds_only_the_class_of_a_held_request():
 def test_changes_nobody_was_told_of_go_out_quietly_and_an_answer_meanwhile_settles_them(tmp_path, one_step_a_turn):
     service, pool = wired_pool(tmp_path)
     if one_step_a_turn:   # a loaded machine: every step outlasts the turn's budget of real time
-        ticks = itertools.count()
-        service.context.scheduler.timer = lambda: next(ticks)
+        service.context.scheduler.timer = starved_timer()
     publisher = pool.publisher
     clock = service.reactor   # the publisher's and its scheduler's
     connection = FakeConnection("127.0.0.1:40002")
