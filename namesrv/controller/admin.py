@@ -13,7 +13,7 @@ Differences: ``-i`` (print again every N seconds, forever) is not offered; a ref
 on stderr instead of a stack trace; ``electMaster`` also prints the member group our controller
 (and Java's ``ElectMasterResponseBody``) sends under ``brokerMemberGroup``, which mqadmin 5.3.3
 decodes at the wrong level and so never prints; ``-a`` may list several controllers where
-mqadmin takes one: the first that answers 1005 is used.
+mqadmin takes one: the first whose 1005 answer names a leader is used, else the first that answers.
 """
 
 import time
@@ -54,14 +54,25 @@ def controllers(args: Namespace) -> list[str]:
 
 
 def metadata(client: AdminClient, addresses: Iterable[str]) -> tuple[str, dict[str, str]]:
-    """(address asked, its 1005 answer's header): the first controller of ``addresses`` that answers."""
+    """(address asked, its 1005 answer's header): the first controller of ``addresses`` that names a leader,
+    else the first that answers. A member that has just started to join, or is cut off from the leader,
+    answers without knowing one; the next address may be the leader itself (a fault-lab run whose ``-a``
+    began with a joining member never found the forced survivor that led)."""
     failure: Optional[AdminError] = None
+    first: Optional[tuple[str, dict[str, str]]] = None
     for address in addresses:
         try:
             answer = client.call_ok(address, RequestCode.CONTROLLER_GET_METADATA_INFO, kind=CONTROLLER)
-            return address, dict(answer.ext or {})
         except AdminError as e:
             failure = e
+            continue
+        header = dict(answer.ext or {})
+        if header.get("controllerLeaderAddress"):
+            return address, header
+        if first is None:
+            first = address, header
+    if first is not None:
+        return first
     assert failure is not None          # ``addresses`` is never empty (controllers() refuses that)
     raise failure
 
