@@ -77,12 +77,16 @@ def metadata(client: AdminClient, addresses: Iterable[str]) -> tuple[str, dict[s
     raise failure
 
 
+class NoLeaderKnown(AdminError):
+    """No controller of ``-a`` names a leader: none is elected, or the one just handed over is not known yet."""
+
+
 def leader_address(client: AdminClient, args: Namespace) -> str:
     """The controller leader's address, as 1005 of ``-a`` names it (MQClientAPIImpl asks the same)."""
     address, header = metadata(client, controllers(args))
     leader = header.get("controllerLeaderAddress")
     if not leader:
-        raise AdminError("%s: no controller leader of group %s is known yet (try again once one is elected)"
+        raise NoLeaderKnown("%s: no controller leader of group %s is known yet (try again once one is elected)"
                          % (address, header.get("group")))
     return leader
 

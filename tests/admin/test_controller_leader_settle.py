@@ -5,7 +5,7 @@ from argparse import Namespace
 import pytest
 
 from namesrv.admin.connection import RemoteError
-from namesrv.controller import admin_members
+from namesrv.controller import admin, admin_members
 from namesrv.protocol.codes import RequestCode, ResponseCode
 
 
@@ -69,3 +69,34 @@ def test_any_other_refusal_is_the_answer_at_once(leaders):
         admin_members.to_leader(client, Namespace(), RequestCode.CONTROLLER_ADD_MEMBER, {"controllerId": "n3"},
                                 sleep=clock.sleep, clock=lambda: clock.now)
     assert raised.value.code == ResponseCode.CONTROLLER_INVALID_REQUEST and clock.slept == []
+
+
+def test_no_leader_named_yet_is_asked_again_until_one_is(monkeypatch):
+    """Right after a transfer, no member of ``-a`` may name the new leader yet (docs/controller.md's script once
+    failed so on its removeController, beside two fault labs)."""
+    named = [None, None, "127.0.0.1:9838"]
+
+    def leader_address(client, args):
+        leader = named.pop(0)
+        if leader is None:
+            raise admin.NoLeaderKnown("127.0.0.1:9808: no controller leader of group g is known yet")
+        return leader
+    monkeypatch.setattr(admin_members, "leader_address", leader_address)
+    client, clock = Answers("configuration"), Clock()
+    answer = admin_members.to_leader(client, Namespace(), RequestCode.CONTROLLER_REMOVE_MEMBER, {"controllerId": "n0"},
+                                     sleep=clock.sleep, clock=lambda: clock.now)
+    assert answer == "configuration"
+    assert client.asked == [("127.0.0.1:9838", RequestCode.CONTROLLER_REMOVE_MEMBER)]
+    assert clock.slept == [admin_members.LEADER_RETRY] * 2
+
+
+def test_no_leader_named_within_the_bound_is_the_answer(monkeypatch):
+    def leader_address(client, args):
+        raise admin.NoLeaderKnown("127.0.0.1:9808: no controller leader of group g is known yet")
+    monkeypatch.setattr(admin_members, "leader_address", leader_address)
+    client, clock = Answers(), Clock()
+    with pytest.raises(admin.NoLeaderKnown):
+        admin_members.to_leader(client, Namespace(), RequestCode.CONTROLLER_ADD_MEMBER, {"controllerId": "n3"},
+                                sleep=clock.sleep, clock=lambda: clock.now)
+    assert admin_members.LEADER_SETTLE <= clock.now <= admin_members.LEADER_SETTLE + admin_members.LEADER_RETRY
+    assert client.asked == []

@@ -163,8 +163,10 @@ def test_hostile_bytes_on_the_controller_port_run_nothing_and_the_group_serves_o
             for attack in attacks:
                 yield threads.deferToThread(_send_raw, port, attack)
         assert not os.path.exists(MARKER), "a pickle sent to a controller port ran"
-        yield task.deferLater(reactor, 0.5, lambda: None)
-        assert len(group.leaders()) == 1
+        # The group serves on: a leader answers. Not "one leader 0.5 s later": on a starved machine (a run beside
+        # two fault labs, load 20-30) the members can miss heartbeats while the attacks take the CPU and elect
+        # again, as after any pause; that once left no leader at that instant. Waited for as the other tests do.
+        yield until(lambda: len(group.leaders()) == 1, "one serving leader after the attacks")
         leader = group.leaders()[0]
         answer = yield ask(group.ports[int(leader[1:])], RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
                             {"clusterName": "c", "brokerName": "broker-z"})
