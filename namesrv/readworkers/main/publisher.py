@@ -33,17 +33,27 @@ LARGE_REGISTRATION_BYTES = 1 << 20
 MAX_HOLD = 1.0
 
 
-class TopicTracker(set):
-    """Topics changed since the last ``take()``, and the broker names whose BrokerData or cluster membership
-    changed (``brokers``); ``full`` when every topic and broker must be sent."""
+class TopicTracker(dict):
+    """Topics changed since the last ``take()``, in the order they were first reported (a set that keeps
+    order: the keys of a dict), and the broker names whose BrokerData or cluster membership changed
+    (``brokers``); ``full`` when every topic and broker must be sent.
+
+    The order is the tables': they report the topics of one map together, so a publication's parts carry
+    whole maps, and a worker applies a mass disconnect of 100,000 topics a map at a time, not a few topics
+    from each of hundreds of maps per part (bench/results/many-connections.md, fifth round)."""
 
     def __init__(self):
-        set.__init__(self)
+        dict.__init__(self)
         self.full = True
         self.brokers = set()
         self.brokers_full = False   # every broker's row next (the broker tables were replaced)
         self.moves = []             # (topics, their map now) of each move since the last take (routes.changes)
         self._batches = set()       # the batches of those moves (None: a move told without its batch)
+
+    def update(self, *reported):
+        """Add the topics of each collection in ``reported``; one already here keeps its place."""
+        for topics in reported:
+            dict.update(self, dict.fromkeys(topics))
 
     def moved(self, topics, qmap, batch=None):
         if len(self.moves) < 64:   # a publication's worth; past it, the topics are looked up again
@@ -51,8 +61,9 @@ class TopicTracker(set):
             self._batches.add(batch)
 
     def take(self):
-        """(full, topics) since the previous take, and start over (``take_moves``, ``take_brokers`` next)."""
-        full, topics = self.full, set(self)
+        """(full, topics) since the previous take, the topics in the order first reported, and start over
+        (``take_moves``, ``take_brokers`` next)."""
+        full, topics = self.full, list(self)
         self.full = False
         self.clear()
         return full, topics
