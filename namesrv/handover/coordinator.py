@@ -13,6 +13,7 @@ from twisted.internet.error import ReactorNotRunning
 from twisted.logger import Logger
 
 from namesrv.handover import peers
+from namesrv.handover.address import socket_address
 from namesrv.handover.drain import ServerDrain
 from namesrv.handover.handing import HandingFactory
 from namesrv.handover.taking import OldProcessLeft, TakeoverClient
@@ -23,8 +24,6 @@ from namesrv.readworkers.channel.unix import connect_unix
 
 log = Logger()
 
-#: the longest path a UNIX socket can bind on Linux
-MAX_SOCKET_PATH = 107
 #: the old process died mid-takeover: how long its port may take to be free (its workers,
 #: which share its socket, exit on its death)
 PORT_FREE_WAIT = 5.0
@@ -128,6 +127,7 @@ class Handover:
         self.reactor = server.reactor
         self.takeover = takeover
         self._path = False   # computed at first use (control_path)
+        self._address = None  # what the control socket is bound and reached at (address.socket_address)
         self._identity = None
         self.inflight = inflight
         self.drain = ServerDrain(server, self.inflight)
@@ -145,11 +145,18 @@ class Handover:
     def path(self):
         if self._path is False:
             self._path = control_path(self.server.config)
-            if len(os.fsencode(self._path)) > MAX_SOCKET_PATH:
-                log.warn("takeover control socket {path} is too long for a UNIX socket: this process cannot be "
-                         "taken over (use a shorter kvConfigPath)", path=self._path)
+            self._address = socket_address(self._path)
+            if self._address is None:
+                log.warn("takeover control socket {path} cannot be a UNIX socket's address, even through its "
+                         "directory: this process cannot be taken over (use a shorter kvConfigPath)", path=self._path)
                 self._path = None
         return self._path
+
+    @property
+    def address(self):
+        """The control socket's address: its path, or the same file through its directory when the path is
+        longer than a UNIX socket's address holds. None with ``path``."""
+        return self._address if self.path is not None else None
 
     @property
     def identity(self):
@@ -170,7 +177,7 @@ class Handover:
             log.info("takeover: no running process of this instance ({path}); starting normally", path=self.path)
             return defer.succeed(None)
         self.client = TakeoverClient(self.identity, self._adopt, self._precopied, self._precopied_file)
-        connect_unix(self.reactor, self.path, self.client, self._connect_failed)
+        connect_unix(self.reactor, self.address, self.client, self._connect_failed)
         return self.client.state.addCallbacks(self._adopt_state, self._nothing_running)
 
     def _nothing_running(self, failure):
@@ -276,13 +283,13 @@ class Handover:
         if self.path is None or self.control_port is not None or not self.server.running:
             return
         if os.path.exists(self.path):
-            if answers(self.path):
+            if answers(self.address):
                 log.warn("takeover control socket {path} belongs to another live process of this instance; "
                          "this one cannot be taken over", path=self.path)
                 return
             os.unlink(self.path)
         self.handing = HandingFactory(self, self.reactor)
-        self.control_port = self.reactor.listenUNIX(self.path, self.handing, mode=0o600)
+        self.control_port = self.reactor.listenUNIX(self.address, self.handing, mode=0o600)
 
     def stop(self):
         """No more takeover: the control socket closes (a takeover under way keeps its conversation)."""
