@@ -33,8 +33,11 @@ run: $(VENV)/.run-installed
 	@trap 'true' INT TERM; cd $(CURDIR) && $(BIN)/twistd -n --pidfile= namesrv --statusListenPort $(STATUS_PORT) \
 		$(ARGS); status=$$?; case $$status in 0|130|143) ;; *) exit $$status;; esac
 
+# The suite on two workers (pytest-xdist): each takes a whole file at a time, tests/spark as one unit
+# (tests/parallel.py). `make test PARALLEL=` runs it in one process.
+PARALLEL ?= -n 2 --dist loadfile
 test: $(VENV)/.test-installed
-	$(BIN)/python -m pytest $(ARGS)
+	$(BIN)/python -m pytest $(PARALLEL) $(ARGS)
 
 # The suite RUNS times in a row with LOAD beside it (tools/stress: busy CPUs, a disk writing and syncing),
 # stopped with the load on Ctrl-C; every test that failed at least once, with each run's log, under
@@ -42,7 +45,7 @@ test: $(VENV)/.test-installed
 RUNS ?= 5
 LOAD ?= --cpu 1 --disk
 stress-test: $(VENV)/.test-installed
-	$(BIN)/python -m tools.stress --runs $(RUNS) $(LOAD) $(STRESS) -- $(ARGS)
+	$(BIN)/python -m tools.stress --runs $(RUNS) $(LOAD) $(STRESS) -- $(PARALLEL) $(ARGS)
 
 test-cluster: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -m cluster $(ARGS)

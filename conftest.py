@@ -1,7 +1,8 @@
-"""Test-suite wide settings: hypothesis profile without deadlines (CI machines are noisy), and the
-session-wide check that no process a test started outlives the run (tests/leftovers.py)."""
+"""Test-suite wide settings: hypothesis profile without deadlines (CI machines are noisy), the
+session-wide check that no process a test started outlives the run (tests/leftovers.py), and how
+``make test``'s two workers share the suite (tests/parallel.py)."""
 
-pytest_plugins = ("tests.leftovers", "tests.starved")
+pytest_plugins = ("tests.leftovers", "tests.starved", "tests.parallel")
 
 try:
     from hypothesis import HealthCheck, settings

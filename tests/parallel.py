@@ -1,0 +1,35 @@
+"""How ``make test`` shares the suite between its two workers (pytest-xdist, ``-n 2 --dist loadfile``).
+
+A worker takes a whole file at a time, so a file's module fixtures (a tiny benchmark run, a server
+started once for its tests) run once. The Spark tests are one unit for the same reason one level up:
+their session fixtures (a JVM, the generated fleets and their reports) are built once, by one worker,
+instead of once by each while the other's CPU is wanted elsewhere.
+"""
+
+import pytest
+
+#: Directories whose files one worker runs together (their session-scoped fixtures are costly).
+TOGETHER = ("tests/spark/",)
+
+
+def unit_of(nodeid):
+    """The work unit of a test id: its file, or the directory of TOGETHER it lies in."""
+    path = nodeid.split("::", 1)[0]
+    for directory in TOGETHER:
+        if path.startswith(directory):
+            return directory
+    return path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, with TOGETHER's directories as single units; other modes are xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByFileSparkTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            return unit_of(nodeid)
+
+    return ByFileSparkTogether(config, log)
