@@ -12,10 +12,10 @@ from namesrv.handover.coordinator import control_path
 from tests.fakes import result_of
 
 
-def options(tmp_path, *extra):
+def options(tmp_path, *extra, kv="kv.json"):
     conf = tmp_path / "namesrv.properties"
     conf.write_text("kvConfigPath=%s\nlogDir=%s\nrouteSnapshotPath=%s\nrouteReadWorkers=0\nlistenPort=0\n"
-                    % (tmp_path / "kv.json", tmp_path / "logs", tmp_path / "routes.snapshot"))
+                    % (tmp_path / kv, tmp_path / "logs", tmp_path / "routes.snapshot"))
     opts = tap.Options()
     opts.parseOptions(["-c", str(conf), *extra])
     return opts
@@ -72,13 +72,8 @@ def test_a_stale_control_socket_file_is_replaced_when_serving(tmp_path, where):
 
 def test_a_socket_name_no_address_can_hold_gives_no_takeover(tmp_path):
     """The file name alone too long (about 90 bytes and more): no address at all, and the service says so."""
-    long_name = tmp_path / ("n" * 100 + ".json")
-    assert socket_address(str(long_name) + ".instance.handover.sock") is None
-    conf = tmp_path / "namesrv.properties"
-    conf.write_text("kvConfigPath=%s\nlogDir=%s\nrouteSnapshotPath=%s\nrouteReadWorkers=0\nlistenPort=0\n"
-                    % (long_name, tmp_path / "logs", tmp_path / "routes.snapshot"))
-    opts = tap.Options()
-    opts.parseOptions(["-c", str(conf), "--takeover"])
-    service = tap.makeService(opts)
+    long_name = "n" * 100 + ".json"
+    assert socket_address(str(tmp_path / long_name) + ".instance.handover.sock") is None
+    service = tap.makeService(options(tmp_path, "--takeover", kv=long_name))
     assert service.handover.path is None and service.handover.address is None
     assert result_of(service.handover.take_over()) is None
