@@ -68,6 +68,25 @@ def end(process, sig=signal.SIGTERM):
     return output_of(process)
 
 
+def still_running(process):
+    """What of the block's session is still running, with how long it has been: which step hangs."""
+    done = subprocess.run(["ps", "-o", "pid,etimes,stat,args", "-s", str(process.pid)], capture_output=True,
+                          text=True)
+    return "\n--- still running (pid, seconds, state, command):\n" + done.stdout
+
+
+def logs_under(folder, lines=15):
+    """The last lines of every log the block wrote under ``folder`` (its `mktemp -d`)."""
+    tails = []
+    for root, _, files in os.walk(folder):
+        for name in sorted(files):
+            if name.endswith(".log"):
+                with open(os.path.join(root, name), errors="replace") as f:
+                    tail = f.read().splitlines()[-lines:]
+                tails.append("--- %s:\n%s" % (os.path.relpath(os.path.join(root, name), folder), "\n".join(tail)))
+    return "\n" + "\n".join(tails)
+
+
 _started = iter(range(1, 1 << 20))
 
 
@@ -169,7 +188,9 @@ def main(spec_path):
     sh("ip", "link", "set", "lo", "up")
     for address in spec["addresses"]:
         sh("ip", "addr", "add", address + "/32", "dev", "lo")
-    env = dict(os.environ, HOME=spec["home"], PATH=spec["venv_bin"] + os.pathsep + os.environ.get("PATH", ""))
+    # TMPDIR in the snippet's own directory: what a block's `mktemp -d` holds (its logs) is kept with the run
+    env = dict(os.environ, HOME=spec["home"], TMPDIR=spec["tmp"],
+               PATH=spec["venv_bin"] + os.pathsep + os.environ.get("PATH", ""))
     env.pop("PYTHONPATH", None)
     cwd = spec["workdir"]
     twistd = os.path.join(spec["venv_bin"], "twistd")
@@ -201,10 +222,13 @@ def main(spec_path):
                       env, cwd)
         if restarts is not None:
             restarts.serve(block)
+        timeout = spec.get("timeout", TIMEOUT)
         try:
-            block.wait(TIMEOUT)
+            block.wait(timeout)
         except subprocess.TimeoutExpired:
-            return {"ok": False, "why": "still running after %d s" % TIMEOUT, "output": end(block)}
+            stuck = still_running(block)
+            return {"ok": False, "why": "still running after %d s" % timeout,
+                    "output": end(block) + stuck + logs_under(spec["tmp"])}
         output = end(block)
         return {"ok": block.returncode == 0, "why": "exit %s" % block.returncode, "output": output}
     finally:
@@ -216,5 +240,5 @@ def main(spec_path):
 
 if __name__ == "__main__":
     result = main(sys.argv[1])
-    result["output"] = (result.get("output") or "")[-4000:]
+    result["output"] = (result.get("output") or "")[-12000:]
     print(json.dumps(result))
