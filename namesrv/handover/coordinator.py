@@ -13,7 +13,7 @@ from twisted.internet.error import ReactorNotRunning
 from twisted.logger import Logger
 
 from namesrv.handover import peers
-from namesrv.handover.address import socket_address
+from namesrv.unixaddress import socket_address
 from namesrv.handover.drain import ServerDrain
 from namesrv.handover.handing import HandingFactory
 from namesrv.handover.taking import OldProcessLeft, TakeoverClient

@@ -105,8 +105,15 @@ class ServingSide(service.MultiService):
 
         def start_workers(result=None):
             if self.running:
-                self.workers.serve(address.port, port.socket, on_listening=port.hold if exclusive else None,
-                                   on_uncovered=port.accept if exclusive else None)
+                try:
+                    self.workers.serve(address.port, port.socket, on_listening=port.hold if exclusive else None,
+                                       on_uncovered=port.accept if exclusive else None)
+                except Exception:
+                    # no worker will accept: this process serves every connection rather than hold them
+                    log.failure("namesrv: the route read workers cannot start; this process serves every "
+                                "connection itself")
+                    if exclusive:
+                        port.accept()
             return result
         if moving is None:
             start_workers()

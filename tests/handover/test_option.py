@@ -7,8 +7,8 @@ import pytest
 import pytest_twisted
 
 from namesrv import tap
-from namesrv.handover.address import MAX_SOCKET_PATH, socket_address
 from namesrv.handover.coordinator import control_path
+from namesrv.unixaddress import MAX_SOCKET_PATH, socket_address
 from tests.fakes import result_of
 
 

@@ -8,6 +8,8 @@ worker read but did not handle; its end marks the end.
 
 from twisted.internet import protocol
 
+from namesrv.unixaddress import socket_address
+
 PEER = b"PEER "
 HANDOFF = b"HANDOFF "
 #: a first line longer than this is not ours
@@ -55,5 +57,6 @@ class _OneProtocol(protocol.ClientFactory):
 
 
 def connect_unix(reactor, path, proto, on_failure, timeout=10):
-    """Connect ``proto`` to ``path``; ``on_failure(reason)`` if the connection cannot be made."""
-    return reactor.connectUNIX(path, _OneProtocol(proto, on_failure), timeout=timeout)
+    """Connect ``proto`` to ``path`` (through a short alias when it is too long for a socket address, as the main
+    process listens); ``on_failure(reason)`` if the connection cannot be made."""
+    return reactor.connectUNIX(socket_address(path) or path, _OneProtocol(proto, on_failure), timeout=timeout)

@@ -10,6 +10,7 @@ import shutil
 import sys
 
 from twisted.internet import defer, protocol
+from twisted.internet.error import CannotListenError
 from twisted.logger import Logger
 
 import namesrv
@@ -21,6 +22,7 @@ from namesrv.readworkers.channel.scratch import make_directory
 from namesrv.readworkers.main.forwarded import ForwardedConnectionFactory
 from namesrv.readworkers.main.handoff import HandoffFactory, adopt_connection
 from namesrv.readworkers.main.publisher import Publisher, replicable_processors
+from namesrv.unixaddress import release, socket_address
 
 log = Logger()
 
@@ -114,10 +116,16 @@ class ReadWorkerPool:
         self.directory = make_directory()   # also removes those left by servers killed before
         self.generation = SharedGeneration(os.path.join(self.directory, "generation"), writable=True)
         self.forwarded = ForwardedConnectionFactory(self.factory)
-        self.internal_port = self.reactor.listenUNIX(self.socket_path, self.forwarded, mode=0o600, backlog=1024)
         self.handoff_factory = HandoffFactory(self._adopt)
-        self.handoff_port = self.reactor.listenUNIX(self.handoff_path, self.handoff_factory, mode=0o600,
-                                                    backlog=1024)
+        try:
+            self.internal_port = self._listen(self.socket_path, self.forwarded)
+            self.handoff_port = self._listen(self.handoff_path, self.handoff_factory)
+        except Exception:   # no worker started: the server's stop still removes the directory
+            self.running = False
+            if self.internal_port is not None:
+                self.internal_port.stopListening()
+                self.internal_port = None
+            raise
         self.publisher.start(self.generation, self.since_baseline if self.baseline is not None else None)
         self.since_baseline = None
         for index in range(self.count):
@@ -139,6 +147,14 @@ class ReadWorkerPool:
     def handoffs_open(self):
         """Handoff connections whose socket has not arrived in full yet."""
         return self.handoff_factory.open if self.handoff_factory is not None else 0
+
+    def _listen(self, path, factory):
+        """Listen on ``path`` in the pool's directory, through a short alias when $TMPDIR makes it too long for a
+        socket address (unixaddress.py); the workers reach it the same way."""
+        address = socket_address(path)
+        if address is None:
+            raise CannotListenError(None, path, "no socket address can name it (%d bytes)" % len(os.fsencode(path)))
+        return self.reactor.listenUNIX(address, factory, mode=0o600, backlog=1024)
 
     @property
     def socket_path(self):
@@ -212,6 +228,7 @@ class ReadWorkerPool:
         if self.generation is not None:
             self.generation.close()
         if self.directory is not None:
+            release(self.directory)
             shutil.rmtree(self.directory, ignore_errors=True)
 
     def _spawn(self, index, baseline=None):
