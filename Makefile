@@ -33,9 +33,12 @@ run: $(VENV)/.run-installed
 	@trap 'true' INT TERM; cd $(CURDIR) && $(BIN)/twistd -n --pidfile= namesrv --statusListenPort $(STATUS_PORT) \
 		$(ARGS); status=$$?; case $$status in 0|130|143) ;; *) exit $$status;; esac
 
-# The suite on two workers (pytest-xdist): each takes a whole file at a time, tests/spark as one unit
-# (tests/parallel.py). `make test PARALLEL=` runs it in one process.
-PARALLEL ?= -n 2 --dist loadfile
+# The suite on one worker more than the CPUs this may use (pytest-xdist): much of a test's time is a server
+# starting or an answer awaited, and on 2 CPUs three workers kept them 90 % busy (two: 702-778 s, three:
+# 497 s). Each takes a whole file at a time, tests/spark as one unit (tests/parallel.py).
+# `make test PARALLEL=` runs it in one process, `make test WORKERS=2` on two workers.
+WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+PARALLEL ?= -n $(WORKERS) --dist loadfile
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest $(PARALLEL) $(ARGS)
 

@@ -1,4 +1,5 @@
-"""How ``make test`` shares the suite between its two workers (pytest-xdist, ``-n 2 --dist loadfile``).
+"""How ``make test`` shares the suite between its workers (pytest-xdist, ``-n WORKERS --dist loadfile``: one
+more than the CPUs, three on the 2-core machine).
 
 A worker takes a whole file at a time, so a file's module fixtures (a tiny benchmark run, a server
 started once for its tests) run once. The Spark tests are one unit for the same reason one level up:
@@ -8,7 +9,8 @@ instead of once by each while the other's CPU is wanted elsewhere.
 The units go out in xdist's order (most tests first). Handing the slowest out first was tried and
 gained nothing: the Spark tests, the benchmark smoke run and the Spark floor then ran at once and
 waited on each other's CPU (the first Spark fixture took 164 s instead of 75 s). The suite took 797 s
-that way, and 702 s and 778 s in xdist's order, in fresh clones on the idle 2-core machine.
+that way, and 702 s and 778 s in xdist's order, in fresh clones on the idle 2-core machine. A third
+worker on the same machine brought it to 497 s, with the CPUs busy 90 % of the time (180 % of one).
 """
 
 import pytest
