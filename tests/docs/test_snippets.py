@@ -20,7 +20,7 @@ import tempfile
 import pytest
 
 from namesrv.config import NamesrvConfig
-from tests.docs.snippets import REPO, every_snippet, pages
+from tests.docs.snippets import REPO, Snippet, every_snippet, pages
 
 SNIPPETS = every_snippet()
 RUNNABLE = ("run", "start", "with a server", "serves")
@@ -241,3 +241,27 @@ def test_ci_runs_the_readmes_test_command_as_written():
     with open(os.path.join(REPO, ".ci", "run")) as f:
         ci_lines = [line.strip() for line in f if line.strip() and not line.lstrip().startswith("#")]
     assert command == ["make test"] and "make test" in ci_lines
+
+
+STUCK_BLOCK = '''dir=$(mktemp -d)
+echo "member n2 is still electing" > "$dir/ns2.log"
+echo started
+sleep 61
+'''
+
+
+@pytest.mark.skipif(NAMESPACE is None, reason="no network namespace here (unshare -rn)")
+def test_a_block_past_its_bound_names_what_still_runs_and_keeps_its_logs(tmp_path):
+    """docs/controller.md:271 once ran past the sandbox's bound in a loaded run with nothing to tell a slow step
+    from a stuck one: its logs were in a `mktemp -d` of /tmp that nobody kept. A block gets a TMPDIR in the
+    snippet's own directory and, at the bound, the report names its processes and the tails of its logs."""
+    result = run_in_namespace(Snippet("docs/x.md", 1, "sh", STUCK_BLOCK, ""), str(tmp_path), timeout=3)
+    assert not result["ok"] and result["why"] == "still running after 3 s"
+    output = result["output"]
+    assert output.startswith("started")
+    assert "--- still running" in output and "sleep 61" in output
+    assert "ns2.log:\nmember n2 is still electing" in output
+    (workdir,) = [path for path in tmp_path.iterdir() if path.name.startswith("snippet-")]
+    kept = [name for _, _, names in os.walk(workdir / "tmp") for name in names if name == "ns2.log"]
+    assert kept == ["ns2.log"]          # in the snippet's TMPDIR, kept
+    assert result["left"] == []         # and not taken for something left in the checkout
