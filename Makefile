@@ -36,8 +36,9 @@ run: $(VENV)/.run-installed
 # The suite on one worker more than the CPUs this may use (pytest-xdist): much of a test's time is a server
 # starting or an answer awaited, and on 2 CPUs three workers kept them 90 % busy (two: 702-778 s, three:
 # 497 s). Each takes a whole file at a time, tests/spark as one unit (tests/parallel.py).
-# `make test PARALLEL=` runs it in one process, `make test WORKERS=2` on two workers.
-WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+# At most eight: more has not been tried. `make test PARALLEL=` runs it in one process, `make test WORKERS=2`
+# on two workers.
+WORKERS ?= $(shell n=$$(nproc); echo $$(( n < 7 ? n + 1 : 8 )))
 PARALLEL ?= -n $(WORKERS) --dist loadfile
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest $(PARALLEL) $(ARGS)
