@@ -34,8 +34,8 @@ run: $(VENV)/.run-installed
 		$(ARGS); status=$$?; case $$status in 0|130|143) ;; *) exit $$status;; esac
 
 # The suite on one worker more than the CPUs this may use (pytest-xdist): much of a test's time is a server
-# starting or an answer awaited, and on 2 CPUs three workers kept them 90 % busy (two: 702-778 s, three:
-# 497 s). Each takes a whole file at a time, tests/spark as one unit (tests/parallel.py).
+# starting or an answer awaited. On 2 CPUs, in one fresh clone within the hour: three workers 410 s with the CPUs
+# 87 % busy, two 510 s at 80 %. Each takes a whole file at a time, tests/spark as one unit (tests/parallel.py).
 # At most eight: more has not been tried. `make test PARALLEL=` runs it in one process, `make test WORKERS=2`
 # on two workers.
 WORKERS ?= $(shell n=$$(nproc); echo $$(( n < 7 ? n + 1 : 8 )))

@@ -10,7 +10,8 @@ The units go out in xdist's order (most tests first). Handing the slowest out fi
 gained nothing: the Spark tests, the benchmark smoke run and the Spark floor then ran at once and
 waited on each other's CPU (the first Spark fixture took 164 s instead of 75 s). The suite took 797 s
 that way, and 702 s and 778 s in xdist's order, in fresh clones on the idle 2-core machine. A third
-worker on the same machine brought it to 497 s, with the CPUs busy 90 % of the time (180 % of one).
+worker is faster: in one fresh clone within the hour, three workers took 410 s (the CPUs 87 % busy) and two
+510 s (80 %).
 """
 
 import pytest
