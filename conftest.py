@@ -1,6 +1,6 @@
 """Test-suite wide settings: hypothesis profile without deadlines (CI machines are noisy), the
 session-wide check that no process a test started outlives the run (tests/leftovers.py), and how
-``make test``'s two workers share the suite (tests/parallel.py)."""
+``make test``'s workers share the suite (tests/parallel.py)."""
 
 pytest_plugins = ("tests.leftovers", "tests.starved", "tests.parallel")
 

@@ -13,7 +13,6 @@ from twisted.internet.error import ReactorNotRunning
 from twisted.logger import Logger
 
 from namesrv.handover import peers
-from namesrv.unixaddress import socket_address
 from namesrv.handover.drain import ServerDrain
 from namesrv.handover.handing import HandingFactory
 from namesrv.handover.taking import OldProcessLeft, TakeoverClient
@@ -21,6 +20,7 @@ from namesrv.timing.scheduler import BULK
 from namesrv.storage.instance import InstanceIdentity
 from namesrv.readworkers.main.handoff import adopt_connection
 from namesrv.readworkers.channel.unix import connect_unix
+from namesrv.unixaddress import socket_address
 
 log = Logger()
 

@@ -9,17 +9,9 @@ import pytest_twisted
 from twisted.internet.error import CannotListenError
 from twisted.logger import formatEvent, globalLogPublisher
 
-from namesrv import tap
 from namesrv.readworkers.main.processes import ReadWorkerPool
-
-
-def options(tmp_path):
-    conf = tmp_path / "namesrv.properties"
-    conf.write_text("kvConfigPath=%s\nlogDir=%s\nrouteSnapshotPath=%s\nrouteReadWorkers=1\nlistenPort=0\n"
-                    % (tmp_path / "kv.json", tmp_path / "logs", tmp_path / "routes.snapshot"))
-    opts = tap.Options()
-    opts.parseOptions(["-c", str(conf)])
-    return opts
+from namesrv.service import make_service
+from tests.config_for import service_config
 
 
 @pytest_twisted.inlineCallbacks
@@ -33,7 +25,7 @@ def test_a_pool_that_cannot_listen_leaves_this_process_accepting_with_one_error(
         if event.get("log_level") is not None and event["log_level"].name in ("error", "critical"):
             lines.append(formatEvent(event))
     globalLogPublisher.addObserver(observe)
-    service = tap.makeService(options(tmp_path))
+    service = make_service(service_config(tmp_path, routeReadWorkers=1))
     service.startService()
     try:
         port = service.parts.serving.remoting.port
