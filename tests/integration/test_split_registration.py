@@ -52,6 +52,17 @@ def _rounds(events, broker_name):
     return rounds
 
 
+def _whole(rounds):
+    """The closed rounds (a later one has begun) that carried the broker's whole table, in order. A 5.3.3 broker
+    sends each part only to the name servers its client already found available (BrokerOuterAPI.registerBrokerAll,
+    getAvailableNameSrvList): on a busy machine its first round's first parts went nowhere (7 of 26, their
+    DataVersion counters skipped; the broker logged 19 registrations, we saw 19)."""
+    closed = rounds[:-1]
+    sizes = [sum(e["topics"] for e in r) for r in closed]
+    most = max(sizes, default=0)
+    return [r for r, size in zip(closed, sizes) if size == most and size >= TOPICS]
+
+
 def test_split_registration_of_a_real_5_3_3_broker(make_namesrv, tmp_path):
     peer("5.3.3")
     server = make_namesrv().start()
@@ -65,13 +76,12 @@ def test_split_registration_of_a_real_5_3_3_broker(make_namesrv, tmp_path):
         rounds = []
         while time.monotonic() < deadline:
             rounds = _rounds(_events(server), "split-a")
-            # a third round has begun: the second is complete
-            if len(rounds) >= 3:
+            if len(_whole(rounds)) >= 2:
                 break
             assert broker.process.poll() is None, broker.log()[-3000:]
             time.sleep(0.5)
-        assert len(rounds) >= 3, "rounds seen: %s\n%s" % ([len(r) for r in rounds], broker.log()[-3000:])
-        first, second = rounds[0], rounds[1]
+        assert len(_whole(rounds)) >= 2, "rounds seen: %s\n%s" % ([len(r) for r in rounds], broker.log()[-3000:])
+        first, second = _whole(rounds)[:2]
         parts = TOPICS // SPLIT_SIZE + 1
         assert len(first) >= parts and len(second) == len(first)    # several requests per round
         assert max(e["topics"] for e in first) == SPLIT_SIZE
