@@ -12,7 +12,7 @@ import uuid
 
 from tests import leftovers
 from tests.integration.server import REPO
-from tools.stress.report import read_junit
+from tools.stress.report import Report, read_junit
 
 SUITE = '''
 import os, time
@@ -92,3 +92,19 @@ def test_a_failure_in_teardown_counts_once_as_failed(tmp_path):
     outcomes, messages = read_junit(str(junit))
     assert outcomes == {"tests/x/test_a.py::test_b": "error", "tests/x/test_a.py::TestC::test_d[1]": "skipped"}
     assert messages["tests/x/test_a.py::test_b"].startswith("error at teardown")
+
+
+def test_a_run_the_series_was_stopped_in_is_not_counted_as_failed(tmp_path):
+    """Stopping a long series on purpose (Ctrl-C, SIGTERM) must not read as a failure of the suite."""
+    first = tmp_path / "run-01"
+    first.mkdir()
+    (first / "junit.xml").write_text('<testsuites><testsuite><testcase classname="tests.x.test_a" name="test_b" '
+                                     'file="tests/x/test_a.py"/></testsuite></testsuites>')
+    report = Report(str(tmp_path), "pytest", "no load", "now")
+    report.add_run(1, 0, 10.0, str(first))
+    report.add_run(2, "stopped", 0.0, str(tmp_path / "run-02"), "stopped by SIGTERM")
+    assert report.failures == {} and report.passed
+    assert report.as_dict()["runs_passed"] == 1
+    text = report.text()
+    assert "run 02: stopped by SIGTERM, not counted" in text
+    assert "no test failed in 1 complete run(s)" in text and "failed at least once" not in text

@@ -4,7 +4,8 @@ where each run's log is kept.
 Each run leaves ``run-NN/junit.xml`` (pytest's ``--junitxml``) and ``run-NN/output.txt`` (its ``-rA``
 output: every test's outcome and the captured output of those that failed). A run that ended without
 a failed test case but with a non-zero status (a collection error, processes left running by the
-tests: tests/leftovers.py, a run ended at its time limit) counts as failed too, under its own name.
+tests: tests/leftovers.py, a run ended at its time limit) counts as failed too, under its own name. A run the
+series was stopped in (Ctrl-C, SIGTERM) is listed as stopped and counts neither way: nothing in it failed.
 """
 
 import json
@@ -67,6 +68,12 @@ class Report:
     def add_run(self, number, status, seconds, run_dir, note="", machine_load=None):
         """``machine_load``: the load averages (1, 5, 15 min) at the run's end: the machine may run more than
         this series' load."""
+        if status == "stopped":
+            self.runs.append({"run": number, "status": status, "seconds": round(seconds, 1), "tests": 0,
+                              "skipped": 0, "failed": [], "stopped": True, "note": note,
+                              "log": os.path.relpath(os.path.join(run_dir, "output.txt"), self.directory),
+                              "machine_load": machine_load})
+            return
         outcomes, messages = read_junit(os.path.join(run_dir, "junit.xml"))
         failed = sorted(ident for ident, outcome in outcomes.items() if outcome in ("failed", "error"))
         if not failed and status not in PASSED_STATUSES:
@@ -84,33 +91,41 @@ class Report:
                           "note": note, "machine_load": machine_load})
 
     @property
+    def complete(self):
+        """The runs that went to their end (a stopped one says nothing of the suite)."""
+        return [run for run in self.runs if not run.get("stopped")]
+
+    @property
     def passed(self):
         return bool(self.runs) and not self.failures
 
     def as_dict(self):
         return {"command": self.command, "load": self.load, "started": self.started, "runs": self.runs,
                 "failures": self.failures, "passed": self.passed,
-                "runs_passed": sum(1 for r in self.runs if not r["failed"])}
+                "runs_passed": sum(1 for r in self.complete if not r["failed"])}
 
     def text(self):
         """The summary a reader wants: how many runs passed, and each test that failed with its runs and logs."""
         lines = ["stress: %d run(s) of `%s` beside %s, started %s" % (len(self.runs), self.command, self.load,
                                                                      self.started)]
         for run in self.runs:
+            if run.get("stopped"):
+                lines.append("  run %02d: %s, not counted" % (run["run"], run["note"] or "stopped"))
+                continue
             lines.append("  run %02d: exit %s, %d tests (%d skipped), %.0f s%s%s%s" % (
                 run["run"], run["status"], run["tests"], run["skipped"], run["seconds"],
                 ", machine load %s" % " ".join(run["machine_load"]) if run.get("machine_load") else "",
                 ", %d failed" % len(run["failed"]) if run["failed"] else "",
                 " (%s)" % run["note"] if run["note"] else ""))
         if not self.failures:
-            lines.append("no test failed in %d run(s)" % len(self.runs))
+            lines.append("no test failed in %d complete run(s)" % len(self.complete))
         else:
             lines.append("%d test(s) failed at least once:" % len(self.failures))
             for ident, entry in sorted(self.failures.items(), key=lambda item: (-len(item[1]["runs"]), item[0])):
                 logs = ", ".join(os.path.join("run-%02d" % n, "output.txt") for n in entry["runs"])
                 first = (entry["message"] or "").strip().splitlines()[:1]
                 lines.append("  %s: failed in %d of %d run(s) (%s); logs: %s%s" % (
-                    ident, len(entry["runs"]), len(self.runs), ", ".join(str(n) for n in entry["runs"]), logs,
+                    ident, len(entry["runs"]), len(self.complete), ", ".join(str(n) for n in entry["runs"]), logs,
                     "\n      " + first[0][:300] if first else ""))
         lines.append("kept in %s" % self.directory)
         return "\n".join(lines)
