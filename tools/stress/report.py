@@ -68,15 +68,10 @@ class Report:
     def add_run(self, number, status, seconds, run_dir, note="", machine_load=None):
         """``machine_load``: the load averages (1, 5, 15 min) at the run's end: the machine may run more than
         this series' load."""
-        if status == "stopped":
-            self.runs.append({"run": number, "status": status, "seconds": round(seconds, 1), "tests": 0,
-                              "skipped": 0, "failed": [], "stopped": True, "note": note,
-                              "log": os.path.relpath(os.path.join(run_dir, "output.txt"), self.directory),
-                              "machine_load": machine_load})
-            return
-        outcomes, messages = read_junit(os.path.join(run_dir, "junit.xml"))
+        stopped = status == "stopped"   # the series was stopped in it: it says nothing of the suite
+        outcomes, messages = ({}, {}) if stopped else read_junit(os.path.join(run_dir, "junit.xml"))
         failed = sorted(ident for ident, outcome in outcomes.items() if outcome in ("failed", "error"))
-        if not failed and status not in PASSED_STATUSES:
+        if not failed and not stopped and status not in PASSED_STATUSES:
             failed = ["(run %02d as a whole: exit status %s%s; see its output)"
                       % (number, status, ", " + note if note else "")]
             messages[failed[0]] = note
@@ -88,16 +83,16 @@ class Report:
                           "skipped": sum(1 for o in outcomes.values() if o == "skipped"),
                           "failed": failed, "log": os.path.relpath(os.path.join(run_dir, "output.txt"),
                                                                    self.directory),
-                          "note": note, "machine_load": machine_load})
+                          "note": note, "machine_load": machine_load, "stopped": stopped})
 
     @property
     def complete(self):
         """The runs that went to their end (a stopped one says nothing of the suite)."""
-        return [run for run in self.runs if not run.get("stopped")]
+        return [run for run in self.runs if not run["stopped"]]
 
     @property
     def passed(self):
-        return bool(self.runs) and not self.failures
+        return bool(self.complete) and not self.failures
 
     def as_dict(self):
         return {"command": self.command, "load": self.load, "started": self.started, "runs": self.runs,
@@ -109,7 +104,7 @@ class Report:
         lines = ["stress: %d run(s) of `%s` beside %s, started %s" % (len(self.runs), self.command, self.load,
                                                                      self.started)]
         for run in self.runs:
-            if run.get("stopped"):
+            if run["stopped"]:
                 lines.append("  run %02d: %s, not counted" % (run["run"], run["note"] or "stopped"))
                 continue
             lines.append("  run %02d: exit %s, %d tests (%d skipped), %.0f s%s%s%s" % (
